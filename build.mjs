@@ -1,0 +1,160 @@
+// Builds dist/bridge: one executable that needs neither Node nor node_modules,
+// using Node's Single Executable Application (SEA) support:
+//   1. esbuild bundles src/cli/bin.ts into dist/bridge.cjs (a SEA main must be
+//      CommonJS, and its require() only loads builtins, so everything else
+//      must be in the bundle);
+//   2. this Node binary turns the bundle plus the better-sqlite3 addon (an
+//      asset, see src/db/native.ts) into a blob;
+//   3. postject injects the blob into a copy of this Node binary.
+// Run with Node 24 (npm run build puts node_modules/.bin first on PATH): the
+// blob is tied to the exact binary that makes it, and that binary is the base.
+//
+// BRIDGE_ENTRY=path/to/entry.ts overrides the entry (for trying the pipeline
+// out on a throwaway script).
+import { build } from "esbuild";
+import { execFileSync } from "node:child_process";
+import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { builtinModules } from "node:module";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import postject from "postject";
+
+const started = performance.now();
+const root = dirname(fileURLToPath(import.meta.url));
+const dist = join(root, "dist");
+const entry = resolve(root, process.env.BRIDGE_ENTRY || "src/cli/bin.ts");
+const bundle = join(dist, "bridge.cjs");
+const seaConfig = join(dist, "sea-config.json");
+const blob = join(dist, "sea-prep.blob");
+const output = join(dist, "bridge");
+// Documented by Node; the copy of node must contain it exactly once.
+const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+
+try {
+  await main();
+} catch (error) {
+  console.error(`build failed: ${error instanceof Error ? error.message : String(error)}`);
+  await rm(output, { force: true }); // Never leave a half-made executable behind.
+  process.exitCode = 1;
+} finally {
+  await rm(blob, { force: true });
+  await rm(seaConfig, { force: true });
+}
+
+async function main() {
+  const major = Number(process.versions.node.split(".")[0]);
+  if (major < 24) {
+    throw new Error(
+      `Node ${process.version} at ${process.execPath} would become the base of dist/bridge; ` +
+        "use Node 24+ (npm run build, or PATH=$PWD/node_modules/.bin:$PATH)",
+    );
+  }
+  if (process.platform !== "linux" && process.platform !== "darwin") {
+    throw new Error(`building on ${process.platform} is not supported`);
+  }
+  await stat(entry).catch(() => {
+    throw new Error(`entry ${relative(root, entry)} does not exist`);
+  });
+  // The addon is the one piece that cannot be bundled; pick the prebuild for
+  // this machine, as the executable will only run on this platform anyway.
+  const addon = join(root, "node_modules/better-sqlite3/prebuilds", `${process.platform}-${process.arch}.node`);
+  await stat(addon).catch(() => {
+    throw new Error(`no better-sqlite3 prebuild for ${process.platform}-${process.arch} (${addon})`);
+  });
+
+  await mkdir(dist, { recursive: true });
+  await bundleEntry();
+
+  await writeFile(
+    seaConfig,
+    JSON.stringify(
+      {
+        main: bundle,
+        output: blob,
+        disableExperimentalSEAWarning: true,
+        useCodeCache: true,
+        assets: { "better_sqlite3.node": addon },
+      },
+      null,
+      2,
+    ),
+  );
+  run(process.execPath, ["--experimental-sea-config", seaConfig]);
+
+  // Unlink first: overwriting a dist/bridge that is still running fails
+  // with ETXTBSY, while replacing the directory entry does not.
+  await rm(output, { force: true });
+  await copyFile(process.execPath, output);
+  if (process.platform === "darwin") run("codesign", ["--remove-signature", output]);
+  // postject's ELF parser complains about Node's unusual .note sections; the
+  // result is fine (nodejs/postject#83), so keep those lines out of the log.
+  const warn = console.warn;
+  console.warn = (...args) => {
+    if (!String(args[0]).startsWith("warning: Can't find string offset for section name")) warn(...args);
+  };
+  try {
+    await postject.inject(output, "NODE_SEA_BLOB", await readFile(blob), {
+      sentinelFuse: FUSE,
+      machoSegmentName: "NODE_SEA",
+    });
+  } finally {
+    console.warn = warn;
+  }
+  if (process.platform === "darwin") run("codesign", ["--sign", "-", output]);
+  await chmod(output, 0o755);
+
+  const { size } = await stat(output);
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(`built ${relative(process.cwd(), output) || output} (${(size / 1e6).toFixed(1)} MB) in ${seconds}s`);
+}
+
+async function bundleEntry() {
+  const result = await build({
+    entryPoints: [entry],
+    outfile: bundle,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node24",
+    // Whitespace and syntax only: keeping identifiers keeps stack traces
+    // readable without shipping a source map.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: "none",
+    // ESM packages may read import.meta, which is empty in CommonJS. Give them
+    // this file's URL, as they would get unbundled. (Inside the executable,
+    // __filename is the executable itself.)
+    define: { "import.meta": "__bridge_import_meta" },
+    banner: {
+      js: 'var __bridge_import_meta={url:require("node:url").pathToFileURL(__filename).href,filename:__filename,dirname:__dirname};',
+    },
+    // Lets a BRIDGE_ENTRY outside the repository use our dependencies.
+    nodePaths: [join(root, "node_modules")],
+    metafile: true,
+    logLevel: "warning",
+  }).catch((error) => {
+    // esbuild has printed the details already.
+    throw new Error(`esbuild failed with ${error.errors?.length ?? "unknown"} error(s)`);
+  });
+
+  // Inside the executable, require() loads builtins only, and import() is
+  // unavailable with a code cache: anything left external must be a builtin
+  // reached through require().
+  const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+  const problems = Object.values(result.metafile.outputs)
+    .flatMap((out) => out.imports)
+    .filter((imp) => imp.external && (imp.kind !== "require-call" || !builtins.has(imp.path)))
+    .map((imp) => `${imp.kind} ${JSON.stringify(imp.path)}`);
+  if (problems.length > 0) {
+    throw new Error(`the bundle loads these at run time, which the executable cannot: ${[...new Set(problems)].join(", ")}`);
+  }
+}
+
+function run(command, args) {
+  try {
+    execFileSync(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+  } catch (error) {
+    const output = `${error.stdout ?? ""}${error.stderr ?? ""}`.trim();
+    throw new Error(`${command} ${args.join(" ")} failed${output ? `:\n${output}` : `: ${error.message}`}`);
+  }
+}

@@ -1,0 +1,47 @@
+import type { Command } from "commander";
+import { getLocationConfig, setLocationConfig, type LocationConfig } from "../core/locations.ts";
+import { openCore, type GlobalOptions } from "./context.ts";
+import { json, UsageError, type Io } from "./io.ts";
+
+/** `bridge config get|set <locationId>`: the same code path as the admin API's config endpoints. */
+export function configCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
+  const config = program.command("config").description("a location's sender ID and SMS API key");
+
+  config
+    .command("get <locationId>")
+    .description("show a location's configuration (API key masked)")
+    .option("--json", "machine-readable output")
+    .action((locationId: string, options: { json?: boolean }) => {
+      const core = openCore(io, globals(), "store");
+      try {
+        print(io, getLocationConfig(core.tokens, locationId), options.json);
+      } finally {
+        core.close();
+      }
+    });
+
+  config
+    .command("set <locationId>")
+    .description('set a location\'s sender ID and/or SMS API key ("" clears one back to the global default)')
+    .option("--sender-id <value>", "sender ID for this location's messages (default: SMS_SENDER_ID)")
+    .option("--sms-api-key <value>", "Cast.ph API key for this location (default: SMS_API_KEY)")
+    .option("--json", "machine-readable output")
+    .action((locationId: string, options: { senderId?: string; smsApiKey?: string; json?: boolean }) => {
+      if (options.senderId === undefined && options.smsApiKey === undefined) {
+        throw new UsageError("config set needs --sender-id and/or --sms-api-key");
+      }
+      const core = openCore(io, globals(), "store");
+      try {
+        const change = { sender_id: options.senderId, sms_api_key: options.smsApiKey };
+        print(io, setLocationConfig(core.tokens, locationId, change, core.now()), options.json);
+      } finally {
+        core.close();
+      }
+    });
+}
+
+function print(io: Io, config: LocationConfig, asJson: boolean | undefined): void {
+  if (asJson) return io.out(json(config));
+  io.out(`location_id  ${config.location_id}\nsender_id    ${config.sender_id || "(global default)"}\n`);
+  io.out(`sms_api_key  ${config.sms_api_key || "(global default)"}\n`);
+}

@@ -1,0 +1,35 @@
+import { describeConfig } from "../core/config.ts";
+import { createWorker } from "../core/worker.ts";
+import { createApp } from "../server/app.ts";
+import { listen } from "../server/listen.ts";
+import { openCore, type GlobalOptions } from "./context.ts";
+import type { Io } from "./io.ts";
+
+/** In-flight sends get this long to finish on SIGTERM (systemd waits 90 s). */
+const STOP_GRACE_MS = 30_000;
+
+/** `bridge serve`: HTTP server plus queue worker, until SIGTERM or SIGINT. */
+export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
+  const core = openCore(io, globals, "serve");
+  const { config, log } = core;
+  const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now: core.now, log });
+  const app = createApp({ core, worker });
+  const server = await listen(app, config.host, config.port).catch((error: unknown) => {
+    core.close();
+    throw error;
+  });
+  worker.start();
+  log.info(`bridge listening on ${server.url}`, describeConfig(config));
+
+  const signal = await new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  log.info(`${signal}: no longer accepting requests; finishing messages in flight`);
+  await server.close();
+  const left = await worker.stop(STOP_GRACE_MS);
+  if (left > 0) log.warn(`${left} message(s) still in flight at exit; they will be reported as unknown on next start`);
+  core.close();
+  log.info("stopped");
+  return 0;
+}

@@ -1,0 +1,51 @@
+import type { Command } from "commander";
+import { errorMessage } from "../core/errors.ts";
+import { openCore, type GlobalOptions } from "./context.ts";
+import { json, table, UsageError, type Io } from "./io.ts";
+
+interface Outcome {
+  location_id: string;
+  status: "refreshed" | "still valid" | "failed";
+  expires_at: string;
+  error?: string;
+}
+
+/**
+ * `bridge token refresh <locationId>|--all [--force]`: the server's own refresh path,
+ * so a refresh here and one in a running server never spend the same refresh token.
+ */
+export function tokenCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
+  const token = program.command("token").description("CRM access tokens");
+  token
+    .command("refresh [locationId]")
+    .description("refresh access tokens that expire within 5 minutes (--force: refresh anyway)")
+    .option("--all", "every installed location")
+    .option("--force", "refresh even if the token is still valid")
+    .option("--json", "machine-readable output")
+    .action(async (locationId: string | undefined, options: { all?: boolean; force?: boolean; json?: boolean }) => {
+      if (Boolean(locationId) === Boolean(options.all)) throw new UsageError("name one location, or use --all");
+      const core = openCore(io, globals(), "token");
+      try {
+        const ids = locationId ? [locationId] : core.tokens.list().map((t) => t.locationId);
+        const outcomes: Outcome[] = [];
+        for (const id of ids) outcomes.push(await refreshOne(core, id, options.force ?? false));
+        if (options.json) io.out(json({ results: outcomes }));
+        else io.out(table(["LOCATION", "STATUS", "EXPIRES", "ERROR"], outcomes.map((o) => [o.location_id, o.status, o.expires_at, o.error ?? ""])));
+        if (outcomes.some((o) => o.status === "failed")) throw new Error(`${outcomes.filter((o) => o.status === "failed").length} refresh(es) failed`);
+      } finally {
+        core.close();
+      }
+    });
+}
+
+async function refreshOne(core: ReturnType<typeof openCore>, locationId: string, force: boolean): Promise<Outcome> {
+  const before = core.tokens.get(locationId);
+  try {
+    const after = await core.tokenService.refresh(locationId, force);
+    const status = after.accessToken !== before?.accessToken ? "refreshed" : "still valid";
+    return { location_id: locationId, status, expires_at: new Date(after.expiresAt).toISOString() };
+  } catch (error) {
+    const expires = before ? new Date(before.expiresAt).toISOString() : "";
+    return { location_id: locationId, status: "failed", expires_at: expires, error: errorMessage(error) };
+  }
+}

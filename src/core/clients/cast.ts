@@ -1,0 +1,120 @@
+import { ofetch } from "ofetch";
+import pRetry from "p-retry";
+import { GatewayError, errorMessage } from "../errors.ts";
+import { neverSent, retryAfterMs, sleep, timedOut } from "../retry.ts";
+
+/** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5). */
+export interface GatewayOptions {
+  apiUrl: string;
+  timeoutMs?: number;
+  /** Retries of a 429 or of a connection that was never made. */
+  retries?: number;
+  /** First back-off when the gateway gives no Retry-After. */
+  retryDelayMs?: number;
+}
+
+export interface SendRequest {
+  apiKey: string;
+  /** Local form, 09XXXXXXXXX. */
+  to: string;
+  message: string;
+  /** "" lets the gateway use the account's default sender. */
+  senderId: string;
+}
+
+export interface SendResult {
+  messageId: string;
+  parts: number;
+}
+
+export type SmsGateway = ReturnType<typeof createCastClient>;
+
+/** Cast.ph's own limit on one message: 3 parts. */
+export const MAX_MESSAGE_LENGTH = 450;
+
+export function createCastClient(options: GatewayOptions) {
+  const timeout = options.timeoutMs ?? 30_000;
+
+  /** One attempt. Throws GatewayError; "rate_limited"/"unreachable" are the retryable ones. */
+  async function attempt(req: SendRequest): Promise<SendResult> {
+    let res;
+    try {
+      res = await ofetch.raw<string, "text">("/api/sms/send", {
+        baseURL: options.apiUrl,
+        method: "POST",
+        headers: { "X-API-Key": req.apiKey, "Content-Type": "application/json", Accept: "application/json" },
+        body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
+        timeout,
+        retry: 0,
+        ignoreResponseError: true,
+        responseType: "text",
+      });
+    } catch (error) {
+      if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${errorMessage(error)}`, { cause: error });
+      // The request may have reached the gateway: never resend it blindly.
+      const what = timedOut(error) ? `no answer within ${timeout / 1000} s` : errorMessage(error);
+      throw new GatewayError("unknown", `gateway did not answer (${what}); delivery unknown`, { cause: error });
+    }
+    return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
+  }
+
+  return {
+    /** Sends one SMS, retrying only what provably did not go out. */
+    send(req: SendRequest): Promise<SendResult> {
+      return pRetry(() => attempt(req), {
+        retries: options.retries ?? 4,
+        minTimeout: options.retryDelayMs ?? 1000,
+        shouldRetry: ({ error }) =>
+          error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
+        onFailedAttempt: async ({ error }) => {
+          if (error instanceof RateLimited && error.waitMs) await sleep(error.waitMs);
+        },
+      });
+    },
+  };
+}
+
+class RateLimited extends GatewayError {
+  readonly waitMs: number | undefined;
+  constructor(waitMs: number | undefined) {
+    super("rate_limited", "gateway rate limit: still answering 429 after retries", { httpStatus: 429 });
+    this.waitMs = waitMs;
+  }
+}
+
+/** Turns the gateway's answer into a result or a classified GatewayError. */
+function readAnswer(status: number, text: string, retryAfter: string | null): SendResult {
+  if (status === 429) throw new RateLimited(retryAfterMs(retryAfter, Date.now()));
+  const body = parseBody(text);
+  if (status >= 500) {
+    throw new GatewayError("unknown", `gateway answered ${status}${detail(body, text)}; delivery unknown`, { httpStatus: status });
+  }
+  if (status !== 200 || body?.success === false) {
+    throw new GatewayError("rejected", `gateway rejected the message (${status})${detail(body, text)}`, { httpStatus: status });
+  }
+  if (body?.success !== true || typeof body.message_id !== "string") {
+    throw new GatewayError("unknown", "gateway answered 200 without a message_id; delivery unknown", { httpStatus: status });
+  }
+  return { messageId: body.message_id, parts: typeof body.parts === "number" ? body.parts : 1 };
+}
+
+interface Body {
+  success?: unknown;
+  message_id?: unknown;
+  parts?: unknown;
+  error?: unknown;
+}
+
+function parseBody(text: string): Body | undefined {
+  try {
+    const json: unknown = JSON.parse(text);
+    return json && typeof json === "object" ? (json as Body) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function detail(body: Body | undefined, text: string): string {
+  const said = typeof body?.error === "string" ? body.error : text.slice(0, 200);
+  return said ? `: ${said}` : "";
+}

@@ -1,0 +1,224 @@
+import { ofetch } from "ofetch";
+import pRetry from "p-retry";
+import { z } from "zod";
+import { CrmError, errorMessage } from "../errors.ts";
+import { retryAfterMs, sleep } from "../retry.ts";
+
+/** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
+export interface CrmOptions {
+  apiUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /** {BASE_URL}/oauth-callback, sent with the code exchange. */
+  redirectUri: string;
+  /** The 24-hex part of the client id. */
+  appId: string;
+  /** Every request gives up after this long (spec: 30 s). */
+  timeoutMs?: number;
+  /** First back-off after a 429 with no Retry-After. */
+  retryDelayMs?: number;
+}
+
+export interface TokenResponse {
+  accessToken: string;
+  refreshToken: string;
+  expiresIn: number;
+  userType: string;
+  locationId: string;
+  companyId: string;
+  installedLocations: string[];
+}
+
+export type MessageStatus =
+  | { status: "delivered" }
+  | { status: "failed"; error: { code: string; type: "saas"; message: string } };
+
+export type CrmClient = ReturnType<typeof createCrmClient>;
+
+const LOCATION_API_VERSION = "2021-07-28";
+const MESSAGES_API_VERSION = "2021-04-15";
+const PAGE_SIZE = 100;
+const MAX_PAGES = 1000;
+
+export function createCrmClient(options: CrmOptions) {
+  const { clientId, clientSecret } = options;
+  const timeout = options.timeoutMs ?? 30_000;
+  const retryDelay = options.retryDelayMs ?? 1000;
+
+  /** The one place that talks HTTP to the CRM: base URL, auth, version, timeout. */
+  async function request(path: string, init: Request): Promise<Answer> {
+    const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
+    if (init.token) headers.Authorization = `Bearer ${init.token}`;
+    if (init.version) headers.Version = init.version;
+    const res = await ofetch.raw<string, "text">(path, {
+      baseURL: options.apiUrl,
+      method: init.method,
+      headers,
+      body: init.body,
+      query: init.query,
+      timeout,
+      retry: 0,
+      ignoreResponseError: true,
+      responseType: "text",
+    });
+    return { status: res.status, text: res._data ?? "", retryAfter: res.headers.get("retry-after") };
+  }
+
+  /** Retries the CRM's 429 ("100 requests per 10 s"), honouring Retry-After. */
+  function withRateLimitRetry<T>(fn: () => Promise<T>): Promise<T> {
+    return pRetry(fn, {
+      retries: 5,
+      minTimeout: retryDelay,
+      shouldRetry: ({ error }) => error instanceof CrmError && error.httpStatus === 429,
+      onFailedAttempt: async ({ error }) => {
+        const wait = error instanceof RateLimited ? error.waitMs : undefined;
+        if (wait) await sleep(wait);
+      },
+    });
+  }
+
+  async function tokenGrant(form: Record<string, string>): Promise<TokenResponse> {
+    const res = await request("/oauth/token", {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...form }).toString(),
+    });
+    if (res.status !== 200) throw new CrmError(`token endpoint returned ${res.status}: ${clip(res.text)}`, answerInfo(res));
+    return parseToken(res.text, "failed to parse token response");
+  }
+
+  return {
+    exchangeCode(code: string): Promise<TokenResponse> {
+      return tokenGrant({ grant_type: "authorization_code", code, redirect_uri: options.redirectUri });
+    },
+
+    refreshToken(refreshToken: string): Promise<TokenResponse> {
+      return tokenGrant({ grant_type: "refresh_token", refresh_token: refreshToken, user_type: "Location" });
+    },
+
+    /** Exchanges a company token for one location's token. */
+    getLocationToken(companyToken: string, companyId: string, locationId: string): Promise<TokenResponse> {
+      return withRateLimitRetry(async () => {
+        const res = await request("/oauth/locationToken", {
+          method: "POST",
+          token: companyToken,
+          version: LOCATION_API_VERSION,
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ companyId, locationId }),
+        });
+        if (res.status !== 200) throw statusError("locationToken endpoint", res);
+        return parseToken(res.text, "failed to parse location token response");
+      });
+    },
+
+    /** Every location of the company where this app is installed, following the pages. */
+    async listInstalledLocations(companyToken: string, companyId: string): Promise<string[]> {
+      const ids: string[] = [];
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const { locations, count } = await withRateLimitRetry(async () => {
+          const res = await request("/oauth/installedLocations", {
+            method: "GET",
+            token: companyToken,
+            version: LOCATION_API_VERSION,
+            query: { companyId, appId: options.appId, isInstalled: "true", skip: ids.length, limit: PAGE_SIZE },
+          });
+          if (res.status !== 200) throw statusError("locations endpoint", res);
+          return parse(res.text, locationsSchema, "failed to parse locations response");
+        });
+        ids.push(...locations.map((l) => l._id));
+        // A page may hold fewer than asked for: only an empty page or the count ends it.
+        if (locations.length === 0 || (count !== undefined && ids.length >= count)) break;
+      }
+      return ids;
+    },
+
+    async updateMessageStatus(locationToken: string, messageId: string, status: MessageStatus): Promise<void> {
+      const res = await request(`/conversations/messages/${encodeURIComponent(messageId)}/status`, {
+        method: "PUT",
+        token: locationToken,
+        version: MESSAGES_API_VERSION,
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(status),
+      });
+      if (res.status < 200 || res.status > 299) throw statusError("status endpoint", res);
+    },
+  };
+}
+
+interface Request {
+  method: "GET" | "POST" | "PUT";
+  headers?: Record<string, string>;
+  body?: string;
+  query?: Record<string, string | number>;
+  token?: string;
+  version?: string;
+}
+
+interface Answer {
+  status: number;
+  text: string;
+  retryAfter: string | null;
+}
+
+/** A 429 that says how long to wait. */
+class RateLimited extends CrmError {
+  readonly waitMs: number | undefined;
+  constructor(message: string, res: Answer) {
+    super(message, answerInfo(res));
+    this.waitMs = retryAfterMs(res.retryAfter, Date.now());
+  }
+}
+
+function statusError(what: string, res: Answer): CrmError {
+  const message = `${what} returned ${res.status}: ${clip(res.text)}`;
+  return res.status === 429 ? new RateLimited(message, res) : new CrmError(message, answerInfo(res));
+}
+
+function answerInfo(res: Answer) {
+  return { httpStatus: res.status, body: res.text };
+}
+
+/** Error bodies end up in logs and pages: keep them readable. */
+function clip(text: string): string {
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}
+
+const tokenSchema = z.object({
+  access_token: z.string().min(1),
+  refresh_token: z.string().min(1),
+  expires_in: z.number().int().positive(),
+  userType: z.string().nullish(),
+  locationId: z.string().nullish(),
+  companyId: z.string().nullish(),
+  installedLocations: z.array(z.string()).nullish(),
+});
+
+const locationsSchema = z.object({
+  locations: z.array(z.object({ _id: z.string().min(1) })),
+  count: z.number().int().nonnegative().optional(),
+});
+
+function parseToken(text: string, prefix: string): TokenResponse {
+  const t = parse(text, tokenSchema, prefix);
+  return {
+    accessToken: t.access_token,
+    refreshToken: t.refresh_token,
+    expiresIn: t.expires_in,
+    userType: t.userType ?? "",
+    locationId: t.locationId ?? "",
+    companyId: t.companyId ?? "",
+    installedLocations: t.installedLocations ?? [],
+  };
+}
+
+function parse<T>(text: string, schema: z.ZodType<T>, prefix: string): T {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new CrmError(`${prefix}: ${errorMessage(error)}`, { cause: error });
+  }
+  const result = schema.safeParse(json);
+  if (!result.success) throw new CrmError(`${prefix}: ${z.prettifyError(result.error).replace(/\n/g, "; ")}`);
+  return result.data;
+}

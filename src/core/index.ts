@@ -1,0 +1,75 @@
+import type { Db } from "../db/index.ts";
+import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
+import { createTokenStore, type TokenStore } from "../db/tokens.ts";
+import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
+import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
+import type { ResolvedConfig } from "./config.ts";
+import type { Logger } from "./log.ts";
+import { processOutbound, type OutboundDeps } from "./outbound.ts";
+import { createTokenService, type TokenService } from "./tokens.ts";
+
+/** Everything the server and the CLI share, built once from config and a database. */
+export interface Core {
+  config: ResolvedConfig;
+  db: Db;
+  tokens: TokenStore;
+  jobs: JobStore;
+  crm: CrmClient;
+  sms: SmsGateway;
+  tokenService: TokenService;
+  log: Logger;
+  now: () => number;
+  /** processOutbound with its dependencies bound. */
+  processOutbound: (job: Job) => Promise<void>;
+  /** Gap between the CRM calls of a bulk install. */
+  bulkPaceMs: number;
+}
+
+/** Knobs tests turn to make waits short; production uses the defaults. */
+export interface Tuning {
+  crm?: Partial<Pick<CrmOptions, "timeoutMs" | "retryDelayMs">>;
+  sms?: Partial<Pick<GatewayOptions, "timeoutMs" | "retries" | "retryDelayMs">>;
+  reportBackoffMs?: number;
+  reportAttempts?: number;
+  bulkPaceMs?: number;
+}
+
+export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
+  const tokens = createTokenStore(db);
+  const jobs = createJobStore(db);
+  const crm = createCrmClient({
+    apiUrl: config.crm.apiUrl,
+    clientId: config.crm.clientId,
+    clientSecret: config.crm.clientSecret,
+    redirectUri: `${config.baseUrl}/oauth-callback`,
+    appId: config.crm.appId,
+    ...tuning.crm,
+  });
+  const sms = createCastClient({ apiUrl: config.sms.apiUrl, ...tuning.sms });
+  const tokenService = createTokenService({ tokens, crm, now, log });
+  const deps: OutboundDeps = {
+    tokens,
+    jobs,
+    tokenService,
+    sms,
+    crm,
+    defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId },
+    now,
+    log,
+    reportBackoffMs: tuning.reportBackoffMs,
+    reportAttempts: tuning.reportAttempts,
+  };
+  return {
+    config,
+    db,
+    tokens,
+    jobs,
+    crm,
+    sms,
+    tokenService,
+    log,
+    now,
+    processOutbound: (job) => processOutbound(deps, job),
+    bulkPaceMs: tuning.bulkPaceMs ?? 110,
+  };
+}

@@ -1,0 +1,124 @@
+import type { Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
+import type { TokenStore } from "../db/tokens.ts";
+import { MAX_MESSAGE_LENGTH, type SmsGateway } from "./clients/cast.ts";
+import type { CrmClient, MessageStatus } from "./clients/crm.ts";
+import { AppError, CrmError, GatewayError, errorMessage } from "./errors.ts";
+import type { Logger } from "./log.ts";
+import { toLocalPH } from "./phone.ts";
+import type { TokenService } from "./tokens.ts";
+
+export interface OutboundDeps {
+  tokens: TokenStore;
+  jobs: JobStore;
+  tokenService: TokenService;
+  sms: SmsGateway;
+  crm: CrmClient;
+  defaults: { apiKey: string; senderId: string };
+  now: () => number;
+  log: Logger;
+  /** First delay before re-trying a status report; doubles up to a minute. */
+  reportBackoffMs?: number;
+  /** Status reports tried at most this often before the job is given up. */
+  reportAttempts?: number;
+}
+
+/**
+ * "processOutbound": sends a queued job's SMS once, then reports its status to the
+ * CRM. The claim (state "sending") is committed before the gateway call, so a crash
+ * can never lead to a second send; reports are idempotent and are retried.
+ */
+export async function processOutbound(deps: OutboundDeps, job: Job): Promise<void> {
+  if (job.state === "queued") {
+    if (!deps.jobs.claimForSending(job.id, deps.now())) return;
+    const result = await send(deps, job.message);
+    deps.jobs.recordResult(job.id, result, deps.now());
+    job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
+  }
+  if (job.state === "reporting") await report(deps, job);
+}
+
+/** The text as sent: the message, then each attachment URL on its own line. */
+export function composeText(message: OutboundMessage): string {
+  return [message.message, ...message.attachments].filter((part) => part !== "").join("\n");
+}
+
+async function send(deps: OutboundDeps, message: OutboundMessage): Promise<Result> {
+  const { messageId, locationId } = message;
+  const record = deps.tokens.get(locationId);
+  if (!record) return failed("no_token", `no token for location: ${locationId}`);
+  const to = toLocalPH(message.phone);
+  if (!to) return failed("invalid_phone", `not a Philippine mobile number: ${message.phone}`);
+  const text = composeText(message);
+  if (text.length === 0) return failed("empty_message", "the message has no text");
+  if (text.length > MAX_MESSAGE_LENGTH) {
+    return failed("message_too_long", `the message is ${text.length} characters; the SMS gateway takes at most ${MAX_MESSAGE_LENGTH}`);
+  }
+  const apiKey = record.smsApiKey || deps.defaults.apiKey;
+  if (!apiKey) return failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key");
+  try {
+    const sent = await deps.sms.send({ apiKey, to, message: text, senderId: record.senderId || deps.defaults.senderId });
+    deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
+    return { outcome: "delivered", gatewayMessageId: sent.messageId };
+  } catch (error) {
+    const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
+    deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
+    return failed(code, errorMessage(error));
+  }
+}
+
+async function report(deps: OutboundDeps, job: Job): Promise<void> {
+  const { messageId, locationId } = job.message;
+  const status: MessageStatus =
+    job.outcome === "delivered"
+      ? { status: "delivered" }
+      : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
+  try {
+    const { accessToken } = await deps.tokenService.validToken(locationId);
+    await deps.crm.updateMessageStatus(accessToken, messageId, status);
+    deps.jobs.finish(job.id, "done", deps.now());
+    deps.log.debug(`message ${messageId}: reported ${status.status}`);
+  } catch (error) {
+    retryReport(deps, job, error);
+  }
+}
+
+/** Schedules the next report in the database, so a waiting report holds no worker slot. */
+function retryReport(deps: OutboundDeps, job: Job, error: unknown): void {
+  const { messageId, locationId } = job.message;
+  const attempt = job.attempts + 1;
+  const noRecord = error instanceof AppError && error.code === "NO_TOKEN";
+  if (noRecord || !reportRetryable(error) || attempt >= (deps.reportAttempts ?? 10)) {
+    deps.jobs.finish(job.id, "dead", deps.now());
+    deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
+    return;
+  }
+  const delay = Math.min((deps.reportBackoffMs ?? 1000) * 2 ** job.attempts, 60_000);
+  deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now());
+  deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
+}
+
+/**
+ * A status PUT may be retried: it is idempotent. HighLevel answers 403 for the first
+ * seconds after a webhook, so 403 is retried (without refreshing the token), as are
+ * 429, 5xx, timeouts and refused connections. Other 4xx will not get better.
+ */
+export function reportRetryable(error: unknown): boolean {
+  if (error instanceof CrmError && error.httpStatus !== undefined) {
+    const s = error.httpStatus;
+    return s === 401 || s === 403 || s === 408 || s === 429 || s >= 500;
+  }
+  if (error instanceof AppError) return error.code === "REFRESH_FAILED" || error.code === "STORE_FAILED";
+  return true; // a network failure or a timeout
+}
+
+function failed(errorCode: string, errorMessage: string): Result {
+  return { outcome: "failed", errorCode, errorMessage };
+}
+
+function nullable(result: Result) {
+  return {
+    errorCode: result.errorCode ?? null,
+    errorMessage: result.errorMessage ?? null,
+    gatewayMessageId: result.gatewayMessageId ?? null,
+  };
+}

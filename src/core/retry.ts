@@ -1,0 +1,51 @@
+import { setTimeout as sleep } from "node:timers/promises";
+
+export { sleep };
+
+/** Error codes that mean the connection was never made, so the request never left. */
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** True when the error proves the request never reached the remote: safe to retry. */
+export function neverSent(error: unknown): boolean {
+  return causes(error).some((e) => typeof e.code === "string" && NOT_SENT_CODES.has(e.code));
+}
+
+/** True when the error is our own request timeout firing. */
+export function timedOut(error: unknown): boolean {
+  return causes(error).some((e) => e.name === "TimeoutError");
+}
+
+/**
+ * Milliseconds a Retry-After header asks us to wait (delta-seconds or an HTTP date),
+ * clamped to [0, maxMs]; undefined when absent or unreadable.
+ */
+export function retryAfterMs(header: string | null | undefined, now: number, maxMs = 60_000): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now;
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(Math.max(ms, 0), maxMs);
+}
+
+interface ErrorLike {
+  name?: unknown;
+  code?: unknown;
+  cause?: unknown;
+}
+
+function causes(error: unknown): ErrorLike[] {
+  const chain: ErrorLike[] = [];
+  let current: unknown = error;
+  while (current && typeof current === "object" && chain.length < 8) {
+    chain.push(current as ErrorLike);
+    current = (current as ErrorLike).cause;
+  }
+  return chain;
+}

@@ -1,0 +1,100 @@
+import type { Job, JobStore } from "../db/jobs.ts";
+import { errorMessage } from "./errors.ts";
+import type { Logger } from "./log.ts";
+import { sleep } from "./retry.ts";
+
+export interface WorkerOptions {
+  jobs: JobStore;
+  run: (job: Job) => Promise<void>;
+  now: () => number;
+  log: Logger;
+  /** Jobs handled at once. */
+  concurrency?: number;
+  /** Longest sleep between looks at the queue (scheduled retries come due meanwhile). */
+  pollMs?: number;
+}
+
+export type Worker = ReturnType<typeof createWorker>;
+
+/**
+ * The in-process queue worker: drains due jobs from SQLite with bounded concurrency.
+ * A new job wakes it at once (`notify`); otherwise it looks again after `pollMs`.
+ */
+export function createWorker(options: WorkerOptions) {
+  const { jobs, log, now } = options;
+  const concurrency = options.concurrency ?? 16;
+  const pollMs = options.pollMs ?? 500;
+  const active = new Map<number, Promise<void>>();
+  let running = false;
+  let loop: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+
+  function startJob(job: Job): void {
+    const done = options
+      .run(job)
+      .catch((error) => log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}`))
+      .finally(() => {
+        active.delete(job.id);
+        wake?.();
+      });
+    active.set(job.id, done);
+  }
+
+  function fill(): void {
+    const free = concurrency - active.size;
+    if (free <= 0) return;
+    for (const job of jobs.due(now(), free + active.size)) {
+      if (active.size >= concurrency) break;
+      if (!active.has(job.id)) startJob(job);
+    }
+  }
+
+  async function run(): Promise<void> {
+    while (running) {
+      try {
+        fill();
+      } catch (error) {
+        log.error(`queue: cannot read jobs: ${errorMessage(error)}`);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  }
+
+  return {
+    /** Reports jobs a crash caught mid-send, then starts draining. */
+    start(): void {
+      if (running) return;
+      const interrupted = jobs.recoverInterrupted(now());
+      if (interrupted > 0) {
+        log.warn(`${interrupted} message(s) were being sent when bridge stopped; reporting them failed (delivery unknown)`);
+      }
+      running = true;
+      loop = run();
+    },
+    /** A job was committed: look at the queue now. */
+    notify(): void {
+      wake?.();
+    },
+    get running(): boolean {
+      return running;
+    },
+    get active(): number {
+      return active.size;
+    },
+    /** Stops taking jobs and waits up to `graceMs` for those in flight. Returns how many were left. */
+    async stop(graceMs: number): Promise<number> {
+      running = false;
+      wake?.();
+      await loop;
+      await Promise.race([Promise.allSettled(active.values()), sleep(graceMs)]);
+      return active.size;
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { closeSync, existsSync, openSync } from "node:fs";
+import Database from "better-sqlite3";
+import { MIGRATIONS } from "./migrations.ts";
+import { nativeBinding } from "./native.ts";
+
+export type Db = Database.Database;
+
+/**
+ * Opens (creating it 0600 if needed) the one SQLite file bridge keeps, and brings
+ * its schema up to date. The server and every CLI command open the same file.
+ */
+export function openDb(path: string): Db {
+  // Create the file ourselves so it is born 0600: it holds tokens and API keys.
+  // SQLite gives its -wal and -shm files the same mode as the database.
+  if (path !== ":memory:" && !existsSync(path)) closeSync(openSync(path, "a", 0o600));
+  const binding = nativeBinding();
+  // @types/better-sqlite3 only knows a path here; the library also takes the loaded addon.
+  const db = new Database(path, binding ? { nativeBinding: binding as unknown as string } : {});
+  db.pragma("journal_mode = WAL");
+  // FULL: a webhook is acknowledged only after its job is on disk, even on power loss.
+  db.pragma("synchronous = FULL");
+  // The server and a CLI process may write at once; wait instead of failing.
+  db.pragma("busy_timeout = 5000");
+  db.pragma("foreign_keys = ON");
+  migrate(db);
+  return db;
+}
+
+/** Applies the migrations newer than the file's user_version, all in one transaction. */
+function migrate(db: Db): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new Error(`database schema version ${current} is newer than this bridge (${MIGRATIONS.length}); upgrade bridge`);
+  }
+  if (current === MIGRATIONS.length) return;
+  db.transaction(() => {
+    for (const sql of MIGRATIONS.slice(current)) db.exec(sql);
+    db.pragma(`user_version = ${MIGRATIONS.length}`);
+  }).immediate();
+}

@@ -1,0 +1,121 @@
+import type { Db } from "./index.ts";
+
+/** One CRM location's token record (spec 2.1). Times are ms since the epoch. */
+export interface TokenRecord {
+  locationId: string;
+  companyId: string;
+  accessToken: string;
+  refreshToken: string;
+  expiresAt: number;
+  installedAt: number;
+  updatedAt: number;
+  /** "" means: use the global default. */
+  senderId: string;
+  /** "" means: use the global default. */
+  smsApiKey: string;
+  /** Why the refresh token was refused for good; "" when it is fine. */
+  refreshError: string;
+}
+
+export interface NewToken {
+  locationId: string;
+  companyId: string;
+  accessToken: string;
+  refreshToken: string;
+  expiresAt: number;
+}
+
+export type TokenStore = ReturnType<typeof createTokenStore>;
+
+interface Row {
+  location_id: string;
+  company_id: string;
+  access_token: string;
+  refresh_token: string;
+  expires_at: number;
+  installed_at: number;
+  updated_at: number;
+  sender_id: string;
+  sms_api_key: string;
+  refresh_error: string;
+}
+
+/** Typed queries over the tokens table, prepared once. */
+export function createTokenStore(db: Db) {
+  const upsert = db.prepare<[NewToken & { now: number }]>(`
+    INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at)
+    VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now)
+    ON CONFLICT (location_id) DO UPDATE SET
+      company_id = excluded.company_id, access_token = excluded.access_token,
+      refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
+      updated_at = excluded.updated_at, refresh_error = '', refresh_lease_until = 0`);
+  const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
+  const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
+  const updatePair = db.prepare<[string, string, number, number, string]>(`
+    UPDATE tokens SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
+      refresh_error = '', refresh_lease_until = 0
+    WHERE location_id = ?`);
+  const remove = db.prepare<[string]>("DELETE FROM tokens WHERE location_id = ?");
+  const updateConfig = db.prepare<[{ id: string; senderId: string | null; smsApiKey: string | null; now: number }]>(`
+    UPDATE tokens SET sender_id = coalesce(@senderId, sender_id), sms_api_key = coalesce(@smsApiKey, sms_api_key),
+      updated_at = @now
+    WHERE location_id = @id`);
+  // The lease is taken only if nobody holds it and the refresh token is still the one
+  // we read: a process that lost the race re-reads instead of spending a used token.
+  const lease = db.prepare<[number, string, string, number]>(`
+    UPDATE tokens SET refresh_lease_until = ?
+    WHERE location_id = ? AND refresh_token = ? AND refresh_lease_until < ?`);
+  const unlease = db.prepare<[string, string]>(`
+    UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ?`);
+
+  return {
+    /** Upsert by location_id; installed_at, sender_id and sms_api_key survive a reinstall. */
+    save(token: NewToken, now: number): void {
+      if (!token.locationId) throw new Error("refusing to store a token record without a location_id");
+      upsert.run({ ...token, now });
+    },
+    get(locationId: string): TokenRecord | undefined {
+      const row = selectOne.get(locationId);
+      return row && fromRow(row);
+    },
+    list(): TokenRecord[] {
+      return selectAll.all().map(fromRow);
+    },
+    /** Stores a refreshed pair; false when the location is gone. */
+    updateTokens(locationId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
+      return updatePair.run(accessToken, refreshToken, expiresAt, now, locationId).changes > 0;
+    },
+    delete(locationId: string): boolean {
+      return remove.run(locationId).changes > 0;
+    },
+    setSenderId(locationId: string, senderId: string, now: number): boolean {
+      return updateConfig.run({ id: locationId, senderId, smsApiKey: null, now }).changes > 0;
+    },
+    /** Sets what is given; an absent field keeps its value. False when the location is unknown. */
+    setConfig(locationId: string, change: { senderId?: string; smsApiKey?: string }, now: number): boolean {
+      const params = { id: locationId, senderId: change.senderId ?? null, smsApiKey: change.smsApiKey ?? null, now };
+      return updateConfig.run(params).changes > 0;
+    },
+    tryLease(locationId: string, refreshToken: string, now: number, until: number): boolean {
+      return lease.run(until, locationId, refreshToken, now).changes > 0;
+    },
+    releaseLease(locationId: string, refreshError = ""): void {
+      unlease.run(refreshError, locationId);
+    },
+  };
+}
+
+function fromRow(row: Row): TokenRecord {
+  return {
+    locationId: row.location_id,
+    companyId: row.company_id,
+    accessToken: row.access_token,
+    refreshToken: row.refresh_token,
+    expiresAt: row.expires_at,
+    installedAt: row.installed_at,
+    updatedAt: row.updated_at,
+    senderId: row.sender_id,
+    smsApiKey: row.sms_api_key,
+    refreshError: row.refresh_error,
+  };
+}

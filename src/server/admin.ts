@@ -1,0 +1,30 @@
+import { getRouterParam, type H3, type H3Event } from "h3";
+import { getLocationConfig, listLocations, setLocationConfig } from "../core/locations.ts";
+import type { AppDeps } from "./app.ts";
+import { requireBearer } from "./auth.ts";
+import { parseJson, readLimitedBody } from "./body.ts";
+
+/** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
+export function adminRoutes(app: H3, { core }: AppDeps): void {
+  const auth = (event: H3Event) => requireBearer(event, core.config.inboundApiKey);
+
+  app.get("/api/admin/locations", (event) => {
+    auth(event);
+    return { locations: listLocations(core.tokens) };
+  });
+
+  app.get("/api/admin/locations/:locationId/config", (event) => {
+    auth(event);
+    return getLocationConfig(core.tokens, locationParam(event));
+  });
+
+  app.put("/api/admin/locations/:locationId/config", async (event) => {
+    auth(event);
+    const body = parseJson(await readLimitedBody(event));
+    return setLocationConfig(core.tokens, locationParam(event), body, core.now());
+  });
+}
+
+function locationParam(event: H3Event): string {
+  return getRouterParam(event, "locationId", { decode: true }) ?? "";
+}

@@ -1,0 +1,49 @@
+import { H3, HTTPError, type H3Event } from "h3";
+import { AppError } from "../core/errors.ts";
+import type { Core } from "../core/index.ts";
+import type { Worker } from "../core/worker.ts";
+import { adminRoutes } from "./admin.ts";
+import { healthRoutes } from "./health.ts";
+import { oauthRoutes } from "./oauth.ts";
+import { webhookRoutes } from "./webhooks.ts";
+
+export interface AppDeps {
+  core: Core;
+  /** The queue worker to wake on new jobs and to check for readiness. */
+  worker?: Worker;
+  /** Called with every error no route handled (tests fail on any). */
+  onUnhandled?: (error: unknown) => void;
+}
+
+/** The h3 app of `bridge serve`; every error becomes `{"error": "..."}` here and nowhere else. */
+export function createApp(deps: AppDeps): H3 {
+  const app = new H3({ silent: true, onError: (error, event) => errorResponse(error, event, deps) });
+  oauthRoutes(app, deps);
+  webhookRoutes(app, deps);
+  adminRoutes(app, deps);
+  healthRoutes(app, deps);
+  return app;
+}
+
+/** Maps any error to its HTTP answer: our AppErrors keep their status, the unknown are 500. */
+function errorResponse(error: HTTPError, event: H3Event, deps: AppDeps): Response {
+  const app = error.cause instanceof AppError ? error.cause : undefined;
+  let status = app?.status ?? error.status;
+  let message = app?.status ? app.message : error.message;
+  if (error.unhandled && !app?.status) {
+    deps.core.log.error(`unhandled error on ${event.req.method} ${event.url.pathname}:`, error.cause ?? error);
+    deps.onUnhandled?.(error.cause ?? error);
+    status = 500;
+    message = "internal error";
+  } else if (status === 404 && !app) {
+    message = "not found";
+  }
+  const headers = new Headers(error.headers);
+  headers.set("content-type", "application/json; charset=utf-8");
+  return new Response(JSON.stringify({ error: message }), { status, headers });
+}
+
+/** A 4xx with the contract's error body. */
+export function httpError(status: number, message: string, headers?: Record<string, string>): HTTPError {
+  return new HTTPError({ status, message, headers });
+}

@@ -1,0 +1,43 @@
+import type { H3Event } from "h3";
+import { httpError } from "./app.ts";
+
+/** Requests larger than this are refused with 413 (CONTRACT.md section 3). */
+export const BODY_LIMIT = 1024 * 1024;
+
+/**
+ * The raw request body, read incrementally: a body over the limit is refused as
+ * soon as it crosses it (or at once, from Content-Length), never buffered whole.
+ */
+export async function readLimitedBody(event: H3Event, limit = BODY_LIMIT): Promise<Uint8Array> {
+  const declared = Number(event.req.headers.get("content-length") ?? "0");
+  if (declared > limit) throw tooLarge(limit);
+  const stream = event.req.body;
+  if (!stream) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The body as JSON; 400 when it is not. */
+export function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(Buffer.from(bytes).toString("utf8"));
+  } catch {
+    throw httpError(400, "request body is not valid JSON");
+  }
+}
+
+function tooLarge(limit: number) {
+  return httpError(413, `request body is larger than ${limit} bytes`);
+}

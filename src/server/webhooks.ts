@@ -1,0 +1,83 @@
+import type { H3 } from "h3";
+import { z } from "zod";
+import { errorMessage } from "../core/errors.ts";
+import { SIGNATURE_HEADERS, verifyWebhook } from "../core/signature.ts";
+import type { OutboundMessage } from "../db/jobs.ts";
+import { httpError, type AppDeps } from "./app.ts";
+import { parseJson, readLimitedBody } from "./body.ts";
+
+const id = z.string().trim().min(1).max(200);
+
+/** HighLevel's ProviderOutboundMessage, the fields bridge uses. */
+const outboundSchema = z.object({
+  type: z.literal("SMS"),
+  locationId: id,
+  messageId: id,
+  phone: z.string().trim().min(1).max(40),
+  message: z.string().max(10_000).default(""),
+  contactId: z.string().max(200).default(""),
+  attachments: z.array(z.string().max(2048)).max(20).default([]),
+});
+
+const eventSchema = z.object({ type: z.string().max(100) });
+
+/**
+ * POST /webhooks/crm: the Delivery URL and the app's webhook URL (CONTRACT.md 4).
+ * Verify over the raw bytes, then commit the job, then acknowledge: a 200 means the
+ * message is on disk. Anything unsigned is refused before it is even parsed.
+ */
+export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
+  app.post("/webhooks/crm", async (event) => {
+    const raw = await readLimitedBody(event);
+    const signatures = SIGNATURE_HEADERS.map((name) => event.req.headers.get(name));
+    if (!verifyWebhook(raw, signatures, core.config.crm.webhookKeys)) {
+      core.log.warn(`webhook refused: invalid or missing signature`);
+      throw httpError(401, "invalid webhook signature");
+    }
+    const body = parseJson(raw);
+    const kind = eventSchema.safeParse(body);
+    if (!kind.success) throw httpError(400, "webhook body must be a JSON object with a string 'type'");
+
+    switch (kind.data.type) {
+      case "SMS":
+        return accept(readOutbound(body));
+      case "UNINSTALL":
+        return uninstall(body);
+      default:
+        core.log.debug(`webhook of type ${kind.data.type} ignored`);
+        return { status: "ignored" };
+    }
+  });
+
+  function accept(message: OutboundMessage) {
+    let fresh: boolean;
+    try {
+      fresh = core.jobs.enqueue(message, core.now());
+    } catch (error) {
+      // Not stored, so not acknowledged: HighLevel retries a 429.
+      core.log.error(`could not store message ${message.messageId}: ${errorMessage(error)}`);
+      throw httpError(429, "could not store the message; retry later", { "retry-after": "5" });
+    }
+    if (fresh) worker?.notify();
+    else core.log.info(`message ${message.messageId} already accepted; not queued again`);
+    return { status: "accepted" };
+  }
+
+  function uninstall(body: unknown) {
+    const locationId = z.object({ locationId: id }).safeParse(body);
+    if (!locationId.success) return { status: "ignored" }; // a company-level uninstall names no location
+    const removed = core.tokens.delete(locationId.data.locationId);
+    core.log.info(`location ${locationId.data.locationId} uninstalled${removed ? "" : " (it was not installed)"}`);
+    return { status: "ok" };
+  }
+}
+
+function readOutbound(body: unknown): OutboundMessage {
+  const parsed = outboundSchema.safeParse(body);
+  if (!parsed.success) {
+    const fields = [...new Set(parsed.error.issues.map((i) => i.path.join(".")))].join(", ");
+    throw httpError(400, `invalid outbound message: missing or invalid ${fields}`);
+  }
+  const { locationId, messageId, phone, message, contactId, attachments } = parsed.data;
+  return { locationId, messageId, phone, message, contactId, attachments };
+}
