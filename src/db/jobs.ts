@@ -67,9 +67,9 @@ export function createJobStore(db: Db) {
   const retryLater = db.prepare<[number, string, number, number]>(`
     UPDATE jobs SET next_attempt_at = ?, attempts = attempts + 1, error_message = coalesce(error_message, ?), updated_at = ?
     WHERE id = ?`);
-  const interrupted = db.prepare<[number]>(`
+  const interrupted = db.prepare<[{ now: number }]>(`
     UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = 'delivery_unknown',
-      error_message = 'delivery unknown after restart', attempts = 0, next_attempt_at = ?1, updated_at = ?1
+      error_message = 'delivery unknown after restart', attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE state = 'sending'`);
   const byMessage = db.prepare<[string], Row>("SELECT * FROM jobs WHERE message_id = ?");
   const counts = db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state");
@@ -107,7 +107,7 @@ export function createJobStore(db: Db) {
     },
     /** Jobs a crash caught mid-send: reported failed, never resent (the SMS may have gone). */
     recoverInterrupted(now: number): number {
-      return interrupted.run(now).changes;
+      return interrupted.run({ now }).changes;
     },
     get(messageId: string): Job | undefined {
       const row = byMessage.get(messageId);

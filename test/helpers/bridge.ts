@@ -1,0 +1,174 @@
+import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { expect } from "vitest";
+import { loadConfig } from "../../src/core/config.ts";
+import { createCore, type Tuning } from "../../src/core/index.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { createWorker } from "../../src/core/worker.ts";
+import { openDb } from "../../src/db/index.ts";
+import { createApp } from "../../src/server/app.ts";
+import { listen } from "../../src/server/listen.ts";
+import { startFakeCrm } from "./fake-crm.ts";
+import { startFakeGateway } from "./fake-gateway.ts";
+
+export const APP_ID = "0123456789abcdef01234567";
+export const CLIENT_ID = `${APP_ID}-lq8x2k`;
+export const CLIENT_SECRET = "client-secret-do-not-log";
+export const ADMIN_KEY = "admin-key-do-not-log-0123456789";
+export const GLOBAL_SMS_KEY = "global-sms-key-do-not-log-0123";
+
+export interface BridgeOptions {
+  env?: Record<string, string>;
+  tuning?: Tuning;
+  now?: () => number;
+  /** Start the queue worker (default true). */
+  worker?: boolean;
+}
+
+/**
+ * The real bridge app on 127.0.0.1:0 with a temp SQLite file, a fake CRM and a fake
+ * gateway (real HTTP servers), and its own webhook signing key. Waits are shortened
+ * through Tuning, never by mocking.
+ */
+export async function startBridge(options: BridgeOptions = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "bridge-test-"));
+  const crm = await startFakeCrm();
+  const gateway = await startFakeGateway();
+  const keys = generateKeyPairSync("ed25519");
+  const env: Record<string, string> = {
+    BASE_URL: "http://bridge.test",
+    CRM_CLIENT_ID: CLIENT_ID,
+    CRM_CLIENT_SECRET: CLIENT_SECRET,
+    CRM_API_URL: crm.url,
+    CRM_MARKETPLACE_URL: "http://marketplace.test",
+    CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
+    SMS_API_URL: gateway.url,
+    SMS_API_KEY: GLOBAL_SMS_KEY,
+    INBOUND_API_KEY: ADMIN_KEY,
+    DATABASE_PATH: join(dir, "bridge.db"),
+    LOG_LEVEL: "debug",
+    ...options.env,
+  };
+  const config = loadConfig(env, "serve");
+  const db = openDb(config.databasePath);
+  const logs: string[] = [];
+  const log = createLogger(config.logLevel, captureStream(logs));
+  const now = options.now ?? Date.now;
+  const core = createCore(config, db, log, now, {
+    crm: { retryDelayMs: 10 },
+    sms: { retryDelayMs: 10 },
+    reportBackoffMs: 20,
+    bulkPaceMs: 0,
+    ...options.tuning,
+  });
+  const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now, log, pollMs: 20 });
+  const unhandled: unknown[] = [];
+  const app = createApp({ core, worker, onUnhandled: (error) => unhandled.push(error) });
+  const server = await listen(app, "127.0.0.1", 0);
+  if (options.worker !== false) worker.start();
+  const url = server.url;
+
+  const bridge = {
+    url,
+    dir,
+    env,
+    config,
+    core,
+    worker,
+    crm,
+    gateway,
+    logs,
+    unhandled,
+    signingKey: keys.privateKey,
+    fetch: (path: string, init?: RequestInit) => fetch(url + path, init),
+    /** POSTs a webhook signed with the configured key (or as told). */
+    webhook(body: unknown, opts: { key?: KeyObject | null; header?: string; raw?: string } = {}) {
+      const raw = opts.raw ?? JSON.stringify(body);
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (opts.key !== null) headers[opts.header ?? "x-ghl-signature"] = signBody(raw, opts.key ?? keys.privateKey);
+      return fetch(`${url}/webhooks/crm`, { method: "POST", headers, body: raw });
+    },
+    admin(path: string, init: RequestInit = {}) {
+      const headers = { authorization: `Bearer ${ADMIN_KEY}`, "content-type": "application/json", ...init.headers };
+      return fetch(url + path, { ...init, headers });
+    },
+    /** Installs a location through the real OAuth callback. */
+    async install(locationId: string) {
+      crm.grantLocation(`code-${locationId}`, locationId);
+      const res = await fetch(`${url}/oauth-callback?code=code-${locationId}`);
+      expect(res.status).toBe(200);
+    },
+    /** Stores a token record directly, e.g. one about to expire. */
+    seed(locationId: string, fields: { expiresAt?: number; refreshToken?: string } = {}) {
+      const refreshToken = fields.refreshToken ?? `rt-seed-${locationId}`;
+      crm.refreshTokens.set(refreshToken, locationId);
+      core.tokens.save(
+        {
+          locationId,
+          companyId: "company-1",
+          accessToken: `at-seed-${locationId}`,
+          refreshToken,
+          expiresAt: fields.expiresAt ?? now() + 86_400_000,
+        },
+        now(),
+      );
+    },
+    async close() {
+      await worker.stop(1000);
+      server.server.closeAllConnections();
+      await server.close();
+      db.close();
+      await crm.close();
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+      expect(unhandled, "errors reached the server's error hook unhandled").toEqual([]);
+    },
+  };
+  return bridge;
+}
+
+export type Bridge = Awaited<ReturnType<typeof startBridge>>;
+
+/** A ProviderOutboundMessage webhook body. */
+export function outbound(messageId: string, fields: Record<string, unknown> = {}) {
+  return {
+    type: "SMS",
+    locationId: "loc-1",
+    messageId,
+    contactId: "contact-1",
+    phone: "+639171234567",
+    message: `hello ${messageId}`,
+    attachments: [],
+    userId: "user-1",
+    ...fields,
+  };
+}
+
+export function signBody(raw: string | Uint8Array, key: KeyObject): string {
+  const algorithm = key.asymmetricKeyType === "ed25519" ? null : "sha256";
+  return sign(algorithm, typeof raw === "string" ? Buffer.from(raw) : raw, key).toString("base64");
+}
+
+/** Polls until `check` returns a truthy value (or throws after `ms`). */
+export async function waitFor<T>(check: () => T | undefined | false, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function captureStream(lines: string[]): NodeJS.WriteStream {
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return stream as unknown as NodeJS.WriteStream;
+}

@@ -1,0 +1,97 @@
+import { jsonResponse, startFake } from "./http.ts";
+
+export const COMPANY_ID = "company-1";
+
+/**
+ * A fake HighLevel API that behaves like the real one where bridge depends on it:
+ * codes exchange for tokens, refresh tokens are single-use and rotate, company
+ * tokens exchange for location tokens, installed locations come in pages.
+ */
+export async function startFakeCrm() {
+  let serial = 0;
+  /** Authorization codes and the token response each exchanges for. */
+  const codes = new Map<string, Record<string, unknown>>();
+  /** Live refresh tokens and the location they belong to. */
+  const refreshTokens = new Map<string, string>();
+  /** What /oauth/installedLocations lists, and how many per page at most. */
+  const installed = { ids: [] as string[], pageSize: 100 };
+
+  function issue(locationId: string, extra: Record<string, unknown> = {}) {
+    serial++;
+    const refresh = `rt-${locationId}-${serial}`;
+    refreshTokens.set(refresh, locationId);
+    return {
+      access_token: `at-${locationId}-${serial}`,
+      refresh_token: refresh,
+      expires_in: 86399,
+      token_type: "Bearer",
+      userType: "Location",
+      locationId,
+      companyId: COMPANY_ID,
+      ...extra,
+    };
+  }
+
+  const fake = await startFake({
+    "POST /oauth/token": (req) => {
+      const form = new URLSearchParams(req.body);
+      if (form.get("grant_type") === "authorization_code") {
+        const answer = codes.get(form.get("code") ?? "");
+        return answer ? jsonResponse(answer) : jsonResponse({ error: "invalid_grant" }, 400);
+      }
+      const locationId = refreshTokens.get(form.get("refresh_token") ?? "");
+      if (!locationId) return jsonResponse({ error: "invalid_grant", error_description: "Invalid refresh token" }, 400);
+      refreshTokens.delete(form.get("refresh_token") ?? ""); // single-use
+      return jsonResponse(issue(locationId));
+    },
+    "POST /oauth/locationToken": (req) => {
+      const { locationId } = JSON.parse(req.body) as { locationId: string };
+      return jsonResponse(issue(locationId));
+    },
+    "GET /oauth/installedLocations": (req) => {
+      if (!req.query.get("appId")) return jsonResponse({ message: "appId must be a string" }, 422);
+      const skip = Number(req.query.get("skip") ?? 0);
+      const limit = Math.min(Number(req.query.get("limit") ?? 100), installed.pageSize);
+      const page = installed.ids.slice(skip, skip + limit).map((_id) => ({ _id, name: `Location ${_id}` }));
+      return jsonResponse({ locations: page, count: installed.ids.length });
+    },
+    "PUT /conversations/messages/:messageId/status": () => jsonResponse({ success: true }),
+  });
+
+  return {
+    ...fake,
+    codes,
+    refreshTokens,
+    installed,
+    /** Makes `code` exchange for a fresh token of `locationId`; returns that response. */
+    grantLocation(code: string, locationId: string, extra: Record<string, unknown> = {}) {
+      const answer = issue(locationId, extra);
+      codes.set(code, answer);
+      return answer;
+    },
+    /** Makes `code` exchange for a company-scoped token. */
+    grantCompany(code: string, extra: Record<string, unknown> = {}) {
+      serial++;
+      codes.set(code, {
+        access_token: `company-at-${serial}`,
+        refresh_token: `company-rt-${serial}`,
+        expires_in: 86399,
+        userType: "Company",
+        companyId: COMPANY_ID,
+        locationId: null,
+        ...extra,
+      });
+    },
+    /** The status reports received, as parsed bodies with their message id. */
+    statusReports() {
+      return fake.received("PUT /conversations/messages/").map((r) => ({
+        messageId: decodeURIComponent(r.path.split("/")[3] ?? ""),
+        authorization: r.headers.authorization,
+        version: r.headers.version,
+        body: JSON.parse(r.body) as { status: string; error?: { code: string; type: string; message: string } },
+      }));
+    },
+  };
+}
+
+export type FakeCrm = Awaited<ReturnType<typeof startFakeCrm>>;
