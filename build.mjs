@@ -34,7 +34,9 @@ try {
   await main();
 } catch (error) {
   console.error(`build failed: ${error instanceof Error ? error.message : String(error)}`);
-  await rm(output, { force: true }); // Never leave a half-made executable behind.
+  // Never leave a half-made executable, or a stale one a test could mistake
+  // for this build, behind.
+  await rm(output, { force: true });
   process.exitCode = 1;
 } finally {
   await rm(blob, { force: true });
@@ -53,7 +55,7 @@ async function main() {
     throw new Error(`building on ${process.platform} is not supported`);
   }
   await stat(entry).catch(() => {
-    throw new Error(`entry ${relative(root, entry)} does not exist`);
+    throw new Error(`entry ${entry} does not exist`);
   });
   // The addon is the one piece that cannot be bundled; pick the prebuild for
   // this machine, as the executable will only run on this platform anyway.
@@ -85,6 +87,7 @@ async function main() {
   // with ETXTBSY, while replacing the directory entry does not.
   await rm(output, { force: true });
   await copyFile(process.execPath, output);
+  await chmod(output, 0o755); // The source may be read-only (e.g. 0555); postject needs to write.
   if (process.platform === "darwin") run("codesign", ["--remove-signature", output]);
   // postject's ELF parser complains about Node's unusual .note sections; the
   // result is fine (nodejs/postject#83), so keep those lines out of the log.
@@ -101,7 +104,6 @@ async function main() {
     console.warn = warn;
   }
   if (process.platform === "darwin") run("codesign", ["--sign", "-", output]);
-  await chmod(output, 0o755);
 
   const { size } = await stat(output);
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
@@ -137,16 +139,15 @@ async function bundleEntry() {
     throw new Error(`esbuild failed with ${error.errors?.length ?? "unknown"} error(s)`);
   });
 
-  // Inside the executable, require() loads builtins only, and import() is
-  // unavailable with a code cache: anything left external must be a builtin
-  // reached through require().
+  // Inside the executable there is no node_modules, and require() loads
+  // builtins only: anything esbuild left external must be a builtin.
   const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
-  const problems = Object.values(result.metafile.outputs)
+  const missing = Object.values(result.metafile.outputs)
     .flatMap((out) => out.imports)
-    .filter((imp) => imp.external && (imp.kind !== "require-call" || !builtins.has(imp.path)))
-    .map((imp) => `${imp.kind} ${JSON.stringify(imp.path)}`);
-  if (problems.length > 0) {
-    throw new Error(`the bundle loads these at run time, which the executable cannot: ${[...new Set(problems)].join(", ")}`);
+    .filter((imp) => imp.external && !builtins.has(imp.path))
+    .map((imp) => JSON.stringify(imp.path));
+  if (missing.length > 0) {
+    throw new Error(`the bundle would load these at run time, which the executable cannot: ${[...new Set(missing)].join(", ")}`);
   }
 }
 

@@ -34,6 +34,10 @@ export function commandConfig(io: Io, options: GlobalOptions, need: ConfigNeed):
 /** Config, database and core for one command; `close` when done. */
 export function openCore(io: Io, options: GlobalOptions, need: ConfigNeed): Core & { close(): void } {
   const config = commandConfig(io, options, need);
+  // Only the server creates the database; a typo in --db should not make a new, empty one.
+  if (need !== "serve" && !existsSync(config.databasePath)) {
+    throw new Error(`database not found: ${config.databasePath} (set DATABASE_PATH or --db)`);
+  }
   const db = openDb(config.databasePath);
   const core = createCore(config, db, createLogger(config.logLevel));
   return { ...core, close: () => db.close() };
