@@ -1,0 +1,438 @@
+import { generateKeyPairSync, type KeyObject } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { openDb } from "../../src/db/index.ts";
+import {
+  APP_ID,
+  GLOBAL_SMS_KEY,
+  outbound,
+  signBody,
+  startBridge,
+  waitFor,
+  type Bridge,
+  type BridgeOptions,
+} from "../helpers/bridge.ts";
+
+/** Starts a fresh bridge before each test of the enclosing describe and closes it after. */
+function useBridge(options: () => BridgeOptions = () => ({})) {
+  const ctx = {} as { bridge: Bridge };
+  beforeEach(async () => {
+    ctx.bridge = await startBridge(options());
+  });
+  afterEach(() => ctx.bridge.close());
+  return ctx;
+}
+
+function pem(key: KeyObject): string {
+  return key.export({ type: "spki", format: "pem" }).toString();
+}
+
+/** POSTs raw bytes to the webhook with exactly the headers given (no signing of our own). */
+function postRaw(bridge: Bridge, raw: string, headers: Record<string, string>) {
+  return bridge.fetch("/webhooks/crm", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: raw });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function expectRefused(res: Response) {
+  expect(res.status).toBe(401);
+  expect(await res.json()).toEqual({ error: "invalid webhook signature" });
+}
+
+async function expectAccepted(res: Response) {
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ status: "accepted" });
+}
+
+describe("webhook signature: Ed25519 (the configured default key)", () => {
+  const ctx = useBridge(() => ({ worker: false }));
+
+  test("a valid x-ghl-signature is accepted and the job is committed before the response arrives", async () => {
+    const { bridge } = ctx;
+    await expectAccepted(await bridge.webhook(outbound("m-1")));
+
+    expect(bridge.core.jobs.get("m-1")).toMatchObject({
+      state: "queued",
+      message: { messageId: "m-1", locationId: "loc-1", phone: "+639171234567", message: "hello m-1", contactId: "contact-1" },
+    });
+    // Committed, not just visible to the server's own connection: a second connection sees it.
+    const other = openDb(bridge.config.databasePath);
+    try {
+      const row = other.prepare("SELECT message_id, state FROM jobs WHERE message_id = ?").get("m-1");
+      expect(row).toEqual({ message_id: "m-1", state: "queued" });
+    } finally {
+      other.close();
+    }
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+  });
+
+  test("a valid Ed25519 signature on the legacy x-wh-signature header is accepted too", async () => {
+    const { bridge } = ctx;
+    await expectAccepted(await bridge.webhook(outbound("m-legacy"), { header: "x-wh-signature" }));
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+  });
+
+  test('x-ghl-signature "N/A" with a valid x-wh-signature is accepted', async () => {
+    const { bridge } = ctx;
+    const raw = JSON.stringify(outbound("m-na"));
+    const res = await postRaw(bridge, raw, {
+      "x-ghl-signature": "N/A",
+      "x-wh-signature": signBody(raw, bridge.signingKey),
+    });
+    await expectAccepted(res);
+    expect(bridge.core.jobs.get("m-na")?.state).toBe("queued");
+  });
+
+  test("an invalid x-ghl-signature does not hide a valid x-wh-signature", async () => {
+    const { bridge } = ctx;
+    const raw = JSON.stringify(outbound("m-both"));
+    const wrong = generateKeyPairSync("ed25519").privateKey;
+    const res = await postRaw(bridge, raw, {
+      "x-ghl-signature": signBody(raw, wrong),
+      "x-wh-signature": signBody(raw, bridge.signingKey),
+    });
+    await expectAccepted(res);
+  });
+});
+
+describe("webhook signature: ECDSA P-256 key (the spec's scheme)", () => {
+  let ec: ReturnType<typeof generateKeyPairSync<"pem", "pem">> extends never ? never : { privateKey: KeyObject; publicKey: KeyObject };
+  const ctx = useBridge(() => {
+    ec = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+    return { worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: pem(ec.publicKey) } };
+  });
+
+  test("a DER-encoded ECDSA/SHA-256 signature on x-ghl-signature is accepted", async () => {
+    const { bridge } = ctx;
+    const raw = JSON.stringify(outbound("m-ec"));
+    const signature = signBody(raw, ec.privateKey);
+    // The harness signs with node's default dsaEncoding: DER, a SEQUENCE (0x30), not raw r||s (64 bytes).
+    const bytes = Buffer.from(signature, "base64");
+    expect(bytes[0]).toBe(0x30);
+    expect(bytes.length).not.toBe(64);
+
+    await expectAccepted(await postRaw(bridge, raw, { "x-ghl-signature": signature }));
+    expect(bridge.core.jobs.get("m-ec")?.state).toBe("queued");
+  });
+
+  test("the Ed25519 key of the default harness is no longer trusted", async () => {
+    const { bridge } = ctx;
+    await expectRefused(await bridge.webhook(outbound("m-ed")));
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+
+  test("an ECDSA signature over other bytes is refused", async () => {
+    const { bridge } = ctx;
+    const signature = signBody(JSON.stringify(outbound("m-ec", { message: "original" })), ec.privateKey);
+    await expectRefused(await postRaw(bridge, JSON.stringify(outbound("m-ec", { message: "tampered" })), { "x-ghl-signature": signature }));
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+});
+
+describe("webhook signature: RSA key (HighLevel's legacy x-wh-signature)", () => {
+  let rsa: { privateKey: KeyObject; publicKey: KeyObject };
+  const ctx = useBridge(() => {
+    rsa = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    return { worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: pem(rsa.publicKey) } };
+  });
+
+  test("a PKCS#1 v1.5/SHA-256 signature on x-wh-signature is accepted", async () => {
+    const { bridge } = ctx;
+    await expectAccepted(await bridge.webhook(outbound("m-rsa"), { key: rsa.privateKey, header: "x-wh-signature" }));
+    expect(bridge.core.jobs.get("m-rsa")?.state).toBe("queued");
+  });
+
+  test("an RSA signature from another key is refused", async () => {
+    const { bridge } = ctx;
+    const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
+    await expectRefused(await bridge.webhook(outbound("m-rsa"), { key: other, header: "x-wh-signature" }));
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+});
+
+describe("webhook signature: several keys in CRM_WEBHOOK_PUBLIC_KEY", () => {
+  let first: { privateKey: KeyObject; publicKey: KeyObject };
+  let second: { privateKey: KeyObject; publicKey: KeyObject };
+  const ctx = useBridge(() => {
+    first = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    second = generateKeyPairSync("ed25519");
+    return { worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: `${pem(first.publicKey)}\n${pem(second.publicKey)}` } };
+  });
+
+  test.each([
+    { name: "the second key (Ed25519) on x-ghl-signature", key: () => second.privateKey, header: "x-ghl-signature" },
+    { name: "the first key (RSA) on x-wh-signature", key: () => first.privateKey, header: "x-wh-signature" },
+  ])("$name is accepted", async ({ key, header }) => {
+    const { bridge } = ctx;
+    expect(bridge.config.crm.webhookKeys).toHaveLength(2);
+    await expectAccepted(await bridge.webhook(outbound("m-multi"), { key: key(), header }));
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+  });
+});
+
+describe("webhook signature: fail closed", () => {
+  const ctx = useBridge();
+
+  /** Each case yields the raw body sent and the headers it is sent with. */
+  const cases: { name: string; request: (bridge: Bridge) => { raw: string; headers: Record<string, string> } }[] = [
+    { name: "no signature header", request: () => ({ raw: JSON.stringify(outbound("m-1")), headers: {} }) },
+    { name: 'x-ghl-signature "N/A"', request: () => ({ raw: JSON.stringify(outbound("m-1")), headers: { "x-ghl-signature": "N/A" } }) },
+    {
+      name: 'both headers "N/A"',
+      request: () => ({ raw: JSON.stringify(outbound("m-1")), headers: { "x-ghl-signature": "N/A", "x-wh-signature": "N/A" } }),
+    },
+    { name: "an empty signature", request: () => ({ raw: JSON.stringify(outbound("m-1")), headers: { "x-ghl-signature": "" } }) },
+    {
+      name: "a signature by another Ed25519 key",
+      request: () => {
+        const raw = JSON.stringify(outbound("m-1"));
+        return { raw, headers: { "x-ghl-signature": signBody(raw, generateKeyPairSync("ed25519").privateKey) } };
+      },
+    },
+    {
+      name: "a signature by another key on the legacy header",
+      request: () => {
+        const raw = JSON.stringify(outbound("m-1"));
+        return { raw, headers: { "x-wh-signature": signBody(raw, generateKeyPairSync("ed25519").privateKey) } };
+      },
+    },
+    {
+      name: "the body changed after signing",
+      request: (bridge) => ({
+        raw: JSON.stringify(outbound("m-1", { message: "send 1000 pesos" })),
+        headers: { "x-ghl-signature": signBody(JSON.stringify(outbound("m-1", { message: "hello" })), bridge.signingKey) },
+      }),
+    },
+    {
+      name: "a truncated signature",
+      request: (bridge) => {
+        const raw = JSON.stringify(outbound("m-1"));
+        return { raw, headers: { "x-ghl-signature": signBody(raw, bridge.signingKey).slice(0, -8) } };
+      },
+    },
+    {
+      name: "a signature of the re-serialized body (other whitespace)",
+      request: (bridge) => {
+        const body = outbound("m-1");
+        return { raw: JSON.stringify(body), headers: { "x-ghl-signature": signBody(JSON.stringify(body, null, 2), bridge.signingKey) } };
+      },
+    },
+    { name: "garbage base64", request: () => ({ raw: JSON.stringify(outbound("m-1")), headers: { "x-ghl-signature": "!!not*base64~~" } }) },
+    {
+      name: "64 zero bytes as a signature",
+      request: () => ({ raw: JSON.stringify(outbound("m-1")), headers: { "x-ghl-signature": Buffer.alloc(64).toString("base64") } }),
+    },
+    {
+      name: "a valid signature on a header bridge does not read",
+      request: (bridge) => {
+        const raw = JSON.stringify(outbound("m-1"));
+        return { raw, headers: { "x-signature": signBody(raw, bridge.signingKey) } };
+      },
+    },
+  ];
+
+  test.each(cases)("$name: 401, nothing stored, nothing sent", async ({ request }) => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1"); // so that an accepted message would really be sent
+    const { raw, headers } = request(bridge);
+    await expectRefused(await postRaw(bridge, raw, headers));
+
+    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(bridge.core.jobs.get("m-1")).toBeUndefined();
+    await sleep(100); // give a (wrongly) woken worker the time to send
+    expect(bridge.gateway.sent()).toEqual([]);
+    expect(bridge.crm.statusReports()).toEqual([]);
+  });
+
+  test("an unsigned UNINSTALL is refused and the location's record stays", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    await expectRefused(await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" }, { key: null }));
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
+  });
+});
+
+describe("webhook payloads (signed)", () => {
+  const ctx = useBridge(() => ({ worker: false }));
+
+  test.each([
+    { name: "not JSON", raw: "type=SMS&messageId=m-1" },
+    { name: "truncated JSON", raw: JSON.stringify(outbound("m-1")).slice(0, 40) },
+    { name: "an empty body", raw: "" },
+    { name: "a JSON array", raw: JSON.stringify([outbound("m-1")]) },
+    { name: "a JSON string", raw: JSON.stringify("SMS") },
+    { name: "a JSON number", raw: "42" },
+    { name: "JSON null", raw: "null" },
+    { name: "an object without type", raw: JSON.stringify({ messageId: "m-1", locationId: "loc-1" }) },
+    { name: "a non-string type", raw: JSON.stringify({ type: 1, messageId: "m-1" }) },
+  ])("$name: 400 with a JSON error, nothing queued", async ({ raw }) => {
+    const { bridge } = ctx;
+    const res = await bridge.webhook(undefined, { raw });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: expect.any(String) });
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+
+  test.each([
+    { field: "messageId", change: { messageId: undefined } },
+    { field: "locationId", change: { locationId: undefined } },
+    { field: "phone", change: { phone: undefined } },
+    { field: "messageId", change: { messageId: "" } },
+    { field: "locationId", change: { locationId: "   " } },
+    { field: "phone", change: { phone: 639171234567 } },
+  ])("SMS with $field = $change.$field: 400 naming $field", async ({ field, change }) => {
+    const { bridge } = ctx;
+    const res = await bridge.webhook(outbound("m-1", change));
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: string };
+    expect(body.error).toContain(field);
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+
+  test.each(["Email", "WhatsApp", "GMB", "INSTALL", "sms"])("type %s: 200 ignored, nothing queued", async (type) => {
+    const { bridge } = ctx;
+    const res = await bridge.webhook(outbound("m-1", { type }));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ignored" });
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+
+  test("the same messageId twice: both 200 accepted, one job", async () => {
+    const { bridge } = ctx;
+    await expectAccepted(await bridge.webhook(outbound("m-dup")));
+    await expectAccepted(await bridge.webhook(outbound("m-dup", { message: "a retry with other text" })));
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(bridge.core.jobs.get("m-dup")?.message.message).toBe("hello m-dup");
+  });
+
+  test("the same messageId concurrently: all 200 accepted, one job", async () => {
+    const { bridge } = ctx;
+    const responses = await Promise.all(Array.from({ length: 5 }, () => bridge.webhook(outbound("m-race"))));
+    for (const res of responses) await expectAccepted(res);
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+  });
+
+  test("a body over 1 MiB (1.5 MiB, signed) is refused with 413", async () => {
+    const { bridge } = ctx;
+    const raw = JSON.stringify(outbound("m-big", { message: "x".repeat(1.5 * 1024 * 1024) }));
+    const res = await bridge.webhook(undefined, { raw });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ error: expect.any(String) });
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+
+  test("a body just under 1 MiB is read (and judged on its content)", async () => {
+    const { bridge } = ctx;
+    const raw = JSON.stringify(outbound("m-near", { message: "x".repeat(1024 * 1024 - 400) }));
+    expect(Buffer.byteLength(raw)).toBeLessThanOrEqual(1024 * 1024);
+    const res = await bridge.webhook(undefined, { raw });
+    expect(res.status).toBe(400); // the message field is over its 10 000-character limit, not the body limit
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+
+  test("when the database cannot store the job: 429 with Retry-After, never 500; a retry later is accepted", async () => {
+    const { bridge } = ctx;
+    bridge.core.db.exec("CREATE TRIGGER nojobs BEFORE INSERT ON jobs BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END");
+    const res = await bridge.webhook(outbound("m-io"));
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await res.json()).toEqual({ error: expect.any(String) });
+    expect(bridge.core.jobs.counts()).toEqual({});
+
+    bridge.core.db.exec("DROP TRIGGER nojobs");
+    await expectAccepted(await bridge.webhook(outbound("m-io")));
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+  });
+
+  test("GET /webhooks/crm is not a server error", async () => {
+    const { bridge } = ctx;
+    const res = await bridge.fetch("/webhooks/crm");
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(bridge.core.jobs.counts()).toEqual({});
+  });
+});
+
+describe("webhook processing with the worker running", () => {
+  const ctx = useBridge();
+
+  test("the same messageId twice: the gateway receives exactly one SMS", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    await expectAccepted(await bridge.webhook(outbound("m-dup")));
+    await waitFor(() => bridge.crm.statusReports().length >= 1);
+    await expectAccepted(await bridge.webhook(outbound("m-dup")));
+    await sleep(250);
+
+    expect(bridge.gateway.sent()).toEqual([{ apiKey: GLOBAL_SMS_KEY, to: "09171234567", message: "hello m-dup" }]);
+    expect(bridge.crm.statusReports()).toHaveLength(1);
+    expect(bridge.core.jobs.counts()).toEqual({ done: 1 });
+  });
+
+  test("the same messageId twice back to back: exactly one SMS", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    const [a, b] = await Promise.all([bridge.webhook(outbound("m-twin")), bridge.webhook(outbound("m-twin"))]);
+    await expectAccepted(a!);
+    await expectAccepted(b!);
+    await waitFor(() => bridge.crm.statusReports().length >= 1);
+    await sleep(250);
+    expect(bridge.gateway.sent()).toHaveLength(1);
+    expect(bridge.crm.statusReports()).toHaveLength(1);
+  });
+
+  test("a signed UNINSTALL deletes that location's record and no other", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    await bridge.install("loc-2");
+    const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1", companyId: "company-1" });
+    expect(res.status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toBeUndefined();
+    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ locationId: "loc-2" });
+  });
+
+  test("after UNINSTALL, a message for that location is not sent", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    expect((await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" })).status).toBe(200);
+    await expectAccepted(await bridge.webhook(outbound("m-after")));
+    await waitFor(() => bridge.core.jobs.get("m-after")?.state === "dead" || bridge.core.jobs.get("m-after")?.state === "done");
+    expect(bridge.gateway.sent()).toEqual([]);
+    expect(bridge.core.jobs.get("m-after")?.errorMessage).toBe("no token for location: loc-1");
+  });
+});
+
+describe("health", () => {
+  describe("with the worker running", () => {
+    const ctx = useBridge();
+
+    test("GET /healthz: 200 {status: ok}", async () => {
+      const res = await ctx.bridge.fetch("/healthz");
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: "ok" });
+    });
+
+    test("GET /readyz: 200", async () => {
+      const res = await ctx.bridge.fetch("/readyz");
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ down: [] });
+    });
+  });
+
+  describe("with the worker stopped", () => {
+    const ctx = useBridge(() => ({ worker: false }));
+
+    test("GET /healthz is still 200", async () => {
+      const res = await ctx.bridge.fetch("/healthz");
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: "ok" });
+    });
+
+    test('GET /readyz: 503 naming "worker"', async () => {
+      const res = await ctx.bridge.fetch("/readyz");
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { down: string[] };
+      expect(body.down).toContain("worker");
+      expect(body.down).not.toContain("database");
+    });
+  });
+});

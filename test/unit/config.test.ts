@@ -1,0 +1,220 @@
+import { generateKeyPairSync } from "node:crypto";
+import { describe, expect, test } from "vitest";
+import { describeConfig, loadConfig, type ConfigNeed } from "../../src/core/config.ts";
+import { ConfigError } from "../../src/core/errors.ts";
+
+const CLIENT_ID = "0123456789abcdef01234567-mhq8v1x2";
+const full = {
+  BASE_URL: "https://bridge.example.com",
+  CRM_CLIENT_ID: CLIENT_ID,
+  CRM_CLIENT_SECRET: "client-secret-5f0e9a7c31d2",
+};
+
+const pem = (type: "ed25519" | "rsa" | "x25519") =>
+  generateKeyPairSync(type as "ed25519", type === "rsa" ? ({ modulusLength: 2048 } as object) : {})
+    .publicKey.export({ type: "spki", format: "pem" })
+    .toString();
+const ecPem = (namedCurve: string) =>
+  generateKeyPairSync("ec", { namedCurve }).publicKey.export({ type: "spki", format: "pem" }).toString();
+
+/** The problems a failing load reports; [] when it loads. */
+function problemsOf(env: Record<string, string | undefined>, need: ConfigNeed): string[] {
+  try {
+    loadConfig(env, need);
+    return [];
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+}
+
+const names = (text: string, variable: string) => new RegExp(`\\b${variable}\\b`).test(text);
+
+describe("defaults", () => {
+  const config = loadConfig({}, "store");
+
+  test.each<[string, unknown]>([
+    ["crm.apiUrl", config.crm.apiUrl === "https://services.leadconnectorhq.com"],
+    ["crm.marketplaceUrl", config.crm.marketplaceUrl === "https://marketplace.gohighlevel.com"],
+    ["sms.apiUrl", config.sms.apiUrl === "https://api.cast.ph"],
+    ["databasePath", config.databasePath === "./bridge.db"],
+    ["host", config.host === "0.0.0.0"],
+    ["port", config.port === 3000],
+    ["logLevel", config.logLevel === "info"],
+    ["crm.providerId empty", config.crm.providerId === ""],
+    ["sms.apiKey empty", config.sms.apiKey === ""],
+    ["sms.senderId empty", config.sms.senderId === ""],
+    ["inboundApiKey empty", config.inboundApiKey === ""],
+  ])("%s", (_, holds) => {
+    expect(holds).toBe(true);
+  });
+
+  test("the default webhook keys are HighLevel's Ed25519 and RSA keys", () => {
+    expect(config.crm.webhookKeys.map((k) => k.asymmetricKeyType)).toEqual(["ed25519", "rsa"]);
+  });
+});
+
+describe("values", () => {
+  test.each([
+    [CLIENT_ID, "0123456789abcdef01234567"],
+    ["0123456789ABCDEF01234567-abc-def", "0123456789ABCDEF01234567"],
+  ])("the appId of %s is %s", (clientId, appId) => {
+    expect(loadConfig({ CRM_CLIENT_ID: clientId }, "store").crm.appId).toBe(appId);
+  });
+
+  test.each([
+    ["https://bridge.example.com/", "https://bridge.example.com"],
+    ["https://bridge.example.com//", "https://bridge.example.com"],
+    ["https://bridge.example.com/sub/", "https://bridge.example.com/sub"],
+    ["http://localhost:8080", "http://localhost:8080"],
+  ])("BASE_URL %s becomes %s", (input, baseUrl) => {
+    expect(loadConfig({ ...full, BASE_URL: input }, "serve").baseUrl).toBe(baseUrl);
+  });
+
+  test.each([
+    ["PORT", "", (c: ReturnType<typeof loadConfig>) => c.port === 3000],
+    ["PORT", "  ", (c: ReturnType<typeof loadConfig>) => c.port === 3000],
+    ["LOG_LEVEL", "", (c: ReturnType<typeof loadConfig>) => c.logLevel === "info"],
+    ["CRM_API_URL", "", (c: ReturnType<typeof loadConfig>) => c.crm.apiUrl === "https://services.leadconnectorhq.com"],
+    ["CRM_WEBHOOK_PUBLIC_KEY", "", (c: ReturnType<typeof loadConfig>) => c.crm.webhookKeys.length === 2],
+    ["DATABASE_PATH", "", (c: ReturnType<typeof loadConfig>) => c.databasePath === "./bridge.db"],
+  ])("an empty %s (%j) counts as unset", (name, value, holds) => {
+    expect(holds(loadConfig({ ...full, [name]: value }, "serve"))).toBe(true);
+  });
+
+  test.each([
+    ["PORT", "8080", (c: ReturnType<typeof loadConfig>) => c.port === 8080],
+    ["PORT", "0", (c: ReturnType<typeof loadConfig>) => c.port === 0],
+    ["LOG_LEVEL", "debug", (c: ReturnType<typeof loadConfig>) => c.logLevel === "debug"],
+    ["HOST", "127.0.0.1", (c: ReturnType<typeof loadConfig>) => c.host === "127.0.0.1"],
+    ["SMS_SENDER_ID", "MYSHOP", (c: ReturnType<typeof loadConfig>) => c.sms.senderId === "MYSHOP"],
+    ["SMS_API_URL", "http://127.0.0.1:9999/", (c: ReturnType<typeof loadConfig>) => c.sms.apiUrl === "http://127.0.0.1:9999"],
+  ])("%s=%s is taken", (name, value, holds) => {
+    expect(holds(loadConfig({ ...full, [name]: value }, "serve"))).toBe(true);
+  });
+
+  test("an empty required variable is reported as missing", () => {
+    const problems = problemsOf({ ...full, BASE_URL: "" }, "serve");
+    expect(problems).toHaveLength(1);
+    expect(names(problems[0]!, "BASE_URL")).toBe(true);
+  });
+});
+
+describe("each command requires only what it uses", () => {
+  test.each<[ConfigNeed, string[]]>([
+    ["store", []],
+    ["install-url", ["BASE_URL", "CRM_CLIENT_ID"]],
+    ["token", ["CRM_CLIENT_ID", "CRM_CLIENT_SECRET"]],
+    ["serve", ["BASE_URL", "CRM_CLIENT_ID", "CRM_CLIENT_SECRET"]],
+  ])("%s with nothing set misses exactly %j", (need, missing) => {
+    const problems = problemsOf({}, need);
+    expect(problems).toHaveLength(missing.length);
+    for (const name of missing) expect(problems.filter((p) => names(p, name))).toHaveLength(1);
+  });
+
+  test.each<ConfigNeed>(["store", "install-url", "token", "serve"])("%s loads with BASE_URL, id and secret", (need) => {
+    expect(problemsOf(full, need)).toEqual([]);
+  });
+
+  test("install-url does not need the client secret", () => {
+    const config = loadConfig({ BASE_URL: full.BASE_URL, CRM_CLIENT_ID: CLIENT_ID }, "install-url");
+    expect(config.crm.clientSecret).toBe("");
+  });
+});
+
+describe("a bad start lists every problem at once", () => {
+  const env = { CRM_CLIENT_ID: "abc", PORT: "99999", BASE_URL: "not a url", LOG_LEVEL: "loud" };
+  const problems = problemsOf(env, "serve");
+  const variables = ["CRM_CLIENT_ID", "PORT", "BASE_URL", "LOG_LEVEL", "CRM_CLIENT_SECRET"];
+
+  test("one problem per variable", () => {
+    expect(problems).toHaveLength(variables.length);
+  });
+
+  test.each(variables)("%s is named by exactly one problem", (name) => {
+    expect(problems.filter((p) => names(p, name))).toHaveLength(1);
+  });
+
+  test("the error message carries every problem", () => {
+    let message = "";
+    try {
+      loadConfig(env, "serve");
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    for (const name of variables) expect(names(message, name)).toBe(true);
+  });
+
+  test.each([
+    ["PORT", "-1"],
+    ["PORT", "80.5"],
+    ["PORT", "http"],
+    ["CRM_API_URL", "ftp://example.com"],
+    ["CRM_MARKETPLACE_URL", "marketplace"],
+    ["SMS_API_URL", "not a url"],
+    ["CRM_CLIENT_ID", "0123456789abcdef0123456-short"],
+    ["CRM_CLIENT_ID", "0123456789abcdef01234567"],
+    ["CRM_CLIENT_ID", "zzzzzzzzzzzzzzzzzzzzzzzz-abc"],
+    ["SMS_SENDER_ID", "TWELVE_CHARS"],
+  ])("%s=%j is one problem naming it", (name, value) => {
+    const found = problemsOf({ ...full, [name]: value }, "serve");
+    expect(found).toHaveLength(1);
+    expect(names(found[0]!, name)).toBe(true);
+  });
+});
+
+describe("CRM_WEBHOOK_PUBLIC_KEY", () => {
+  test("a PEM written with literal \\n sequences parses", () => {
+    const oneLine = pem("ed25519").trim().replace(/\n/g, "\\n");
+    expect(oneLine).not.toContain("\n");
+    const keys = loadConfig({ CRM_WEBHOOK_PUBLIC_KEY: oneLine }, "store").crm.webhookKeys;
+    expect(keys.map((k) => k.asymmetricKeyType)).toEqual(["ed25519"]);
+  });
+
+  test("several PEM blocks give several keys", () => {
+    const text = [pem("ed25519"), ecPem("prime256v1"), pem("rsa")].join("\n");
+    const keys = loadConfig({ CRM_WEBHOOK_PUBLIC_KEY: text }, "store").crm.webhookKeys;
+    expect(keys.map((k) => k.asymmetricKeyType)).toEqual(["ed25519", "ec", "rsa"]);
+  });
+
+  test.each([
+    ["garbage inside a PEM block", "-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----"],
+    ["no PEM block at all", "not a key"],
+    ["an EC key on secp384r1", ecPem("secp384r1")],
+    ["an x25519 key (cannot sign)", pem("x25519")],
+    ["a good key followed by garbage", `${pem("ed25519")}\n-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----`],
+  ])("%s is a problem naming the variable", (_, value) => {
+    const problems = problemsOf({ CRM_WEBHOOK_PUBLIC_KEY: value }, "store");
+    expect(problems).toHaveLength(1);
+    expect(names(problems[0]!, "CRM_WEBHOOK_PUBLIC_KEY")).toBe(true);
+  });
+
+  test("a key problem is reported together with other problems", () => {
+    const problems = problemsOf({ ...full, CRM_WEBHOOK_PUBLIC_KEY: "not a key", CRM_CLIENT_SECRET: undefined }, "serve");
+    expect(problems.filter((p) => names(p, "CRM_WEBHOOK_PUBLIC_KEY"))).toHaveLength(1);
+    expect(problems.filter((p) => names(p, "CRM_CLIENT_SECRET"))).toHaveLength(1);
+  });
+});
+
+describe("describeConfig", () => {
+  const secrets = {
+    CRM_CLIENT_SECRET: "crm-secret-d41d8cd98f00b204",
+    SMS_API_KEY: "sms-key-e9800998ecf8427e",
+    INBOUND_API_KEY: "inbound-key-5eb63bbbe01eeed0",
+  };
+  const described = JSON.stringify(describeConfig(loadConfig({ ...full, ...secrets }, "serve")));
+
+  test.each(Object.entries(secrets))("does not contain the value of %s", (_, value) => {
+    expect(described).not.toContain(value);
+    expect(described).not.toContain(value.slice(0, 12));
+  });
+
+  test.each(Object.keys(secrets))("still says whether %s is set", (name) => {
+    expect(described).toContain(name);
+  });
+
+  test("shows non-secret values as they are", () => {
+    const shown = describeConfig(loadConfig({ ...full, ...secrets }, "serve"));
+    expect(shown).toMatchObject({ BASE_URL: full.BASE_URL, CRM_CLIENT_ID: CLIENT_ID, PORT: 3000 });
+  });
+});
