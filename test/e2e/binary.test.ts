@@ -1,32 +1,25 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { assertBuilt, exited, runBridge, startServe, type Serve } from "../helpers/binary.ts";
 import { CLIENT_ID, outbound, signBody, waitFor } from "../helpers/bridge.ts";
 import { startFakeCrm, type FakeCrm } from "../helpers/fake-crm.ts";
 import { startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
 
-const BINARY = resolve("dist/bridge");
 const ADMIN = "e2e-admin-key-0123456789";
 
 let dir: string;
 let crm: FakeCrm;
 let gateway: FakeGateway;
 let env: Record<string, string>;
-let server: ChildProcess;
-let serverLog = "";
+let server: Serve;
 let url: string;
 const keys = generateKeyPairSync("ed25519");
 
-/** Runs `dist/bridge …` as an operator would, with nothing but our environment (no Node on PATH). */
-function bridge(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(BINARY, args, { env, cwd: dir }, (error, stdout, stderr) => {
-      done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
-  });
+function bridge(...args: string[]) {
+  return runBridge(env, dir, args);
 }
 
 function webhook(body: unknown) {
@@ -39,7 +32,7 @@ function webhook(body: unknown) {
 }
 
 beforeAll(async () => {
-  if (!existsSync(BINARY)) throw new Error("dist/bridge is missing: run `npm run build` first (npm test does)");
+  assertBuilt();
   dir = mkdtempSync(join(tmpdir(), "bridge-e2e-"));
   crm = await startFakeCrm();
   gateway = await startFakeGateway();
@@ -53,18 +46,14 @@ beforeAll(async () => {
     SMS_API_KEY: "e2e-global-sms-key",
     INBOUND_API_KEY: ADMIN,
     DATABASE_PATH: join(dir, "bridge.db"),
-    HOST: "127.0.0.1",
-    PORT: "0",
     HOME: dir,
   };
-  server = spawn(BINARY, ["serve"], { env, cwd: dir });
-  server.stdout?.on("data", (chunk: Buffer) => (serverLog += chunk.toString()));
-  server.stderr?.on("data", (chunk: Buffer) => (serverLog += chunk.toString()));
-  url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1], 10_000);
+  server = await startServe(env, dir);
+  url = server.url;
 });
 
 afterAll(async () => {
-  server?.kill("SIGKILL");
+  server?.child.kill("SIGKILL");
   await crm?.close();
   await gateway?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -140,12 +129,11 @@ describe("dist/bridge, as an operator runs it", () => {
   });
 
   test("serve stops cleanly on SIGTERM with exit code 0", async () => {
-    const exited = new Promise<number | null>((done) => server.once("exit", (code) => done(code)));
-    server.kill("SIGTERM");
-    expect(await exited).toBe(0);
-    expect(serverLog).toContain("stopped");
+    server.child.kill("SIGTERM");
+    expect(await exited(server.child)).toBe(0);
+    expect(server.log).toContain("stopped");
     for (const secret of ["e2e-client-secret", "e2e-global-sms-key", ADMIN, "loc1-secret-api-key-xyz"]) {
-      expect(serverLog).not.toContain(secret);
+      expect(server.log).not.toContain(secret);
     }
   });
 });

@@ -168,6 +168,13 @@ describe("GET /oauth-callback: single location", () => {
     expect(storedIds()).toEqual(["loc-1"]);
   });
 
+  test("an empty error parameter does not count as a denial", async () => {
+    bridge.crm.grantLocation("c1", "loc-1");
+    const res = await callback("error=&code=c1");
+    expect(res.status).toBe(200);
+    expect(storedIds()).toEqual(["loc-1"]);
+  });
+
   test("the code exchange is a form post with client credentials, the code and the callback URL", async () => {
     bridge.crm.grantLocation("c1", "loc-1");
     await callback("code=c1");
@@ -292,6 +299,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.body).toMatch(/\b2 location/);
     expect(bridge.crm.received("POST /oauth/locationToken").map((r) => bodyOf(r).locationId)).toEqual(["a", "b", "c"]);
     expect(storedIds()).toEqual(["a", "c"]);
+    expect(bridge.logs.join("")).toContain("locationToken endpoint returned 500: ");
   });
 
   test("a save failure skips that location only", async () => {
@@ -303,6 +311,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/\b2 location/);
     expect(storedIds()).toEqual(["a", "c"]);
+    expect(bridge.logs.join("")).toContain("disk full");
   });
 
   test("every locationToken call failing still answers 200 with 0 locations", async () => {

@@ -1,0 +1,133 @@
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { assertBuilt, exited, startServe, type Serve } from "../helpers/binary.ts";
+import { CLIENT_ID, outbound, signBody, waitFor } from "../helpers/bridge.ts";
+import { startFakeCrm, type FakeCrm } from "../helpers/fake-crm.ts";
+import { startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
+
+const WEBHOOKS = 400;
+const CRASHES = 4;
+const keys = generateKeyPairSync("ed25519");
+
+let dir: string;
+let crm: FakeCrm;
+let gateway: FakeGateway;
+let env: Record<string, string>;
+let server: Serve | undefined;
+
+/** Figures of the last run, printed for docs/RELIABILITY.md. */
+export const figures = { sent: 0, acknowledged: 0, crashes: 0, lost: 0, duplicated: 0, unknown: 0 };
+
+beforeAll(async () => {
+  assertBuilt();
+  dir = mkdtempSync(join(tmpdir(), "bridge-crash-"));
+  crm = await startFakeCrm();
+  gateway = await startFakeGateway();
+  // A slow gateway keeps many sends in flight when the server is killed.
+  gateway.on("POST /api/sms/send", async () => {
+    await new Promise((r) => setTimeout(r, 20 + Math.random() * 60));
+    return gateway.accept();
+  });
+  env = {
+    BASE_URL: "http://bridge.test",
+    CRM_CLIENT_ID: CLIENT_ID,
+    CRM_CLIENT_SECRET: "crash-secret",
+    CRM_API_URL: crm.url,
+    CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
+    SMS_API_URL: gateway.url,
+    SMS_API_KEY: "crash-sms-key",
+    DATABASE_PATH: join(dir, "bridge.db"),
+    HOME: dir,
+    LOG_LEVEL: "info",
+  };
+});
+
+afterAll(async () => {
+  server?.child.kill("SIGKILL");
+  await crm?.close();
+  await gateway?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function post(url: string, messageId: string): Promise<boolean> {
+  const raw = JSON.stringify(outbound(messageId, { message: `crash test ${messageId}` }));
+  try {
+    const res = await fetch(`${url}/webhooks/crm`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-ghl-signature": signBody(raw, keys.privateKey) },
+      body: raw,
+    });
+    return res.status === 200;
+  } catch {
+    return false; // the server was down: not acknowledged, so HighLevel would retry it
+  }
+}
+
+test(`kill -9 during ${WEBHOOKS} webhooks: nothing acknowledged is lost, nothing is sent twice`, async () => {
+  server = await startServe(env, dir);
+  crm.grantLocation("code-crash", "loc-1");
+  expect((await fetch(`${server.url}/oauth-callback?code=code-crash`)).status).toBe(200);
+
+  const acknowledged = new Set<string>();
+  let next = 0;
+  const sender = async () => {
+    while (next < WEBHOOKS) {
+      const id = `crash-${next++}`;
+      figures.sent++;
+      // Retry like HighLevel would, until this server instance acknowledges it.
+      const giveUp = Date.now() + 20_000;
+      while (!acknowledged.has(id) && Date.now() < giveUp) {
+        if (server && (await post(server.url, id))) acknowledged.add(id);
+        else await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+  };
+  const senders = Promise.all(Array.from({ length: 8 }, sender));
+
+  for (let crash = 0; crash < CRASHES; crash++) {
+    await new Promise((r) => setTimeout(r, 300 + Math.random() * 400));
+    const victim = server!;
+    server = undefined;
+    victim.child.kill("SIGKILL");
+    await exited(victim.child);
+    figures.crashes++;
+    server = await startServe(env, dir);
+  }
+  await senders;
+  figures.acknowledged = acknowledged.size;
+  expect(acknowledged.size).toBe(WEBHOOKS);
+
+  // Every acknowledged message reaches a terminal status report.
+  await waitFor(() => [...acknowledged].every((id) => crm.statusReports().some((r) => r.messageId === id)), 60_000);
+
+  const statuses = new Map<string, Set<string>>();
+  for (const r of crm.statusReports()) {
+    statuses.set(r.messageId, (statuses.get(r.messageId) ?? new Set()).add(JSON.stringify(r.body)));
+  }
+  const texts = gateway.sent().map((s) => s.message);
+  const sentCount = new Map<string, number>();
+  for (const t of texts) sentCount.set(t, (sentCount.get(t) ?? 0) + 1);
+
+  figures.lost = [...acknowledged].filter((id) => !statuses.has(id)).length;
+  figures.duplicated = [...sentCount.values()].filter((n) => n > 1).length;
+  figures.unknown = [...statuses.values()].filter((s) => [...s].some((b) => b.includes("delivery unknown"))).length;
+
+  expect(figures.lost).toBe(0);
+  expect(figures.duplicated).toBe(0);
+  for (const [id, reported] of statuses) {
+    // One terminal status per message (a report repeated after a crash repeats the same status).
+    expect(reported.size, `${id} got different statuses: ${[...reported].join(" / ")}`).toBe(1);
+    const status = JSON.parse([...reported][0]!) as { status: string };
+    // Delivered means the gateway took it exactly once.
+    if (status.status === "delivered") expect(sentCount.get(`crash test ${id}`)).toBe(1);
+  }
+  console.log(`crash test: ${JSON.stringify(figures)}`);
+
+  server!.child.kill("SIGTERM");
+  expect(await exited(server!.child)).toBe(0);
+  server = undefined;
+}, 180_000);
+

@@ -1,0 +1,40 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { waitFor } from "./bridge.ts";
+
+export const BINARY = resolve("dist/bridge");
+
+export function assertBuilt(): void {
+  if (!existsSync(BINARY)) throw new Error("dist/bridge is missing: run `npm run build` first (npm test does)");
+}
+
+/** Runs `dist/bridge …` with nothing but `env` (no Node on PATH), as an operator would. */
+export function runBridge(env: Record<string, string>, cwd: string, args: string[]) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+    execFile(BINARY, args, { env, cwd }, (error, stdout, stderr) => {
+      done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** `dist/bridge serve` in the background; resolves once it listens. */
+export async function startServe(env: Record<string, string>, cwd: string) {
+  const child: ChildProcess = spawn(BINARY, ["serve"], { env: { HOST: "127.0.0.1", PORT: "0", ...env }, cwd });
+  const server = { child, log: "", url: "" };
+  child.stdout?.on("data", (chunk: Buffer) => (server.log += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (server.log += chunk.toString()));
+  server.url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(server.log)?.[1], 10_000).catch(() => {
+    child.kill("SIGKILL");
+    throw new Error(`bridge serve did not start:\n${server.log}`);
+  });
+  return server;
+}
+
+export type Serve = Awaited<ReturnType<typeof startServe>>;
+
+/** Resolves with the exit code (or signal name) once the process has ended. */
+export function exited(child: ChildProcess): Promise<number | string | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode ?? child.signalCode);
+  return new Promise((done) => child.once("exit", (code, signal) => done(code ?? signal)));
+}

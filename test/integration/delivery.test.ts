@@ -1,0 +1,302 @@
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, test } from "vitest";
+import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { jsonResponse } from "../helpers/http.ts";
+
+let bridge: Bridge | undefined;
+
+/** A bridge with "loc-1" installed (token valid for a day). */
+async function start(options: BridgeOptions = {}): Promise<Bridge> {
+  bridge = await startBridge(options);
+  bridge.seed("loc-1");
+  return bridge;
+}
+
+afterEach(async () => {
+  await bridge?.close();
+  bridge = undefined;
+});
+
+/** Sends one webhook and waits until its job is finished (done or dead). */
+async function deliver(b: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
+  const res = await b.webhook(outbound(messageId, fields));
+  expect(res.status).toBe(200);
+  await waitFor(() => ["done", "dead"].includes(b.core.jobs.get(messageId)?.state ?? ""), 10_000);
+  return b.crm.statusReports().filter((r) => r.messageId === messageId);
+}
+
+const sends = (b: Bridge) => b.gateway.received("POST /api/sms/send");
+const tokenCalls = (b: Bridge) => b.crm.received("POST /oauth/token");
+
+describe("sender ID and gateway key (per location, else global)", () => {
+  test.each([
+    {
+      name: "the location's own sender_id and sms_api_key",
+      env: { SMS_SENDER_ID: "GLOBALSID" },
+      config: { senderId: "LOCSID", smsApiKey: "loc-key-0123456789" },
+      expected: { apiKey: "loc-key-0123456789", sender_id: "LOCSID" },
+    },
+    {
+      name: "no per-location values: the globals",
+      env: { SMS_SENDER_ID: "GLOBALSID" },
+      config: {},
+      expected: { apiKey: GLOBAL_SMS_KEY, sender_id: "GLOBALSID" },
+    },
+    {
+      name: "values cleared to empty: the globals",
+      env: { SMS_SENDER_ID: "GLOBALSID" },
+      config: { senderId: "", smsApiKey: "" },
+      expected: { apiKey: GLOBAL_SMS_KEY, sender_id: "GLOBALSID" },
+    },
+    {
+      name: "only a per-location sender_id",
+      env: { SMS_SENDER_ID: "GLOBALSID" },
+      config: { senderId: "LOCSID" },
+      expected: { apiKey: GLOBAL_SMS_KEY, sender_id: "LOCSID" },
+    },
+    {
+      name: "only a per-location sms_api_key",
+      env: { SMS_SENDER_ID: "GLOBALSID" },
+      config: { smsApiKey: "loc-key-0123456789" },
+      expected: { apiKey: "loc-key-0123456789", sender_id: "GLOBALSID" },
+    },
+    {
+      name: "no sender anywhere: sender_id omitted from the request",
+      env: {},
+      config: {},
+      expected: { apiKey: GLOBAL_SMS_KEY },
+    },
+  ])("$name", async ({ env, config, expected }) => {
+    const b = await start({ env });
+    expect(b.core.tokens.setConfig("loc-1", config, Date.now())).toBe(true);
+
+    const [report] = await deliver(b, "m-1");
+
+    expect(report?.body).toEqual({ status: "delivered" });
+    expect(b.gateway.sent()).toEqual([{ ...expected, to: "09171234567", message: "hello m-1" }]);
+    expect(JSON.parse(sends(b)[0]?.body ?? "{}")).toStrictEqual({
+      to: "09171234567",
+      message: "hello m-1",
+      ...(expected.sender_id !== undefined && { sender_id: expected.sender_id }),
+    });
+  });
+});
+
+describe("what is sent", () => {
+  test("attachment URLs are appended to the text, one per line", async () => {
+    const b = await start();
+    await deliver(b, "m-1", {
+      message: "see the files",
+      attachments: ["https://files.example/a.png", "https://files.example/b.pdf"],
+    });
+    expect(b.gateway.sent().map((s) => s.message)).toEqual([
+      "see the files\nhttps://files.example/a.png\nhttps://files.example/b.pdf",
+    ]);
+  });
+
+  test.each(["+14155552671", "+6321234567"])("%s is not a PH mobile number: no SMS, reported failed", async (phone) => {
+    const b = await start();
+    const reports = await deliver(b, "m-1", { phone });
+
+    expect(sends(b)).toEqual([]);
+    expect(reports).toHaveLength(1);
+    const body = reports[0]?.body;
+    expect(body).toEqual({
+      status: "failed",
+      error: { code: expect.stringMatching(/\S/), type: "saas", message: expect.stringContaining(phone) },
+    });
+  });
+
+  test.each([
+    { name: "450 characters: sent", message: "a".repeat(450), attachments: [], sent: true },
+    { name: "451 characters: refused", message: "a".repeat(451), attachments: [], sent: false },
+    { name: "440 characters plus an attachment line: refused", message: "a".repeat(440), attachments: ["https://x.io/1234"], sent: false },
+  ])("message length limit: $name", async ({ message, attachments, sent }) => {
+    const b = await start();
+    const reports = await deliver(b, "m-1", { message, attachments });
+
+    expect(sends(b)).toHaveLength(sent ? 1 : 0);
+    expect(reports.map((r) => r.body.status)).toEqual([sent ? "delivered" : "failed"]);
+    if (!sent) expect(reports[0]?.body.error).toMatchObject({ type: "saas", message: expect.stringMatching(/450/) });
+  });
+});
+
+describe("gateway answers", () => {
+  test("429 with Retry-After: 0 twice, then 200: three calls and delivered", async () => {
+    const b = await start();
+    let calls = 0;
+    b.gateway.on("POST /api/sms/send", () =>
+      ++calls <= 2 ? jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }) : b.gateway.accept(),
+    );
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(3);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  });
+
+  test("always 429: bounded calls (4 retries + 1), then failed", async () => {
+    const b = await start();
+    b.gateway.on("POST /api/sms/send", () => jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }));
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(5);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/429|rate/i) } });
+  });
+
+  test.each([
+    { name: "500", answer: () => new Response("oops", { status: 500 }), says: /500/ },
+    { name: "200 with a garbage body", answer: () => new Response("<html>ok?</html>", { status: 200 }), says: /delivery unknown/ },
+    {
+      name: '400 {"success":false,"error":"Invalid sender"}',
+      answer: () => jsonResponse({ success: false, error: "Invalid sender" }, 400),
+      says: /Invalid sender/,
+    },
+  ])("$name: ONE call, never resent, reported failed", async ({ answer, says }) => {
+    const b = await start();
+    b.gateway.on("POST /api/sms/send", answer);
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(1);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(says) } });
+  });
+
+  test("slower than the timeout: ONE call (the SMS may have gone), reported failed", async () => {
+    const b = await start({ tuning: { sms: { timeoutMs: 200 } } });
+    b.gateway.on("POST /api/sms/send", async () => {
+      await sleep(1000);
+      return b.gateway.accept();
+    });
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(1);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unknown/) } });
+  });
+
+  test("unreachable gateway (closed port): retried, then reported failed, no crash", async () => {
+    const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${await closedPort()}` }, tuning: { sms: { retryDelayMs: 50 } } });
+    const started = Date.now();
+
+    const reports = await deliver(b, "m-1");
+
+    // Back-off 50 + 100 + 200 + 400 ms between the five attempts: proof they happened.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(700);
+    expect(reports).toHaveLength(1);
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unreachable/) } });
+    expect(b.worker.running).toBe(true);
+  });
+
+  test("gateway unreachable at first, then back: the never-sent request is retried and delivered once", async () => {
+    const port = await closedPort();
+    const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${port}` }, tuning: { sms: { retryDelayMs: 400 } } });
+    const res = await b.webhook(outbound("m-1"));
+    expect(res.status).toBe(200);
+    await waitFor(() => b.core.jobs.get("m-1")?.state === "sending");
+    await sleep(100); // the first attempt (refused) is long over; the next comes 400 ms after it
+    const back = await gatewayOn(port);
+    try {
+      await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+      expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+      expect(back.bodies).toEqual([{ to: "09171234567", message: "hello m-1" }]);
+    } finally {
+      await back.close();
+    }
+  });
+});
+
+describe("status reports to the CRM", () => {
+  test.each([
+    { name: "403 twice, then 200: retried until done", statuses: [403, 403], then: 200, attempts: 10, calls: 3, state: "done" },
+    { name: "429 once, then 200: retried until done", statuses: [429], then: 200, attempts: 10, calls: 2, state: "done" },
+    { name: "500 forever: bounded attempts, then dead", statuses: [], then: 500, attempts: 3, calls: 3, state: "dead" },
+    { name: "404: not retried, dead", statuses: [404], then: 200, attempts: 10, calls: 1, state: "dead" },
+  ])("$name", async ({ statuses, then, attempts, calls, state }) => {
+    const b = await start({ tuning: { reportAttempts: attempts } });
+    let n = 0;
+    b.crm.on("PUT /conversations/messages/:messageId/status", () => {
+      const status = statuses[n++] ?? then;
+      return status === 200 ? jsonResponse({ success: true }) : jsonResponse({ message: `status ${status}` }, status);
+    });
+
+    const reports = await deliver(b, "m-1");
+
+    expect(b.core.jobs.get("m-1")?.state).toBe(state);
+    expect(reports).toHaveLength(calls);
+    for (const report of reports) {
+      expect(report).toMatchObject({ authorization: "Bearer at-seed-loc-1", body: { status: "delivered" } });
+    }
+    // A 403 right after the webhook is HighLevel being slow, not a bad token.
+    expect(tokenCalls(b)).toEqual([]);
+    expect(sends(b)).toHaveLength(1);
+  });
+
+  test("a location with no record: no SMS, no report, logged; the next message is still delivered", async () => {
+    const b = await start();
+
+    await deliver(b, "m-ghost", { locationId: "loc-ghost" });
+    expect(b.core.jobs.get("m-ghost")?.state).toBe("dead");
+    expect(b.logs.join("")).toContain("no token for location: loc-ghost");
+
+    const reports = await deliver(b, "m-ok");
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    expect(b.gateway.sent().map((s) => s.message)).toEqual(["hello m-ok"]);
+    expect(b.crm.statusReports().map((r) => r.messageId)).toEqual(["m-ok"]);
+  });
+
+  test("a job a crash left in 'sending' is reported failed after restart and never resent", async () => {
+    const b = await start({ worker: false });
+    const res = await b.webhook(outbound("m-1"));
+    expect(res.status).toBe(200);
+    const job = b.core.jobs.get("m-1");
+    expect(job?.state).toBe("queued");
+    expect(b.core.jobs.claimForSending(job?.id ?? -1, Date.now())).toBe(true);
+
+    b.worker.start();
+    await waitFor(() => b.core.jobs.get("m-1")?.state === "done");
+
+    expect(sends(b)).toEqual([]);
+    expect(b.crm.statusReports().map((r) => r.body)).toEqual([
+      { status: "failed", error: { code: expect.any(String), type: "saas", message: "delivery unknown after restart" } },
+    ]);
+  });
+});
+
+/** A port nothing listens on: connections to it are refused. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A minimal Cast.ph on a given port, accepting every SMS. */
+async function gatewayOn(port: number) {
+  const bodies: unknown[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    let raw = "";
+    req.on("data", (chunk: Buffer) => (raw += chunk.toString()));
+    req.on("end", () => {
+      bodies.push(JSON.parse(raw));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ success: true, message_id: "cast-back", parts: 1 }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    bodies,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
