@@ -1,19 +1,29 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { H3Event } from "h3";
+import { getRequestIP, type H3Event } from "h3";
+import type { FailureThrottle } from "../core/throttle.ts";
 import { httpError } from "./app.ts";
 
 /**
  * Bearer INBOUND_API_KEY check. Both sides are hashed first so the comparison is
  * constant-time whatever the lengths. An unset key disables the admin API (503)
- * rather than leaving it open.
+ * rather than leaving it open; repeated failures from one address get 429.
  */
-export function requireBearer(event: H3Event, key: string): void {
+export function requireBearer(event: H3Event, key: string, throttle: FailureThrottle): void {
   if (!key) throw httpError(503, "admin API disabled: INBOUND_API_KEY is not set");
+  const client = getRequestIP(event) ?? "unknown";
+  const wait = throttle.blockedFor(client);
+  if (wait > 0) {
+    throw httpError(429, "too many failed authentication attempts; retry later", {
+      "retry-after": String(Math.ceil(wait / 1000)),
+    });
+  }
   const header = event.req.headers.get("authorization") ?? "";
   const match = /^Bearer\s+(.+)$/i.exec(header.trim());
   if (!match?.[1] || !sameSecret(match[1], key)) {
+    throttle.fail(client);
     throw httpError(401, "unauthorized", { "www-authenticate": "Bearer" });
   }
+  throttle.succeed(client);
 }
 
 export function sameSecret(given: string, expected: string): boolean {

@@ -1,0 +1,54 @@
+import { statSync } from "node:fs";
+import { afterEach, beforeEach, expect, test } from "vitest";
+import { ADMIN_KEY, CLIENT_SECRET, GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+
+let bridge: Bridge;
+beforeEach(async () => {
+  bridge = await startBridge();
+});
+afterEach(() => bridge.close());
+
+test("repeated wrong admin keys from one address are throttled with 429, and the right key too meanwhile", async () => {
+  for (let i = 0; i < 10; i++) {
+    const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer wrong-${i}` } });
+    expect(res.status).toBe(401);
+  }
+  const blocked = await bridge.admin("/api/admin/locations");
+  expect(blocked.status).toBe(429);
+  expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+  expect(await blocked.json()).toEqual({ error: "too many failed authentication attempts; retry later" });
+});
+
+test("a full run never writes a token or key to the log, and the database files are 0600", async () => {
+  await bridge.install("loc-1");
+  const stored = bridge.core.tokens.get("loc-1")!;
+  await bridge.admin("/api/admin/locations/loc-1/config", {
+    method: "PUT",
+    body: JSON.stringify({ sms_api_key: "location-key-do-not-log-42" }),
+  });
+  // A token near expiry makes the run include a refresh.
+  bridge.core.tokens.updateTokens("loc-1", stored.accessToken, stored.refreshToken, Date.now() + 60_000, Date.now());
+  for (const id of ["s-1", "s-2"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  await bridge.fetch("/api/admin/locations", { headers: { authorization: "Bearer wrong" } });
+  await waitFor(() => bridge.crm.statusReports().length === 2);
+  const refreshed = bridge.core.tokens.get("loc-1")!;
+  expect(refreshed.accessToken).not.toBe(stored.accessToken);
+
+  const logs = bridge.logs.join("");
+  expect(logs).toContain("refreshed the access token of location loc-1");
+  const secrets = [
+    stored.accessToken,
+    stored.refreshToken,
+    refreshed.accessToken,
+    refreshed.refreshToken,
+    "location-key-do-not-log-42",
+    GLOBAL_SMS_KEY,
+    ADMIN_KEY,
+    CLIENT_SECRET,
+  ];
+  for (const secret of secrets) expect(logs).not.toContain(secret);
+
+  for (const file of [bridge.config.databasePath, `${bridge.config.databasePath}-wal`]) {
+    expect(statSync(file).mode & 0o777, file).toBe(0o600);
+  }
+});
