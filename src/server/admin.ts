@@ -1,7 +1,7 @@
 import { getRouterParam, type H3, type H3Event } from "h3";
 import { createFailureThrottle } from "../core/throttle.ts";
 import { getLocationConfig, listLocations, setLocationConfig } from "../core/locations.ts";
-import type { AppDeps } from "./app.ts";
+import { httpError, type AppDeps } from "./app.ts";
 import { requireBearer } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
@@ -29,5 +29,10 @@ export function adminRoutes(app: H3, { core }: AppDeps): void {
 }
 
 function locationParam(event: H3Event): string {
-  return getRouterParam(event, "locationId", { decode: true }) ?? "";
+  const raw = getRouterParam(event, "locationId") ?? "";
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw httpError(400, "malformed location id in the path");
+  }
 }
