@@ -6,6 +6,7 @@ import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.
 import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
+import { createPacer } from "./pacer.ts";
 import { createTokenService, type TokenService } from "./tokens.ts";
 
 /** Everything the server and the CLI share, built once from config and a database. */
@@ -29,6 +30,7 @@ export interface Core {
 export interface Tuning {
   crm?: Partial<Pick<CrmOptions, "timeoutMs" | "retryDelayMs">>;
   sms?: Partial<Pick<GatewayOptions, "timeoutMs" | "retries" | "retryDelayMs">>;
+  pace?: { perSecond: number; burst: number };
   reportBackoffMs?: number;
   reportAttempts?: number;
   bulkPaceMs?: number;
@@ -46,12 +48,15 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     ...tuning.crm,
   });
   const sms = createCastClient({ apiUrl: config.sms.apiUrl, ...tuning.sms });
+  // Cast.ph allows 30 requests/s with a burst of 50 per key; stay a little under.
+  const pacer = createPacer({ perSecond: 29.5, burst: 48, ...tuning.pace });
   const tokenService = createTokenService({ tokens, crm, now, log });
   const deps: OutboundDeps = {
     tokens,
     jobs,
     tokenService,
     sms,
+    pacer,
     crm,
     defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId },
     now,

@@ -1,10 +1,12 @@
 import type { Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
-import { MAX_MESSAGE_LENGTH, type SmsGateway } from "./clients/cast.ts";
+import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { AppError, CrmError, GatewayError, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
+import type { Pacer } from "./pacer.ts";
 import { toLocalPH } from "./phone.ts";
+import { sleep } from "./retry.ts";
 import type { TokenService } from "./tokens.ts";
 
 export interface OutboundDeps {
@@ -12,6 +14,8 @@ export interface OutboundDeps {
   jobs: JobStore;
   tokenService: TokenService;
   sms: SmsGateway;
+  /** Paces gateway calls per API key to the gateway's own limit. */
+  pacer: Pacer;
   crm: CrmClient;
   defaults: { apiKey: string; senderId: string };
   now: () => number;
@@ -29,8 +33,12 @@ export interface OutboundDeps {
  */
 export async function processOutbound(deps: OutboundDeps, job: Job): Promise<void> {
   if (job.state === "queued") {
+    const plan = prepare(deps, job.message);
+    // Wait for the gateway's rate limit before the claim: a crash while waiting
+    // must leave the job queued, not "delivery unknown".
+    if ("request" in plan) await sleep(deps.pacer.delay(plan.request.apiKey));
     if (!deps.jobs.claimForSending(job.id, deps.now())) return;
-    const result = await send(deps, job.message);
+    const result = "request" in plan ? await send(deps, job.message, plan.request) : plan.result;
     deps.jobs.recordResult(job.id, result, deps.now());
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
   }
@@ -42,21 +50,28 @@ export function composeText(message: OutboundMessage): string {
   return [message.message, ...message.attachments].filter((part) => part !== "").join("\n");
 }
 
-async function send(deps: OutboundDeps, message: OutboundMessage): Promise<Result> {
-  const { messageId, locationId } = message;
+/** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
+function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendRequest } | { result: Result } {
+  const { locationId } = message;
   const record = deps.tokens.get(locationId);
-  if (!record) return failed("no_token", `no token for location: ${locationId}`);
+  if (!record) return { result: failed("no_token", `no token for location: ${locationId}`) };
   const to = toLocalPH(message.phone);
-  if (!to) return failed("invalid_phone", `not a Philippine mobile number: ${message.phone}`);
+  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${message.phone}`) };
   const text = composeText(message);
-  if (text.length === 0) return failed("empty_message", "the message has no text");
+  if (text.length === 0) return { result: failed("empty_message", "the message has no text") };
   if (text.length > MAX_MESSAGE_LENGTH) {
-    return failed("message_too_long", `the message is ${text.length} characters; the SMS gateway takes at most ${MAX_MESSAGE_LENGTH}`);
+    const why = `the message is ${text.length} characters; the SMS gateway takes at most ${MAX_MESSAGE_LENGTH}`;
+    return { result: failed("message_too_long", why) };
   }
   const apiKey = record.smsApiKey || deps.defaults.apiKey;
-  if (!apiKey) return failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key");
+  if (!apiKey) return { result: failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key") };
+  return { request: { apiKey, to, message: text, senderId: record.senderId || deps.defaults.senderId } };
+}
+
+async function send(deps: OutboundDeps, message: OutboundMessage, request: SendRequest): Promise<Result> {
+  const { messageId, locationId } = message;
   try {
-    const sent = await deps.sms.send({ apiKey, to, message: text, senderId: record.senderId || deps.defaults.senderId });
+    const sent = await deps.sms.send(request);
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId };
   } catch (error) {
