@@ -24,6 +24,7 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   DATABASE_PATH         SQLite file, default ./bridge.db (--db)
   HOST, PORT            where serve listens, default 0.0.0.0:3000
   LOG_LEVEL             silent|error|warn|info|debug|trace, default info
+  BRIDGE_ENCRYPTION_KEY 32-byte key (64 hex or base64): encrypt tokens and API keys at rest
 
 Exit codes: 0 success, 1 failure, 2 usage error.`;
 

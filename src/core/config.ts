@@ -1,6 +1,7 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { z } from "zod";
 import { ConfigError } from "./errors.ts";
+import { parseEncryptionKey } from "./sealer.ts";
 import { HIGHLEVEL_WEBHOOK_KEYS } from "./webhook-keys.ts";
 
 /** What each command needs; anything else may be left unset. */
@@ -31,6 +32,8 @@ export interface ResolvedConfig {
   host: string;
   port: number;
   logLevel: LogLevel;
+  /** AES-256-GCM key for tokens and API keys at rest; undefined stores them plain. */
+  encryptionKey: Buffer | undefined;
 }
 
 export const LOG_LEVELS = ["silent", "error", "warn", "info", "debug", "trace"] as const;
@@ -59,6 +62,10 @@ const schema = z.object({
   HOST: z.string().default("0.0.0.0"),
   PORT: z.coerce.number({ error: "must be a port number" }).int().min(0).max(65535).default(3000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
+  BRIDGE_ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => parseEncryptionKey(v) !== undefined, "must be 32 bytes, as 64 hex characters or base64")
+    .optional(),
 });
 
 type EnvName = keyof z.input<typeof schema>;
@@ -98,6 +105,7 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
     host: v.HOST,
     port: v.PORT,
     logLevel: v.LOG_LEVEL,
+    encryptionKey: v.BRIDGE_ENCRYPTION_KEY ? parseEncryptionKey(v.BRIDGE_ENCRYPTION_KEY) : undefined,
   };
 }
 
@@ -117,6 +125,7 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     DATABASE_PATH: config.databasePath,
     HOST: config.host,
     PORT: config.port,
+    BRIDGE_ENCRYPTION_KEY: config.encryptionKey ? "(set: tokens and keys encrypted at rest)" : "(unset)",
   };
 }
 

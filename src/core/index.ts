@@ -7,6 +7,7 @@ import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createPacer } from "./pacer.ts";
+import { createSealer } from "./sealer.ts";
 import { createTokenService, type TokenService } from "./tokens.ts";
 
 /** Everything the server and the CLI share, built once from config and a database. */
@@ -37,7 +38,8 @@ export interface Tuning {
 }
 
 export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
-  const tokens = createTokenStore(db);
+  const tokens = createTokenStore(db, createSealer(config.encryptionKey));
+  tokens.checkKey();
   const jobs = createJobStore(db);
   const crm = createCrmClient({
     apiUrl: config.crm.apiUrl,

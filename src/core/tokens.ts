@@ -53,7 +53,7 @@ export function createTokenService(deps: TokenServiceDeps) {
       if (rotated || (!force && !needsRefresh(record.expiresAt, now()))) return record;
       if (record.refreshError) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
       // Lease times are wall-clock: they coordinate real processes, not business time.
-      if (tokens.tryLease(locationId, record.refreshToken, Date.now(), Date.now() + leaseMs)) {
+      if (tokens.tryLease(locationId, record.serial, Date.now(), Date.now() + leaseMs)) {
         return refreshHoldingLease(record);
       }
       if (Date.now() > giveUpAt) {
@@ -69,10 +69,13 @@ export function createTokenService(deps: TokenServiceDeps) {
     try {
       fresh = await crm.refreshToken(record.refreshToken);
     } catch (error) {
-      tokens.releaseLease(locationId, isDeadGrant(error) ? deadGrantNote(error) : "");
       const latest = tokens.get(locationId);
       // invalid_grant because another process rotated the token first: use the newer pair.
-      if (latest && latest.refreshToken !== record.refreshToken) return latest;
+      if (latest && latest.refreshToken !== record.refreshToken) {
+        tokens.releaseLease(locationId);
+        return latest;
+      }
+      tokens.releaseLease(locationId, isDeadGrant(error) ? deadGrantNote(error) : "");
       log.error(`token refresh failed for location ${locationId}: ${errorMessage(error)}`);
       throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
     }

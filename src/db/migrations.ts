@@ -14,6 +14,8 @@ export const MIGRATIONS: readonly string[] = [
     updated_at INTEGER NOT NULL,
     sender_id TEXT NOT NULL DEFAULT '',
     sms_api_key TEXT NOT NULL DEFAULT '',
+    -- bumped on every token write: a refresh lease is taken against it
+    token_serial INTEGER NOT NULL DEFAULT 0,
     -- a process refreshing this location's token holds the lease until then
     refresh_lease_until INTEGER NOT NULL DEFAULT 0,
     -- why the last refresh failed for good (the location needs a reinstall)

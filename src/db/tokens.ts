@@ -1,3 +1,4 @@
+import { createSealer, type Sealer } from "../core/sealer.ts";
 import type { Db } from "./index.ts";
 
 /** One CRM location's token record (spec 2.1). Times are ms since the epoch. */
@@ -15,6 +16,8 @@ export interface TokenRecord {
   smsApiKey: string;
   /** Why the refresh token was refused for good; "" when it is fine. */
   refreshError: string;
+  /** Changes with every token write; a refresh lease is taken against it. */
+  serial: number;
 }
 
 export interface NewToken {
@@ -38,33 +41,41 @@ interface Row {
   sender_id: string;
   sms_api_key: string;
   refresh_error: string;
+  token_serial: number;
 }
 
-/** Typed queries over the tokens table, prepared once. */
-export function createTokenStore(db: Db) {
+/**
+ * Typed queries over the tokens table, prepared once. Tokens and API keys pass
+ * through `sealer`, which encrypts them at rest when a key is configured.
+ */
+export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined)) {
   const upsert = db.prepare<[NewToken & { now: number }]>(`
     INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at)
     VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now)
     ON CONFLICT (location_id) DO UPDATE SET
       company_id = excluded.company_id, access_token = excluded.access_token,
       refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
-      updated_at = excluded.updated_at, refresh_error = '', refresh_lease_until = 0`);
+      updated_at = excluded.updated_at, refresh_error = '', refresh_lease_until = 0,
+      token_serial = token_serial + 1`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
   const updatePair = db.prepare<[string, string, number, number, string]>(`
     UPDATE tokens SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
-      refresh_error = '', refresh_lease_until = 0
+      refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
     WHERE location_id = ?`);
   const remove = db.prepare<[string]>("DELETE FROM tokens WHERE location_id = ?");
   const updateConfig = db.prepare<[{ id: string; senderId: string | null; smsApiKey: string | null; now: number }]>(`
     UPDATE tokens SET sender_id = coalesce(@senderId, sender_id), sms_api_key = coalesce(@smsApiKey, sms_api_key),
       updated_at = @now
     WHERE location_id = @id`);
-  // The lease is taken only if nobody holds it and the refresh token is still the one
-  // we read: a process that lost the race re-reads instead of spending a used token.
-  const lease = db.prepare<[number, string, string, number]>(`
+  // The lease is taken only if nobody holds it and the tokens are still the ones we
+  // read: a process that lost the race re-reads instead of spending a used token.
+  const lease = db.prepare<[number, string, number, number]>(`
     UPDATE tokens SET refresh_lease_until = ?
-    WHERE location_id = ? AND refresh_token = ? AND refresh_lease_until < ?`);
+    WHERE location_id = ? AND token_serial = ? AND refresh_lease_until < ?`);
+  const anySealed = db.prepare<[], { v: string }>(
+    "SELECT refresh_token AS v FROM tokens WHERE refresh_token LIKE 'enc:v1:%' LIMIT 1",
+  );
   const unlease = db.prepare<[string, string]>(`
     UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ?`);
 
@@ -72,18 +83,18 @@ export function createTokenStore(db: Db) {
     /** Upsert by location_id; installed_at, sender_id and sms_api_key survive a reinstall. */
     save(token: NewToken, now: number): void {
       if (!token.locationId) throw new Error("refusing to store a token record without a location_id");
-      upsert.run({ ...token, now });
+      upsert.run({ ...token, accessToken: sealer.seal(token.accessToken), refreshToken: sealer.seal(token.refreshToken), now });
     },
     get(locationId: string): TokenRecord | undefined {
       const row = selectOne.get(locationId);
-      return row && fromRow(row);
+      return row && fromRow(row, sealer);
     },
     list(): TokenRecord[] {
-      return selectAll.all().map(fromRow);
+      return selectAll.all().map((row) => fromRow(row, sealer));
     },
     /** Stores a refreshed pair; false when the location is gone. */
     updateTokens(locationId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
-      return updatePair.run(accessToken, refreshToken, expiresAt, now, locationId).changes > 0;
+      return updatePair.run(sealer.seal(accessToken), sealer.seal(refreshToken), expiresAt, now, locationId).changes > 0;
     },
     delete(locationId: string): boolean {
       return remove.run(locationId).changes > 0;
@@ -93,29 +104,36 @@ export function createTokenStore(db: Db) {
     },
     /** Sets what is given; an absent field keeps its value. False when the location is unknown. */
     setConfig(locationId: string, change: { senderId?: string; smsApiKey?: string }, now: number): boolean {
-      const params = { id: locationId, senderId: change.senderId ?? null, smsApiKey: change.smsApiKey ?? null, now };
+      const smsApiKey = change.smsApiKey === undefined ? null : sealer.seal(change.smsApiKey);
+      const params = { id: locationId, senderId: change.senderId ?? null, smsApiKey, now };
       return updateConfig.run(params).changes > 0;
     },
-    tryLease(locationId: string, refreshToken: string, now: number, until: number): boolean {
-      return lease.run(until, locationId, refreshToken, now).changes > 0;
+    tryLease(locationId: string, serial: number, now: number, until: number): boolean {
+      return lease.run(until, locationId, serial, now).changes > 0;
     },
     releaseLease(locationId: string, refreshError = ""): void {
       unlease.run(refreshError, locationId);
     },
+    /** Throws now, at start, if sealed secrets cannot be opened with the configured key. */
+    checkKey(): void {
+      const row = anySealed.get();
+      if (row) sealer.open(row.v);
+    },
   };
 }
 
-function fromRow(row: Row): TokenRecord {
+function fromRow(row: Row, sealer: Sealer): TokenRecord {
   return {
     locationId: row.location_id,
     companyId: row.company_id,
-    accessToken: row.access_token,
-    refreshToken: row.refresh_token,
+    accessToken: sealer.open(row.access_token),
+    refreshToken: sealer.open(row.refresh_token),
     expiresAt: row.expires_at,
     installedAt: row.installed_at,
     updatedAt: row.updated_at,
     senderId: row.sender_id,
-    smsApiKey: row.sms_api_key,
+    smsApiKey: sealer.open(row.sms_api_key),
     refreshError: row.refresh_error,
+    serial: row.token_serial,
   };
 }

@@ -1,0 +1,59 @@
+import { randomBytes } from "node:crypto";
+import Database from "better-sqlite3";
+import { afterEach, expect, test } from "vitest";
+import { loadConfig } from "../../src/core/config.ts";
+import { createSealer } from "../../src/core/sealer.ts";
+import { openDb } from "../../src/db/index.ts";
+import { createTokenStore } from "../../src/db/tokens.ts";
+import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+
+const KEY = randomBytes(32).toString("hex");
+let bridge: Bridge;
+afterEach(() => bridge.close());
+
+test("with BRIDGE_ENCRYPTION_KEY, tokens and API keys are sealed on disk and work as before", async () => {
+  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  await bridge.install("loc-1");
+  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
+  expect((await bridge.webhook(outbound("e-1"))).status).toBe(200);
+  await waitFor(() => bridge.crm.statusReports().length === 1);
+  expect(bridge.gateway.sent()[0]?.apiKey).toBe("sealed-api-key-123456");
+
+  const raw = new Database(bridge.config.databasePath, { readonly: true })
+    .prepare("SELECT access_token, refresh_token, sms_api_key FROM tokens")
+    .get() as Record<string, string>;
+  const record = bridge.core.tokens.get("loc-1")!;
+  for (const value of Object.values(raw)) expect(value).toMatch(/^enc:v1:/);
+  const onDisk = JSON.stringify(raw);
+  for (const secret of [record.accessToken, record.refreshToken, "sealed-api-key-123456"]) expect(onDisk).not.toContain(secret);
+});
+
+test("a missing or wrong key is a clear error, not garbage tokens", async () => {
+  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  await bridge.install("loc-1");
+  const db = openDb(bridge.config.databasePath);
+  try {
+    expect(() => createTokenStore(db).checkKey()).toThrow("the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
+    const wrong = createTokenStore(db, createSealer(randomBytes(32)));
+    expect(() => wrong.checkKey()).toThrow("BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
+    expect(() => wrong.get("loc-1")).toThrow("is not the key");
+  } finally {
+    db.close();
+  }
+});
+
+test.each(["short", "zz".repeat(32), randomBytes(31).toString("base64")])("key %j is refused at start", (key) => {
+  expect(() => loadConfig({ BRIDGE_ENCRYPTION_KEY: key }, "store")).toThrow(/BRIDGE_ENCRYPTION_KEY: must be 32 bytes/);
+  bridge = { close: async () => {} } as Bridge;
+});
+
+test("values written before the key was set stay readable, and are sealed on their next write", () => {
+  const db = new Database(":memory:");
+  db.exec("CREATE TABLE t (x TEXT)");
+  const sealer = createSealer(randomBytes(32));
+  expect(sealer.open("plain-token")).toBe("plain-token");
+  expect(sealer.seal("plain-token")).toMatch(/^enc:v1:/);
+  expect(sealer.open(sealer.seal("plain-token"))).toBe("plain-token");
+  expect(sealer.seal("")).toBe("");
+  bridge = { close: async () => {} } as Bridge;
+});
