@@ -28,8 +28,8 @@ export function timedOut(error: unknown): boolean {
  */
 export function retryAfterMs(header: string | null | undefined, now: number, maxMs = 60_000): number | undefined {
   if (!header) return undefined;
-  const seconds = Number(header);
-  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(header) - now;
+  // RFC 9110: whole seconds, or an HTTP date.
+  const ms = /^\d+$/.test(header.trim()) ? Number(header.trim()) * 1000 : Date.parse(header) - now;
   if (!Number.isFinite(ms)) return undefined;
   return Math.min(Math.max(ms, 0), maxMs);
 }
