@@ -71,11 +71,8 @@ export function createTokenService(deps: TokenServiceDeps) {
     } catch (error) {
       const latest = tokens.get(locationId);
       // invalid_grant because another process rotated the token first: use the newer pair.
-      if (latest && latest.refreshToken !== record.refreshToken) {
-        tokens.releaseLease(locationId);
-        return latest;
-      }
-      tokens.releaseLease(locationId, isDeadGrant(error) ? deadGrantNote(error) : "");
+      if (latest && latest.refreshToken !== record.refreshToken) return latest;
+      tokens.releaseLease(locationId, record.serial, isDeadGrant(error) ? deadGrantNote(error) : "");
       log.error(`token refresh failed for location ${locationId}: ${errorMessage(error)}`);
       throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
     }
@@ -85,7 +82,7 @@ export function createTokenService(deps: TokenServiceDeps) {
         throw new Error("the location was removed meanwhile");
       }
     } catch (error) {
-      tokens.releaseLease(locationId);
+      tokens.releaseLease(locationId, record.serial);
       throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
     }
     log.info(`refreshed the access token of location ${locationId}`);

@@ -76,8 +76,9 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   const anySealed = db.prepare<[], { v: string }>(
     "SELECT refresh_token AS v FROM tokens WHERE refresh_token LIKE 'enc:v1:%' LIMIT 1",
   );
-  const unlease = db.prepare<[string, string]>(`
-    UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ?`);
+  // Only our own lease: a newer token write (serial) means it was already released.
+  const unlease = db.prepare<[string, string, number]>(`
+    UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ? AND token_serial = ?`);
 
   return {
     /** Upsert by location_id; installed_at, sender_id and sms_api_key survive a reinstall. */
@@ -111,8 +112,8 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     tryLease(locationId: string, serial: number, now: number, until: number): boolean {
       return lease.run(until, locationId, serial, now).changes > 0;
     },
-    releaseLease(locationId: string, refreshError = ""): void {
-      unlease.run(refreshError, locationId);
+    releaseLease(locationId: string, serial: number, refreshError = ""): void {
+      unlease.run(refreshError, locationId, serial);
     },
     /** Throws now, at start, if sealed secrets cannot be opened with the configured key. */
     checkKey(): void {

@@ -34,42 +34,42 @@ describe("sender ID and gateway key (per location, else global)", () => {
   test.each([
     {
       name: "the location's own sender_id and sms_api_key",
-      env: { SMS_SENDER_ID: "GLOBALSID" },
+      globalSender: "GLOBALSID",
       config: { senderId: "LOCSID", smsApiKey: "loc-key-0123456789" },
       expected: { apiKey: "loc-key-0123456789", sender_id: "LOCSID" },
     },
     {
       name: "no per-location values: the globals",
-      env: { SMS_SENDER_ID: "GLOBALSID" },
+      globalSender: "GLOBALSID",
       config: {},
       expected: { apiKey: GLOBAL_SMS_KEY, sender_id: "GLOBALSID" },
     },
     {
       name: "values cleared to empty: the globals",
-      env: { SMS_SENDER_ID: "GLOBALSID" },
+      globalSender: "GLOBALSID",
       config: { senderId: "", smsApiKey: "" },
       expected: { apiKey: GLOBAL_SMS_KEY, sender_id: "GLOBALSID" },
     },
     {
       name: "only a per-location sender_id",
-      env: { SMS_SENDER_ID: "GLOBALSID" },
+      globalSender: "GLOBALSID",
       config: { senderId: "LOCSID" },
       expected: { apiKey: GLOBAL_SMS_KEY, sender_id: "LOCSID" },
     },
     {
       name: "only a per-location sms_api_key",
-      env: { SMS_SENDER_ID: "GLOBALSID" },
+      globalSender: "GLOBALSID",
       config: { smsApiKey: "loc-key-0123456789" },
       expected: { apiKey: "loc-key-0123456789", sender_id: "GLOBALSID" },
     },
     {
       name: "no sender anywhere: sender_id omitted from the request",
-      env: {},
+      globalSender: "",
       config: {},
       expected: { apiKey: GLOBAL_SMS_KEY },
     },
-  ])("$name", async ({ env, config, expected }) => {
-    const b = await start({ env });
+  ])("$name", async ({ globalSender, config, expected }) => {
+    const b = await start({ env: globalSender ? { SMS_SENDER_ID: globalSender } : {} });
     expect(b.core.tokens.setConfig("loc-1", config, Date.now())).toBe(true);
 
     const [report] = await deliver(b, "m-1");

@@ -2,7 +2,6 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
-import { createTokenStore } from "../../src/db/tokens.ts";
 import { CLIENT_ID, CLIENT_SECRET, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
@@ -183,7 +182,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
   test("invalid_grant because another process rotated the token first: the newer pair is used, not an error", async () => {
     const b = await start();
     b.seed("loc-1", { expiresAt: clock + MINUTE, refreshToken: "rt-old" });
-    const otherStore = createTokenStore(secondProcess(b).db);
+    const otherStore = secondProcess(b).tokens;
     const newerExpiry = clock + 2 * 3_600_000;
     b.crm.on("POST /oauth/token", (req) => {
       const used = new URLSearchParams(req.body).get("refresh_token");
