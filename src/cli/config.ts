@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { getLocationConfig, setLocationConfig, type LocationConfig } from "../core/locations.ts";
-import { openCore, type GlobalOptions } from "./context.ts";
+import { withCore, type GlobalOptions } from "./context.ts";
 import { json, UsageError, type Io } from "./io.ts";
 
 /** `bridge config get|set <locationId>`: the same code path as the admin API's config endpoints. */
@@ -11,14 +11,9 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .command("get <locationId>")
     .description("show a location's configuration (API key masked)")
     .option("--json", "machine-readable output")
-    .action((locationId: string, options: { json?: boolean }) => {
-      const core = openCore(io, globals(), "store");
-      try {
-        print(io, getLocationConfig(core.tokens, locationId), options.json);
-      } finally {
-        core.close();
-      }
-    });
+    .action((locationId: string, options: { json?: boolean }) =>
+      withCore(io, globals(), "store", (core) => print(io, getLocationConfig(core.tokens, locationId), options.json)),
+    );
 
   config
     .command("set <locationId>")
@@ -30,13 +25,10 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
       if (options.senderId === undefined && options.smsApiKey === undefined) {
         throw new UsageError("config set needs --sender-id and/or --sms-api-key");
       }
-      const core = openCore(io, globals(), "store");
-      try {
-        const change = { sender_id: options.senderId, sms_api_key: options.smsApiKey };
-        print(io, setLocationConfig(core.tokens, locationId, change, core.now()), options.json);
-      } finally {
-        core.close();
-      }
+      const change = { sender_id: options.senderId, sms_api_key: options.smsApiKey };
+      return withCore(io, globals(), "store", (core) =>
+        print(io, setLocationConfig(core.tokens, locationId, change, core.now()), options.json),
+      );
     });
 }
 

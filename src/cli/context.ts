@@ -42,3 +42,13 @@ export function openCore(io: Io, options: GlobalOptions, need: ConfigNeed): Core
   const core = createCore(config, db, createLogger(config.logLevel));
   return { ...core, close: () => db.close() };
 }
+
+/** Runs `fn` with an open core and always closes the database after. */
+export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNeed, fn: (core: Core) => T | Promise<T>): Promise<T> {
+  const core = openCore(io, options, need);
+  try {
+    return await fn(core);
+  } finally {
+    core.close();
+  }
+}

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { listLocations } from "../core/locations.ts";
-import { openCore, type GlobalOptions } from "./context.ts";
+import { withCore, type GlobalOptions } from "./context.ts";
 import { json, table, type Io } from "./io.ts";
 
 /** `bridge locations list [--json]`: the installed locations, keys masked, never a token. */
@@ -10,23 +10,18 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     .command("list")
     .description("list installed locations (API keys masked)")
     .option("--json", "machine-readable output, the admin API's field names")
-    .action((options: { json?: boolean }) => {
-      const core = openCore(io, globals(), "store");
-      try {
-        const list = listLocations(core.tokens);
-        if (options.json) return io.out(json({ locations: list }));
-        if (list.length === 0) return io.out("no locations installed\n");
-        const rows = list.map((l) => [
-          l.location_id,
-          l.company_id,
-          l.sender_id || "(default)",
-          l.sms_api_key || "(default)",
-          l.expires_at,
-          l.refresh_error ? "needs reinstall" : "ok",
-        ]);
-        io.out(table(["LOCATION", "COMPANY", "SENDER ID", "SMS API KEY", "TOKEN EXPIRES", "STATUS"], rows));
-      } finally {
-        core.close();
-      }
+    .action(async (options: { json?: boolean }) => {
+      const list = await withCore(io, globals(), "store", (core) => listLocations(core.tokens));
+      if (options.json) return io.out(json({ locations: list }));
+      if (list.length === 0) return io.out("no locations installed\n");
+      const rows = list.map((l) => [
+        l.location_id,
+        l.company_id,
+        l.sender_id || "(default)",
+        l.sms_api_key || "(default)",
+        l.expires_at,
+        l.refresh_error ? "needs reinstall" : "ok",
+      ]);
+      io.out(table(["LOCATION", "COMPANY", "SENDER ID", "SMS API KEY", "TOKEN EXPIRES", "STATUS"], rows));
     });
 }

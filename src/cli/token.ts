@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { errorMessage } from "../core/errors.ts";
-import { openCore, type GlobalOptions } from "./context.ts";
+import { withCore, type GlobalOptions } from "./context.ts";
+import type { Core } from "../core/index.ts";
 import { json, table, UsageError, type Io } from "./io.ts";
 
 interface Outcome {
@@ -24,21 +25,20 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
     .option("--json", "machine-readable output")
     .action(async (locationId: string | undefined, options: { all?: boolean; force?: boolean; json?: boolean }) => {
       if (Boolean(locationId) === Boolean(options.all)) throw new UsageError("name one location, or use --all");
-      const core = openCore(io, globals(), "token");
-      try {
+      const outcomes = await withCore(io, globals(), "token", async (core) => {
         const ids = locationId ? [locationId] : core.tokens.list().map((t) => t.locationId);
-        const outcomes: Outcome[] = [];
-        for (const id of ids) outcomes.push(await refreshOne(core, id, options.force ?? false));
-        if (options.json) io.out(json({ results: outcomes }));
-        else io.out(table(["LOCATION", "STATUS", "EXPIRES", "ERROR"], outcomes.map((o) => [o.location_id, o.status, o.expires_at, o.error ?? ""])));
-        if (outcomes.some((o) => o.status === "failed")) throw new Error(`${outcomes.filter((o) => o.status === "failed").length} refresh(es) failed`);
-      } finally {
-        core.close();
-      }
+        const results: Outcome[] = [];
+        for (const id of ids) results.push(await refreshOne(core, id, options.force ?? false));
+        return results;
+      });
+      if (options.json) io.out(json({ results: outcomes }));
+      else io.out(table(["LOCATION", "STATUS", "EXPIRES", "ERROR"], outcomes.map((o) => [o.location_id, o.status, o.expires_at, o.error ?? ""])));
+      const failures = outcomes.filter((o) => o.status === "failed").length;
+      if (failures > 0) throw new Error(`${failures} refresh(es) failed`);
     });
 }
 
-async function refreshOne(core: ReturnType<typeof openCore>, locationId: string, force: boolean): Promise<Outcome> {
+async function refreshOne(core: Core, locationId: string, force: boolean): Promise<Outcome> {
   const before = core.tokens.get(locationId);
   try {
     const after = await core.tokenService.refresh(locationId, force);

@@ -1,72 +1,41 @@
-import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { statSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { assertBuilt, exited, runBridge, startServe, type Serve } from "../helpers/binary.ts";
-import { CLIENT_ID, outbound, signBody, waitFor } from "../helpers/bridge.ts";
-import { startFakeCrm, type FakeCrm } from "../helpers/fake-crm.ts";
-import { startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
+import { e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
+import { outbound, waitFor } from "../helpers/bridge.ts";
 
 const ADMIN = "e2e-admin-key-0123456789";
 
-let dir: string;
-let crm: FakeCrm;
-let gateway: FakeGateway;
-let env: Record<string, string>;
+let e2e: E2E;
 let server: Serve;
 let url: string;
-const keys = generateKeyPairSync("ed25519");
 
 function bridge(...args: string[]) {
-  return runBridge(env, dir, args);
+  return runBridge(e2e.env, e2e.dir, args);
 }
 
 function webhook(body: unknown) {
-  const raw = JSON.stringify(body);
-  return fetch(`${url}/webhooks/crm`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-ghl-signature": signBody(raw, keys.privateKey) },
-    body: raw,
-  });
+  return e2e.webhook(url, body);
 }
 
 beforeAll(async () => {
-  assertBuilt();
-  dir = mkdtempSync(join(tmpdir(), "bridge-e2e-"));
-  crm = await startFakeCrm();
-  gateway = await startFakeGateway();
-  env = {
-    BASE_URL: "http://bridge.test",
-    CRM_CLIENT_ID: CLIENT_ID,
-    CRM_CLIENT_SECRET: "e2e-client-secret",
-    CRM_API_URL: crm.url,
-    CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
-    SMS_API_URL: gateway.url,
-    SMS_API_KEY: "e2e-global-sms-key",
-    INBOUND_API_KEY: ADMIN,
-    DATABASE_PATH: join(dir, "bridge.db"),
-    HOME: dir,
-  };
-  server = await startServe(env, dir);
+  e2e = await e2eSetup("e2e", { INBOUND_API_KEY: ADMIN });
+  server = await startServe(e2e.env, e2e.dir);
   url = server.url;
 });
 
 afterAll(async () => {
   server?.child.kill("SIGKILL");
-  await crm?.close();
-  await gateway?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await e2e?.close();
 });
 
 describe("dist/bridge, as an operator runs it", () => {
   test("serve answers /healthz and an install through /oauth-callback", async () => {
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });
-    crm.grantLocation("code-e2e", "loc-1");
+    e2e.crm.grantLocation("code-e2e", "loc-1");
     const res = await fetch(`${url}/oauth-callback?code=code-e2e`);
     expect(res.status).toBe(200);
     expect(await res.text()).toContain("You can close this tab");
-    expect(statSync(env.DATABASE_PATH!).mode & 0o777).toBe(0o600);
+    expect(statSync(e2e.env.DATABASE_PATH!).mode & 0o777).toBe(0o600);
   });
 
   test("locations list --json shows the location and never a token", async () => {
@@ -85,22 +54,22 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(JSON.parse(got.stdout)).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "loc1-secret-..." });
 
     expect((await webhook(outbound("e2e-1"))).status).toBe(200);
-    await waitFor(() => crm.statusReports().some((r) => r.messageId === "e2e-1"));
-    expect(gateway.sent().at(-1)).toEqual({ apiKey: "loc1-secret-api-key-xyz", to: "09171234567", message: "hello e2e-1", sender_id: "BRIDGE" });
+    await waitFor(() => e2e.crm.statusReports().some((r) => r.messageId === "e2e-1"));
+    expect(e2e.gateway.sent().at(-1)).toEqual({ apiKey: "loc1-secret-api-key-xyz", to: "09171234567", message: "hello e2e-1", sender_id: "BRIDGE" });
   });
 
   test("token refresh spends the refresh token once, and the server then uses the new pair", async () => {
-    const before = crm.received("POST /oauth/token").length;
+    const before = e2e.crm.received("POST /oauth/token").length;
     const { code, stdout } = await bridge("token", "refresh", "loc-1", "--force", "--json");
     expect(code).toBe(0);
     expect(JSON.parse(stdout).results).toMatchObject([{ location_id: "loc-1", status: "refreshed" }]);
-    expect(crm.received("POST /oauth/token").length).toBe(before + 1);
+    expect(e2e.crm.received("POST /oauth/token").length).toBe(before + 1);
 
     expect((await webhook(outbound("e2e-2"))).status).toBe(200);
-    const report = await waitFor(() => crm.statusReports().find((r) => r.messageId === "e2e-2"));
+    const report = await waitFor(() => e2e.crm.statusReports().find((r) => r.messageId === "e2e-2"));
     expect(report.authorization).not.toBe("Bearer at-loc-1-1");
     expect(report.authorization).toMatch(/^Bearer at-loc-1-\d+$/);
-    expect(crm.received("POST /oauth/token").length).toBe(before + 1);
+    expect(e2e.crm.received("POST /oauth/token").length).toBe(before + 1);
   });
 
   test("install-url prints only the URL", async () => {

@@ -1,65 +1,33 @@
-import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { assertBuilt, exited, startServe, type Serve } from "../helpers/binary.ts";
-import { CLIENT_ID, outbound, signBody, waitFor } from "../helpers/bridge.ts";
-import { startFakeCrm, type FakeCrm } from "../helpers/fake-crm.ts";
-import { startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
+import { e2eSetup, exited, startServe, type E2E, type Serve } from "../helpers/binary.ts";
+import { outbound, waitFor } from "../helpers/bridge.ts";
 
 const WEBHOOKS = 400;
 const CRASHES = 4;
-const keys = generateKeyPairSync("ed25519");
 
-let dir: string;
-let crm: FakeCrm;
-let gateway: FakeGateway;
-let env: Record<string, string>;
+let e2e: E2E;
 let server: Serve | undefined;
 
 /** Figures of the last run, printed for docs/RELIABILITY.md. */
-export const figures = { sent: 0, acknowledged: 0, crashes: 0, lost: 0, duplicated: 0, unknown: 0 };
+const figures = { sent: 0, acknowledged: 0, crashes: 0, lost: 0, duplicated: 0, unknown: 0 };
 
 beforeAll(async () => {
-  assertBuilt();
-  dir = mkdtempSync(join(tmpdir(), "bridge-crash-"));
-  crm = await startFakeCrm();
-  gateway = await startFakeGateway();
+  e2e = await e2eSetup("crash");
   // A slow gateway keeps many sends in flight when the server is killed.
-  gateway.on("POST /api/sms/send", async () => {
+  e2e.gateway.on("POST /api/sms/send", async () => {
     await new Promise((r) => setTimeout(r, 20 + Math.random() * 60));
-    return gateway.accept();
+    return e2e.gateway.accept();
   });
-  env = {
-    BASE_URL: "http://bridge.test",
-    CRM_CLIENT_ID: CLIENT_ID,
-    CRM_CLIENT_SECRET: "crash-secret",
-    CRM_API_URL: crm.url,
-    CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
-    SMS_API_URL: gateway.url,
-    SMS_API_KEY: "crash-sms-key",
-    DATABASE_PATH: join(dir, "bridge.db"),
-    HOME: dir,
-    LOG_LEVEL: "info",
-  };
 });
 
 afterAll(async () => {
   server?.child.kill("SIGKILL");
-  await crm?.close();
-  await gateway?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await e2e?.close();
 });
 
 async function post(url: string, messageId: string): Promise<boolean> {
-  const raw = JSON.stringify(outbound(messageId, { message: `crash test ${messageId}` }));
   try {
-    const res = await fetch(`${url}/webhooks/crm`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-ghl-signature": signBody(raw, keys.privateKey) },
-      body: raw,
-    });
+    const res = await e2e.webhook(url, outbound(messageId, { message: `crash test ${messageId}` }));
     return res.status === 200;
   } catch {
     return false; // the server was down: not acknowledged, so HighLevel would retry it
@@ -67,6 +35,7 @@ async function post(url: string, messageId: string): Promise<boolean> {
 }
 
 test(`kill -9 during ${WEBHOOKS} webhooks: nothing acknowledged is lost, nothing is sent twice`, async () => {
+  const { crm, gateway, env, dir } = e2e;
   server = await startServe(env, dir);
   crm.grantLocation("code-crash", "loc-1");
   expect((await fetch(`${server.url}/oauth-callback?code=code-crash`)).status).toBe(200);

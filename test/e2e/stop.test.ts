@@ -1,46 +1,21 @@
-import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { assertBuilt, exited, startServe, type Serve } from "../helpers/binary.ts";
-import { CLIENT_ID, outbound, signBody, waitFor } from "../helpers/bridge.ts";
-import { startFakeCrm, type FakeCrm } from "../helpers/fake-crm.ts";
-import { startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
+import { e2eSetup, exited, startServe, type E2E, type Serve } from "../helpers/binary.ts";
+import { outbound, waitFor } from "../helpers/bridge.ts";
 
-const keys = generateKeyPairSync("ed25519");
-let dir: string;
-let crm: FakeCrm;
-let gateway: FakeGateway;
-let env: Record<string, string>;
+let e2e: E2E;
 let server: Serve | undefined;
 
 beforeAll(async () => {
-  assertBuilt();
-  dir = mkdtempSync(join(tmpdir(), "bridge-stop-"));
-  crm = await startFakeCrm();
-  gateway = await startFakeGateway();
-  env = {
-    BASE_URL: "http://bridge.test",
-    CRM_CLIENT_ID: CLIENT_ID,
-    CRM_CLIENT_SECRET: "stop-secret",
-    CRM_API_URL: crm.url,
-    CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
-    SMS_API_URL: gateway.url,
-    SMS_API_KEY: "stop-sms-key",
-    DATABASE_PATH: join(dir, "bridge.db"),
-    HOME: dir,
-  };
+  e2e = await e2eSetup("stop");
 });
 
 afterAll(async () => {
   server?.child.kill("SIGKILL");
-  await crm?.close();
-  await gateway?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await e2e?.close();
 });
 
 test("SIGTERM lets in-flight sends finish, keeps the rest queued for the next start, and exits 0", async () => {
+  const { crm, gateway, env, dir } = e2e;
   server = await startServe(env, dir);
   crm.grantLocation("code-stop", "loc-1");
   expect((await fetch(`${server.url}/oauth-callback?code=code-stop`)).status).toBe(200);
@@ -50,15 +25,7 @@ test("SIGTERM lets in-flight sends finish, keeps the rest queued for the next st
     return gateway.accept();
   });
   const ids = Array.from({ length: 40 }, (_, i) => `stop-${i}`);
-  for (const id of ids) {
-    const raw = JSON.stringify(outbound(id));
-    const res = await fetch(`${server.url}/webhooks/crm`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-ghl-signature": signBody(raw, keys.privateKey) },
-      body: raw,
-    });
-    expect(res.status).toBe(200);
-  }
+  for (const id of ids) expect((await e2e.webhook(server.url, outbound(id))).status).toBe(200);
   await waitFor(() => gateway.sent().length > 0);
   const inFlight = gateway.sent().length;
 

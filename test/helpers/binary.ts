@@ -1,7 +1,11 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
-import { waitFor } from "./bridge.ts";
+import { generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { CLIENT_ID, signBody, waitFor } from "./bridge.ts";
+import { startFakeCrm } from "./fake-crm.ts";
+import { startFakeGateway } from "./fake-gateway.ts";
 
 export const BINARY = resolve("dist/bridge");
 
@@ -38,3 +42,49 @@ export function exited(child: ChildProcess): Promise<number | string | null> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode ?? child.signalCode);
   return new Promise((done) => child.once("exit", (code, signal) => done(code ?? signal)));
 }
+
+/**
+ * A temp directory, a fake CRM and a fake gateway, a webhook signing key, and the
+ * environment that points `dist/bridge` at them: what every end-to-end test starts from.
+ */
+export async function e2eSetup(name: string, extraEnv: Record<string, string> = {}) {
+  assertBuilt();
+  const dir = mkdtempSync(join(tmpdir(), `bridge-${name}-`));
+  const crm = await startFakeCrm();
+  const gateway = await startFakeGateway();
+  const keys = generateKeyPairSync("ed25519");
+  const env: Record<string, string> = {
+    BASE_URL: "http://bridge.test",
+    CRM_CLIENT_ID: CLIENT_ID,
+    CRM_CLIENT_SECRET: `${name}-client-secret`,
+    CRM_API_URL: crm.url,
+    CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
+    SMS_API_URL: gateway.url,
+    SMS_API_KEY: `${name}-global-sms-key`,
+    DATABASE_PATH: join(dir, "bridge.db"),
+    HOME: dir,
+    ...extraEnv,
+  };
+  return {
+    dir,
+    crm,
+    gateway,
+    env,
+    /** POSTs a signed webhook to a running `serve`; network errors propagate. */
+    webhook(url: string, body: unknown) {
+      const raw = JSON.stringify(body);
+      return fetch(`${url}/webhooks/crm`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-ghl-signature": signBody(raw, keys.privateKey) },
+        body: raw,
+      });
+    },
+    async close() {
+      await crm.close();
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type E2E = Awaited<ReturnType<typeof e2eSetup>>;
