@@ -93,6 +93,11 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
     deps.jobs.finish(job.id, "done", deps.now());
     deps.log.debug(`message ${messageId}: reported ${status.status}`);
   } catch (error) {
+    // 401: the CRM no longer takes this access token (revoked or rotated elsewhere);
+    // a fresh one is worth a try. 403 is HighLevel's "too early", not a token problem.
+    if (error instanceof CrmError && error.httpStatus === 401) {
+      await deps.tokenService.refresh(locationId, true).catch(() => undefined);
+    }
     retryReport(deps, job, error);
   }
 }

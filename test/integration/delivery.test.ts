@@ -300,3 +300,24 @@ async function gatewayOn(port: number) {
       }),
   };
 }
+
+describe("a status report answered 401", () => {
+  test("refreshes the location's token once and reports with the new one", async () => {
+    const bridge = await startBridge();
+    try {
+      await bridge.install("loc-1");
+      const first = bridge.core.tokens.get("loc-1")!.accessToken;
+      bridge.crm.on("PUT /conversations/messages/:messageId/status", (req) =>
+        req.headers.authorization === `Bearer ${first}` ? jsonResponse({ message: "Invalid JWT" }, 401) : jsonResponse({ success: true }),
+      );
+      expect((await bridge.webhook(outbound("m-401"))).status).toBe(200);
+      await waitFor(() => bridge.core.jobs.get("m-401")?.state === "done");
+      const reports = bridge.crm.statusReports();
+      expect(reports.map((r) => r.authorization)).toEqual([`Bearer ${first}`, `Bearer ${bridge.core.tokens.get("loc-1")!.accessToken}`]);
+      expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
+      expect(bridge.gateway.sent()).toHaveLength(1);
+    } finally {
+      await bridge.close();
+    }
+  });
+});
