@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { getLocationConfig, setLocationConfig, type LocationConfig } from "../core/locations.ts";
-import { withCore, type GlobalOptions } from "./context.ts";
+import type { LocationConfig } from "../core/locations.ts";
+import type { GlobalOptions } from "./context.ts";
 import { json, UsageError, type Io } from "./io.ts";
 
 /** `bridge config get|set <locationId>`: the same code path as the admin API's config endpoints. */
@@ -11,9 +11,10 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .command("get <locationId>")
     .description("show a location's configuration (API key masked)")
     .option("--json", "machine-readable output")
-    .action((locationId: string, options: { json?: boolean }) =>
-      withCore(io, globals(), "store", (core) => print(io, getLocationConfig(core.tokens, locationId), options.json)),
-    );
+    .action(async (locationId: string, options: { json?: boolean }) => {
+      const [{ withStore }, { getLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+      print(io, withStore(io, globals(), (tokens) => getLocationConfig(tokens, locationId)), options.json);
+    });
 
   config
     .command("set <locationId>")
@@ -21,14 +22,13 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--sender-id <value>", "sender ID for this location's messages (default: SMS_SENDER_ID)")
     .option("--sms-api-key <value>", "Cast.ph API key for this location (default: SMS_API_KEY)")
     .option("--json", "machine-readable output")
-    .action((locationId: string, options: { senderId?: string; smsApiKey?: string; json?: boolean }) => {
+    .action(async (locationId: string, options: { senderId?: string; smsApiKey?: string; json?: boolean }) => {
       if (options.senderId === undefined && options.smsApiKey === undefined) {
         throw new UsageError("config set needs --sender-id and/or --sms-api-key");
       }
+      const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
       const change = { sender_id: options.senderId, sms_api_key: options.smsApiKey };
-      return withCore(io, globals(), "store", (core) =>
-        print(io, setLocationConfig(core.tokens, locationId, change, core.now()), options.json),
-      );
+      print(io, withStore(io, globals(), (tokens) => setLocationConfig(tokens, locationId, change, Date.now())), options.json);
     });
 }
 

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config.ts";
-import { createCore, type Core } from "../core/index.ts";
-import { createLogger } from "../core/log.ts";
-import { openDb } from "../db/index.ts";
+import type { Core } from "../core/index.ts";
+import { createSealer } from "../core/sealer.ts";
+import { openDb, type Db } from "../db/index.ts";
+import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { UsageError, type Io } from "./io.ts";
 
 export interface GlobalOptions {
@@ -32,23 +33,47 @@ export function commandConfig(io: Io, options: GlobalOptions, need: ConfigNeed):
 }
 
 /** Config, database and core for one command; `close` when done. */
-export function openCore(io: Io, options: GlobalOptions, need: ConfigNeed): Core & { close(): void } {
+export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed): Promise<Core & { close(): void }> {
   const config = commandConfig(io, options, need);
-  // Only the server creates the database; a typo in --db should not make a new, empty one.
-  if (need !== "serve" && !existsSync(config.databasePath)) {
-    throw new Error(`database not found: ${config.databasePath} (set DATABASE_PATH or --db)`);
+  const db = openExisting(config, need);
+  // Loaded here, not at start-up: commands that only read the store never need the HTTP clients.
+  const [{ createCore }, { createLogger }] = await Promise.all([import("../core/index.ts"), import("../core/log.ts")]);
+  try {
+    const core = createCore(config, db, createLogger(config.logLevel));
+    return { ...core, close: () => db.close() };
+  } catch (error) {
+    db.close();
+    throw error;
   }
-  const db = openDb(config.databasePath);
-  const core = createCore(config, db, createLogger(config.logLevel));
-  return { ...core, close: () => db.close() };
 }
 
 /** Runs `fn` with an open core and always closes the database after. */
 export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNeed, fn: (core: Core) => T | Promise<T>): Promise<T> {
-  const core = openCore(io, options, need);
+  const core = await openCore(io, options, need);
   try {
     return await fn(core);
   } finally {
     core.close();
   }
+}
+
+/** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
+export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenStore, config: ResolvedConfig) => T): T {
+  const config = commandConfig(io, options, "store");
+  const db = openExisting(config, "store");
+  try {
+    const tokens = createTokenStore(db, createSealer(config.encryptionKey));
+    tokens.checkKey();
+    return fn(tokens, config);
+  } finally {
+    db.close();
+  }
+}
+
+function openExisting(config: ResolvedConfig, need: ConfigNeed): Db {
+  // Only the server creates the database; a typo in --db should not make a new, empty one.
+  if (need !== "serve" && !existsSync(config.databasePath)) {
+    throw new Error(`database not found: ${config.databasePath} (set DATABASE_PATH or --db)`);
+  }
+  return openDb(config.databasePath);
 }

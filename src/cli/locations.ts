@@ -1,6 +1,5 @@
 import type { Command } from "commander";
-import { listLocations } from "../core/locations.ts";
-import { withCore, type GlobalOptions } from "./context.ts";
+import type { GlobalOptions } from "./context.ts";
 import { json, table, type Io } from "./io.ts";
 
 /** `bridge locations list [--json]`: the installed locations, keys masked, never a token. */
@@ -11,7 +10,8 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     .description("list installed locations (API keys masked)")
     .option("--json", "machine-readable output, the admin API's field names")
     .action(async (options: { json?: boolean }) => {
-      const list = await withCore(io, globals(), "store", (core) => listLocations(core.tokens));
+      const [{ withStore }, { listLocations }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+      const list = withStore(io, globals(), listLocations);
       if (options.json) return io.out(json({ locations: list }));
       if (list.length === 0) return io.out("no locations installed\n");
       const rows = list.map((l) => [

@@ -10,7 +10,7 @@ const STOP_GRACE_MS = 30_000;
 
 /** `bridge serve`: HTTP server plus queue worker, until SIGTERM or SIGINT. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
-  const core = openCore(io, globals, "serve");
+  const core = await openCore(io, globals, "serve");
   const { config, log } = core;
   const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now: core.now, log });
   const app = createApp({ core, worker });

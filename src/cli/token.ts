@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { errorMessage } from "../core/errors.ts";
-import { withCore, type GlobalOptions } from "./context.ts";
+import type { GlobalOptions } from "./context.ts";
 import type { Core } from "../core/index.ts";
 import { json, table, UsageError, type Io } from "./io.ts";
 
@@ -25,6 +25,7 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
     .option("--json", "machine-readable output")
     .action(async (locationId: string | undefined, options: { all?: boolean; force?: boolean; json?: boolean }) => {
       if (Boolean(locationId) === Boolean(options.all)) throw new UsageError("name one location, or use --all");
+      const { withCore } = await import("./context.ts");
       const outcomes = await withCore(io, globals(), "token", async (core) => {
         const ids = locationId ? [locationId] : core.tokens.list().map((t) => t.locationId);
         const results: Outcome[] = [];
