@@ -53,6 +53,9 @@ export function createJobStore(db: Db) {
   const insert = db.prepare<[string, string, string, number, number, number]>(`
     INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`);
+  const insertMany = db.transaction((messages: OutboundMessage[], now: number) =>
+    messages.map((m) => insert.run(m.messageId, m.locationId, JSON.stringify(m), now, now, now).changes > 0),
+  );
   const due = db.prepare<[number, number], Row>(`
     SELECT * FROM jobs WHERE state IN ('queued', 'reporting') AND next_attempt_at <= ?
     ORDER BY next_attempt_at, id LIMIT ?`);
@@ -81,6 +84,10 @@ export function createJobStore(db: Db) {
     /** Commits a new job; false when this messageId was seen before. */
     enqueue(message: OutboundMessage, now: number): boolean {
       return insert.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
+    },
+    /** Commits many jobs in one transaction (one fsync); all or none. */
+    enqueueMany(messages: OutboundMessage[], now: number): boolean[] {
+      return insertMany(messages, now);
     },
     due(now: number, limit: number): Job[] {
       return due.all(now, limit).map(fromRow);

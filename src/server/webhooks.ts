@@ -1,6 +1,7 @@
 import type { H3 } from "h3";
 import { z } from "zod";
 import { errorMessage } from "../core/errors.ts";
+import { createIntake } from "../core/intake.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../core/signature.ts";
 import type { OutboundMessage } from "../db/jobs.ts";
 import { httpError, type AppDeps } from "./app.ts";
@@ -27,6 +28,8 @@ const eventSchema = z.object({ type: z.string().max(100) });
  * message is on disk. Anything unsigned is refused before it is even parsed.
  */
 export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
+  const intake = createIntake(core.jobs, core.now);
+
   app.post("/webhooks/crm", async (event) => {
     const raw = await readLimitedBody(event);
     const signatures = SIGNATURE_HEADERS.map((name) => event.req.headers.get(name));
@@ -49,10 +52,10 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
     }
   });
 
-  function accept(message: OutboundMessage) {
+  async function accept(message: OutboundMessage) {
     let fresh: boolean;
     try {
-      fresh = core.jobs.enqueue(message, core.now());
+      fresh = await intake.enqueue(message);
     } catch (error) {
       // Not stored, so not acknowledged: HighLevel retries a 429.
       core.log.error(`could not store message ${message.messageId}: ${errorMessage(error)}`);
