@@ -11,15 +11,29 @@ export interface Listening {
   close(): Promise<void>;
 }
 
+export interface Timeouts {
+  /** All request headers must arrive within this. */
+  headersMs?: number;
+  /** The whole request, body included, must arrive within this. */
+  requestMs?: number;
+}
+
 /**
  * Node's HTTP server around the h3 app, with timeouts that cut off slow clients
  * (a slowloris holding headers open, a body trickling in).
  */
-export function listen(app: H3, host: string, port: number): Promise<Listening> {
-  const server = createServer(toNodeHandler(app));
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 5_000;
+export function listen(app: H3, host: string, port: number, timeouts: Timeouts = {}): Promise<Listening> {
+  const headersMs = timeouts.headersMs ?? 10_000;
+  const server = createServer(
+    {
+      headersTimeout: headersMs,
+      requestTimeout: timeouts.requestMs ?? 30_000,
+      keepAliveTimeout: 5_000,
+      // How often Node looks for connections past those timeouts (its default is 30 s).
+      connectionsCheckingInterval: Math.min(1000, headersMs),
+    },
+    toNodeHandler(app),
+  );
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {

@@ -1,4 +1,7 @@
 import { statSync } from "node:fs";
+import { connect } from "node:net";
+import { createApp } from "../../src/server/app.ts";
+import { listen } from "../../src/server/listen.ts";
 import { afterEach, beforeEach, expect, test } from "vitest";
 import { ADMIN_KEY, CLIENT_SECRET, GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
 
@@ -50,5 +53,29 @@ test("a full run never writes a token or key to the log, and the database files 
 
   for (const file of [bridge.config.databasePath, `${bridge.config.databasePath}-wal`]) {
     expect(statSync(file).mode & 0o777, file).toBe(0o600);
+  }
+});
+
+test.each([
+  ["headers that never end", "POST /webhooks/crm HTTP/1.1\r\nHost: x\r\nX-Slow: "],
+  ["a body that trickles in", "POST /webhooks/crm HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"type\":"],
+])("a slow client (%s) is cut off by the server's timeouts", async (_, start) => {
+  const app = createApp({ core: bridge.core });
+  const server = await listen(app, "127.0.0.1", 0, { headersMs: 300, requestMs: 600 });
+  try {
+    const { port } = new URL(server.url);
+    const socket = connect(Number(port), "127.0.0.1");
+    socket.write(start);
+    const began = Date.now();
+    const answer = await new Promise<string>((done) => {
+      let text = "";
+      socket.on("data", (chunk) => (text += chunk.toString()));
+      socket.on("close", () => done(text));
+    });
+    expect(Date.now() - began).toBeLessThan(3000);
+    expect(answer).toMatch(/^HTTP\/1\.1 408|^$/);
+  } finally {
+    server.server.closeAllConnections();
+    await server.close();
   }
 });
