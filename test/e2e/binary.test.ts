@@ -1,5 +1,7 @@
 import { statSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { openDb } from "../../src/db/index.ts";
+import { createTokenStore } from "../../src/db/tokens.ts";
 import { e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
 
@@ -70,6 +72,19 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(report.authorization).not.toBe("Bearer at-loc-1-1");
     expect(report.authorization).toMatch(/^Bearer at-loc-1-\d+$/);
     expect(e2e.crm.received("POST /oauth/token").length).toBe(before + 1);
+  });
+
+  test("a large --json listing reaches a pipe whole", async () => {
+    const db = openDb(e2e.env.DATABASE_PATH!);
+    const tokens = createTokenStore(db);
+    for (let i = 0; i < 2000; i++) {
+      tokens.save({ locationId: `bulk-${i}`, companyId: "c", accessToken: "a", refreshToken: "r", expiresAt: Date.now() }, Date.now());
+    }
+    db.close();
+    const { code, stdout } = await bridge("locations", "list", "--json");
+    expect(code).toBe(0);
+    expect(stdout.length).toBeGreaterThan(256 * 1024);
+    expect((JSON.parse(stdout) as { locations: unknown[] }).locations).toHaveLength(2001);
   });
 
   test("install-url prints only the URL", async () => {
