@@ -75,6 +75,9 @@ async function main() {
         output: blob,
         disableExperimentalSEAWarning: true,
         useCodeCache: true,
+        // A small young generation: under load V8 otherwise grows it to tens of MB a
+        // space; with 2 MB peak RSS stays about half as high at the same throughput.
+        execArgv: ["--max-semi-space-size=2"],
         assets: { "better_sqlite3.node": addon },
       },
       null,

@@ -33,7 +33,7 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
   app.post("/webhooks/crm", async (event) => {
     const raw = await readLimitedBody(event);
     const signatures = SIGNATURE_HEADERS.map((name) => event.req.headers.get(name));
-    if (!verifyWebhook(raw, signatures, core.config.crm.webhookKeys)) {
+    if (!(await verifyWebhook(raw, signatures, core.config.crm.webhookKeys))) {
       core.log.warn(`webhook refused: invalid or missing signature`);
       throw httpError(401, "invalid webhook signature");
     }
