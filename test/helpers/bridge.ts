@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { expect } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
 import { loadConfig } from "../../src/core/config.ts";
 import { createCore, type Tuning } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
@@ -131,6 +131,17 @@ export async function startBridge(options: BridgeOptions = {}) {
 }
 
 export type Bridge = Awaited<ReturnType<typeof startBridge>>;
+
+/** Starts a fresh bridge before each test of the enclosing describe and closes it after. */
+export function useBridge(options: () => BridgeOptions = () => ({})) {
+  const ctx = {} as { bridge: Bridge };
+  beforeEach(async () => {
+    ctx.bridge = await startBridge(options());
+  });
+  afterEach(() => ctx.bridge.close());
+  return ctx;
+}
+
 
 /** A ProviderOutboundMessage webhook body. */
 export function outbound(messageId: string, fields: Record<string, unknown> = {}) {

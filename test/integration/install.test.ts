@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { APP_ID, CLIENT_ID, CLIENT_SECRET, startBridge, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
+import { SPEC_SCOPES } from "../helpers/spec.ts";
 import { jsonResponse, type Recorded } from "../helpers/http.ts";
 
 /** The install flow (spec 4.1, CONTRACT 3 and 6) through real HTTP against the fake CRM. */
@@ -8,15 +9,7 @@ import { jsonResponse, type Recorded } from "../helpers/http.ts";
 const T0 = Date.UTC(2030, 0, 15, 12, 0, 0);
 const DAY_S = 86399; // the fake CRM's expires_in
 const CALLBACK = "http://bridge.test/oauth-callback";
-const SCOPES = [
-  "conversations/message.write",
-  "conversations/message.readonly",
-  "conversations.write",
-  "conversations.readonly",
-  "contacts.readonly",
-  "contacts.write",
-  "locations.readonly",
-];
+const SCOPES = SPEC_SCOPES;
 
 let clock = T0;
 let bridge: Bridge;

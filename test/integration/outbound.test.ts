@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { jsonResponse } from "../helpers/http.ts";
 import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
 
 let bridge: Bridge;

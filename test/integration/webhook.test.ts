@@ -1,26 +1,15 @@
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import {
   APP_ID,
   GLOBAL_SMS_KEY,
   outbound,
   signBody,
-  startBridge,
+  useBridge,
   waitFor,
   type Bridge,
-  type BridgeOptions,
 } from "../helpers/bridge.ts";
-
-/** Starts a fresh bridge before each test of the enclosing describe and closes it after. */
-function useBridge(options: () => BridgeOptions = () => ({})) {
-  const ctx = {} as { bridge: Bridge };
-  beforeEach(async () => {
-    ctx.bridge = await startBridge(options());
-  });
-  afterEach(() => ctx.bridge.close());
-  return ctx;
-}
 
 function pem(key: KeyObject): string {
   return key.export({ type: "spki", format: "pem" }).toString();

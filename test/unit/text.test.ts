@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import type { OutboundMessage } from "../../src/db/jobs.ts";
 import { SCOPES, installUrl } from "../../src/core/install.ts";
 import { composeText } from "../../src/core/outbound.ts";
+import { SPEC_SCOPES } from "../helpers/spec.ts";
 
 const message = (text: string, attachments: string[]): OutboundMessage => ({
   messageId: "m-1",
@@ -50,15 +51,7 @@ describe("installUrl", () => {
   });
 
   test("asks for exactly the spec's scopes", () => {
-    expect(parsed.searchParams.get("scope")?.split(" ")).toEqual([
-      "conversations/message.write",
-      "conversations/message.readonly",
-      "conversations.write",
-      "conversations.readonly",
-      "contacts.readonly",
-      "contacts.write",
-      "locations.readonly",
-    ]);
+    expect(parsed.searchParams.get("scope")?.split(" ")).toEqual(SPEC_SCOPES);
   });
 
   test.each([
