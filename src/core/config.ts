@@ -69,7 +69,6 @@ const schema = z.object({
 });
 
 type EnvName = keyof z.input<typeof schema>;
-export const ENV_NAMES = Object.keys(schema.shape) as EnvName[];
 
 /**
  * Validates the environment once. Every problem (bad values, and missing values

@@ -5,8 +5,3 @@ const VISIBLE = 12;
 export function maskSecret(secret: string): string {
   return secret === "" ? "" : `${secret.slice(0, VISIBLE)}...`;
 }
-
-/** For logs: never more than a hint of a secret. */
-export function redact(secret: string): string {
-  return secret === "" ? "(unset)" : `${secret.slice(0, 4)}…(${secret.length})`;
-}

@@ -85,9 +85,6 @@ export function createWorker(options: WorkerOptions) {
     get running(): boolean {
       return running;
     },
-    get active(): number {
-      return active.size;
-    },
     /** Stops taking jobs and waits up to `graceMs` for those in flight. Returns how many were left. */
     async stop(graceMs: number): Promise<number> {
       running = false;

@@ -76,9 +76,6 @@ export function createJobStore(db: Db) {
     WHERE state = 'sending'`);
   const byMessage = db.prepare<[string], Row>("SELECT * FROM jobs WHERE message_id = ?");
   const counts = db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state");
-  const nextDue = db.prepare<[], { at: number | null }>(
-    "SELECT min(next_attempt_at) AS at FROM jobs WHERE state IN ('queued', 'reporting')",
-  );
 
   return {
     /** Commits a new job; false when this messageId was seen before. */
@@ -122,9 +119,6 @@ export function createJobStore(db: Db) {
     },
     counts(): Partial<Record<JobState, number>> {
       return Object.fromEntries(counts.all().map((r) => [r.state, r.n]));
-    },
-    nextDueAt(): number | null {
-      return nextDue.get()?.at ?? null;
     },
   };
 }

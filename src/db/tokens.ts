@@ -100,9 +100,6 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     delete(locationId: string): boolean {
       return remove.run(locationId).changes > 0;
     },
-    setSenderId(locationId: string, senderId: string, now: number): boolean {
-      return updateConfig.run({ id: locationId, senderId, smsApiKey: null, now }).changes > 0;
-    },
     /** Sets what is given; an absent field keeps its value. False when the location is unknown. */
     setConfig(locationId: string, change: { senderId?: string; smsApiKey?: string }, now: number): boolean {
       const smsApiKey = change.smsApiKey === undefined ? null : sealer.seal(change.smsApiKey);

@@ -26,7 +26,7 @@ export function requireBearer(event: H3Event, key: string, throttle: FailureThro
   throttle.succeed(client);
 }
 
-export function sameSecret(given: string, expected: string): boolean {
+function sameSecret(given: string, expected: string): boolean {
   const a = createHash("sha256").update(given).digest();
   const b = createHash("sha256").update(expected).digest();
   return timingSafeEqual(a, b);
