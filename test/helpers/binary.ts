@@ -1,11 +1,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { generateKeyPairSync } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { CLIENT_ID, signBody, waitFor } from "./bridge.ts";
-import { startFakeCrm } from "./fake-crm.ts";
-import { startFakeGateway } from "./fake-gateway.ts";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { signBody, startWorld, waitFor } from "./bridge.ts";
 
 export const BINARY = resolve("dist/bridge");
 
@@ -43,46 +39,28 @@ export function exited(child: ChildProcess): Promise<number | string | null> {
   return new Promise((done) => child.once("exit", (code, signal) => done(code ?? signal)));
 }
 
-/**
- * A temp directory, a fake CRM and a fake gateway, a webhook signing key, and the
- * environment that points `dist/bridge` at them: what every end-to-end test starts from.
- */
+/** startWorld, plus what `dist/bridge` needs in its environment and a way to sign webhooks to it. */
 export async function e2eSetup(name: string, extraEnv: Record<string, string> = {}) {
   assertBuilt();
-  const dir = mkdtempSync(join(tmpdir(), `bridge-${name}-`));
-  const crm = await startFakeCrm();
-  const gateway = await startFakeGateway();
-  const keys = generateKeyPairSync("ed25519");
+  const world = await startWorld(name);
   const env: Record<string, string> = {
-    BASE_URL: "http://bridge.test",
-    CRM_CLIENT_ID: CLIENT_ID,
+    ...world.env,
     CRM_CLIENT_SECRET: `${name}-client-secret`,
-    CRM_API_URL: crm.url,
-    CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
-    SMS_API_URL: gateway.url,
     SMS_API_KEY: `${name}-global-sms-key`,
-    DATABASE_PATH: join(dir, "bridge.db"),
-    HOME: dir,
+    HOME: world.dir,
     ...extraEnv,
   };
   return {
-    dir,
-    crm,
-    gateway,
+    ...world,
     env,
     /** POSTs a signed webhook to a running `serve`; network errors propagate. */
     webhook(url: string, body: unknown) {
       const raw = JSON.stringify(body);
       return fetch(`${url}/webhooks/crm`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-ghl-signature": signBody(raw, keys.privateKey) },
+        headers: { "content-type": "application/json", "x-ghl-signature": signBody(raw, world.keys.privateKey) },
         body: raw,
       });
-    },
-    async close() {
-      await crm.close();
-      await gateway.close();
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -29,26 +29,51 @@ export interface BridgeOptions {
 }
 
 /**
- * The real bridge app on 127.0.0.1:0 with a temp SQLite file, a fake CRM and a fake
- * gateway (real HTTP servers), and its own webhook signing key. Waits are shortened
- * through Tuning, never by mocking.
+ * What every test of a running bridge starts from: a temp directory, a fake CRM and a
+ * fake gateway (real HTTP servers), a webhook signing key, and the environment that
+ * points bridge at them.
  */
-export async function startBridge(options: BridgeOptions = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "bridge-test-"));
+export async function startWorld(name: string) {
+  const dir = mkdtempSync(join(tmpdir(), `bridge-${name}-`));
   const crm = await startFakeCrm();
   const gateway = await startFakeGateway();
   const keys = generateKeyPairSync("ed25519");
   const env: Record<string, string> = {
     BASE_URL: "http://bridge.test",
     CRM_CLIENT_ID: CLIENT_ID,
-    CRM_CLIENT_SECRET: CLIENT_SECRET,
     CRM_API_URL: crm.url,
-    CRM_MARKETPLACE_URL: "http://marketplace.test",
     CRM_WEBHOOK_PUBLIC_KEY: keys.publicKey.export({ type: "spki", format: "pem" }).toString(),
     SMS_API_URL: gateway.url,
+    DATABASE_PATH: join(dir, "bridge.db"),
+  };
+  return {
+    dir,
+    crm,
+    gateway,
+    keys,
+    env,
+    async close() {
+      await crm.close();
+      await gateway.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The real bridge app on 127.0.0.1:0 with a temp SQLite file, a fake CRM and a fake
+ * gateway (real HTTP servers), and its own webhook signing key. Waits are shortened
+ * through Tuning, never by mocking.
+ */
+export async function startBridge(options: BridgeOptions = {}) {
+  const world = await startWorld("test");
+  const { dir, crm, gateway, keys } = world;
+  const env: Record<string, string> = {
+    ...world.env,
+    CRM_CLIENT_SECRET: CLIENT_SECRET,
+    CRM_MARKETPLACE_URL: "http://marketplace.test",
     SMS_API_KEY: GLOBAL_SMS_KEY,
     INBOUND_API_KEY: ADMIN_KEY,
-    DATABASE_PATH: join(dir, "bridge.db"),
     LOG_LEVEL: "debug",
     ...options.env,
   };
@@ -121,9 +146,7 @@ export async function startBridge(options: BridgeOptions = {}) {
       server.server.closeAllConnections();
       await server.close();
       db.close();
-      await crm.close();
-      await gateway.close();
-      rmSync(dir, { recursive: true, force: true });
+      await world.close();
       expect(unhandled, "errors reached the server's error hook unhandled").toEqual([]);
     },
   };

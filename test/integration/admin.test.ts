@@ -10,6 +10,13 @@ const ENDPOINTS = [
   { method: "PUT", path: "/api/admin/locations/loc-1/config", body: JSON.stringify({ sender_id: "HACKED", sms_api_key: "stolen" }) },
 ];
 
+/** A request with exactly this Authorization header (or none). */
+function sendAs(bridge: Bridge, authorization: string | undefined, request: { method: string; path: string; body?: string }) {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (authorization !== undefined) headers.authorization = authorization;
+  return bridge.fetch(request.path, { method: request.method, headers, body: request.body });
+}
+
 function put(bridge: Bridge, locationId: string, body: unknown, raw?: string) {
   return bridge.admin(`/api/admin/locations/${locationId}/config`, { method: "PUT", body: raw ?? JSON.stringify(body) });
 }
@@ -33,9 +40,7 @@ describe("admin auth", () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
     const before = bridge.core.tokens.get("loc-1");
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (authorization !== undefined) headers.authorization = authorization;
-    const res = await bridge.fetch(path, { method, headers, body });
+    const res = await sendAs(bridge, authorization, { method, path, body });
 
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toBe("Bearer");
@@ -68,9 +73,7 @@ describe("admin API with INBOUND_API_KEY unset", () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
     const before = bridge.core.tokens.get("loc-1");
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (authorization !== undefined) headers.authorization = authorization;
-    const res = await bridge.fetch(path, { method, headers, body });
+    const res = await sendAs(bridge, authorization, { method, path, body });
 
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ error: expect.any(String) });
