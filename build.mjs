@@ -13,6 +13,7 @@
 // out on a throwaway script).
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
@@ -65,7 +66,8 @@ async function main() {
   });
 
   await mkdir(dist, { recursive: true });
-  await bundleEntry();
+  // The executable names its addon cache directory by this hash (src/db/native.ts).
+  await bundleEntry(createHash("sha256").update(await readFile(addon)).digest("hex"));
 
   await writeFile(
     seaConfig,
@@ -113,7 +115,7 @@ async function main() {
   console.log(`built ${relative(process.cwd(), output) || output} (${(size / 1e6).toFixed(1)} MB) in ${seconds}s`);
 }
 
-async function bundleEntry() {
+async function bundleEntry(addonSha256) {
   const result = await build({
     entryPoints: [entry],
     outfile: bundle,
@@ -129,12 +131,13 @@ async function bundleEntry() {
     // ESM packages may read import.meta, which is empty in CommonJS. Give them
     // this file's URL, as they would get unbundled. (Inside the executable,
     // __filename is the executable itself.)
-    define: { "import.meta": "__bridge_import_meta" },
+    define: { "import.meta": "__bridge_import_meta", BRIDGE_ADDON_SHA256: JSON.stringify(addonSha256) },
     banner: {
       js: 'var __bridge_import_meta={url:require("node:url").pathToFileURL(__filename).href,filename:__filename,dirname:__dirname};',
     },
     // Lets a BRIDGE_ENTRY outside the repository use our dependencies.
     nodePaths: [join(root, "node_modules")],
+    plugins: [lazyChildProcess()],
     metafile: true,
     logLevel: "warning",
   }).catch((error) => {
@@ -152,6 +155,24 @@ async function bundleEntry() {
   if (missing.length > 0) {
     throw new Error(`the bundle would load these at run time, which the executable cannot: ${[...new Set(missing)].join(", ")}`);
   }
+}
+
+// commander imports node:child_process, which loads net, dgram and more (~4 ms of every
+// command's start-up), only to run subcommands that are separate executables; bridge has
+// none. Hand it a stand-in that loads the real module on first use.
+function lazyChildProcess() {
+  return {
+    name: "lazy-child-process",
+    setup(build) {
+      build.onResolve({ filter: /^node:child_process$/ }, (args) =>
+        /[\\/]commander[\\/]/.test(args.importer) ? { path: "child_process", namespace: "lazy" } : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: "lazy" }, () => ({
+        contents: 'module.exports = new Proxy({}, { get: (_, name) => require("node:child_process")[name] });',
+        loader: "js",
+      }));
+    },
+  };
 }
 
 function run(command, args) {

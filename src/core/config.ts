@@ -1,5 +1,4 @@
-import { createPublicKey, type KeyObject } from "node:crypto";
-import { z } from "zod";
+import type { KeyObject } from "node:crypto";
 import { ConfigError } from "./errors.ts";
 import { parseEncryptionKey } from "./sealer.ts";
 import { HIGHLEVEL_WEBHOOK_KEYS } from "./webhook-keys.ts";
@@ -39,73 +38,77 @@ export interface ResolvedConfig {
 export const LOG_LEVELS = ["silent", "error", "warn", "info", "debug", "trace"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-const httpUrl = z
-  .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
-  .transform((url) => url.replace(/\/+$/, ""));
-
-const schema = z.object({
-  BASE_URL: httpUrl.optional(),
-  CRM_CLIENT_ID: z
-    .string()
-    .regex(/^[0-9a-f]{24}-\S+$/i, 'must look like "<24 hex>-<suffix>"')
-    .optional(),
-  CRM_CLIENT_SECRET: z.string().optional(),
-  CRM_API_URL: httpUrl.default("https://services.leadconnectorhq.com"),
-  CRM_MARKETPLACE_URL: httpUrl.default("https://marketplace.gohighlevel.com"),
-  CRM_WEBHOOK_PUBLIC_KEY: z.string().default(HIGHLEVEL_WEBHOOK_KEYS),
-  CRM_PROVIDER_ID: z.string().default(""),
-  SMS_API_URL: httpUrl.default("https://api.cast.ph"),
-  SMS_API_KEY: z.string().default(""),
-  SMS_SENDER_ID: z.string().max(11, "must be at most 11 characters").default(""),
-  INBOUND_API_KEY: z.string().default(""),
-  DATABASE_PATH: z.string().default("./bridge.db"),
-  HOST: z.string().default("0.0.0.0"),
-  PORT: z.coerce.number({ error: "must be a port number" }).int().min(0).max(65535).default(3000),
-  LOG_LEVEL: z.enum(LOG_LEVELS).default("info"),
-  BRIDGE_ENCRYPTION_KEY: z
-    .string()
-    .refine((v) => parseEncryptionKey(v) !== undefined, "must be 32 bytes, as 64 hex characters or base64")
-    .optional(),
-});
-
-type EnvName = keyof z.input<typeof schema>;
+type EnvName =
+  | "BASE_URL"
+  | "CRM_CLIENT_ID"
+  | "CRM_CLIENT_SECRET"
+  | "CRM_API_URL"
+  | "CRM_MARKETPLACE_URL"
+  | "CRM_WEBHOOK_PUBLIC_KEY"
+  | "CRM_PROVIDER_ID"
+  | "SMS_API_URL"
+  | "SMS_API_KEY"
+  | "SMS_SENDER_ID"
+  | "INBOUND_API_KEY"
+  | "DATABASE_PATH"
+  | "HOST"
+  | "PORT"
+  | "LOG_LEVEL"
+  | "BRIDGE_ENCRYPTION_KEY";
 
 /**
  * Validates the environment once. Every problem (bad values, and missing values
  * the command needs) is reported together in one ConfigError.
+ *
+ * A table of small parsers rather than a zod schema: every CLI command starts
+ * here, and loading zod would cost a third of a `bridge locations list`.
  */
 export function loadConfig(env: Record<string, string | undefined>, need: ConfigNeed): ResolvedConfig {
-  // An empty variable means "unset", so `FOO=` in a .env falls back to the default.
-  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ""));
-  const parsed = schema.safeParse(present);
-  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
-  for (const name of REQUIRED[need]) {
-    if (!present[name]) problems.push(`${name}: required by this command but not set`);
+  const problems: string[] = [];
+  function read<T>(name: EnvName, parse: (value: string) => T, fallback: T): T {
+    const value = env[name];
+    // An empty variable means "unset", so `FOO=` in a .env falls back to the default.
+    if (value === undefined || value.trim() === "") {
+      if (REQUIRED[need].includes(name)) problems.push(`${name}: required by this command but not set`);
+      return fallback;
+    }
+    try {
+      return parse(value);
+    } catch (error) {
+      if (!(error instanceof Invalid)) throw error;
+      problems.push(`${name}: ${error.message}`);
+      return fallback;
+    }
   }
-  const keys = parsed.success ? parseKeys(parsed.data.CRM_WEBHOOK_PUBLIC_KEY, problems) : [];
-  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
 
-  const v = parsed.data;
-  const clientId = v.CRM_CLIENT_ID ?? "";
-  return {
-    baseUrl: v.BASE_URL ?? "",
+  const clientId = read("CRM_CLIENT_ID", matching(/^[0-9a-f]{24}-\S+$/i, 'must look like "<24 hex>-<suffix>"'), "");
+  const keys = read("CRM_WEBHOOK_PUBLIC_KEY", text, HIGHLEVEL_WEBHOOK_KEYS);
+  const config: ResolvedConfig = {
+    baseUrl: read("BASE_URL", httpUrl, ""),
     crm: {
       clientId,
-      clientSecret: v.CRM_CLIENT_SECRET ?? "",
+      clientSecret: read("CRM_CLIENT_SECRET", text, ""),
       appId: clientId.split("-")[0] ?? "",
-      apiUrl: v.CRM_API_URL,
-      marketplaceUrl: v.CRM_MARKETPLACE_URL,
-      providerId: v.CRM_PROVIDER_ID,
-      webhookKeys: keys,
+      apiUrl: read("CRM_API_URL", httpUrl, "https://services.leadconnectorhq.com"),
+      marketplaceUrl: read("CRM_MARKETPLACE_URL", httpUrl, "https://marketplace.gohighlevel.com"),
+      providerId: read("CRM_PROVIDER_ID", text, ""),
+      // Only the server verifies webhooks; parsing PEM keys would load node:crypto for every command.
+      webhookKeys: need === "serve" ? parseKeys(keys, problems) : [],
     },
-    sms: { apiUrl: v.SMS_API_URL, apiKey: v.SMS_API_KEY, senderId: v.SMS_SENDER_ID },
-    inboundApiKey: v.INBOUND_API_KEY,
-    databasePath: v.DATABASE_PATH,
-    host: v.HOST,
-    port: v.PORT,
-    logLevel: v.LOG_LEVEL,
-    encryptionKey: v.BRIDGE_ENCRYPTION_KEY ? parseEncryptionKey(v.BRIDGE_ENCRYPTION_KEY) : undefined,
+    sms: {
+      apiUrl: read("SMS_API_URL", httpUrl, "https://api.cast.ph"),
+      apiKey: read("SMS_API_KEY", text, ""),
+      senderId: read("SMS_SENDER_ID", atMost(11), ""),
+    },
+    inboundApiKey: read("INBOUND_API_KEY", text, ""),
+    databasePath: read("DATABASE_PATH", text, "./bridge.db"),
+    host: read("HOST", text, "0.0.0.0"),
+    port: read("PORT", port, 3000),
+    logLevel: read("LOG_LEVEL", oneOf(LOG_LEVELS), "info"),
+    encryptionKey: read("BRIDGE_ENCRYPTION_KEY", encryptionKey, undefined),
   };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
 }
 
 /** Secrets replaced by their masked form: what `serve` logs at start. */
@@ -131,9 +134,10 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
 const PEM_BLOCK = /-----BEGIN PUBLIC KEY-----[\s\S]+?-----END PUBLIC KEY-----/g;
 
 /** One or more PEM blocks; "\n" written literally (as env files often do) is accepted. */
-function parseKeys(text: string, problems: string[]): KeyObject[] {
-  const blocks = text.replace(/\\n/g, "\n").match(PEM_BLOCK) ?? [];
+function parseKeys(value: string, problems: string[]): KeyObject[] {
+  const blocks = value.replace(/\\n/g, "\n").match(PEM_BLOCK) ?? [];
   if (blocks.length === 0) problems.push("CRM_WEBHOOK_PUBLIC_KEY: no PEM public key found");
+  const { createPublicKey } = process.getBuiltinModule("node:crypto");
   const keys: KeyObject[] = [];
   for (const [i, pem] of blocks.entries()) {
     try {
@@ -150,4 +154,51 @@ function parseKeys(text: string, problems: string[]): KeyObject[] {
     }
   }
   return keys;
+}
+
+/** Thrown by a variable's parser: what is wrong with the value. */
+class Invalid extends Error {}
+
+const text = (value: string) => value;
+
+function httpUrl(value: string): string {
+  const url = URL.parse(value);
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) {
+    throw new Invalid("must be an http(s) URL");
+  }
+  return value.replace(/\/+$/, "");
+}
+
+function matching(pattern: RegExp, message: string) {
+  return (value: string) => {
+    if (!pattern.test(value)) throw new Invalid(message);
+    return value;
+  };
+}
+
+function atMost(length: number) {
+  return (value: string) => {
+    if (value.length > length) throw new Invalid(`must be at most ${length} characters`);
+    return value;
+  };
+}
+
+function oneOf<T extends string>(allowed: readonly T[]) {
+  return (value: string): T => {
+    const found = allowed.find((a) => a === value);
+    if (found === undefined) throw new Invalid(`must be one of ${allowed.join(", ")}`);
+    return found;
+  };
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Invalid("must be a port number (0-65535)");
+  return n;
+}
+
+function encryptionKey(value: string): Buffer {
+  const key = parseEncryptionKey(value);
+  if (!key) throw new Invalid("must be 32 bytes, as 64 hex characters or base64");
+  return key;
 }

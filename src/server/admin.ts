@@ -1,6 +1,7 @@
 import { getRouterParam, type H3, type H3Event } from "h3";
 import { createFailureThrottle } from "../core/throttle.ts";
-import { getLocationConfig, listLocations, setLocationConfig } from "../core/locations.ts";
+import { setLocationConfig } from "../core/location-config.ts";
+import { getLocationConfig, listLocations } from "../core/locations.ts";
 import { httpError, type AppDeps } from "./app.ts";
 import { requireBearer } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";

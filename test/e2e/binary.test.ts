@@ -1,8 +1,9 @@
+import { spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
-import { e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
+import { BINARY, e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
 
 const ADMIN = "e2e-admin-key-0123456789";
@@ -85,6 +86,15 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(code).toBe(0);
     expect(stdout.length).toBeGreaterThan(256 * 1024);
     expect((JSON.parse(stdout) as { locations: unknown[] }).locations).toHaveLength(2001);
+  });
+
+  test("a reader that stops early (`| head`) ends the listing quietly", async () => {
+    const child = spawn(BINARY, ["locations", "list", "--json"], { env: e2e.env, cwd: e2e.dir });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.once("data", () => child.stdout.destroy());
+    expect(await exited(child)).toBe(0);
+    expect(stderr).toBe("");
   });
 
   test("install-url prints only the URL", async () => {

@@ -51,7 +51,8 @@ describe("defaults", () => {
   });
 
   test("the default webhook keys are HighLevel's Ed25519 and RSA keys", () => {
-    expect(config.crm.webhookKeys.map((k) => k.asymmetricKeyType)).toEqual(["ed25519", "rsa"]);
+    const keys = loadConfig(full, "serve").crm.webhookKeys;
+    expect(keys.map((k) => k.asymmetricKeyType)).toEqual(["ed25519", "rsa"]);
   });
 });
 
@@ -150,6 +151,12 @@ describe("a bad start lists every problem at once", () => {
     ["PORT", "-1"],
     ["PORT", "80.5"],
     ["PORT", "http"],
+    ["PORT", "65536"],
+    ["BASE_URL", "http://"],
+    ["BASE_URL", "mailto:ops@example.com"],
+    ["SMS_SENDER_ID", "TWELVE_CHARS"],
+    ["LOG_LEVEL", "verbose"],
+    ["BRIDGE_ENCRYPTION_KEY", "too-short"],
     ["CRM_API_URL", "ftp://example.com"],
     ["CRM_MARKETPLACE_URL", "marketplace"],
     ["SMS_API_URL", "not a url"],
@@ -167,13 +174,13 @@ describe("CRM_WEBHOOK_PUBLIC_KEY", () => {
   test("a PEM written with literal \\n sequences parses", () => {
     const oneLine = edPem().trim().replace(/\n/g, "\\n");
     expect(oneLine).not.toContain("\n");
-    const keys = loadConfig({ CRM_WEBHOOK_PUBLIC_KEY: oneLine }, "store").crm.webhookKeys;
+    const keys = loadConfig({ ...full, CRM_WEBHOOK_PUBLIC_KEY: oneLine }, "serve").crm.webhookKeys;
     expect(keys.map((k) => k.asymmetricKeyType)).toEqual(["ed25519"]);
   });
 
   test("several PEM blocks give several keys", () => {
     const text = [edPem(), ecPem("prime256v1"), rsaPem()].join("\n");
-    const keys = loadConfig({ CRM_WEBHOOK_PUBLIC_KEY: text }, "store").crm.webhookKeys;
+    const keys = loadConfig({ ...full, CRM_WEBHOOK_PUBLIC_KEY: text }, "serve").crm.webhookKeys;
     expect(keys.map((k) => k.asymmetricKeyType)).toEqual(["ed25519", "ec", "rsa"]);
   });
 
@@ -184,9 +191,14 @@ describe("CRM_WEBHOOK_PUBLIC_KEY", () => {
     ["an x25519 key (cannot sign)", x25519Pem()],
     ["a good key followed by garbage", `${edPem()}\n-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----`],
   ])("%s is a problem naming the variable", (_, value) => {
-    const problems = problemsOf({ CRM_WEBHOOK_PUBLIC_KEY: value }, "store");
+    const problems = problemsOf({ ...full, CRM_WEBHOOK_PUBLIC_KEY: value }, "serve");
     expect(problems).toHaveLength(1);
     expect(names(problems[0]!, "CRM_WEBHOOK_PUBLIC_KEY")).toBe(true);
+  });
+
+  test.each<ConfigNeed>(["store", "install-url", "token"])("%s, which verifies no webhooks, does not read it", (need) => {
+    const config = loadConfig({ ...full, CRM_WEBHOOK_PUBLIC_KEY: "not a key" }, need);
+    expect(config.crm.webhookKeys).toEqual([]);
   });
 
   test("a key problem is reported together with other problems", () => {
