@@ -11,20 +11,16 @@ export const BODY_LIMIT = 1024 * 1024;
 export async function readLimitedBody(event: H3Event, limit = BODY_LIMIT): Promise<Uint8Array> {
   const declared = Number(event.req.headers.get("content-length") ?? "0");
   if (declared > limit) throw tooLarge(limit);
-  const stream = event.req.body;
-  if (!stream) return new Uint8Array();
+  // Node's own request stream when there is one: going through a web ReadableStream
+  // costs a webhook about a tenth of its CPU.
+  const source: AsyncIterable<Uint8Array> | null = event.req.runtime?.node?.req ?? event.req.body;
+  if (!source) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    chunks.push(value);
+  for await (const chunk of source) {
+    size += chunk.byteLength;
+    if (size > limit) throw tooLarge(limit); // Leaving the loop stops the upload.
+    chunks.push(chunk);
   }
   return Buffer.concat(chunks);
 }
