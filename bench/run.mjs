@@ -362,9 +362,8 @@ async function cliStartup() {
     bridge: [BRIDGE, ["locations", "list", "--json", "--db", db]],
     node: [NODE, ["-e", "0"]],
   };
-  // stdout goes to a file, not a pipe: bridge calls process.exit() right after writing
-  // its --json document, and into a pipe that loses everything past the first 64 KiB
-  // (see the report). A file takes the whole write at once, so every run does the same work.
+  // stdout goes to a file, not a pipe: a file takes the whole document in one write, so
+  // every run does the same work whatever this process is doing meanwhile.
   const out = join(dir, "stdout.json");
   const timed = (name) => {
     const [cmd, args] = commands[name];
