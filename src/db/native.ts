@@ -28,7 +28,7 @@ export function nativeBinding(): object | undefined {
 
 function loadEmbedded(): object {
   // The raw asset is a read-only view of the executable's own memory: fine to
-  // hash and write out, never to modify.
+  // write out, never to modify.
   const bytes = new Uint8Array(getRawAsset(ASSET));
   const dir = join(cacheRoot(), "bridge", BRIDGE_ADDON_SHA256.slice(0, 16));
   mkdirSync(dir, { recursive: true, mode: 0o700 });
