@@ -2,9 +2,10 @@
 // using Node's Single Executable Application (SEA) support:
 //   1. esbuild bundles src/cli/bin.ts into dist/bridge.cjs (a SEA main must be
 //      CommonJS, and its require() only loads builtins, so everything else
-//      must be in the bundle);
-//   2. this Node binary turns the bundle plus the better-sqlite3 addon (an
-//      asset, see src/db/native.ts) into a blob;
+//      must be in the bundle), and src/cli/heavy.ts into dist/heavy.cjs, which
+//      the main bundle compiles only when a command imports it;
+//   2. this Node binary turns the main bundle plus two assets, heavy.cjs and
+//      the better-sqlite3 addon (see src/db/native.ts), into a blob;
 //   3. postject injects the blob into a copy of this Node binary.
 // Run with Node 24 (npm run build puts node_modules/.bin first on PATH): the
 // blob is tied to the exact binary that makes it, and that binary is the base.
@@ -25,6 +26,9 @@ const root = dirname(fileURLToPath(import.meta.url));
 const dist = join(root, "dist");
 const entry = resolve(root, process.env.BRIDGE_ENTRY || "src/cli/bin.ts");
 const bundle = join(dist, "bridge.cjs");
+const heavyEntry = join(root, "src/cli/heavy.ts");
+const heavyBundle = join(dist, "heavy.cjs");
+const HEAVY_ASSET = "heavy.cjs"; // its name inside the executable
 const seaConfig = join(dist, "sea-config.json");
 const blob = join(dist, "sea-prep.blob");
 const output = join(dist, "bridge");
@@ -67,7 +71,14 @@ async function main() {
 
   await mkdir(dist, { recursive: true });
   // The executable names its addon cache directory by this hash (src/db/native.ts).
-  await bundleEntry(createHash("sha256").update(await readFile(addon)).digest("hex"));
+  const addonSha256 = createHash("sha256").update(await readFile(addon)).digest("hex");
+  const main = await bundleEntry(entry, bundle, addonSha256, [lazyChildProcess(), heavyAsset()]);
+  await bundleEntry(heavyEntry, heavyBundle, addonSha256, []);
+  // Start-up time of every command depends on these staying out of the main bundle.
+  const leaked = Object.keys(main.inputs).filter((input) => /node_modules[\\/](zod|h3|consola|ofetch|libphonenumber-js)[\\/]/.test(input));
+  if (leaked.length > 0) {
+    throw new Error(`the main bundle includes ${leaked[0]}; import it through src/cli/heavy.ts instead`);
+  }
 
   await writeFile(
     seaConfig,
@@ -80,7 +91,7 @@ async function main() {
         // A small young generation: under load V8 otherwise grows it to tens of MB a
         // space; with 2 MB peak RSS stays about half as high at the same throughput.
         execArgv: ["--max-semi-space-size=2"],
-        assets: { "better_sqlite3.node": addon },
+        assets: { "better_sqlite3.node": addon, [HEAVY_ASSET]: heavyBundle },
       },
       null,
       2,
@@ -115,10 +126,10 @@ async function main() {
   console.log(`built ${relative(process.cwd(), output) || output} (${(size / 1e6).toFixed(1)} MB) in ${seconds}s`);
 }
 
-async function bundleEntry(addonSha256) {
+async function bundleEntry(entryPoint, outfile, addonSha256, plugins) {
   const result = await build({
-    entryPoints: [entry],
-    outfile: bundle,
+    entryPoints: [entryPoint],
+    outfile,
     bundle: true,
     platform: "node",
     format: "cjs",
@@ -137,7 +148,7 @@ async function bundleEntry(addonSha256) {
     },
     // Lets a BRIDGE_ENTRY outside the repository use our dependencies.
     nodePaths: [join(root, "node_modules")],
-    plugins: [lazyChildProcess()],
+    plugins,
     metafile: true,
     logLevel: "warning",
   }).catch((error) => {
@@ -155,6 +166,7 @@ async function bundleEntry(addonSha256) {
   if (missing.length > 0) {
     throw new Error(`the bundle would load these at run time, which the executable cannot: ${[...new Set(missing)].join(", ")}`);
   }
+  return result.metafile;
 }
 
 // commander imports node:child_process, which loads net, dgram and more (~4 ms of every
@@ -169,6 +181,27 @@ function lazyChildProcess() {
       );
       build.onLoad({ filter: /.*/, namespace: "lazy" }, () => ({
         contents: 'module.exports = new Proxy({}, { get: (_, name) => require("node:child_process")[name] });',
+        loader: "js",
+      }));
+    },
+  };
+}
+
+// The main bundle gets src/cli/heavy.ts as a stub that compiles the heavy.cjs asset as a
+// CommonJS module on first import, so commands that never import it never pay for it.
+function heavyAsset() {
+  return {
+    name: "heavy-asset",
+    setup(build) {
+      build.onResolve({ filter: /^\.\/heavy\.ts$/ }, (args) =>
+        resolve(args.resolveDir, args.path) === heavyEntry ? { path: HEAVY_ASSET, namespace: "sea-asset" } : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: "sea-asset" }, () => ({
+        contents: `
+          const source = require("node:sea").getAsset(${JSON.stringify(HEAVY_ASSET)}, "utf8");
+          const params = ["exports", "require", "module", "__filename", "__dirname"];
+          const load = require("node:vm").compileFunction(source, params, { filename: ${JSON.stringify(HEAVY_ASSET)} });
+          load.call(module.exports, module.exports, require, module, __filename, __dirname);`,
         loader: "js",
       }));
     },

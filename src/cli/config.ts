@@ -26,7 +26,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
       if (options.senderId === undefined && options.smsApiKey === undefined) {
         throw new UsageError("config set needs --sender-id and/or --sms-api-key");
       }
-      const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/location-config.ts")]);
+      const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("./heavy.ts")]);
       const change = { sender_id: options.senderId, sms_api_key: options.smsApiKey };
       print(io, withStore(io, globals(), (tokens) => setLocationConfig(tokens, locationId, change, Date.now())), options.json);
     });

@@ -37,7 +37,7 @@ export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed)
   const config = commandConfig(io, options, need);
   const db = openExisting(config, need);
   // Loaded here, not at start-up: commands that only read the store never need the HTTP clients.
-  const [{ createCore }, { createLogger }] = await Promise.all([import("../core/index.ts"), import("../core/log.ts")]);
+  const { createCore, createLogger } = await import("./heavy.ts");
   try {
     const core = createCore(config, db, createLogger(config.logLevel));
     return { ...core, close: () => db.close() };

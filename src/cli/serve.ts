@@ -1,7 +1,4 @@
 import { describeConfig } from "../core/config.ts";
-import { createWorker } from "../core/worker.ts";
-import { createApp } from "../server/app.ts";
-import { listen } from "../server/listen.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
 
@@ -11,6 +8,7 @@ const STOP_GRACE_MS = 30_000;
 /** `bridge serve`: HTTP server plus queue worker, until SIGTERM or SIGINT. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
   const core = await openCore(io, globals, "serve");
+  const { createApp, createWorker, listen } = await import("./heavy.ts");
   const { config, log } = core;
   const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now: core.now, log });
   const app = createApp({ core, worker });
