@@ -22,7 +22,7 @@ export interface LocationConfig {
 }
 
 export function listLocations(tokens: TokenStore): LocationView[] {
-  return tokens.list().map((r) => ({
+  return tokens.summaries().map((r) => ({
     location_id: r.locationId,
     company_id: r.companyId,
     sender_id: r.senderId,

@@ -20,6 +20,9 @@ export interface TokenRecord {
   serial: number;
 }
 
+/** A location without its tokens: what listings show, so they never decrypt a token. */
+export type LocationSummary = Omit<TokenRecord, "accessToken" | "refreshToken" | "serial">;
+
 export interface NewToken {
   locationId: string;
   companyId: string;
@@ -30,17 +33,20 @@ export interface NewToken {
 
 export type TokenStore = ReturnType<typeof createTokenStore>;
 
-interface Row {
+interface SummaryRow {
   location_id: string;
   company_id: string;
-  access_token: string;
-  refresh_token: string;
   expires_at: number;
   installed_at: number;
   updated_at: number;
   sender_id: string;
   sms_api_key: string;
   refresh_error: string;
+}
+
+interface Row extends SummaryRow {
+  access_token: string;
+  refresh_token: string;
   token_serial: number;
 }
 
@@ -59,6 +65,9 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       token_serial = token_serial + 1`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
+  const selectSummaries = db.prepare<[], SummaryRow>(`
+    SELECT location_id, company_id, expires_at, installed_at, updated_at, sender_id, sms_api_key, refresh_error
+    FROM tokens ORDER BY location_id`);
   const updatePair = db.prepare<[string, string, number, number, string]>(`
     UPDATE tokens SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
       refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
@@ -93,6 +102,9 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     list(): TokenRecord[] {
       return selectAll.all().map((row) => fromRow(row, sealer));
     },
+    summaries(): LocationSummary[] {
+      return selectSummaries.all().map((row) => summaryOf(row, sealer));
+    },
     /** Stores a refreshed pair; false when the location is gone. */
     updateTokens(locationId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
       return updatePair.run(sealer.seal(accessToken), sealer.seal(refreshToken), expiresAt, now, locationId).changes > 0;
@@ -122,16 +134,22 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
 
 function fromRow(row: Row, sealer: Sealer): TokenRecord {
   return {
-    locationId: row.location_id,
-    companyId: row.company_id,
+    ...summaryOf(row, sealer),
     accessToken: sealer.open(row.access_token),
     refreshToken: sealer.open(row.refresh_token),
+    serial: row.token_serial,
+  };
+}
+
+function summaryOf(row: SummaryRow, sealer: Sealer): LocationSummary {
+  return {
+    locationId: row.location_id,
+    companyId: row.company_id,
     expiresAt: row.expires_at,
     installedAt: row.installed_at,
     updatedAt: row.updated_at,
     senderId: row.sender_id,
     smsApiKey: sealer.open(row.sms_api_key),
     refreshError: row.refresh_error,
-    serial: row.token_serial,
   };
 }
