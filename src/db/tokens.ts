@@ -20,8 +20,22 @@ export interface TokenRecord {
   serial: number;
 }
 
-/** A location without its tokens: what listings show, so they never decrypt a token. */
-export type LocationSummary = Omit<TokenRecord, "accessToken" | "refreshToken" | "serial">;
+/**
+ * A location as listings show it (the admin API's field names): no tokens, so none is
+ * ever decrypted for a listing, and times already in ISO 8601.
+ */
+export interface LocationListing {
+  location_id: string;
+  company_id: string;
+  sender_id: string;
+  /** Opened, not masked. */
+  sms_api_key: string;
+  expires_at: string;
+  installed_at: string;
+  updated_at: string;
+  /** Why the location needs a reinstall; "" when it is healthy. */
+  refresh_error: string;
+}
 
 export interface NewToken {
   locationId: string;
@@ -33,20 +47,17 @@ export interface NewToken {
 
 export type TokenStore = ReturnType<typeof createTokenStore>;
 
-interface SummaryRow {
+interface Row {
   location_id: string;
   company_id: string;
+  access_token: string;
+  refresh_token: string;
   expires_at: number;
   installed_at: number;
   updated_at: number;
   sender_id: string;
   sms_api_key: string;
   refresh_error: string;
-}
-
-interface Row extends SummaryRow {
-  access_token: string;
-  refresh_token: string;
   token_serial: number;
 }
 
@@ -65,8 +76,9 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       token_serial = token_serial + 1`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
-  const selectSummaries = db.prepare<[], SummaryRow>(`
-    SELECT location_id, company_id, expires_at, installed_at, updated_at, sender_id, sms_api_key, refresh_error
+  const selectListings = db.prepare<[], LocationListing>(`
+    SELECT location_id, company_id, sender_id, sms_api_key, ${isoTime("expires_at")} AS expires_at,
+      ${isoTime("installed_at")} AS installed_at, ${isoTime("updated_at")} AS updated_at, refresh_error
     FROM tokens ORDER BY location_id`);
   const updatePair = db.prepare<[string, string, number, number, string]>(`
     UPDATE tokens SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
@@ -102,8 +114,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     list(): TokenRecord[] {
       return selectAll.all().map((row) => fromRow(row, sealer));
     },
-    summaries(): LocationSummary[] {
-      return selectSummaries.all().map((row) => summaryOf(row, sealer));
+    listings(): LocationListing[] {
+      const listings = selectListings.all();
+      for (const listing of listings) listing.sms_api_key = sealer.open(listing.sms_api_key);
+      return listings;
     },
     /** Stores a refreshed pair; false when the location is gone. */
     updateTokens(locationId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
@@ -132,24 +146,26 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   };
 }
 
-function fromRow(row: Row, sealer: Sealer): TokenRecord {
-  return {
-    ...summaryOf(row, sealer),
-    accessToken: sealer.open(row.access_token),
-    refreshToken: sealer.open(row.refresh_token),
-    serial: row.token_serial,
-  };
+/**
+ * SQL for a ms-since-epoch column as `Date.prototype.toISOString()` writes it, exact to
+ * the millisecond. SQLite does this several times faster than 3 Date objects a row.
+ */
+function isoTime(column: string): string {
+  return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
 }
 
-function summaryOf(row: SummaryRow, sealer: Sealer): LocationSummary {
+function fromRow(row: Row, sealer: Sealer): TokenRecord {
   return {
     locationId: row.location_id,
     companyId: row.company_id,
+    accessToken: sealer.open(row.access_token),
+    refreshToken: sealer.open(row.refresh_token),
     expiresAt: row.expires_at,
     installedAt: row.installed_at,
     updatedAt: row.updated_at,
     senderId: row.sender_id,
     smsApiKey: sealer.open(row.sms_api_key),
     refreshError: row.refresh_error,
+    serial: row.token_serial,
   };
 }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
+import { createTokenStore } from "../../src/db/tokens.ts";
 import { CLIENT_ID, CLIENT_SECRET, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
@@ -240,3 +241,46 @@ describe("a dead refresh token", () => {
     expect(tokenCalls(b).map((f) => f.refresh_token)).toEqual(["rt-dead"]);
   });
 });
+
+describe("listings", () => {
+  test("times are written exactly as Date.prototype.toISOString writes them, to the millisecond", () => {
+    const db = openDb(":memory:");
+    extraDbs.push(db);
+    const tokens = createTokenStore(db);
+    // Millisecond edges, odd fractions, leap day, far future: where a float conversion would round wrong.
+    const times = [0, 1, 999, 1_000, 1_001, 86_399_999, Date.parse("2024-02-29T23:59:59.999Z"), 1_700_000_000_123, 4_102_444_800_000 - 1];
+    for (let i = 0; i < 500; i++) times.push(Math.floor(Math.random() * 4_102_444_800_000));
+    times.forEach((ms, i) => tokens.save({ locationId: `loc-${String(i).padStart(4, "0")}`, companyId: "c", accessToken: "a", refreshToken: "r", expiresAt: ms }, ms + 7));
+
+    const listings = tokens.listings();
+    expect(listings).toHaveLength(times.length);
+    listings.forEach((listing, i) => {
+      const ms = times[i] as number;
+      expect([listing.expires_at, listing.installed_at, listing.updated_at]).toEqual([iso(ms), iso(ms + 7), iso(ms + 7)]);
+    });
+  });
+
+  test("show everything but the tokens", () => {
+    const db = openDb(":memory:");
+    extraDbs.push(db);
+    const tokens = createTokenStore(db);
+    tokens.save({ locationId: "loc-1", companyId: "co-1", accessToken: "at-secret", refreshToken: "rt-secret", expiresAt: 5_000 }, 1_000);
+    tokens.setConfig("loc-1", { senderId: "BRIDGE", smsApiKey: "sms-key" }, 2_000);
+    expect(tokens.listings()).toEqual([
+      {
+        location_id: "loc-1",
+        company_id: "co-1",
+        sender_id: "BRIDGE",
+        sms_api_key: "sms-key",
+        expires_at: iso(5_000),
+        installed_at: iso(1_000),
+        updated_at: iso(2_000),
+        refresh_error: "",
+      },
+    ]);
+  });
+});
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
