@@ -88,9 +88,11 @@ async function main() {
         output: blob,
         disableExperimentalSEAWarning: true,
         useCodeCache: true,
-        // A small young generation: under load V8 otherwise grows it to tens of MB a
-        // space; with 2 MB peak RSS stays about half as high at the same throughput.
-        execArgv: ["--max-semi-space-size=2"],
+        // A young generation of 2 MB a space, from the start: under load V8 otherwise
+        // grows it to tens of MB a space, and a command starting at 1 MB collects twice.
+        // (Flags that change V8's flag hash would make it reject the code cache; the
+        // server sets its own in src/cli/serve.ts.)
+        execArgv: ["--max-semi-space-size=2", "--min-semi-space-size=2"],
         assets: { "better_sqlite3.node": addon, [HEAVY_ASSET]: heavyBundle },
       },
       null,

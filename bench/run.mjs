@@ -31,7 +31,9 @@ const NODE = resolve(ROOT, "node_modules/.bin/node");
 // The figures the brief asks for. Kept together so the table and results.json agree.
 // BENCH_QUICK=1 shrinks every phase to check the script itself in ~30 s; its figures mean nothing.
 const QUICK = process.env.BENCH_QUICK === "1";
-const INTAKE = { connections: 50, warmupSec: QUICK ? 1 : 2, durationSec: QUICK ? 2 : 10 };
+// Bare h3 and bridge take turns, `rounds` times each, so a slow patch of this shared
+// machine lands on both instead of on whichever ran during it.
+const INTAKE = { connections: 50, rounds: QUICK ? 1 : 3, warmupSec: 1, durationSec: QUICK ? 2 : 5 };
 const DRAIN = { messages: QUICK ? 300 : 3000, posters: 20, ratePerSec: 30, burst: 50, capSec: 150 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
 const CLI = { locations: 1000, runs: QUICK ? 3 : 20 };
@@ -126,7 +128,7 @@ try {
 // ==== 1. intake =====================================================================
 
 async function intake() {
-  log("\n[1/4] intake: bare h3 baseline");
+  log(`\n[1/4] intake: bare h3 and bridge serve, ${INTAKE.rounds} alternating rounds of ${INTAKE.durationSec} s`);
   phaseLoad("intake");
   const bare = await startListening(NODE, ["bench/bare-server.mjs"], {
     env: {},
@@ -136,25 +138,37 @@ async function intake() {
   const bareIdle = sampleProcess(bare.child.pid);
   await sleep(500);
   const bareIdleMem = bareIdle.stop();
-  const bareSampler = sampleProcess(bare.child.pid);
-  const baseline = await load(bare.url, "bare");
-  const bareProcess = bareSampler.stop();
-  await stop(bare.child);
 
-  log("[1/4] intake: bridge serve");
   const { bridge, crm, gateway } = await startBridge("intake");
   // Idle: the process as it stands after start-up and one install, before any load.
   const idleSampler = sampleProcess(bridge.child.pid);
   await sleep(1000);
   const idle = idleSampler.stop();
-  const loadSampler = sampleProcess(bridge.child.pid);
-  const measured = await load(bridge.url, "intake");
-  const underLoad = loadSampler.stop();
+
+  const runs = { bare: [], bridge: [] };
+  for (let round = 0; round < INTAKE.rounds; round++) {
+    const order = round % 2 === 0 ? ["bare", "bridge"] : ["bridge", "bare"];
+    for (const name of order) {
+      const server = name === "bare" ? bare : bridge;
+      const sampler = sampleProcess(server.child.pid);
+      const r = await load(server.url, `${name === "bare" ? "bare" : "intake"}-r${round}`);
+      runs[name].push({ ...r, process: sampler.stop() });
+      log(`  round ${round + 1} ${name}: ${r.reqPerSec} req/s, p99 ${r.latencyMs.p99} ms`);
+    }
+  }
+  await stop(bare.child);
   // What the in-process drain sent meanwhile (no gateway limit here, but bridge paces itself).
-  const drainedDuringIntake = { gatewayAccepted: gateway.acceptedAt.size, statusReports: crm.reports.size };
+  const drainedDuringIntake = {
+    acknowledged: runs.bridge.reduce((sum, r) => sum + r.ok2xx + r.warmupOk2xx, 0),
+    gatewayAccepted: gateway.acceptedAt.size,
+    statusReports: crm.reports.size,
+  };
   const stopped = await stop(bridge.child);
   await closeAll(crm, gateway);
 
+  const baseline = summarizeRounds(runs.bare);
+  const measured = summarizeRounds(runs.bridge);
+  const most = (list, pick) => Math.max(...list.map((r) => pick(r.process)));
   return {
     baseline,
     bridge: measured,
@@ -162,19 +176,37 @@ async function intake() {
     memoryMb: {
       idleRss: idle.maxRssMb,
       idleHwm: idle.hwmMb,
-      loadMaxSampledRss: underLoad.maxRssMb,
+      loadMaxSampledRss: most(runs.bridge, (p) => p.maxRssMb),
       // VmHWM: the kernel's high-water mark over the process's whole life, so no
       // peak between two 100 ms samples is missed.
-      peak: underLoad.hwmMb,
-      samples: idle.samples + underLoad.samples,
+      peak: most(runs.bridge, (p) => p.hwmMb),
       bareIdleRss: bareIdleMem.maxRssMb,
-      bareHwm: bareProcess.hwmMb,
+      bareHwm: most(runs.bare, (p) => p.hwmMb),
     },
-    // % of one core over warm-up + measured run. A server well under 100 % while its
+    // % of one core during the median round of each. A server well under 100 % while its
     // clients wait is blocked on something other than CPU (an fsync waits for the disk).
-    cpuPct: { bridge: underLoad.cpuPct, bare: bareProcess.cpuPct, benchWithBridge: underLoad.benchCpuPct, benchWithBare: bareProcess.benchCpuPct },
+    cpuPct: {
+      bridge: measured.process.cpuPct,
+      bare: baseline.process.cpuPct,
+      benchWithBridge: measured.process.benchCpuPct,
+      benchWithBare: baseline.process.benchCpuPct,
+    },
     drainedDuringIntake,
     bridgeStop: stopped,
+  };
+}
+
+/**
+ * The median round's figures, every round's req/s, and the worst round's p99: the
+ * latency target has to hold in every round, not just in a typical one.
+ */
+function summarizeRounds(runs) {
+  const sorted = [...runs].sort((a, b) => a.reqPerSec - b.reqPerSec);
+  const typical = sorted[Math.floor((sorted.length - 1) / 2)];
+  return {
+    ...typical,
+    latencyMs: { ...typical.latencyMs, p99: Math.max(...runs.map((r) => r.latencyMs.p99)) },
+    roundsReqPerSec: runs.map((r) => r.reqPerSec),
   };
 }
 
@@ -474,14 +506,14 @@ function printTable(r) {
   const verdict = (name) => (r.targets.find((t) => t.name === name)?.met ? "met" : "NOT met");
   const rows = [
     ["figure", "bridge", "baseline", "ratio", "target", "result"],
-    [`intake req/s (${INTAKE.connections} conn, ${INTAKE.durationSec} s)`, i.bridge.reqPerSec, `${i.baseline.reqPerSec} (bare h3)`, i.ratio, "ratio >= 0.5", verdict("intake req/s ratio (bridge / bare h3)")],
+    [`intake req/s (${INTAKE.connections} conn, median of ${INTAKE.rounds} x ${INTAKE.durationSec} s)`, i.bridge.reqPerSec, `${i.baseline.reqPerSec} (bare h3)`, i.ratio, "ratio >= 0.5", verdict("intake req/s ratio (bridge / bare h3)")],
     ["intake p50 latency (ms)", i.bridge.latencyMs.p50, i.baseline.latencyMs.p50, ratio(i.bridge.latencyMs.p50, i.baseline.latencyMs.p50), "", ""],
     ["intake p99 latency (ms)", i.bridge.latencyMs.p99, i.baseline.latencyMs.p99, ratio(i.bridge.latencyMs.p99, i.baseline.latencyMs.p99), "< 25 ms", verdict("intake p99 latency (ms)")],
     ["intake non-2xx / errors / timeouts", `${i.bridge.non2xx} / ${i.bridge.errors} / ${i.bridge.timeouts}`, `${i.baseline.non2xx} / ${i.baseline.errors} / ${i.baseline.timeouts}`, "", "", ""],
     ["CPU under load (% of one core)", i.cpuPct.bridge, i.cpuPct.bare, "", "", ""],
     ["RSS idle (MB)", i.memoryMb.idleRss, i.memoryMb.bareIdleRss, ratio(i.memoryMb.idleRss, i.memoryMb.bareIdleRss), "", ""],
     ["RSS peak under load (MB, VmHWM)", i.memoryMb.peak, i.memoryMb.bareHwm, ratio(i.memoryMb.peak, i.memoryMb.bareHwm), "< 120 MB", verdict("peak RSS (MB)")],
-    ["SMS sent during intake (of acked)*", `${i.drainedDuringIntake.gatewayAccepted} of ${i.bridge.ok2xx + i.bridge.warmupOk2xx}`, "", "", "", ""],
+    ["SMS sent during intake (of acked)*", `${i.drainedDuringIntake.gatewayAccepted} of ${i.drainedDuringIntake.acknowledged}`, "", "", "", ""],
     ["drain: delivered in window", `${d.delivered} / ${d.queued} in ${d.windowSec} s`, `${d.allowed} allowed`, d.fractionOfAllowed, ">= 0.95", verdict("drain: delivered / allowed")],
     ["drain: rate after the burst (msg/s)", d.afterBurstPerSec, DRAIN.ratePerSec, ratio(d.afterBurstPerSec, DRAIN.ratePerSec), "", ""],
     ["drain: 429s / gateway calls", `${d.rateLimited429} / ${d.gatewayCalls}`, "0", `${d.rateLimitedPct}%`, "< 1%", verdict("drain: 429s (% of gateway calls)")],
