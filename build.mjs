@@ -90,8 +90,9 @@ async function main() {
         useCodeCache: true,
         // A young generation of 2 MB a space, from the start: under load V8 otherwise
         // grows it to tens of MB a space, and a command starting at 1 MB collects twice.
-        // (Flags that change V8's flag hash would make it reject the code cache; the
-        // server sets its own in src/cli/serve.ts.)
+        // Not every V8 flag can go here: one that changes V8's flag hash (such as
+        // --heap-growing-percent) makes it reject the code cache, and every command
+        // starts slower (test/e2e/binary.test.ts checks for the warning).
         execArgv: ["--max-semi-space-size=2", "--min-semi-space-size=2"],
         assets: { "better_sqlite3.node": addon, [HEAVY_ASSET]: heavyBundle },
       },

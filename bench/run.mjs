@@ -33,7 +33,7 @@ const NODE = resolve(ROOT, "node_modules/.bin/node");
 const QUICK = process.env.BENCH_QUICK === "1";
 // Bare h3 and bridge take turns, `rounds` times each, so a slow patch of this shared
 // machine lands on both instead of on whichever ran during it.
-const INTAKE = { connections: 50, rounds: QUICK ? 1 : 3, warmupSec: 1, durationSec: QUICK ? 2 : 5 };
+const INTAKE = { connections: 50, rounds: QUICK ? 1 : 3, warmupSec: QUICK ? 1 : 2, durationSec: QUICK ? 2 : 5 };
 const DRAIN = { messages: QUICK ? 300 : 3000, posters: 20, ratePerSec: 30, burst: 50, capSec: 150 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
 const CLI = { locations: 1000, runs: QUICK ? 3 : 20 };

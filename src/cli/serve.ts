@@ -1,4 +1,3 @@
-import { setFlagsFromString } from "node:v8";
 import { describeConfig } from "../core/config.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
@@ -8,7 +7,6 @@ const STOP_GRACE_MS = 30_000;
 
 /** `bridge serve`: HTTP server plus queue worker, until SIGTERM or SIGINT. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
-  tuneHeapForServing();
   const core = await openCore(io, globals, "serve");
   const { createApp, createWorker, listen } = await import("./heavy.ts");
   const { config, log } = core;
@@ -32,15 +30,4 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   core.close();
   log.info("stopped");
   return 0;
-}
-
-/**
- * Under intake load about 16 MB of the heap is live, but V8 lets the old generation grow
- * to ~60 MB before a full collection. Growing by half of what survives instead lowers
- * peak RSS by ~40 MB at the same throughput (docs/PERFORMANCE.md). Set here, not among
- * the executable's flags: there it would make V8 reject the code cache every command
- * starts from.
- */
-function tuneHeapForServing(): void {
-  setFlagsFromString("--heap-growing-percent=50");
 }
