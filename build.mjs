@@ -88,12 +88,18 @@ async function main() {
         output: blob,
         disableExperimentalSEAWarning: true,
         useCodeCache: true,
-        // A young generation of 2 MB a space, from the start: under load V8 otherwise
-        // grows it to tens of MB a space, and a command starting at 1 MB collects twice.
+        // Memory under load (docs/PERFORMANCE.md has the measurements):
+        // - a young generation of 2 MB a space, from the start: under load V8 otherwise
+        //   grows it to tens of MB a space, and a command starting at 1 MB collects twice;
+        // - a 256 MB old generation: V8 picks how far the heap may grow past what is
+        //   live from this limit, ~1.3x here against ~4x under the default limit this
+        //   machine's RAM gives. bridge's live heap is ~16 MB, and a request body
+        //   (up to 1 MB) is a buffer outside it until its signature has been checked;
+        // - one V8 helper thread instead of four: each keeps its own malloc arena.
         // Not every V8 flag can go here: one that changes V8's flag hash (such as
         // --heap-growing-percent) makes it reject the code cache, and every command
         // starts slower (test/e2e/binary.test.ts checks for the warning).
-        execArgv: ["--max-semi-space-size=2", "--min-semi-space-size=2"],
+        execArgv: ["--max-semi-space-size=2", "--min-semi-space-size=2", "--max-old-space-size=256", "--v8-pool-size=1"],
         assets: { "better_sqlite3.node": addon, [HEAVY_ASSET]: heavyBundle },
       },
       null,

@@ -33,6 +33,28 @@ test("messages enqueued together are committed in one transaction, each told its
   other.close();
 });
 
+test("messages arriving within the window share one commit, across turns of the event loop; later ones get the next", async () => {
+  const jobs = createJobStore(db);
+  const batches: string[][] = [];
+  const counting = {
+    enqueueMany: (messages: OutboundMessage[], now: number) => {
+      batches.push(messages.map((m) => m.messageId));
+      return jobs.enqueueMany(messages, now);
+    },
+  };
+  const intake = createIntake(counting, Date.now, 100);
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  const first = intake.enqueue(message("a"));
+  await turn();
+  const second = intake.enqueue(message("b"));
+  await turn();
+  const third = intake.enqueue(message("c"));
+  expect(batches).toEqual([]); // nothing is committed, so nothing is acknowledged, before the window closes
+  await expect(Promise.all([first, second, third])).resolves.toEqual([true, true, true]);
+  await expect(intake.enqueue(message("d"))).resolves.toBe(true);
+  expect(batches).toEqual([["a", "b", "c"], ["d"]]);
+});
+
 test("a batch that cannot be stored is refused whole: every caller is told, nothing is kept", async () => {
   const jobs = createJobStore(db);
   const intake = createIntake(jobs, Date.now);
@@ -40,6 +62,6 @@ test("a batch that cannot be stored is refused whole: every caller is told, noth
   const outcomes = await Promise.allSettled(["a", "b", "c"].map((id) => intake.enqueue(message(id))));
   expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected"]);
   expect(jobs.counts()).toEqual({});
-  // The next turn is a new batch.
+  // The next window is a new batch.
   await expect(intake.enqueue(message("a"))).resolves.toBe(true);
 });
