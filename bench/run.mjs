@@ -34,7 +34,7 @@ const QUICK = process.env.BENCH_QUICK === "1";
 // Bare h3 and bridge take turns, `rounds` times each, so a slow patch of this shared
 // machine lands on both instead of on whichever ran during it.
 // `presigned`: bodies signed before each measured run, enough for 25,000 req/s.
-const INTAKE = { connections: 50, rounds: QUICK ? 1 : 5, warmupSec: QUICK ? 1 : 2, durationSec: QUICK ? 2 : 5, presigned: QUICK ? 5_000 : 125_000 };
+const INTAKE = { connections: 50, rounds: QUICK ? 1 : 5, warmupSec: QUICK ? 1 : 5, durationSec: QUICK ? 2 : 5, presigned: QUICK ? 5_000 : 125_000 };
 const DRAIN = { messages: QUICK ? 300 : 3000, posters: 20, ratePerSec: 30, burst: 50, capSec: 150 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
 const CLI = { locations: 1000, runs: QUICK ? 3 : 20 };
