@@ -93,7 +93,7 @@ async function main() {
         //   grows it to tens of MB a space, and a command starting at 1 MB collects twice;
         // - a 256 MB old generation: V8 picks how far the heap may grow past what is
         //   live from this limit, ~1.3x here against ~4x under the default limit this
-        //   machine's RAM gives. bridge's live heap is ~16 MB, and a request body
+        //   machine's RAM gives. bridge's live heap is 15-19 MB, and a request body
         //   (up to 1 MB) is a buffer outside it until its signature has been checked;
         // - one V8 helper thread instead of four: each keeps its own malloc arena.
         // Not every V8 flag can go here: one that changes V8's flag hash (such as
