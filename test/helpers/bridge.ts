@@ -2,7 +2,6 @@ import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { afterEach, beforeEach, expect } from "vitest";
 import { loadConfig } from "../../src/core/config.ts";
 import { createCore, type Tuning } from "../../src/core/index.ts";
@@ -13,6 +12,7 @@ import { createApp } from "../../src/server/app.ts";
 import { listen } from "../../src/server/listen.ts";
 import { startFakeCrm } from "./fake-crm.ts";
 import { startFakeGateway } from "./fake-gateway.ts";
+import { captureStream } from "./stream.ts";
 
 export const APP_ID = "0123456789abcdef01234567";
 export const CLIENT_ID = `${APP_ID}-lq8x2k`;
@@ -195,14 +195,4 @@ export async function waitFor<T>(check: () => T | undefined | false, ms = 5000):
     if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
-}
-
-function captureStream(lines: string[]): NodeJS.WriteStream {
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(chunk.toString());
-      done();
-    },
-  });
-  return stream as unknown as NodeJS.WriteStream;
 }

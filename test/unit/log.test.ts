@@ -1,16 +1,10 @@
-import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/core/log.ts";
+import { captureStream } from "../helpers/stream.ts";
 
 function capture() {
   const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  return { lines, stream };
+  return { lines, stream: captureStream(lines) };
 }
 
 describe("createLogger", () => {
