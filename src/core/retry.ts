@@ -2,6 +2,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 export { sleep };
 
+/** Our transport's error code for a connection not made in time (clients/transport.ts). */
+export const CONNECT_TIMEOUT_CODE = "BRIDGE_CONNECT_TIMEOUT";
+
 /** Error codes that mean the connection was never made, so the request never left. */
 const NOT_SENT_CODES = new Set([
   "ECONNREFUSED",
@@ -9,7 +12,7 @@ const NOT_SENT_CODES = new Set([
   "EAI_AGAIN",
   "EHOSTUNREACH",
   "ENETUNREACH",
-  "UND_ERR_CONNECT_TIMEOUT",
+  CONNECT_TIMEOUT_CODE,
 ]);
 
 /** True when the error proves the request never reached the remote: safe to retry. */

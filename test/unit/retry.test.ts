@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { AppError, CrmError } from "../../src/core/errors.ts";
 import { reportRetryable } from "../../src/core/outbound.ts";
-import { neverSent, retryAfterMs, timedOut } from "../../src/core/retry.ts";
+import { CONNECT_TIMEOUT_CODE, neverSent, retryAfterMs, timedOut } from "../../src/core/retry.ts";
 import { needsRefresh } from "../../src/core/tokens.ts";
 
 // A whole second, so an HTTP date (second resolution) lands exactly.
@@ -57,7 +57,7 @@ describe("neverSent", () => {
     ["EAI_AGAIN", nested(withCode("EAI_AGAIN")), true],
     ["EHOSTUNREACH", nested(withCode("EHOSTUNREACH")), true],
     ["ENETUNREACH", nested(withCode("ENETUNREACH")), true],
-    ["UND_ERR_CONNECT_TIMEOUT", nested(withCode("UND_ERR_CONNECT_TIMEOUT")), true],
+    ["our connect timeout", nested(withCode(CONNECT_TIMEOUT_CODE)), true],
     ["ECONNRESET (the request may have left)", nested(withCode("ECONNRESET")), false],
     ["EPIPE", nested(withCode("EPIPE")), false],
     ["UND_ERR_SOCKET", nested(withCode("UND_ERR_SOCKET")), false],

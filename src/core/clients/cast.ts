@@ -1,7 +1,7 @@
-import { ofetch } from "ofetch";
 import pRetry from "p-retry";
 import { GatewayError, errorMessage } from "../errors.ts";
 import { neverSent, retryAfterMs, sleep, timedOut } from "../retry.ts";
+import { $http } from "./transport.ts";
 
 /** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5). */
 export interface GatewayOptions {
@@ -39,7 +39,7 @@ export function createCastClient(options: GatewayOptions) {
   async function attempt(req: SendRequest): Promise<SendResult> {
     let res;
     try {
-      res = await ofetch.raw<string, "text">("/api/sms/send", {
+      res = await $http.raw<string, "text">("/api/sms/send", {
         baseURL: options.apiUrl,
         method: "POST",
         headers: { "X-API-Key": req.apiKey, "Content-Type": "application/json", Accept: "application/json" },

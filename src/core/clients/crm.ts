@@ -1,8 +1,8 @@
-import { ofetch } from "ofetch";
 import pRetry from "p-retry";
 import { z } from "zod";
 import { CrmError, errorMessage } from "../errors.ts";
 import { retryAfterMs, sleep } from "../retry.ts";
+import { $http } from "./transport.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
 export interface CrmOptions {
@@ -50,7 +50,7 @@ export function createCrmClient(options: CrmOptions) {
     const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
     if (init.token) headers.Authorization = `Bearer ${init.token}`;
     if (init.version) headers.Version = init.version;
-    const res = await ofetch.raw<string, "text">(path, {
+    const res = await $http.raw<string, "text">(path, {
       baseURL: options.apiUrl,
       method: init.method,
       headers,

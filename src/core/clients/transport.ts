@@ -1,0 +1,92 @@
+import http from "node:http";
+import https from "node:https";
+import { createFetch } from "ofetch";
+import pkg from "../../../package.json" with { type: "json" };
+import { CONNECT_TIMEOUT_CODE } from "../retry.ts";
+
+/** A connection not made within this is given up: no byte of the request has left. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * ofetch for the clients in this folder, over `nodeFetch` below instead of Node's
+ * built-in fetch. Node's fetch is undici, whose HTTP parser is WebAssembly: in a
+ * long-running server it cost ~25 MB of memory once warm (measured with 3,000
+ * requests: 109 MB RSS against 88 MB over node:http), against a 120 MB budget.
+ */
+export const $http = createFetch({ fetch: nodeFetch });
+
+const agents = {
+  "http:": new http.Agent({ keepAlive: true }),
+  "https:": new https.Agent({ keepAlive: true }),
+};
+
+/**
+ * The part of `fetch` ofetch uses, over node:http(s) with keep-alive connections.
+ * Like fetch: rejects with the signal's reason when aborted, with a TypeError whose
+ * `cause` is the socket's error when the request fails, and follows no redirects
+ * (bridge's remotes answer where they are asked; a redirected POST is an error).
+ */
+export function nodeFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+  const url = new URL(input instanceof Request ? input.url : input);
+  const agent = url.protocol === "http:" || url.protocol === "https:" ? agents[url.protocol] : undefined;
+  if (!agent) return Promise.reject(new TypeError(`unsupported URL scheme: ${url.protocol}`));
+  const { signal } = init;
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  const body = bodyOf(init.body);
+  const headers = Object.fromEntries(new Headers(init.headers));
+  if (body) headers["content-length"] = String(body.byteLength);
+  // fetch sent "node"; an API behind a firewall may refuse a request that names no client.
+  headers["user-agent"] ??= `bridge/${pkg.version}`;
+
+  return new Promise((resolve, reject) => {
+    const send = url.protocol === "https:" ? https.request : http.request;
+    const req = send(url, { method: init.method ?? "GET", headers, agent });
+    const fail = (error: Error) => reject(signal?.aborted ? signal.reason : new TypeError("fetch failed", { cause: error }));
+    const abort = () => req.destroy(signal?.reason);
+    signal?.addEventListener("abort", abort, { once: true });
+    req.on("close", () => signal?.removeEventListener("abort", abort));
+    req.on("error", fail);
+    req.on("socket", (socket) => {
+      if (!socket.connecting) return; // a kept-alive connection
+      const timer = setTimeout(() => req.destroy(connectTimeout(url)), CONNECT_TIMEOUT_MS);
+      socket.once("connect", () => clearTimeout(timer));
+      socket.once("close", () => clearTimeout(timer));
+    });
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("error", fail);
+      res.on("end", () => {
+        try {
+          resolve(toResponse(res, Buffer.concat(chunks)));
+        } catch (error) {
+          fail(error as Error); // a status fetch does not allow, say
+        }
+      });
+    });
+    req.end(body);
+  });
+}
+
+/** Statuses whose response has no body, for fetch's Response. */
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+function toResponse(res: http.IncomingMessage, body: Buffer): Response {
+  const status = res.statusCode ?? 0;
+  const headers: [string, string][] = [];
+  for (let i = 0; i < res.rawHeaders.length; i += 2) headers.push([res.rawHeaders[i]!, res.rawHeaders[i + 1]!]);
+  return new Response(NULL_BODY.has(status) ? null : body, { status, statusText: res.statusMessage ?? "", headers });
+}
+
+/** The request body as bytes; the clients send strings (JSON or a form). */
+function bodyOf(body: RequestInit["body"]): Buffer | undefined {
+  if (body == null) return undefined;
+  if (typeof body === "string" || body instanceof URLSearchParams) return Buffer.from(body.toString());
+  if (body instanceof Uint8Array) return Buffer.from(body);
+  throw new TypeError("nodeFetch sends string, URLSearchParams or byte bodies only");
+}
+
+function connectTimeout(url: URL): Error {
+  const error = new Error(`could not connect to ${url.host} within ${CONNECT_TIMEOUT_MS / 1000} s`);
+  return Object.assign(error, { code: CONNECT_TIMEOUT_CODE });
+}
