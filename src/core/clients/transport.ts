@@ -15,21 +15,17 @@ export const CONNECT_TIMEOUT_MS = 10_000;
  */
 export const $http = createFetch({ fetch: nodeFetch });
 
-const agents = {
-  "http:": new http.Agent({ keepAlive: true }),
-  "https:": new https.Agent({ keepAlive: true }),
-};
-
 /**
- * The part of `fetch` ofetch uses, over node:http(s) with keep-alive connections.
+ * The part of `fetch` ofetch uses, over node:http(s). Node's global agents keep
+ * connections alive and, with NODE_USE_ENV_PROXY=1, honour HTTP(S)_PROXY as fetch did.
  * Like fetch: rejects with the signal's reason when aborted, with a TypeError whose
  * `cause` is the socket's error when the request fails, and follows no redirects
  * (bridge's remotes answer where they are asked; a redirected POST is an error).
  */
 export function nodeFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   const url = new URL(input instanceof Request ? input.url : input);
-  const agent = url.protocol === "http:" || url.protocol === "https:" ? agents[url.protocol] : undefined;
-  if (!agent) return Promise.reject(new TypeError(`unsupported URL scheme: ${url.protocol}`));
+  const send = { "http:": http.request, "https:": https.request }[url.protocol];
+  if (!send) return Promise.reject(new TypeError(`unsupported URL scheme: ${url.protocol}`));
   const { signal } = init;
   if (signal?.aborted) return Promise.reject(signal.reason);
   const body = bodyOf(init.body);
@@ -39,8 +35,7 @@ export function nodeFetch(input: string | URL | Request, init: RequestInit = {})
   headers["user-agent"] ??= `bridge/${pkg.version}`;
 
   return new Promise((resolve, reject) => {
-    const send = url.protocol === "https:" ? https.request : http.request;
-    const req = send(url, { method: init.method ?? "GET", headers, agent });
+    const req = send(url, { method: init.method ?? "GET", headers });
     const fail = (error: Error) => reject(signal?.aborted ? signal.reason : new TypeError("fetch failed", { cause: error }));
     const abort = () => req.destroy(signal?.reason);
     signal?.addEventListener("abort", abort, { once: true });
