@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from "node:net";
 import { H3, type H3Event } from "h3";
 import { listen, type Listening } from "../../src/server/listen.ts";
 
@@ -60,4 +61,13 @@ export type Fake = Awaited<ReturnType<typeof startFake>>;
 
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+}
+
+/** A port nothing listens on: connections to it are refused. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -1,9 +1,8 @@
 import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
-import { jsonResponse } from "../helpers/http.ts";
+import { closedPort, jsonResponse } from "../helpers/http.ts";
 
 let bridge: Bridge | undefined;
 
@@ -268,15 +267,6 @@ describe("status reports to the CRM", () => {
     ]);
   });
 });
-
-/** A port nothing listens on: connections to it are refused. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A minimal Cast.ph on a given port, accepting every SMS. */
 async function gatewayOn(port: number) {

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, test } from "vitest";
 import { nodeFetch } from "../../src/core/clients/transport.ts";
 import { neverSent, timedOut } from "../../src/core/retry.ts";
-import { jsonResponse, startFake, type Fake } from "../helpers/http.ts";
+import { closedPort, jsonResponse, startFake, type Fake } from "../helpers/http.ts";
 
 // The clients' transport, against real servers on 127.0.0.1. The clients' own tests
 // (delivery, install, tokens) go through it too; these pin what ofetch and retry.ts
@@ -105,14 +105,6 @@ describe("nodeFetch", () => {
     await expect(nodeFetch("ftp://127.0.0.1/")).rejects.toThrow(/unsupported URL scheme: ftp:/);
   });
 });
-
-async function closedPort(): Promise<number> {
-  const server = createTcpServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A server that reads the request, then closes the connection without an answer. */
 async function droppingServer(): Promise<number> {
