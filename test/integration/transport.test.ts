@@ -1,4 +1,4 @@
-import { createServer as createTcpServer, type AddressInfo } from "node:net";
+import { createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, test } from "vitest";
 import { nodeFetch } from "../../src/core/clients/transport.ts";
@@ -101,14 +101,31 @@ describe("nodeFetch", () => {
     expect(neverSent(error)).toBe(false);
   });
 
+  test("a connection dropped in the middle of the answer rejects instead of hanging", async () => {
+    const port = await tcpServer((socket) =>
+      socket.once("data", () => {
+        socket.write("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial");
+        setTimeout(() => socket.destroy(), 20);
+      }),
+    );
+    const error = await nodeFetch(`http://127.0.0.1:${port}/`, { method: "POST", body: "{}" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect(neverSent(error)).toBe(false);
+  });
+
   test("a scheme other than http(s) is refused before anything is sent", async () => {
     await expect(nodeFetch("ftp://127.0.0.1/")).rejects.toThrow(/unsupported URL scheme: ftp:/);
   });
 });
 
 /** A server that reads the request, then closes the connection without an answer. */
-async function droppingServer(): Promise<number> {
-  const server = createTcpServer((socket) => socket.once("data", () => socket.destroy()));
+function droppingServer(): Promise<number> {
+  return tcpServer((socket) => socket.once("data", () => socket.destroy()));
+}
+
+/** A raw TCP server on 127.0.0.1, closed after the test; resolves to its port. */
+async function tcpServer(onConnection: (socket: Socket) => void): Promise<number> {
+  const server = createTcpServer(onConnection);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   closers.push(() => new Promise((resolve) => server.close(() => resolve())));
   return (server.address() as AddressInfo).port;
