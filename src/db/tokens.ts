@@ -28,7 +28,7 @@ export interface LocationListing {
   location_id: string;
   company_id: string;
   sender_id: string;
-  /** Opened, not masked. */
+  /** Opened here; `listLocations` masks it before anything shows it. */
   sms_api_key: string;
   expires_at: string;
   installed_at: string;

@@ -18,9 +18,10 @@ export const $http = createFetch({ fetch: nodeFetch });
 /**
  * The part of `fetch` ofetch uses, over node:http(s). Node's global agents keep
  * connections alive and, with NODE_USE_ENV_PROXY=1, honour HTTP(S)_PROXY as fetch did.
- * Like fetch: rejects with the signal's reason when aborted, with a TypeError whose
- * `cause` is the socket's error when the request fails, and follows no redirects
- * (bridge's remotes answer where they are asked; a redirected POST is an error).
+ * Like fetch: rejects with the signal's reason when aborted, and with a TypeError whose
+ * `cause` is the socket's error when the request fails. Unlike fetch's default, it
+ * follows no redirects: bridge's remotes answer where they are asked, and a redirected
+ * POST comes back as the 3xx it is.
  */
 export function nodeFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   const url = new URL(input instanceof Request ? input.url : input);
