@@ -21,6 +21,8 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { startFakeCrm, startFakeGateway } from "./lib/fakes.mjs";
 import { killAll, sampleProcess, sleep, startListening, stop } from "./lib/procs.mjs";
+import { filesystemOf, machine } from "./lib/machine.mjs";
+import { printTable, targets } from "./lib/report.mjs";
 import { median, percentile, round } from "./lib/stats.mjs";
 import { LOCATION_ID, PUBLIC_KEY_PEM, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
 
@@ -114,7 +116,7 @@ try {
   results.targets = targets(results);
   results.durationSec = round((performance.now() - started) / 1000);
   writeFileSync(RESULTS, JSON.stringify(results, null, 2) + "\n");
-  printTable(results);
+  printTable(results, log);
   log(`\nbench: done in ${results.durationSec} s; figures in bench/results.json`);
 } catch (error) {
   // A failed benchmark still leaves what it measured, marked as failed.
@@ -501,87 +503,6 @@ function tail(file, lines = 20) {
   }
 }
 
-// ==== report ========================================================================
-
-function targets(r) {
-  const i = r.intake;
-  const d = r.drain;
-  return [
-    { name: "intake req/s ratio (bridge / bare h3)", value: i.ratio, target: ">= 0.5", met: i.ratio >= 0.5 },
-    { name: "intake p99 latency (ms)", value: i.bridge.latencyMs.p99, target: "< 25", met: i.bridge.latencyMs.p99 < 25 },
-    { name: "peak RSS (MB)", value: i.memoryMb.peak, target: "< 120", met: i.memoryMb.peak < 120 },
-    {
-      name: "drain: delivered / allowed",
-      value: d.fractionOfAllowed,
-      target: ">= 0.95, all delivered",
-      met: d.fractionOfAllowed >= 0.95 && d.delivered >= d.queued && !d.capped,
-    },
-    { name: "drain: 429s (% of gateway calls)", value: d.rateLimitedPct, target: "< 1", met: d.rateLimitedPct < 1 },
-    { name: "idle ack-to-gateway p50 (ms)", value: r.idleLatency.p50Ms, target: "< 20", met: r.idleLatency.p50Ms < 20 },
-    { name: "CLI start-up ratio (bridge / node -e 0)", value: r.cli.ratio, target: "<= 1.5", met: r.cli.ratio <= 1.5 },
-  ];
-}
-
-function printTable(r) {
-  const i = r.intake;
-  const d = r.drain;
-  const l = r.idleLatency;
-  const c = r.cli;
-  const verdict = (name) => (r.targets.find((t) => t.name === name)?.met ? "met" : "NOT met");
-  const rows = [
-    ["figure", "bridge", "baseline", "ratio", "target", "result"],
-    [`intake req/s (${INTAKE.connections} conn, median of ${INTAKE.rounds} x ${INTAKE.durationSec} s)`, i.bridge.reqPerSec, `${i.baseline.reqPerSec} (bare h3)`, i.ratio, "ratio >= 0.5", verdict("intake req/s ratio (bridge / bare h3)")],
-    ["intake p50 latency (ms)", i.bridge.latencyMs.p50, i.baseline.latencyMs.p50, ratio(i.bridge.latencyMs.p50, i.baseline.latencyMs.p50), "", ""],
-    ["intake p99 latency (ms)", i.bridge.latencyMs.p99, i.baseline.latencyMs.p99, ratio(i.bridge.latencyMs.p99, i.baseline.latencyMs.p99), "< 25 ms", verdict("intake p99 latency (ms)")],
-    ["intake non-2xx / errors / timeouts", `${i.bridge.non2xx} / ${i.bridge.errors} / ${i.bridge.timeouts}`, `${i.baseline.non2xx} / ${i.baseline.errors} / ${i.baseline.timeouts}`, "", "", ""],
-    ["CPU under load (% of one core)", i.cpuPct.bridge, i.cpuPct.bare, "", "", ""],
-    ["RSS idle (MB)", i.memoryMb.idleRss, i.memoryMb.bareIdleRss, ratio(i.memoryMb.idleRss, i.memoryMb.bareIdleRss), "", ""],
-    ["RSS peak under load (MB, VmHWM)", i.memoryMb.peak, i.memoryMb.bareHwm, ratio(i.memoryMb.peak, i.memoryMb.bareHwm), "< 120 MB", verdict("peak RSS (MB)")],
-    ["SMS sent during intake (of acked)*", `${i.drainedDuringIntake.gatewayAccepted} of ${i.drainedDuringIntake.acknowledged}`, "", "", "", ""],
-    ["drain: delivered in window", `${d.delivered} / ${d.queued} in ${d.windowSec} s`, `${d.allowed} allowed`, d.fractionOfAllowed, ">= 0.95", verdict("drain: delivered / allowed")],
-    ["drain: rate after the burst (msg/s)", d.afterBurstPerSec, DRAIN.ratePerSec, ratio(d.afterBurstPerSec, DRAIN.ratePerSec), "", ""],
-    ["drain: 429s / gateway calls", `${d.rateLimited429} / ${d.gatewayCalls}`, "0", `${d.rateLimitedPct}%`, "< 1%", verdict("drain: 429s (% of gateway calls)")],
-    ["drain: status reports deliv./failed", `${d.reports.delivered} / ${d.reports.failed}`, `${d.queued}`, "", "", ""],
-    ["idle ack -> gateway p50 / p99 (ms)", `${l.p50Ms} / ${l.p99Ms}`, "", "", "p50 < 20 ms", verdict("idle ack-to-gateway p50 (ms)")],
-    ["CLI locations list, median (ms)", c.bridge.medianMs, `${c.node.medianMs} (node -e 0)`, c.ratio, "<= 1.5x", verdict("CLI start-up ratio (bridge / node -e 0)")],
-  ].map((row) => row.map(String));
-  const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => row[col].length)));
-  log("");
-  for (const [n, row] of rows.entries()) {
-    log(row.map((cell, col) => cell.padEnd(widths[col])).join("  "));
-    if (n === 0) log(widths.map((w) => "-".repeat(w)).join("  "));
-  }
-  log(
-    `\ndrain rate: delivered / allowed, where allowed = ${DRAIN.burst} + ${DRAIN.ratePerSec} x t and t runs from the first` +
-      ` acknowledgement to the last SMS the gateway accepted (to the end of the phase if some never went out).` +
-      ` That counts the burst as allowed, so 1.0 is the gateway's own ceiling. "rate after the burst" is` +
-      ` (sent - ${DRAIN.burst}) / (time from the ${DRAIN.burst}th to the last SMS).` +
-      `\n*the gateway has no limit in the intake phase; bridge's own pacing (${DRAIN.burst} + ${DRAIN.ratePerSec}/s per API key) still applies.` +
-      `\nidle latency: time from the client receiving 200 to the gateway receiving the SMS (negative: the SMS left first).` +
-      `\nmachine: ${r.machine.cpu}, ${r.machine.cores} cores, ${r.machine.memoryGb} GB, node ${r.machine.node};` +
-      ` database on ${r.settings.databaseFs} (${r.settings.databaseDir}), synchronous=FULL` +
-      `\ndist/bridge ${r.build.version} built ${r.build.builtAt}, tree at ${r.build.commit}${r.build.dirty ? " + uncommitted changes" : ""};` +
-      ` 1-min load average at each phase's start: ${JSON.stringify(r.loadAverage1m)} (other work on the machine skews figures)`,
-  );
-  if (d.capped) log(`drain: stopped at the ${DRAIN.capSec} s cap with ${d.reports.total} of ${d.queued} reported`);
-}
-
-function ratio(a, b) {
-  return round(a / b, 2);
-}
-
-function machine() {
-  const cpus = os.cpus();
-  return {
-    cpu: cpus[0]?.model ?? "unknown",
-    cores: cpus.length,
-    memoryGb: round(os.totalmem() / 2 ** 30, 1),
-    memoryBytes: os.totalmem(),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()} ${os.arch()}`,
-  };
-}
-
 /**
  * Other work on this machine (tests, builds) skews every figure; the 1-minute load
  * average at the start of each phase shows whether a run was disturbed.
@@ -605,20 +526,6 @@ function buildInfo() {
     dirty: status.status === 0 ? status.stdout.trim() !== "" : null,
     builtAt: new Date(statSync(BUILT).mtimeMs).toISOString(),
   };
-}
-
-/** The filesystem type under `path` (fsync costs differ wildly between tmpfs and a disk). */
-function filesystemOf(path) {
-  try {
-    const mounts = readFileSync("/proc/mounts", "utf8")
-      .split("\n")
-      .map((line) => line.split(" "))
-      .filter((f) => f.length > 2 && (path === f[1] || path.startsWith(f[1].endsWith("/") ? f[1] : `${f[1]}/`)))
-      .sort((a, b) => b[1].length - a[1].length);
-    return mounts[0]?.[2] ?? "unknown";
-  } catch {
-    return "unknown";
-  }
 }
 
 function log(line) {
