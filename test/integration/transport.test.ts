@@ -1,8 +1,10 @@
-import { createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, test } from "vitest";
 import { nodeFetch } from "../../src/core/clients/transport.ts";
-import { neverSent, timedOut } from "../../src/core/retry.ts";
+import { CONNECT_TIMEOUT_CODE, neverSent, timedOut } from "../../src/core/retry.ts";
 import { closedPort, jsonResponse, startFake, type Fake } from "../helpers/http.ts";
 
 // The clients' transport, against real servers on 127.0.0.1. The clients' own tests
@@ -113,6 +115,14 @@ describe("nodeFetch", () => {
     expect(neverSent(error)).toBe(false);
   });
 
+  test("a connection not made in time is given up, and counts as never sent", async () => {
+    const port = await unansweredPort();
+    const error = await nodeFetch(`http://127.0.0.1:${port}/`, { method: "POST", body: "{}" }, 300).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error).toMatchObject({ cause: { code: CONNECT_TIMEOUT_CODE, message: expect.stringMatching(/within 0.3 s/) } });
+    expect(neverSent(error)).toBe(true);
+  });
+
   test("a scheme other than http(s) is refused before anything is sent", async () => {
     await expect(nodeFetch("ftp://127.0.0.1/")).rejects.toThrow(/unsupported URL scheme: ftp:/);
   });
@@ -130,3 +140,31 @@ async function tcpServer(onConnection: (socket: Socket) => void): Promise<number
   closers.push(() => new Promise((resolve) => server.close(() => resolve())));
   return (server.address() as AddressInfo).port;
 }
+
+/**
+ * A port whose listener never accepts: a child process listens with a backlog of one
+ * and blocks its event loop, and two connections fill the queue. The kernel then drops
+ * further SYNs, so a new connection stays "connecting", as behind a silent firewall.
+ */
+async function unansweredPort(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", UNANSWERED_LISTENER], { stdio: ["ignore", "pipe", "inherit"] });
+  closers.push(async () => {
+    child.kill("SIGKILL");
+    await once(child, "exit");
+  });
+  const [line] = (await once(child.stdout, "data")) as [Buffer];
+  const port = Number(line.toString().trim());
+  for (let i = 0; i < 2; i++) {
+    const filler = connect(port, "127.0.0.1");
+    filler.on("error", () => {}); // closed with the child
+    await once(filler, "connect");
+    closers.push(async () => void filler.destroy());
+  }
+  return port;
+}
+
+const UNANSWERED_LISTENER = `
+  const server = require("node:net").createServer();
+  server.listen({ port: 0, host: "127.0.0.1", backlog: 1 }, () => {
+    process.stdout.write(server.address().port + "\\n", () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0));
+  });`;

@@ -23,7 +23,11 @@ export const $http = createFetch({ fetch: nodeFetch });
  * follows no redirects: bridge's remotes answer where they are asked, and a redirected
  * POST comes back as the 3xx it is.
  */
-export function nodeFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+export function nodeFetch(
+  input: string | URL | Request,
+  init: RequestInit = {},
+  connectTimeoutMs = CONNECT_TIMEOUT_MS,
+): Promise<Response> {
   const url = new URL(input instanceof Request ? input.url : input);
   const send = { "http:": http.request, "https:": https.request }[url.protocol];
   if (!send) return Promise.reject(new TypeError(`unsupported URL scheme: ${url.protocol}`));
@@ -44,7 +48,7 @@ export function nodeFetch(input: string | URL | Request, init: RequestInit = {})
     req.on("error", fail);
     req.on("socket", (socket) => {
       if (!socket.connecting) return; // a kept-alive connection
-      const timer = setTimeout(() => req.destroy(connectTimeout(url)), CONNECT_TIMEOUT_MS);
+      const timer = setTimeout(() => req.destroy(connectTimeout(url, connectTimeoutMs)), connectTimeoutMs);
       socket.once("connect", () => clearTimeout(timer));
       socket.once("close", () => clearTimeout(timer));
     });
@@ -82,7 +86,7 @@ function bodyOf(body: RequestInit["body"]): Buffer | undefined {
   throw new TypeError("nodeFetch sends string, URLSearchParams or byte bodies only");
 }
 
-function connectTimeout(url: URL): Error {
-  const error = new Error(`could not connect to ${url.host} within ${CONNECT_TIMEOUT_MS / 1000} s`);
+function connectTimeout(url: URL, ms: number): Error {
+  const error = new Error(`could not connect to ${url.host} within ${ms / 1000} s`);
   return Object.assign(error, { code: CONNECT_TIMEOUT_CODE });
 }
