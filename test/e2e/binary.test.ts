@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
@@ -73,6 +74,14 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(report.authorization).not.toBe("Bearer at-loc-1-1");
     expect(report.authorization).toMatch(/^Bearer at-loc-1-\d+$/);
     expect(e2e.crm.received("POST /oauth/token").length).toBe(before + 1);
+  });
+
+  test.skipIf(process.platform !== "linux")("serve verifies on one pool thread per core, at least 2", async () => {
+    // Verifying a webhook starts libuv's pool; its threads are named libuv-worker.
+    expect((await webhook(outbound("e2e-pool"))).status).toBe(200);
+    const tasks = readdirSync(`/proc/${server.child.pid}/task`);
+    const pool = tasks.filter((tid) => readFileSync(`/proc/${server.child.pid}/task/${tid}/comm`, "utf8").trim() === "libuv-worker");
+    expect(pool).toHaveLength(Math.max(2, availableParallelism()));
   });
 
   test("a large --json listing reaches a pipe whole", async () => {
