@@ -1,3 +1,4 @@
+import { createGroupCommit, type Commit } from "../db/commit.ts";
 import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
@@ -16,6 +17,8 @@ export interface Core {
   db: Db;
   tokens: TokenStore;
   jobs: JobStore;
+  /** Group commit for the job table's writes: the webhooks' and the queue worker's. */
+  commit: Commit;
   crm: CrmClient;
   sms: SmsGateway;
   tokenService: TokenService;
@@ -41,6 +44,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const tokens = createTokenStore(db, createSealer(config.encryptionKey));
   tokens.checkKey();
   const jobs = createJobStore(db);
+  const commit = createGroupCommit(db);
   const crm = createCrmClient({
     apiUrl: config.crm.apiUrl,
     clientId: config.crm.clientId,
@@ -56,6 +60,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const deps: OutboundDeps = {
     tokens,
     jobs,
+    commit,
     tokenService,
     sms,
     pacer,
@@ -71,6 +76,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     db,
     tokens,
     jobs,
+    commit,
     crm,
     sms,
     tokenService,

@@ -1,3 +1,4 @@
+import type { Commit } from "../db/commit.ts";
 import type { Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
@@ -12,6 +13,8 @@ import type { TokenService } from "./tokens.ts";
 export interface OutboundDeps {
   tokens: TokenStore;
   jobs: JobStore;
+  /** Every change of a job's state goes through it: committed before the work it announces. */
+  commit: Commit;
   tokenService: TokenService;
   sms: SmsGateway;
   /** Paces gateway calls per API key to the gateway's own limit. */
@@ -37,9 +40,10 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<voi
     // Wait for the gateway's rate limit before the claim: a crash while waiting
     // must leave the job queued, not "delivery unknown".
     if ("request" in plan) await sleep(deps.pacer.delay(plan.request.apiKey));
-    if (!deps.jobs.claimForSending(job.id, deps.now())) return;
+    const { jobs, now } = deps;
+    if (!(await deps.commit(() => jobs.claimForSending(job.id, now())))) return;
     const result = "request" in plan ? await send(deps, job.message, plan.request) : plan.result;
-    deps.jobs.recordResult(job.id, result, deps.now());
+    await deps.commit(() => jobs.recordResult(job.id, result, now()));
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
   }
   if (job.state === "reporting") await report(deps, job);
@@ -90,7 +94,7 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
   try {
     const { accessToken } = await deps.tokenService.validToken(locationId);
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
-    deps.jobs.finish(job.id, "done", deps.now());
+    await deps.commit(() => deps.jobs.finish(job.id, "done", deps.now()));
     deps.log.debug(`message ${messageId}: reported ${status.status}`);
   } catch (error) {
     // 401: the CRM no longer takes this access token (revoked or rotated elsewhere);
@@ -98,22 +102,22 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
     if (error instanceof CrmError && error.httpStatus === 401) {
       await deps.tokenService.refresh(locationId, true).catch(() => undefined);
     }
-    retryReport(deps, job, error);
+    await retryReport(deps, job, error);
   }
 }
 
 /** Schedules the next report in the database, so a waiting report holds no worker slot. */
-function retryReport(deps: OutboundDeps, job: Job, error: unknown): void {
+async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promise<void> {
   const { messageId, locationId } = job.message;
   const attempt = job.attempts + 1;
   const noRecord = error instanceof AppError && error.code === "NO_TOKEN";
   if (noRecord || !reportRetryable(error) || attempt >= (deps.reportAttempts ?? 10)) {
-    deps.jobs.finish(job.id, "dead", deps.now());
+    await deps.commit(() => deps.jobs.finish(job.id, "dead", deps.now()));
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }
   const delay = Math.min((deps.reportBackoffMs ?? 1000) * 2 ** job.attempts, 60_000);
-  deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now());
+  await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
 }
 

@@ -47,15 +47,13 @@ interface Row {
 /**
  * The durable work queue. A job moves queued -> sending -> reporting -> done, and
  * each move is committed before the work it announces, so after a crash we know
- * which SMS may already have left (state "sending").
+ * which SMS may already have left (state "sending"). Each write is one statement:
+ * the server runs them in group commits (commit.ts), the CLI and tests directly.
  */
 export function createJobStore(db: Db) {
   const insert = db.prepare<[string, string, string, number, number, number]>(`
     INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`);
-  const insertMany = db.transaction((messages: OutboundMessage[], now: number) =>
-    messages.map((m) => insert.run(m.messageId, m.locationId, JSON.stringify(m), now, now, now).changes > 0),
-  );
   const due = db.prepare<[number, number], Row>(`
     SELECT * FROM jobs WHERE state IN ('queued', 'reporting') AND next_attempt_at <= ?
     ORDER BY next_attempt_at, id LIMIT ?`);
@@ -78,13 +76,9 @@ export function createJobStore(db: Db) {
   const counts = db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state");
 
   return {
-    /** Commits a new job; false when this messageId was seen before. */
+    /** Adds a new job; false when this messageId was seen before. */
     enqueue(message: OutboundMessage, now: number): boolean {
       return insert.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
-    },
-    /** Commits many jobs in one transaction (one fsync); all or none. */
-    enqueueMany(messages: OutboundMessage[], now: number): boolean[] {
-      return insertMany(messages, now);
     },
     due(now: number, limit: number): Job[] {
       return due.all(now, limit).map(fromRow);

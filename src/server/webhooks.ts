@@ -1,7 +1,6 @@
 import type { H3 } from "h3";
 import { z } from "zod";
 import { errorMessage } from "../core/errors.ts";
-import { createIntake } from "../core/intake.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../core/signature.ts";
 import type { OutboundMessage } from "../db/jobs.ts";
 import { httpError, type AppDeps } from "./app.ts";
@@ -28,8 +27,6 @@ const eventSchema = z.object({ type: z.string().max(100) });
  * message is on disk. Anything unsigned is refused before it is even parsed.
  */
 export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
-  const intake = createIntake(core.jobs, core.now);
-
   app.post("/webhooks/crm", async (event) => {
     const raw = await readLimitedBody(event);
     const signatures = SIGNATURE_HEADERS.map((name) => event.req.headers.get(name));
@@ -55,7 +52,7 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
   async function accept(message: OutboundMessage) {
     let fresh: boolean;
     try {
-      fresh = await intake.enqueue(message);
+      fresh = await core.commit(() => core.jobs.enqueue(message, core.now()));
     } catch (error) {
       // Not stored, so not acknowledged: HighLevel retries a 429.
       core.log.error(`could not store message ${message.messageId}: ${errorMessage(error)}`);

@@ -1,0 +1,110 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, test } from "vitest";
+import { createGroupCommit } from "../../src/db/commit.ts";
+import { openDb, type Db } from "../../src/db/index.ts";
+import { createJobStore, type JobStore, type OutboundMessage } from "../../src/db/jobs.ts";
+
+let dir: string;
+let db: Db;
+let jobs: JobStore;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "bridge-commit-"));
+  db = openDb(join(dir, "bridge.db"));
+  jobs = createJobStore(db);
+});
+afterEach(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function message(messageId: string): OutboundMessage {
+  return { messageId, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] };
+}
+
+/** The database as the group commit sees it, recording how many writes each transaction held. */
+function countingTransactions(batches: number[]): Pick<Db, "transaction" | "inTransaction"> {
+  return {
+    get inTransaction() {
+      return db.inTransaction;
+    },
+    transaction: ((fn: (batch: unknown[]) => unknown) => {
+      const run = db.transaction(fn);
+      return {
+        immediate(batch: unknown[]) {
+          batches.push(batch.length);
+          return run.immediate(batch);
+        },
+      };
+    }) as unknown as Db["transaction"],
+  };
+}
+
+const enqueue = (id: string) => () => jobs.enqueue(message(id), Date.now());
+
+test("writes queued together are committed in one transaction, each told its own outcome", async () => {
+  const commit = createGroupCommit(db);
+  const outcomes = await Promise.all(["a", "b", "a", "c"].map((id) => commit(enqueue(id))));
+  expect(outcomes).toEqual([true, true, false, true]);
+  expect(jobs.counts()).toEqual({ queued: 3 });
+  // Another connection sees the rows: they are committed, not just in memory.
+  const other = openDb(join(dir, "bridge.db"));
+  expect(createJobStore(other).get("c")?.state).toBe("queued");
+  other.close();
+});
+
+test("writes arriving within the window share one commit, across turns of the event loop; later ones get the next", async () => {
+  const batches: number[] = [];
+  const commit = createGroupCommit(countingTransactions(batches), 100);
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  const first = commit(enqueue("a"));
+  await turn();
+  const second = commit(enqueue("b"));
+  await turn();
+  const third = commit(() => jobs.claimForSending(1, Date.now())); // the queue worker's kind of write
+  expect(batches).toEqual([]); // nothing is committed, so nothing is acknowledged, before the window closes
+  expect(jobs.counts()).toEqual({});
+  await expect(Promise.all([first, second, third])).resolves.toEqual([true, true, true]);
+  await expect(commit(enqueue("d"))).resolves.toBe(true);
+  expect(batches).toEqual([3, 1]);
+  expect(jobs.counts()).toEqual({ queued: 2, sending: 1 });
+});
+
+test("a write that fails is refused alone: the others in its transaction are committed", async () => {
+  const commit = createGroupCommit(db);
+  db.exec("CREATE TRIGGER no_c BEFORE INSERT ON jobs WHEN NEW.message_id = 'c' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+  const outcomes = await Promise.allSettled(["a", "b", "c", "d"].map((id) => commit(enqueue(id))));
+  expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+  expect(outcomes[2]).toMatchObject({ reason: { message: "refused" } });
+  expect(jobs.counts()).toEqual({ queued: 3 });
+  expect(jobs.get("c")).toBeUndefined();
+});
+
+test("when SQLite undoes the whole transaction, every write of the batch is refused and nothing is kept", async () => {
+  const commit = createGroupCommit(db);
+  db.exec("CREATE TRIGGER no_c BEFORE INSERT ON jobs WHEN NEW.message_id = 'c' BEGIN SELECT RAISE(ROLLBACK, 'disk I/O error'); END");
+  const outcomes = await Promise.allSettled(["a", "b", "c", "d"].map((id) => commit(enqueue(id))));
+  expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected", "rejected", "rejected"]);
+  expect(jobs.counts()).toEqual({});
+  // The next window is a new batch, in a new transaction.
+  await expect(commit(enqueue("a"))).resolves.toBe(true);
+  expect(jobs.counts()).toEqual({ queued: 1 });
+});
+
+test("a database locked by another writer refuses the batch once, after the busy timeout, instead of write by write", async () => {
+  const other = openDb(join(dir, "bridge.db"));
+  other.pragma("busy_timeout = 0");
+  db.pragma("busy_timeout = 100");
+  const commit = createGroupCommit(db);
+  other.exec("BEGIN IMMEDIATE");
+  const started = Date.now();
+  const outcomes = await Promise.allSettled(["a", "b", "c", "d", "e"].map((id) => commit(enqueue(id))));
+  const waited = Date.now() - started;
+  other.exec("ROLLBACK");
+  other.close();
+  expect(outcomes.every((o) => o.status === "rejected")).toBe(true);
+  expect(outcomes[0]).toMatchObject({ reason: { code: "SQLITE_BUSY" } });
+  expect(waited).toBeLessThan(3 * 100); // one wait for the lock, not one per write
+  await expect(commit(enqueue("a"))).resolves.toBe(true);
+});
