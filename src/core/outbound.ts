@@ -40,10 +40,9 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<voi
     // Wait for the gateway's rate limit before the claim: a crash while waiting
     // must leave the job queued, not "delivery unknown".
     if ("request" in plan) await sleep(deps.pacer.delay(plan.request.apiKey));
-    const { jobs, now } = deps;
-    if (!(await deps.commit(() => jobs.claimForSending(job.id, now())))) return;
+    if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, deps.now())))) return;
     const result = "request" in plan ? await send(deps, job.message, plan.request) : plan.result;
-    await deps.commit(() => jobs.recordResult(job.id, result, now()));
+    await deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now()));
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
   }
   if (job.state === "reporting") await report(deps, job);
