@@ -47,8 +47,8 @@ interface Row {
 /**
  * The durable work queue. A job moves queued -> sending -> reporting -> done, and
  * each move is committed before the work it announces, so after a crash we know
- * which SMS may already have left (state "sending"). Each write is one statement:
- * the server runs them in group commits (commit.ts), the CLI and tests directly.
+ * which SMS may already have left (state "sending"). Each write is one statement, run
+ * through the group commit (commit.ts); only the recovery at start-up commits on its own.
  */
 export function createJobStore(db: Db) {
   const insert = db.prepare<[string, string, string, number, number, number]>(`
