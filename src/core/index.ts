@@ -38,13 +38,15 @@ export interface Tuning {
   reportBackoffMs?: number;
   reportAttempts?: number;
   bulkPaceMs?: number;
+  /** How long a write waits for others to share its commit. */
+  commitWindowMs?: number;
 }
 
 export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
   const tokens = createTokenStore(db, createSealer(config.encryptionKey));
   tokens.checkKey();
   const jobs = createJobStore(db);
-  const commit = createGroupCommit(db);
+  const commit = createGroupCommit(db, tuning.commitWindowMs);
   const crm = createCrmClient({
     apiUrl: config.crm.apiUrl,
     clientId: config.crm.clientId,

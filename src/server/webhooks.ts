@@ -1,4 +1,4 @@
-import type { H3 } from "h3";
+import type { H3, H3Event } from "h3";
 import { z } from "zod";
 import { errorMessage } from "../core/errors.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../core/signature.ts";
@@ -27,13 +27,23 @@ const eventSchema = z.object({ type: z.string().max(100) });
  * message is on disk. Anything unsigned is refused before it is even parsed.
  */
 export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
-  app.post("/webhooks/crm", async (event) => {
+  // Webhooks being read or verified: each may join the next group commit.
+  let arriving = 0;
+
+  /** The raw body, once a signature over it checks out; 401 when none does. */
+  async function readSigned(event: H3Event): Promise<Uint8Array> {
     const raw = await readLimitedBody(event);
     const signatures = SIGNATURE_HEADERS.map((name) => event.req.headers.get(name));
     if (!(await verifyWebhook(raw, signatures, core.config.crm.webhookKeys))) {
       core.log.warn(`webhook refused: invalid or missing signature`);
       throw httpError(401, "invalid webhook signature");
     }
+    return raw;
+  }
+
+  app.post("/webhooks/crm", async (event) => {
+    arriving++;
+    const raw = await readSigned(event).finally(() => arriving--);
     const body = parseJson(raw);
     const kind = eventSchema.safeParse(body);
     if (!kind.success) throw httpError(400, "webhook body must be a JSON object with a string 'type'");
@@ -52,7 +62,8 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
   async function accept(message: OutboundMessage) {
     let fresh: boolean;
     try {
-      fresh = await core.commit(() => core.jobs.enqueue(message, core.now()));
+      // With no other webhook on its way, nothing would join the batch: commit now.
+      fresh = await core.commit(() => core.jobs.enqueue(message, core.now()), arriving === 0);
     } catch (error) {
       // Not stored, so not acknowledged: HighLevel retries a 429.
       core.log.error(`could not store message ${message.messageId}: ${errorMessage(error)}`);

@@ -71,6 +71,19 @@ test("writes arriving within the window share one commit, across turns of the ev
   expect(jobs.counts()).toEqual({ queued: 2, sending: 1 });
 });
 
+test("a write marked `now` commits at once, together with the writes waiting for the window", async () => {
+  const batches: number[] = [];
+  const commit = createGroupCommit(countingTransactions(batches), 60_000); // a window this test would time out in
+  const waiting = commit(enqueue("a"));
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(batches).toEqual([]);
+  await expect(Promise.all([waiting, commit(enqueue("b"), true)])).resolves.toEqual([true, true]);
+  expect(batches).toEqual([2]);
+  expect(jobs.counts()).toEqual({ queued: 2 });
+  await expect(commit(enqueue("c"), true)).resolves.toBe(true); // and the next batch starts afresh
+  expect(batches).toEqual([2, 1]);
+});
+
 test("a write that fails is refused alone: the others in its transaction are committed", async () => {
   const commit = createGroupCommit(db);
   db.exec("CREATE TRIGGER no_c BEFORE INSERT ON jobs WHEN NEW.message_id = 'c' BEGIN SELECT RAISE(ABORT, 'refused'); END");

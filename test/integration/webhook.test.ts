@@ -359,6 +359,46 @@ describe("webhook payloads (signed)", () => {
   });
 });
 
+describe("webhook group commit", () => {
+  // A window no test waits out: an answer that needed it would time the test out.
+  const ctx = useBridge(() => ({ worker: false, tuning: { commitWindowMs: 60_000 } }));
+
+  test("a lone webhook is committed and answered at once, without waiting out the window", async () => {
+    const { bridge } = ctx;
+    await expectAccepted(await bridge.webhook(outbound("m-1")));
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+  });
+
+  test("a verified webhook waits while another is still arriving; the last to arrive commits both", async () => {
+    const { bridge } = ctx;
+    const raw = JSON.stringify(outbound("m-slow"));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const half = Math.floor(raw.length / 2);
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(Buffer.from(raw.slice(0, half)));
+        await released;
+        controller.enqueue(Buffer.from(raw.slice(half)));
+        controller.close();
+      },
+    });
+    const headers = { "content-type": "application/json", "x-ghl-signature": signBody(raw, bridge.signingKey) };
+    const slow = bridge.fetch("/webhooks/crm", { method: "POST", headers, body, duplex: "half" } as RequestInit);
+    await sleep(200); // the server is reading m-slow's body
+
+    const fast = bridge.webhook(outbound("m-fast"));
+    const early = await Promise.race([fast.then(() => "answered"), sleep(300).then(() => "waiting")]);
+    expect(early).toBe("waiting");
+    expect(bridge.core.jobs.get("m-fast")).toBeUndefined(); // not committed, so not acknowledged
+
+    release();
+    await expectAccepted(await slow);
+    await expectAccepted(await fast);
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 2 });
+  });
+});
+
 describe("webhook processing with the worker running", () => {
   const ctx = useBridge();
 
