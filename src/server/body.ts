@@ -36,9 +36,11 @@ function readNode(req: Readable, limit: number): Promise<Uint8Array> {
     let size = 0;
     const onData = (chunk: Buffer) => {
       size += chunk.byteLength;
-      if (size <= limit) return void chunks.push(chunk);
-      req.pause(); // read no more of it: the answer closes the connection
-      finish(tooLarge(limit));
+      if (size > limit) {
+        req.pause(); // read no more of it: the answer closes the connection
+        return finish(tooLarge(limit));
+      }
+      chunks.push(chunk);
     };
     const onEnd = () => finish();
     const onClose = () => finish(httpError(400, "request body incomplete: the client closed the connection"));
