@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo } from "node:net";
+import { connect, createServer, type AddressInfo } from "node:net";
 import { H3, type H3Event } from "h3";
 import { listen, type Listening } from "../../src/server/listen.ts";
 
@@ -70,4 +70,26 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/**
+ * Opens a raw connection to `url`'s host and port and writes `head` as it is; resolves
+ * with everything the server wrote back once it closed the connection, or with what
+ * came so far plus "(open)" when it is still open after `ms`.
+ */
+export async function rawExchange(url: string, head: string, ms = 2000): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let answer = "";
+  socket.on("data", (chunk: Buffer) => (answer += chunk.toString("latin1")));
+  socket.on("error", () => {}); // a reset after the answer is one way of closing
+  socket.write(head);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const closed = await Promise.race([
+    new Promise<boolean>((resolve) => socket.once("close", () => resolve(true))),
+    new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false))),
+  ]);
+  clearTimeout(timer);
+  socket.destroy();
+  return closed ? answer : `${answer}(open)`;
 }

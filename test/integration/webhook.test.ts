@@ -1,5 +1,4 @@
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
-import { connect } from "node:net";
 import { describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import {
@@ -11,6 +10,7 @@ import {
   waitFor,
   type Bridge,
 } from "../helpers/bridge.ts";
+import { rawExchange } from "../helpers/http.ts";
 
 function pem(key: KeyObject): string {
   return key.export({ type: "spki", format: "pem" }).toString();
@@ -35,22 +35,6 @@ function streamOf(text: string, chunk: number): ReadableStream<Uint8Array> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Opens a raw connection to bridge and writes `head`; resolves with everything bridge
- * wrote back once it closed the connection, or with what came so far plus "(open)"
- * when it is still open after `ms`.
- */
-async function rawExchange(bridge: Bridge, head: string, ms = 2000): Promise<string> {
-  const socket = connect(Number(new URL(bridge.url).port), "127.0.0.1");
-  let answer = "";
-  socket.on("data", (chunk) => (answer += chunk.toString("latin1")));
-  socket.on("error", () => {}); // a reset after the answer is one way of closing
-  socket.write(head);
-  const closed = await Promise.race([new Promise((r) => socket.once("close", () => r(true))), sleep(ms)]);
-  socket.destroy();
-  return closed ? answer : `${answer}(open)`;
-}
 
 async function expectRefused(res: Response) {
   expect(res.status).toBe(401);
@@ -346,7 +330,7 @@ describe("webhook payloads (signed)", () => {
 
   test("a declared 10 GB body gets 413 at once and the connection is closed: none of it is read", async () => {
     const { bridge } = ctx;
-    const answer = await rawExchange(bridge, "POST /webhooks/crm HTTP/1.1\r\nhost: bridge\r\ncontent-length: 10737418240\r\n\r\n{");
+    const answer = await rawExchange(bridge.url, "POST /webhooks/crm HTTP/1.1\r\nhost: bridge\r\ncontent-length: 10737418240\r\n\r\n{");
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
     expect(answer).not.toMatch(/\(open\)$/);
@@ -358,7 +342,7 @@ describe("webhook payloads (signed)", () => {
     const signature = signBody(raw, bridge.signingKey);
     for (const framing of [`content-length: ${raw.length}\r\n\r\n`, "transfer-encoding: chunked\r\n\r\n14\r\n"]) {
       const head = `POST /webhooks/crm HTTP/1.1\r\nhost: bridge\r\nx-ghl-signature: ${signature}\r\n${framing}${raw.slice(0, 20)}`;
-      expect(await rawExchange(bridge, head, 200)).toBe("(open)"); // bridge waits for the rest; we hang up
+      expect(await rawExchange(bridge.url, head, 200)).toBe("(open)"); // bridge waits for the rest; we hang up
     }
     await sleep(100); // for bridge to notice the hang-ups
     expect(bridge.logs.join("\n")).not.toMatch(/unhandled|\[error\]/);
