@@ -28,7 +28,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   log.info(`${signal}: no longer accepting requests; finishing messages in flight`);
   await server.close();
   const left = await worker.stop(STOP_GRACE_MS);
-  if (left > 0) log.warn(`${left} message(s) still in flight at exit; they will be reported as unknown on next start`);
+  if (left > 0) log.warn(`${left} message(s) still in flight at exit: those caught mid-send are reported failed (delivery unknown) on the next start, the others resume then`);
   core.close();
   log.info("stopped");
   return 0;

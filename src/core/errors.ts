@@ -74,3 +74,8 @@ export function noToken(locationId: string): AppError {
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** Text from outside (error bodies, a caller's values) ends up in logs and pages: keep it readable. */
+export function clip(text: string, max = 500): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}

@@ -3,7 +3,7 @@ import type { Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
-import { AppError, CrmError, GatewayError, errorMessage } from "./errors.ts";
+import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { Pacer } from "./pacer.ts";
 import { toLocalPH } from "./phone.ts";
@@ -42,7 +42,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<voi
     if ("request" in plan) await sleep(deps.pacer.delay(plan.request.apiKey));
     if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, deps.now())))) return;
     const result = "request" in plan ? await send(deps, job.message, plan.request) : plan.result;
-    await deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now()));
+    await storeResult(deps, job, result);
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
   }
   if (job.state === "reporting") await report(deps, job);
@@ -59,7 +59,7 @@ function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendR
   const record = deps.tokens.get(locationId);
   if (!record) return { result: failed("no_token", `no token for location: ${locationId}`) };
   const to = toLocalPH(message.phone);
-  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${message.phone}`) };
+  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${clip(message.phone, 40)}`) };
   const text = composeText(message);
   if (text.length === 0) return { result: failed("empty_message", "the message has no text") };
   if (text.length > MAX_MESSAGE_LENGTH) {
@@ -79,10 +79,33 @@ async function send(deps: OutboundDeps, message: OutboundMessage, request: SendR
     return { outcome: "delivered", gatewayMessageId: sent.messageId };
   } catch (error) {
     const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
-    deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
+    const gone = error instanceof GatewayError && error.failure === "unknown" ? "may have been sent (not resent)" : "not sent";
+    deps.log.warn(`message ${messageId} of location ${locationId} ${gone}: ${errorMessage(error)}`);
     return failed(code, errorMessage(error));
   }
 }
+
+/**
+ * After the gateway call the result exists only in memory, and a job left "sending"
+ * is reported "delivery unknown" after a restart. So a refused write (a locked or
+ * full disk) is tried again for a couple of minutes before the job is left to that.
+ */
+async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promise<void> {
+  const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
+  for (let attempt = 1, wait = 100; ; attempt++, wait = Math.min(wait * 2, 30_000)) {
+    try {
+      return await deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now()));
+    } catch (error) {
+      if (attempt === STORE_RESULT_ATTEMPTS) {
+        throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart it is reported failed (delivery unknown)`);
+      }
+      deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${wait} ms`);
+      await sleep(wait);
+    }
+  }
+}
+
+const STORE_RESULT_ATTEMPTS = 12; // ~2.5 minutes in all
 
 async function report(deps: OutboundDeps, job: Job): Promise<void> {
   const { messageId, locationId } = job.message;
@@ -90,16 +113,17 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
     job.outcome === "delivered"
       ? { status: "delivered" }
       : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
+  let accessToken: string | undefined;
   try {
-    const { accessToken } = await deps.tokenService.validToken(locationId);
+    ({ accessToken } = await deps.tokenService.validToken(locationId));
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
     await deps.commit(() => deps.jobs.finish(job.id, "done", deps.now()));
     deps.log.debug(`message ${messageId}: reported ${status.status}`);
   } catch (error) {
     // 401: the CRM no longer takes this access token (revoked or rotated elsewhere);
     // a fresh one is worth a try. 403 is HighLevel's "too early", not a token problem.
-    if (error instanceof CrmError && error.httpStatus === 401) {
-      await deps.tokenService.refresh(locationId, true).catch(() => undefined);
+    if (accessToken && error instanceof CrmError && error.httpStatus === 401) {
+      await deps.tokenService.rejected(locationId, accessToken).catch(() => undefined);
     }
     await retryReport(deps, job, error);
   }

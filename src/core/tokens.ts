@@ -34,6 +34,9 @@ export function createTokenService(deps: TokenServiceDeps) {
   const leaseMs = deps.leaseMs ?? 60_000;
   const waitMs = deps.waitMs ?? 45_000;
   const inflight = new Map<string, Promise<TokenRecord>>();
+  // Per location, the access token a 401 made us fetch: if the CRM refuses that one
+  // too, the token is not the problem (HighLevel also answers 401 for a missing scope).
+  const renewedAfter401 = new Map<string, string>();
 
   function refresh(locationId: string, force = false): Promise<TokenRecord> {
     const running = inflight.get(locationId);
@@ -101,6 +104,17 @@ export function createTokenService(deps: TokenServiceDeps) {
     },
     /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`). */
     refresh,
+    /**
+     * The CRM answered 401 to `accessToken`: fetch a new one, once. Not when the
+     * location already holds a newer one, nor when this one was itself fetched after
+     * a 401; every refresh spends the single-use refresh token.
+     */
+    async rejected(locationId: string, accessToken: string): Promise<void> {
+      const current = tokens.get(locationId);
+      if (current?.accessToken !== accessToken || renewedAfter401.get(locationId) === accessToken) return;
+      const fresh = await refresh(locationId, true);
+      renewedAfter401.set(locationId, fresh.accessToken);
+    },
   };
 }
 

@@ -12,6 +12,8 @@ export interface WorkerOptions {
   concurrency?: number;
   /** Longest sleep between looks at the queue (scheduled retries come due meanwhile). */
   pollMs?: number;
+  /** First wait before a job that threw runs again; doubles up to a minute. */
+  backoffMs?: number;
 }
 
 export type Worker = ReturnType<typeof createWorker>;
@@ -24,15 +26,28 @@ export function createWorker(options: WorkerOptions) {
   const { jobs, log, now } = options;
   const concurrency = options.concurrency ?? 16;
   const pollMs = options.pollMs ?? 500;
+  const backoffMs = options.backoffMs ?? 1000;
   const active = new Map<number, Promise<void>>();
   let running = false;
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
 
+  // Jobs whose last run threw (the database refused a write, say): when each may run
+  // again, and after how many failures. Without it the same job would run again at once.
+  const failing = new Map<number, { failures: number; notBefore: number }>();
+
   function startJob(job: Job): void {
     const done = options
       .run(job)
-      .catch((error) => log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}`))
+      .then(
+        () => void failing.delete(job.id),
+        (error) => {
+          const failures = (failing.get(job.id)?.failures ?? 0) + 1;
+          const delay = Math.min(backoffMs * 2 ** (failures - 1), 60_000);
+          failing.set(job.id, { failures, notBefore: Date.now() + delay });
+          log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}; trying again in ${delay} ms`);
+        },
+      )
       .finally(() => {
         active.delete(job.id);
         wake?.();
@@ -43,9 +58,10 @@ export function createWorker(options: WorkerOptions) {
   function fill(): void {
     const free = concurrency - active.size;
     if (free <= 0) return;
-    for (const job of jobs.due(now(), free + active.size)) {
+    for (const job of jobs.due(now(), free + active.size + failing.size)) {
       if (active.size >= concurrency) break;
-      if (!active.has(job.id)) startJob(job);
+      if (active.has(job.id) || (failing.get(job.id)?.notBefore ?? 0) > Date.now()) continue;
+      startJob(job);
     }
   }
 

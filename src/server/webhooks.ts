@@ -8,18 +8,23 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 const id = z.string().trim().min(1).max(200);
 
-/** HighLevel's ProviderOutboundMessage, the fields bridge uses. */
+/**
+ * HighLevel's ProviderOutboundMessage, the fields bridge uses. Only a missing (or
+ * unusable) id or phone is refused here (CONTRACT.md 4); a bad number or a text too
+ * long for the gateway is accepted and reported `failed`, so the CRM shows why.
+ * The 1 MiB body limit bounds the rest.
+ */
 const outboundSchema = z.object({
   type: z.literal("SMS"),
   locationId: id,
   messageId: id,
-  phone: z.string().trim().min(1).max(40),
-  message: z.string().max(10_000).default(""),
-  contactId: z.string().max(200).default(""),
-  attachments: z.array(z.string().max(2048)).max(20).default([]),
+  phone: z.string().trim().min(1),
+  message: z.string().nullish().transform((text) => text ?? ""),
+  contactId: z.string().nullish().transform((contact) => contact ?? ""),
+  attachments: z.array(z.string()).nullish().transform((urls) => urls ?? []),
 });
 
-const eventSchema = z.object({ type: z.string().max(100) });
+const eventSchema = z.object({ type: z.string() });
 
 /**
  * POST /webhooks/crm: the Delivery URL and the app's webhook URL (CONTRACT.md 4).
@@ -54,7 +59,7 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
       case "UNINSTALL":
         return uninstall(body);
       default:
-        core.log.debug(`webhook of type ${kind.data.type} ignored`);
+        core.log.debug(`webhook of type ${JSON.stringify(kind.data.type.slice(0, 100))} ignored`);
         return { status: "ignored" };
     }
   });
@@ -77,7 +82,14 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
   function uninstall(body: unknown) {
     const locationId = z.object({ locationId: id }).safeParse(body);
     if (!locationId.success) return { status: "ignored" }; // a company-level uninstall names no location
-    const removed = core.tokens.delete(locationId.data.locationId);
+    let removed: boolean;
+    try {
+      removed = core.tokens.delete(locationId.data.locationId);
+    } catch (error) {
+      // Not deleted, so not acknowledged: HighLevel retries a 429.
+      core.log.error(`could not uninstall location ${locationId.data.locationId}: ${errorMessage(error)}`);
+      throw httpError(429, "could not remove the location; retry later", { "retry-after": "5" });
+    }
     core.log.info(`location ${locationId.data.locationId} uninstalled${removed ? "" : " (it was not installed)"}`);
     return { status: "ok" };
   }

@@ -120,6 +120,67 @@ describe("what is sent", () => {
     expect(reports.map((r) => r.body.status)).toEqual([sent ? "delivered" : "failed"]);
     if (!sent) expect(reports[0]?.body.error).toMatchObject({ type: "saas", message: expect.stringMatching(/450/) });
   });
+
+  // CONTRACT.md 4 allows a 400 only for a missing id or phone: anything else the
+  // gateway cannot take is accepted and reported failed, so the CRM shows why.
+  test.each([
+    { name: "a 20,000-character message", fields: { message: "a".repeat(20_000) }, says: /20000 characters/ },
+    { name: "30 attachments", fields: { attachments: Array.from({ length: 30 }, (_, i) => `https://x.io/${i}`) }, says: /450/ },
+    { name: "a 5,000-character attachment URL", fields: { attachments: [`https://x.io/${"a".repeat(5000)}`] }, says: /450/ },
+    { name: "a 300-character phone", fields: { phone: `+63${"9".repeat(297)}` }, says: /^not a Philippine mobile number: \+639{37}…$/ },
+  ])("$name: acknowledged, no SMS, reported failed", async ({ fields, says }) => {
+    const b = await start();
+    const reports = await deliver(b, "m-1", fields);
+
+    expect(sends(b)).toEqual([]);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: expect.any(String), type: "saas", message: expect.stringMatching(says) } }]);
+  });
+
+  test("null message and attachments count as none: the attachments are sent, and no text is empty_message", async () => {
+    const b = await start();
+    await deliver(b, "m-1", { message: null, attachments: ["https://x.io/a.png"] });
+    const reports = await deliver(b, "m-2", { message: null, attachments: null });
+
+    expect(b.gateway.sent().map((s) => s.message)).toEqual(["https://x.io/a.png"]);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: expect.objectContaining({ code: "empty_message" }) }]);
+  });
+});
+
+describe("when the database refuses writes for a while", () => {
+  test("after the send: the result is stored once the disk takes it, reported delivered, sent once", async () => {
+    const b = await start();
+    b.gateway.on("POST /api/sms/send", () => {
+      b.core.db.pragma("query_only = ON"); // SQLite refuses every write: SQLITE_READONLY
+      setTimeout(() => b.core.db.pragma("query_only = OFF"), 300);
+      return b.gateway.accept();
+    });
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(1);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    expect(b.logs.join("\n")).toMatch(/m-1: its result \(delivered, gateway id \S+\) could not be stored/);
+  });
+
+  test("after the report: the job is tried again after a pause, not in a loop, and finishes once writes work", async () => {
+    const b = await start();
+    let refusing = true;
+    b.crm.on("PUT /conversations/messages/:messageId/status", () => {
+      if (refusing) b.core.db.pragma("query_only = ON");
+      return jsonResponse({ success: true });
+    });
+    expect((await b.webhook(outbound("m-1"))).status).toBe(200);
+    await waitFor(() => b.crm.statusReports().length > 0);
+    await sleep(1500);
+    const reportsWhileRefused = b.crm.statusReports().length;
+    refusing = false;
+    b.core.db.pragma("query_only = OFF");
+
+    await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+    expect(reportsWhileRefused).toBeLessThanOrEqual(3); // without the pause: hundreds
+    expect(b.logs.join("\n")).toMatch(/job for message m-1 failed: .*; trying again in 1000 ms/);
+    expect(sends(b)).toHaveLength(1);
+  });
 });
 
 describe("gateway answers", () => {
@@ -306,6 +367,22 @@ describe("a status report answered 401", () => {
       expect(reports.map((r) => r.authorization)).toEqual([`Bearer ${first}`, `Bearer ${bridge.core.tokens.get("loc-1")!.accessToken}`]);
       expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
       expect(bridge.gateway.sent()).toHaveLength(1);
+    } finally {
+      await bridge.close();
+    }
+  });
+
+  test("always 401 (a missing scope, say): ONE refresh for all of the location's reports, not one per try", async () => {
+    const bridge = await startBridge({ tuning: { reportAttempts: 4 } });
+    try {
+      await bridge.install("loc-1");
+      bridge.crm.on("PUT /conversations/messages/:messageId/status", () => jsonResponse({ message: "The token is not authorized for this scope." }, 401));
+      for (const id of ["m-a", "m-b", "m-c"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+      await waitFor(() => ["m-a", "m-b", "m-c"].every((id) => bridge.core.jobs.get(id)?.state === "dead"), 10_000);
+
+      expect(bridge.crm.statusReports().length).toBeGreaterThanOrEqual(3 * 2);
+      expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
+      expect(bridge.gateway.sent()).toHaveLength(3);
     } finally {
       await bridge.close();
     }

@@ -291,7 +291,7 @@ describe("webhook payloads (signed)", () => {
     expect(bridge.core.jobs.counts()).toEqual({});
   });
 
-  test.each(["Email", "WhatsApp", "GMB", "INSTALL", "sms"])("type %s: 200 ignored, nothing queued", async (type) => {
+  test.each(["Email", "WhatsApp", "GMB", "INSTALL", "sms", "X".repeat(500)])("type %s: 200 ignored, nothing queued", async (type) => {
     const { bridge } = ctx;
     const res = await bridge.webhook(outbound("m-1", { type }));
     expect(res.status).toBe(200);
@@ -458,6 +458,22 @@ describe("webhook processing with the worker running", () => {
     expect(res.status).toBe(200);
     expect(bridge.core.tokens.get("loc-1")).toBeUndefined();
     expect(bridge.core.tokens.get("loc-2")).toMatchObject({ locationId: "loc-2" });
+  });
+
+  test("when the record cannot be deleted: 429 with Retry-After, never 500; the retry deletes it", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    bridge.core.db.exec("CREATE TRIGGER keep BEFORE DELETE ON tokens BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
+    const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
+    const res = await bridge.webhook(uninstall);
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await res.json()).toEqual({ error: "could not remove the location; retry later" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
+
+    bridge.core.db.exec("DROP TRIGGER keep");
+    expect((await bridge.webhook(uninstall)).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toBeUndefined();
   });
 
   test("after UNINSTALL, a message for that location is not sent", async () => {

@@ -1,6 +1,6 @@
 import pRetry from "p-retry";
 import { z } from "zod";
-import { CrmError, errorMessage } from "../errors.ts";
+import { CrmError, clip, errorMessage } from "../errors.ts";
 import { retryAfterMs, sleep } from "../retry.ts";
 import { $http } from "./transport.ts";
 
@@ -176,11 +176,6 @@ function statusError(what: string, res: Answer): CrmError {
 
 function answerInfo(res: Answer) {
   return { httpStatus: res.status, body: res.text };
-}
-
-/** Error bodies end up in logs and pages: keep them readable. */
-function clip(text: string): string {
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
 }
 
 const tokenSchema = z.object({
