@@ -21,7 +21,7 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
     .command("refresh [locationId]")
     .description("refresh access tokens that expire within 5 minutes (--force: refresh anyway)")
     .option("--all", "every installed location")
-    .option("--force", "refresh even if the token is still valid")
+    .option("--force", "refresh even if the token is still valid, or was refused before (needs reinstall)")
     .option("--json", "machine-readable output")
     .action(async (locationId: string | undefined, options: { all?: boolean; force?: boolean; json?: boolean }) => {
       if (Boolean(locationId) === Boolean(options.all)) throw new UsageError("name one location, or use --all");

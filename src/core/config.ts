@@ -97,8 +97,8 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
     },
     sms: {
       apiUrl: read("SMS_API_URL", httpUrl, "https://api.cast.ph"),
-      apiKey: read("SMS_API_KEY", text, ""),
-      senderId: read("SMS_SENDER_ID", atMost(11), ""),
+      apiKey: read("SMS_API_KEY", obeying(API_KEY), ""),
+      senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
     },
     inboundApiKey: read("INBOUND_API_KEY", text, ""),
     databasePath: read("DATABASE_PATH", text, "./bridge.db"),
@@ -176,9 +176,32 @@ function matching(pattern: RegExp, message: string) {
   };
 }
 
-function atMost(length: number) {
+/** What a value may hold, for the environment and a location's own setting alike. */
+export interface Rule {
+  maxLength: number;
+  pattern: RegExp;
+  /** Completes "<name> …" when the pattern does not match. */
+  says: string;
+}
+
+/** Cast.ph's sender names: up to 11 characters; "" means the gateway's default. */
+export const SENDER_ID: Rule = {
+  maxLength: 11,
+  pattern: /^(?:[A-Za-z0-9](?:[\w .-]*[A-Za-z0-9])?)?$/,
+  says: "may hold letters, digits, spaces, '.', '-' and '_', and must start and end with a letter or digit",
+};
+
+/** A gateway API key travels in an HTTP header: printable ASCII, no spaces. */
+export const API_KEY: Rule = {
+  maxLength: 256,
+  pattern: /^[\x21-\x7e]*$/,
+  says: "may hold printable ASCII characters only, no spaces",
+};
+
+function obeying(rule: Rule) {
   return (value: string) => {
-    if (value.length > length) throw new Invalid(`must be at most ${length} characters`);
+    if (value.length > rule.maxLength) throw new Invalid(`must be at most ${rule.maxLength} characters`);
+    if (!rule.pattern.test(value)) throw new Invalid(rule.says);
     return value;
   };
 }

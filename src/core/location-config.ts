@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { TokenStore } from "../db/tokens.ts";
+import { API_KEY, SENDER_ID, type Rule } from "./config.ts";
 import { AppError, notFound } from "./errors.ts";
 import { getLocationConfig, type LocationConfig } from "./locations.ts";
 
@@ -7,19 +8,16 @@ import { getLocationConfig, type LocationConfig } from "./locations.ts";
 
 /** What PUT …/config and `bridge config set` accept. An absent field keeps its value; "" clears it. */
 const configChange = z
-  .object({
-    sender_id: z
-      .string({ error: "sender_id must be a string" })
-      .max(11, "sender_id must be at most 11 characters")
-      .regex(/^[\w .-]*$/, "sender_id may hold letters, digits, spaces, '.', '-' and '_' only")
-      .optional(),
-    sms_api_key: z
-      .string({ error: "sms_api_key must be a string" })
-      .max(256, "sms_api_key must be at most 256 characters")
-      .regex(/^\S*$/, "sms_api_key must not contain spaces")
-      .optional(),
-  })
+  .object({ sender_id: setting("sender_id", SENDER_ID), sms_api_key: setting("sms_api_key", API_KEY) })
   .strict();
+
+function setting(name: string, rule: Rule) {
+  return z
+    .string({ error: `${name} must be a string` })
+    .max(rule.maxLength, `${name} must be at most ${rule.maxLength} characters`)
+    .regex(rule.pattern, `${name} ${rule.says}`)
+    .optional();
+}
 
 /** The one code path behind `PUT /api/admin/locations/{id}/config` and `bridge config set`. */
 export function setLocationConfig(tokens: TokenStore, locationId: string, input: unknown, now: number): LocationConfig {

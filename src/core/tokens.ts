@@ -54,7 +54,9 @@ export function createTokenService(deps: TokenServiceDeps) {
       // Someone else refreshed while we waited: their pair is ours to use.
       const rotated = record.refreshToken !== first?.refreshToken;
       if (rotated || (!force && !needsRefresh(record.expiresAt, now()))) return record;
-      if (record.refreshError) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
+      // Refused before: only an operator's --force presents it again (the refusal may
+      // have been our own client credentials', since mended).
+      if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
       // Lease times are wall-clock: they coordinate real processes, not business time.
       if (tokens.tryLease(locationId, record.serial, Date.now(), Date.now() + leaseMs)) {
         return refreshHoldingLease(record);
@@ -102,7 +104,7 @@ export function createTokenService(deps: TokenServiceDeps) {
       if (!needsRefresh(record.expiresAt, now())) return record;
       return refresh(locationId);
     },
-    /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`). */
+    /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`), even a token refused before. */
     refresh,
     /**
      * The CRM answered 401 to `accessToken`: fetch a new one, once. Not when the
@@ -111,7 +113,7 @@ export function createTokenService(deps: TokenServiceDeps) {
      */
     async rejected(locationId: string, accessToken: string): Promise<void> {
       const current = tokens.get(locationId);
-      if (current?.accessToken !== accessToken || renewedAfter401.get(locationId) === accessToken) return;
+      if (!current || current.accessToken !== accessToken || current.refreshError || renewedAfter401.get(locationId) === accessToken) return;
       const fresh = await refresh(locationId, true);
       renewedAfter401.set(locationId, fresh.accessToken);
     },

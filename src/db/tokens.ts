@@ -94,9 +94,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   const lease = db.prepare<[number, string, number, number]>(`
     UPDATE tokens SET refresh_lease_until = ?
     WHERE location_id = ? AND token_serial = ? AND refresh_lease_until < ?`);
-  const anySealed = db.prepare<[], { v: string }>(
-    "SELECT refresh_token AS v FROM tokens WHERE refresh_token LIKE 'enc:v1:%' LIMIT 1",
-  );
+  // Tokens and API keys are sealed on their next write once a key is set: either may be first.
+  const anySealed = db.prepare<[], { v: string }>(`
+    SELECT CASE WHEN refresh_token LIKE 'enc:v1:%' THEN refresh_token ELSE sms_api_key END AS v FROM tokens
+    WHERE refresh_token LIKE 'enc:v1:%' OR sms_api_key LIKE 'enc:v1:%' LIMIT 1`);
   // Only our own lease: a newer token write (serial) means it was already released.
   const unlease = db.prepare<[string, string, number]>(`
     UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ? AND token_serial = ?`);

@@ -10,6 +10,9 @@ export function oauthRoutes(app: H3, { core }: AppDeps): void {
   app.get("/install", () => redirect(installUrl(config.crm.marketplaceUrl, config.baseUrl, config.crm.clientId), 302));
 
   app.get("/oauth-callback", async (event) => {
+    // h3 answers HEAD with the GET handler; a link checker's HEAD must not spend the
+    // single-use code that the user's own GET is about to bring.
+    if (event.req.method === "HEAD") return new Response(null, { status: 405, headers: { allow: "GET" } });
     const query = getQuery(event);
     const error = first(query.error);
     if (error) return text(400, `authorization denied: ${error}`);

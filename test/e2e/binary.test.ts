@@ -116,6 +116,8 @@ describe("dist/bridge, as an operator runs it", () => {
   test.each([
     [["config", "set", "nowhere", "--sender-id", "X"], 1, "location not found: nowhere"],
     [["config", "set", "loc-1"], 2, "--sender-id"],
+    // A forgotten value: commander takes the next word, the sender ID rule refuses it.
+    [["config", "set", "loc-1", "--sender-id", "--json"], 1, "sender_id may hold letters"],
     [["no-such-command"], 2, "unknown command"],
     [["token", "refresh"], 2, "--all"],
   ])("bridge %j exits %i and says why on stderr", async (args, exit, message) => {

@@ -228,12 +228,12 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     expect(bridge.gateway.sent()).toEqual([{ apiKey: GLOBAL_SMS_KEY, to: "09171234567", message: "hello m-2" }]);
   });
 
-  test("a sender_id of exactly 11 characters is accepted", async () => {
+  test.each(["ABCDEFGHIJK", "My Shop.PH", "a_b-c", "7"])("sender_id %j (11 characters at most, inner spaces and punctuation) is accepted", async (senderId) => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
-    const res = await put(bridge, "loc-1", { sender_id: "ABCDEFGHIJK" });
+    const res = await put(bridge, "loc-1", { sender_id: senderId });
     expect(res.status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("ABCDEFGHIJK");
+    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe(senderId);
   });
 
   test.each([
@@ -247,6 +247,13 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     { name: "sender_id null", raw: JSON.stringify({ sender_id: null }) },
     { name: "an unknown field", raw: JSON.stringify({ sender_id: "BRIDGE", senderId: "BRIDGE" }) },
     { name: "sender_id of 12 characters", raw: JSON.stringify({ sender_id: "ABCDEFGHIJKL" }) },
+    { name: "sender_id of spaces only", raw: JSON.stringify({ sender_id: "   " }) },
+    { name: "sender_id with a leading space", raw: JSON.stringify({ sender_id: " SHOP" }) },
+    { name: "sender_id that looks like an option", raw: JSON.stringify({ sender_id: "--json" }) },
+    { name: "sender_id with other punctuation", raw: JSON.stringify({ sender_id: "SHOP!" }) },
+    { name: "sms_api_key with a control character", raw: JSON.stringify({ sms_api_key: "abc\u0001def" }) },
+    { name: "sms_api_key beyond ASCII (cannot be an HTTP header)", raw: JSON.stringify({ sms_api_key: "ключ-12345678" }) },
+    { name: "sms_api_key with a space", raw: JSON.stringify({ sms_api_key: "abc def" }) },
     { name: "a valid field beside an invalid one", raw: JSON.stringify({ sms_api_key: "k-new", sender_id: 1 }) },
   ])("$name: 400 and the store is unchanged", async ({ raw }) => {
     const { bridge } = ctx;

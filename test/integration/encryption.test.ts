@@ -42,6 +42,20 @@ test("a missing or wrong key is a clear error, not garbage tokens", async () => 
   }
 });
 
+test("a database whose only sealed secret is a location's API key is refused without the key too", async () => {
+  bridge = await startBridge(); // tokens stored plain
+  await bridge.install("loc-1");
+  const db = openDb(bridge.config.databasePath);
+  try {
+    createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))).setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
+    expect(() => createTokenStore(db).checkKey()).toThrow("the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
+    expect(() => createTokenStore(db, createSealer(randomBytes(32))).checkKey()).toThrow("is not the key");
+    expect(() => createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))).checkKey()).not.toThrow();
+  } finally {
+    db.close();
+  }
+});
+
 test.each(["short", "zz".repeat(32), randomBytes(31).toString("base64")])("key %j is refused at start", (key) => {
   expect(() => loadConfig({ BRIDGE_ENCRYPTION_KEY: key }, "store")).toThrow(/BRIDGE_ENCRYPTION_KEY: must be 32 bytes/);
   bridge = { close: async () => {} } as Bridge;

@@ -161,6 +161,18 @@ describe("GET /oauth-callback: single location", () => {
     expect(storedIds()).toEqual(["loc-1"]);
   });
 
+  test("a HEAD (a link checker) does not spend the code: 405, no token call; the user's GET then installs", async () => {
+    bridge.crm.grantLocation("c1", "loc-1");
+    const head = await bridge.fetch("/oauth-callback?code=c1", { method: "HEAD" });
+    expect(head.status).toBe(405);
+    expect(head.headers.get("allow")).toBe("GET");
+    expect(bridge.crm.received("POST /oauth/token")).toEqual([]);
+    expect(storedIds()).toEqual([]);
+
+    expect((await callback("code=c1")).status).toBe(200);
+    expect(storedIds()).toEqual(["loc-1"]);
+  });
+
   test("an empty error parameter does not count as a denial", async () => {
     bridge.crm.grantLocation("c1", "loc-1");
     const res = await callback("error=&code=c1");

@@ -22,6 +22,17 @@ test("repeated wrong admin keys from one address are throttled with 429, and the
   expect(await blocked.json()).toEqual({ error: "too many failed authentication attempts; retry later" });
 });
 
+test("behind a reverse proxy on this host, failures count per forwarded client: one client cannot lock out another", async () => {
+  const from = (client: string, authorization: string) =>
+    bridge.fetch("/api/admin/locations", { headers: { authorization, "x-forwarded-for": client } });
+  // The proxy appends the address it saw; what the client sent before it may be forged.
+  for (let i = 0; i < 10; i++) expect((await from(`10.0.0.${i}, 203.0.113.7`, `Bearer wrong-${i}`)).status).toBe(401);
+
+  expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(429);
+  expect((await from("198.51.100.2", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
+  expect((await bridge.admin("/api/admin/locations")).status).toBe(200); // loopback itself, no header
+});
+
 test("a full run never writes a token or key to the log, and the database files are 0600", async () => {
   await bridge.install("loc-1");
   const stored = bridge.core.tokens.get("loc-1")!;

@@ -239,6 +239,13 @@ describe("a dead refresh token", () => {
     expect(record?.refreshError).toMatch(/reinstall/);
     // The refused token is not presented again and again.
     expect(tokenCalls(b).map((f) => f.refresh_token)).toEqual(["rt-dead"]);
+
+    // Unless an operator forces it (`token refresh --force`): the refusal may have been
+    // a wrong CRM_CLIENT_SECRET, since mended. Once it works the mark is gone.
+    b.crm.refreshTokens.set("rt-dead", "loc-dead");
+    await expect(b.core.tokenService.refresh("loc-dead")).rejects.toThrow(/reinstall/);
+    expect(await b.core.tokenService.refresh("loc-dead", true)).toMatchObject({ refreshError: "" });
+    expect(tokenCalls(b).map((f) => f.refresh_token)).toEqual(["rt-dead", "rt-dead"]);
   });
 });
 
