@@ -75,5 +75,5 @@ function openExisting(config: ResolvedConfig, need: ConfigNeed): Db {
   if (need !== "serve" && !existsSync(config.databasePath)) {
     throw new Error(`database not found: ${config.databasePath} (set DATABASE_PATH or --db)`);
   }
-  return openDb(config.databasePath);
+  return openDb(config.databasePath, { existing: need !== "serve" });
 }

@@ -161,12 +161,15 @@ class Invalid extends Error {}
 
 const text = (value: string) => value;
 
+/** An http(s) base address: paths are appended to it, so no query or fragment. */
 function httpUrl(value: string): string {
-  const url = URL.parse(value);
+  const trimmed = value.trim();
+  const url = URL.parse(trimmed);
   if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) {
     throw new Invalid("must be an http(s) URL");
   }
-  return value.replace(/\/+$/, "");
+  if (url.search || url.hash || /[?#]/.test(trimmed)) throw new Invalid("must be an http(s) URL without a query or fragment");
+  return trimmed.replace(/\/+$/, "");
 }
 
 function matching(pattern: RegExp, message: string) {
@@ -216,7 +219,7 @@ function oneOf<T extends string>(allowed: readonly T[]) {
 
 function port(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Invalid("must be a port number (0-65535)");
+  if (!/^\d+$/.test(value.trim()) || n > 65535) throw new Invalid("must be a port number (0-65535)");
   return n;
 }
 

@@ -8,14 +8,31 @@ export type Db = Database.Database;
 /**
  * Opens (creating it 0600 if needed) the one SQLite file bridge keeps, and brings
  * its schema up to date. The server and every CLI command open the same file.
+ * `existing`: only a database bridge made before; any other file is left untouched.
  */
-export function openDb(path: string): Db {
+export function openDb(path: string, options: { existing?: boolean } = {}): Db {
+  try {
+    return open(path, options.existing ?? false);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    // SQLite's own words name neither the file nor what to check.
+    const hint = /unable to open|readonly|read-only/.test(reason) ? " (bridge needs to read and write the file and its directory)" : "";
+    throw new Error(`cannot open database ${path}: ${reason}${hint}`, { cause: error });
+  }
+}
+
+function open(path: string, existing: boolean): Db {
   // Create the file ourselves so it is born 0600: it holds tokens and API keys.
   // SQLite gives its -wal and -shm files the same mode as the database.
   if (path !== ":memory:" && !existsSync(path)) closeSync(openSync(path, "a", 0o600));
   const binding = nativeBinding();
   // @types/better-sqlite3 only knows a path here; the library also takes the loaded addon.
   const db = new Database(path, binding ? { nativeBinding: binding as unknown as string } : {});
+  // Reading the version writes nothing: a wrong --db is refused before it is changed.
+  if (existing && db.pragma("user_version", { simple: true }) === 0) {
+    db.close();
+    throw new Error("not a bridge database (`bridge serve` creates one)");
+  }
   db.pragma("journal_mode = WAL");
   // FULL: a webhook is acknowledged only after its job is on disk, even on power loss.
   db.pragma("synchronous = FULL");

@@ -31,7 +31,12 @@ function loadEmbedded(): object {
   // write out, never to modify.
   const bytes = new Uint8Array(getRawAsset(ASSET));
   const dir = join(cacheRoot(), "bridge", BRIDGE_ADDON_SHA256.slice(0, 16));
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new Error(`cannot write the embedded SQLite addon (${reason}): set XDG_CACHE_HOME to a directory bridge may write`, { cause });
+  }
   assertPrivate(dir);
   const file = join(dir, ASSET);
 

@@ -1,6 +1,8 @@
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
@@ -104,6 +106,29 @@ describe("dist/bridge, as an operator runs it", () => {
     child.stdout.once("data", () => child.stdout.destroy());
     expect(await exited(child)).toBe(0);
     expect(stderr).toBe("");
+  });
+
+  test("a --db that is not bridge's database is refused and left as it was", async () => {
+    const other = join(e2e.dir, "other-app.sqlite");
+    const foreign = new Database(other);
+    foreign.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)");
+    foreign.close();
+    const before = readFileSync(other);
+
+    for (const command of [["locations", "list"], ["config", "get", "loc-1"]]) {
+      const { code, stdout, stderr } = await bridge("--db", other, ...command);
+      expect(code).toBe(1);
+      expect(stdout).toBe("");
+      expect(stderr).toContain(`cannot open database ${other}: not a bridge database`);
+    }
+    expect(readFileSync(other).equals(before)).toBe(true);
+    expect(existsSync(`${other}-wal`)).toBe(false);
+  });
+
+  test("a --db that cannot be opened names the file", async () => {
+    const { code, stderr } = await bridge("--db", e2e.dir, "locations", "list");
+    expect(code).toBe(1);
+    expect(stderr).toContain(`cannot open database ${e2e.dir}: `);
   });
 
   test("install-url prints only the URL", async () => {

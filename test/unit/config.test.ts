@@ -69,7 +69,8 @@ describe("values", () => {
     ["https://bridge.example.com//", "https://bridge.example.com"],
     ["https://bridge.example.com/sub/", "https://bridge.example.com/sub"],
     ["http://localhost:8080", "http://localhost:8080"],
-  ])("BASE_URL %s becomes %s", (input, baseUrl) => {
+    [" https://bridge.example.com ", "https://bridge.example.com"],
+  ])("BASE_URL %j becomes %s", (input, baseUrl) => {
     expect(loadConfig({ ...full, BASE_URL: input }, "serve").baseUrl).toBe(baseUrl);
   });
 
@@ -154,6 +155,10 @@ describe("a bad start lists every problem at once", () => {
     ["PORT", "65536"],
     ["BASE_URL", "http://"],
     ["BASE_URL", "mailto:ops@example.com"],
+    ["BASE_URL", "https://bridge.example.com/app?x=1"],
+    ["BASE_URL", "https://bridge.example.com/#top"],
+    ["PORT", "0x10"],
+    ["PORT", "1e3"],
     ["SMS_SENDER_ID", "TWELVE_CHARS"],
     ["SMS_SENDER_ID", "BAD!<>"],
     ["SMS_SENDER_ID", "   x"],
