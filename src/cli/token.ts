@@ -24,7 +24,8 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
     .option("--force", "refresh even if the token is still valid, or was refused before (needs reinstall)")
     .option("--json", "machine-readable output")
     .action(async (locationId: string | undefined, options: { all?: boolean; force?: boolean; json?: boolean }) => {
-      if (Boolean(locationId) === Boolean(options.all)) throw new UsageError("name one location, or use --all");
+      if (locationId && options.all) throw new UsageError(`name one location or use --all, not both (got ${locationId} and --all)`);
+      if (!locationId && !options.all) throw new UsageError("name one location, or use --all");
       const { withCore } = await import("./context.ts");
       const outcomes = await withCore(io, globals(), "token", async (core) => {
         const ids = locationId ? [locationId] : core.tokens.list().map((t) => t.locationId);
@@ -33,6 +34,7 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
         return results;
       });
       if (options.json) io.out(json({ results: outcomes }));
+      else if (outcomes.length === 0) io.out("no locations installed\n");
       else io.out(table(["LOCATION", "STATUS", "EXPIRES", "ERROR"], outcomes.map((o) => [o.location_id, o.status, o.expires_at, o.error ?? ""])));
       const failures = outcomes.filter((o) => o.status === "failed").length;
       if (failures > 0) throw new Error(`${failures} refresh(es) failed`);

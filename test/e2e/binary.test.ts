@@ -145,6 +145,8 @@ describe("dist/bridge, as an operator runs it", () => {
     [["config", "set", "loc-1", "--sender-id", "--json"], 1, "sender_id may hold letters"],
     [["no-such-command"], 2, "unknown command"],
     [["token", "refresh"], 2, "--all"],
+    // Node itself reads --env-file before bridge starts (README, "Command line").
+    [["--env-file", "/nonexistent/bridge.env", "locations", "list"], 9, "/nonexistent/bridge.env: not found"],
   ])("bridge %j exits %i and says why on stderr", async (args, exit, message) => {
     const { code, stdout, stderr } = await bridge(...args);
     expect(code).toBe(exit);
