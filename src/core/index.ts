@@ -40,6 +40,8 @@ export interface Tuning {
   bulkPaceMs?: number;
   /** How long a write waits for others to share its commit. */
   commitWindowMs?: number;
+  /** First wait before storing a refreshed token pair again. */
+  tokenStoreRetryMs?: number;
 }
 
 export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
@@ -58,7 +60,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const sms = createCastClient({ apiUrl: config.sms.apiUrl, ...tuning.sms });
   // Cast.ph allows 30 requests/s with a burst of 50 per key; stay a little under.
   const pacer = createPacer({ perSecond: 29.5, burst: 48, ...tuning.pace });
-  const tokenService = createTokenService({ tokens, crm, now, log });
+  const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const deps: OutboundDeps = {
     tokens,
     jobs,

@@ -20,7 +20,12 @@ export interface TokenServiceDeps {
   leaseMs?: number;
   /** How long to wait for another process's refresh before giving up. */
   waitMs?: number;
+  /** First wait before storing a refreshed pair again; doubles each time. */
+  storeRetryMs?: number;
 }
+
+/** Tries at storing a refreshed pair: 250 ms, then doubling, ~4 s in all. */
+const STORE_ATTEMPTS = 5;
 
 export type TokenService = ReturnType<typeof createTokenService>;
 
@@ -33,6 +38,7 @@ export function createTokenService(deps: TokenServiceDeps) {
   const { tokens, crm, now, log } = deps;
   const leaseMs = deps.leaseMs ?? 60_000;
   const waitMs = deps.waitMs ?? 45_000;
+  const storeRetryMs = deps.storeRetryMs ?? 250;
   const inflight = new Map<string, Promise<TokenRecord>>();
   // Per location, the access token a 401 made us fetch: if the CRM refuses that one
   // too, the token is not the problem (HighLevel also answers 401 for a missing scope).
@@ -81,14 +87,25 @@ export function createTokenService(deps: TokenServiceDeps) {
       log.error(`token refresh failed for location ${locationId}: ${errorMessage(error)}`);
       throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
     }
-    try {
-      const at = now();
-      if (!tokens.updateTokens(locationId, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
-        throw new Error("the location was removed meanwhile");
+    // The CRM has spent the old refresh token: the new pair exists only here until it
+    // is stored, so a refused write is tried again before the location is lost to it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const at = now();
+        if (!tokens.updateTokens(locationId, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
+          throw new AppError("STORE_FAILED", "failed to update token in store: the location was removed meanwhile");
+        }
+        break;
+      } catch (error) {
+        if (attempt < STORE_ATTEMPTS && !(error instanceof AppError)) {
+          log.error(`location ${locationId}: the refreshed token could not be stored (${errorMessage(error)}); trying again`);
+          await sleep(storeRetryMs * 2 ** (attempt - 1));
+          continue;
+        }
+        tokens.releaseLease(locationId, record.serial);
+        if (error instanceof AppError) throw error;
+        throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
       }
-    } catch (error) {
-      tokens.releaseLease(locationId, record.serial);
-      throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
     }
     log.info(`refreshed the access token of location ${locationId}`);
     const stored = tokens.get(locationId);

@@ -87,6 +87,7 @@ export async function startBridge(options: BridgeOptions = {}) {
     sms: { retryDelayMs: 10 },
     reportBackoffMs: 20,
     bulkPaceMs: 0,
+    tokenStoreRetryMs: 10,
     ...options.tuning,
   });
   const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now, log, pollMs: 20 });

@@ -127,6 +127,21 @@ describe("refresh errors carry the spec's texts", () => {
     expect(tokenCalls(b)).toHaveLength(1);
     expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: "at-seed-loc-1", refreshToken: "rt-seed-loc-1" });
   });
+
+  test("a store failure that passes: the refreshed pair (the old one is spent) is stored on a later try", async () => {
+    const b = await start({ tuning: { tokenStoreRetryMs: 200 } }); // tries for 3 s: time to drop the trigger
+    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    b.core.db.exec(`CREATE TRIGGER fail_token_update BEFORE UPDATE ON tokens
+      WHEN NEW.access_token <> OLD.access_token BEGIN SELECT RAISE(ABORT, 'database is locked'); END`);
+    const refreshing = b.core.tokenService.validToken("loc-1");
+    await waitFor(() => b.logs.some((line) => line.includes("the refreshed token could not be stored")));
+    b.core.db.exec("DROP TRIGGER fail_token_update");
+
+    const record = await refreshing;
+    expect(tokenCalls(b)).toHaveLength(1);
+    expect(record.accessToken).not.toBe("at-seed-loc-1");
+    expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: record.accessToken, refreshToken: record.refreshToken, refreshError: "" });
+  });
 });
 
 describe("single-flight refresh (refresh tokens are single-use)", () => {
