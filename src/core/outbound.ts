@@ -3,6 +3,7 @@ import type { Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
+import { API_KEY } from "./config.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { Pacer } from "./pacer.ts";
@@ -68,6 +69,8 @@ function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendR
   }
   const apiKey = record.smsApiKey || deps.defaults.apiKey;
   if (!apiKey) return { result: failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key") };
+  // Keys are checked when set; one stored before that check could not travel in a header.
+  if (!API_KEY.pattern.test(apiKey)) return { result: failed("invalid_api_key", `the SMS gateway API key ${API_KEY.says}: set it again`) };
   return { request: { apiKey, to, message: text, senderId: record.senderId || deps.defaults.senderId } };
 }
 

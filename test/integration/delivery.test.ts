@@ -136,6 +136,17 @@ describe("what is sent", () => {
     expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: expect.any(String), type: "saas", message: expect.stringMatching(says) } }]);
   });
 
+  test("an API key stored before keys were checked, that no HTTP header can carry: no call, reported failed", async () => {
+    const b = await start();
+    b.core.tokens.setConfig("loc-1", { smsApiKey: "ключ-1234567890" }, Date.now()); // the store itself does not check
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toEqual([]);
+    expect(reports.map((r) => r.body)).toEqual([
+      { status: "failed", error: { code: "invalid_api_key", type: "saas", message: expect.stringMatching(/printable ASCII.*set it again/) } },
+    ]);
+  });
+
   test("null message and attachments count as none: the attachments are sent, and no text is empty_message", async () => {
     const b = await start();
     await deliver(b, "m-1", { message: null, attachments: ["https://x.io/a.png"] });
