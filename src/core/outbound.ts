@@ -1,3 +1,4 @@
+import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
 import type { Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
@@ -95,20 +96,19 @@ async function send(deps: OutboundDeps, message: OutboundMessage, request: SendR
  */
 async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promise<void> {
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
-  for (let attempt = 1, wait = 100; ; attempt++, wait = Math.min(wait * 2, 30_000)) {
-    try {
-      return await deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now()));
-    } catch (error) {
-      if (attempt === STORE_RESULT_ATTEMPTS) {
-        throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart it is reported failed (delivery unknown)`);
-      }
-      deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${wait} ms`);
-      await sleep(wait);
-    }
+  try {
+    await pRetry(() => deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now())), {
+      retries: 11, // 100 ms, doubling up to 30 s: ~2.5 minutes in all
+      minTimeout: 100,
+      maxTimeout: 30_000,
+      onFailedAttempt: ({ error, retriesLeft, retryDelay }) => {
+        if (retriesLeft > 0) deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${retryDelay} ms`);
+      },
+    });
+  } catch (error) {
+    throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart it is reported failed (delivery unknown)`, { cause: error });
   }
 }
-
-const STORE_RESULT_ATTEMPTS = 12; // ~2.5 minutes in all
 
 async function report(deps: OutboundDeps, job: Job): Promise<void> {
   const { messageId, locationId } = job.message;

@@ -1,3 +1,4 @@
+import pRetry, { AbortError } from "p-retry";
 import type { TokenRecord, TokenStore } from "../db/tokens.ts";
 import type { CrmClient } from "./clients/crm.ts";
 import { AppError, CrmError, errorMessage, noToken } from "./errors.ts";
@@ -23,9 +24,6 @@ export interface TokenServiceDeps {
   /** First wait before storing a refreshed pair again; doubles each time. */
   storeRetryMs?: number;
 }
-
-/** Tries at storing a refreshed pair: 250 ms, then doubling, ~4 s in all. */
-const STORE_ATTEMPTS = 5;
 
 export type TokenService = ReturnType<typeof createTokenService>;
 
@@ -89,23 +87,25 @@ export function createTokenService(deps: TokenServiceDeps) {
     }
     // The CRM has spent the old refresh token: the new pair exists only here until it
     // is stored, so a refused write is tried again before the location is lost to it.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const at = now();
-        if (!tokens.updateTokens(locationId, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
-          throw new AppError("STORE_FAILED", "failed to update token in store: the location was removed meanwhile");
-        }
-        break;
-      } catch (error) {
-        if (attempt < STORE_ATTEMPTS && !(error instanceof AppError)) {
-          log.error(`location ${locationId}: the refreshed token could not be stored (${errorMessage(error)}); trying again`);
-          await sleep(storeRetryMs * 2 ** (attempt - 1));
-          continue;
-        }
-        tokens.releaseLease(locationId, record.serial);
-        if (error instanceof AppError) throw error;
-        throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
+    const store = () => {
+      const at = now();
+      if (!tokens.updateTokens(locationId, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
+        // Nothing to retry: gone is gone.
+        throw new AbortError(new AppError("STORE_FAILED", "failed to update token in store: the location was removed meanwhile"));
       }
+    };
+    try {
+      await pRetry(store, {
+        retries: 4, // storeRetryMs, doubling: ~4 s in all by default
+        minTimeout: storeRetryMs,
+        onFailedAttempt: ({ error, retriesLeft }) => {
+          if (retriesLeft > 0) log.error(`location ${locationId}: the refreshed token could not be stored (${errorMessage(error)}); trying again`);
+        },
+      });
+    } catch (error) {
+      tokens.releaseLease(locationId, record.serial);
+      if (error instanceof AppError) throw error;
+      throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
     }
     log.info(`refreshed the access token of location ${locationId}`);
     const stored = tokens.get(locationId);
