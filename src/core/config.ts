@@ -27,6 +27,8 @@ export interface ResolvedConfig {
   };
   sms: { apiUrl: string; apiKey: string; senderId: string };
   inboundApiKey: string;
+  /** Every request comes through a reverse proxy that sets X-Forwarded-For. */
+  trustProxy: boolean;
   databasePath: string;
   host: string;
   port: number;
@@ -50,6 +52,7 @@ type EnvName =
   | "SMS_API_KEY"
   | "SMS_SENDER_ID"
   | "INBOUND_API_KEY"
+  | "TRUST_PROXY"
   | "DATABASE_PATH"
   | "HOST"
   | "PORT"
@@ -101,6 +104,7 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
       senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
     },
     inboundApiKey: read("INBOUND_API_KEY", text, ""),
+    trustProxy: read("TRUST_PROXY", yesNo, false),
     databasePath: read("DATABASE_PATH", text, "./bridge.db"),
     host: read("HOST", text, "0.0.0.0"),
     port: read("PORT", port, 3000),
@@ -124,6 +128,7 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     SMS_API_KEY: config.sms.apiKey ? "(set)" : "(unset)",
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
     INBOUND_API_KEY: config.inboundApiKey ? "(set)" : "(unset: admin API disabled)",
+    TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For" : "no",
     DATABASE_PATH: config.databasePath,
     HOST: config.host,
     PORT: config.port,
@@ -190,8 +195,8 @@ export interface Rule {
 /** Cast.ph's sender names: up to 11 characters; "" means the gateway's default. */
 export const SENDER_ID: Rule = {
   maxLength: 11,
-  pattern: /^(?:[A-Za-z0-9](?:[\w .-]*[A-Za-z0-9])?)?$/,
-  says: "may hold letters, digits, spaces, '.', '-' and '_', and must start and end with a letter or digit",
+  pattern: /^(?:[A-Za-z0-9](?:[\w .-]*[\w.-])?)?$/,
+  says: "may hold letters, digits, spaces, '.', '-' and '_', starting with a letter or digit and not ending in a space",
 };
 
 /** A gateway API key travels in an HTTP header: printable ASCII, no spaces. */
@@ -215,6 +220,13 @@ function oneOf<T extends string>(allowed: readonly T[]) {
     if (found === undefined) throw new Invalid(`must be one of ${allowed.join(", ")}`);
     return found;
   };
+}
+
+function yesNo(value: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (["1", "true", "yes"].includes(v)) return true;
+  if (["0", "false", "no"].includes(v)) return false;
+  throw new Invalid("must be 1/true/yes or 0/false/no");
 }
 
 function port(value: string): number {

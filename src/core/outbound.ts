@@ -98,7 +98,7 @@ async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promis
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
   try {
     await pRetry(() => deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now())), {
-      retries: 11, // 100 ms, doubling up to 30 s: ~2.5 minutes in all
+      retries: 11, // 100 ms, doubling up to 30 s: ~2 minutes in all
       minTimeout: 100,
       maxTimeout: 30_000,
       onFailedAttempt: ({ error, retriesLeft, retryDelay }) => {

@@ -25,6 +25,9 @@ export interface TokenServiceDeps {
   storeRetryMs?: number;
 }
 
+/** At most one refresh a 401 forces, per location, within this. */
+const RENEW_401_MS = 10 * 60_000;
+
 export type TokenService = ReturnType<typeof createTokenService>;
 
 /**
@@ -38,9 +41,9 @@ export function createTokenService(deps: TokenServiceDeps) {
   const waitMs = deps.waitMs ?? 45_000;
   const storeRetryMs = deps.storeRetryMs ?? 250;
   const inflight = new Map<string, Promise<TokenRecord>>();
-  // Per location, the access token a 401 made us fetch: if the CRM refuses that one
-  // too, the token is not the problem (HighLevel also answers 401 for a missing scope).
-  const renewedAfter401 = new Map<string, string>();
+  // Per location, when a 401 last made us fetch a new token. If the CRM refuses that
+  // one too, the token is not the problem (HighLevel also answers 401 for a missing scope).
+  const renewedAfter401 = new Map<string, number>();
 
   function refresh(locationId: string, force = false): Promise<TokenRecord> {
     const running = inflight.get(locationId);
@@ -124,15 +127,16 @@ export function createTokenService(deps: TokenServiceDeps) {
     /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`), even a token refused before. */
     refresh,
     /**
-     * The CRM answered 401 to `accessToken`: fetch a new one, once. Not when the
-     * location already holds a newer one, nor when this one was itself fetched after
-     * a 401; every refresh spends the single-use refresh token.
+     * The CRM answered 401 to `accessToken`: fetch a new one. Not when the location
+     * already holds a newer one, nor more than once in RENEW_401_MS per location:
+     * every refresh spends the single-use refresh token.
      */
     async rejected(locationId: string, accessToken: string): Promise<void> {
       const current = tokens.get(locationId);
-      if (!current || current.accessToken !== accessToken || current.refreshError || renewedAfter401.get(locationId) === accessToken) return;
-      const fresh = await refresh(locationId, true);
-      renewedAfter401.set(locationId, fresh.accessToken);
+      if (!current || current.accessToken !== accessToken || current.refreshError) return;
+      if (now() - (renewedAfter401.get(locationId) ?? -Infinity) < RENEW_401_MS) return;
+      renewedAfter401.set(locationId, now());
+      await refresh(locationId, true);
     },
   };
 }

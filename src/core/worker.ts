@@ -58,11 +58,25 @@ export function createWorker(options: WorkerOptions) {
   function fill(): void {
     const free = concurrency - active.size;
     if (free <= 0) return;
-    for (const job of jobs.due(now(), free + active.size + failing.size)) {
+    // Look past the jobs pausing, so they cannot hold up the rest; but only so far: a
+    // look must stay cheap while many fail at once (a disk that refuses every write).
+    const extra = Math.min(pausing(), concurrency * 2);
+    for (const job of jobs.due(now(), free + active.size + extra)) {
       if (active.size >= concurrency) break;
       if (active.has(job.id) || (failing.get(job.id)?.notBefore ?? 0) > Date.now()) continue;
       startJob(job);
     }
+  }
+
+  /** How many jobs are pausing now; forgets those not seen for a minute after their pause. */
+  function pausing(): number {
+    let count = 0;
+    const at = Date.now();
+    for (const [id, { notBefore }] of failing) {
+      if (notBefore > at) count++;
+      else if (notBefore + 60_000 < at) failing.delete(id); // it left the queue meanwhile
+    }
+    return count;
   }
 
   async function run(): Promise<void> {

@@ -8,7 +8,7 @@ export type Db = Database.Database;
 /**
  * Opens (creating it 0600 if needed) the one SQLite file bridge keeps, and brings
  * its schema up to date. The server and every CLI command open the same file.
- * `existing`: only a database bridge made before; any other file is left untouched.
+ * Another program's database is refused untouched; `existing`: so is a new or empty file.
  */
 export function openDb(path: string, options: { existing?: boolean } = {}): Db {
   try {
@@ -22,17 +22,16 @@ export function openDb(path: string, options: { existing?: boolean } = {}): Db {
 }
 
 function open(path: string, existing: boolean): Db {
-  // Create the file ourselves so it is born 0600: it holds tokens and API keys.
-  // SQLite gives its -wal and -shm files the same mode as the database.
-  if (path !== ":memory:" && !existsSync(path)) closeSync(openSync(path, "a", 0o600));
   const binding = nativeBinding();
   // @types/better-sqlite3 only knows a path here; the library also takes the loaded addon.
-  const db = new Database(path, binding ? { nativeBinding: binding as unknown as string } : {});
-  // Reading the version writes nothing: a wrong --db is refused before it is changed.
-  if (existing && db.pragma("user_version", { simple: true }) === 0) {
-    db.close();
-    throw new Error("not a bridge database (`bridge serve` creates one)");
+  const options = binding ? { nativeBinding: binding as unknown as string } : {};
+  if (path !== ":memory:") {
+    if (existsSync(path)) refuseForeign(path, existing, options);
+    // Create the file ourselves so it is born 0600: it holds tokens and API keys.
+    // SQLite gives its -wal and -shm files the same mode as the database.
+    else closeSync(openSync(path, "a", 0o600));
   }
+  const db = new Database(path, options);
   db.pragma("journal_mode = WAL");
   // FULL: a webhook is acknowledged only after its job is on disk, even on power loss.
   db.pragma("synchronous = FULL");
@@ -45,6 +44,22 @@ function open(path: string, existing: boolean): Db {
   db.pragma("cache_size = -2000");
   migrate(db);
   return db;
+}
+
+/**
+ * Looks before it changes anything (WAL mode, the schema): another program's database
+ * is refused as it is; so is an empty file, unless `bridge serve` is to make it ours.
+ */
+function refuseForeign(path: string, existing: boolean, options: Database.Options): void {
+  const probe = new Database(path, { ...options, readonly: true, fileMustExist: true });
+  try {
+    const tables = probe.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+    if (tables.includes("tokens") && tables.includes("jobs")) return;
+    if (tables.length > 0) throw new Error(`not a bridge database (it holds other tables: ${tables.slice(0, 3).join(", ")})`);
+    if (existing) throw new Error("not a bridge database (`bridge serve` creates one)");
+  } finally {
+    probe.close();
+  }
 }
 
 /** Applies the migrations newer than the file's user_version, all in one transaction. */

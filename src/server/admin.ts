@@ -10,7 +10,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 export function adminRoutes(app: H3, { core }: AppDeps): void {
   // Ten wrong keys a minute per address, then 429 until the minute is over.
   const throttle = createFailureThrottle({ limit: 10, windowMs: 60_000, now: Date.now });
-  const auth = (event: H3Event) => requireBearer(event, core.config.inboundApiKey, throttle);
+  const auth = (event: H3Event) => requireBearer(event, core.config, throttle);
 
   app.get("/api/admin/locations", (event) => {
     auth(event);

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { getRequestIP, type H3Event } from "h3";
+import type { ResolvedConfig } from "../core/config.ts";
 import type { FailureThrottle } from "../core/throttle.ts";
 import { httpError } from "./app.ts";
 
@@ -8,9 +9,10 @@ import { httpError } from "./app.ts";
  * constant-time whatever the lengths. An unset key disables the admin API (503)
  * rather than leaving it open; repeated failures from one client get 429.
  */
-export function requireBearer(event: H3Event, key: string, throttle: FailureThrottle): void {
+export function requireBearer(event: H3Event, config: Pick<ResolvedConfig, "inboundApiKey" | "trustProxy">, throttle: FailureThrottle): void {
+  const key = config.inboundApiKey;
   if (!key) throw httpError(503, "admin API disabled: INBOUND_API_KEY is not set");
-  const client = clientOf(event);
+  const client = clientKey(getRequestIP(event), event.req.headers.get("x-forwarded-for"), config.trustProxy);
   const wait = throttle.blockedFor(client);
   if (wait > 0) {
     throw httpError(429, "too many failed authentication attempts; retry later", {
@@ -27,16 +29,14 @@ export function requireBearer(event: H3Event, key: string, throttle: FailureThro
 }
 
 /**
- * The client failures are counted against. Behind a reverse proxy on this host every
- * request comes from loopback, and one client's failures would lock out everyone; so
- * from loopback the last X-Forwarded-For entry (the one the proxy itself added) names
- * the client. From anywhere else that header could be forged: the socket's address counts.
+ * The client failures are counted against: the peer's address, or, when the operator
+ * says every request comes through a reverse proxy (TRUST_PROXY), the last
+ * X-Forwarded-For entry, the one that proxy added. Trusting the header by default
+ * would let anyone pick a fresh key per try, so it is off unless set.
  */
-function clientOf(event: H3Event): string {
-  const peer = getRequestIP(event) ?? "unknown";
-  const loopback = peer === "::1" || peer.startsWith("127.") || peer.startsWith("::ffff:127.");
-  const forwarded = loopback ? event.req.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim() : undefined;
-  return forwarded || peer;
+export function clientKey(peer: string | undefined, forwardedFor: string | null, trustProxy: boolean): string {
+  const forwarded = trustProxy ? forwardedFor?.split(",").at(-1)?.trim().slice(0, 64) : undefined;
+  return forwarded || peer || "unknown";
 }
 
 function sameSecret(given: string, expected: string): boolean {

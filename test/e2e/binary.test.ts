@@ -112,14 +112,15 @@ describe("dist/bridge, as an operator runs it", () => {
     const other = join(e2e.dir, "other-app.sqlite");
     const foreign = new Database(other);
     foreign.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)");
+    foreign.pragma("user_version = 7"); // its own schema version: no sign of bridge's
     foreign.close();
     const before = readFileSync(other);
 
-    for (const command of [["locations", "list"], ["config", "get", "loc-1"]]) {
+    for (const command of [["locations", "list"], ["config", "get", "loc-1"], ["serve"]]) {
       const { code, stdout, stderr } = await bridge("--db", other, ...command);
       expect(code).toBe(1);
       expect(stdout).toBe("");
-      expect(stderr).toContain(`cannot open database ${other}: not a bridge database`);
+      expect(stderr).toContain(`cannot open database ${other}: not a bridge database (it holds other tables: users)`);
     }
     expect(readFileSync(other).equals(before)).toBe(true);
     expect(existsSync(`${other}-wal`)).toBe(false);

@@ -228,7 +228,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     expect(bridge.gateway.sent()).toEqual([{ apiKey: GLOBAL_SMS_KEY, to: "09171234567", message: "hello m-2" }]);
   });
 
-  test.each(["ABCDEFGHIJK", "My Shop.PH", "a_b-c", "7"])("sender_id %j (11 characters at most, inner spaces and punctuation) is accepted", async (senderId) => {
+  test.each(["ABCDEFGHIJK", "My Shop.PH", "a_b-c", "7", "ACME INC."])("sender_id %j (11 characters at most, inner spaces and punctuation) is accepted", async (senderId) => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
     const res = await put(bridge, "loc-1", { sender_id: senderId });
@@ -249,6 +249,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     { name: "sender_id of 12 characters", raw: JSON.stringify({ sender_id: "ABCDEFGHIJKL" }) },
     { name: "sender_id of spaces only", raw: JSON.stringify({ sender_id: "   " }) },
     { name: "sender_id with a leading space", raw: JSON.stringify({ sender_id: " SHOP" }) },
+    { name: "sender_id with a trailing space", raw: JSON.stringify({ sender_id: "SHOP " }) },
     { name: "sender_id that looks like an option", raw: JSON.stringify({ sender_id: "--json" }) },
     { name: "sender_id with other punctuation", raw: JSON.stringify({ sender_id: "SHOP!" }) },
     { name: "sms_api_key with a control character", raw: JSON.stringify({ sms_api_key: "abc\u0001def" }) },

@@ -87,6 +87,8 @@ describe("values", () => {
 
   test.each<[string, string, (c: Config) => unknown, unknown]>([
     ["PORT", "8080", (c) => c.port, 8080],
+    ["TRUST_PROXY", "1", (c) => c.trustProxy, true],
+    ["TRUST_PROXY", "no", (c) => c.trustProxy, false],
     ["PORT", "0", (c) => c.port, 0],
     ["LOG_LEVEL", "debug", (c) => c.logLevel, "debug"],
     ["HOST", "127.0.0.1", (c) => c.host, "127.0.0.1"],
@@ -159,6 +161,7 @@ describe("a bad start lists every problem at once", () => {
     ["BASE_URL", "https://bridge.example.com/#top"],
     ["PORT", "0x10"],
     ["PORT", "1e3"],
+    ["TRUST_PROXY", "maybe"],
     ["SMS_SENDER_ID", "TWELVE_CHARS"],
     ["SMS_SENDER_ID", "BAD!<>"],
     ["SMS_SENDER_ID", "   x"],

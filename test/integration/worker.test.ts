@@ -1,0 +1,54 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, beforeEach, expect, test } from "vitest";
+import { createLogger } from "../../src/core/log.ts";
+import { createWorker } from "../../src/core/worker.ts";
+import { openDb, type Db } from "../../src/db/index.ts";
+import { createJobStore, type JobStore } from "../../src/db/jobs.ts";
+import { captureStream } from "../helpers/stream.ts";
+
+let dir: string;
+let db: Db;
+let jobs: JobStore;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "bridge-worker-"));
+  db = openDb(join(dir, "bridge.db"));
+  jobs = createJobStore(db);
+});
+afterEach(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("jobs that throw pause instead of running again at once, and the queue is never read wholesale for them", async () => {
+  for (let i = 0; i < 200; i++) {
+    jobs.enqueue({ messageId: `m-${i}`, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] }, 0);
+  }
+  const limits: number[] = [];
+  const runs = new Map<string, number>();
+  const logs: string[] = [];
+  const worker = createWorker({
+    // The real store, recording how many rows each look at the queue asks for.
+    jobs: { ...jobs, due: (now, limit) => (limits.push(limit), jobs.due(now, limit)) },
+    // Every run throws, as when the disk refuses every write.
+    run: async (job) => {
+      runs.set(job.message.messageId, (runs.get(job.message.messageId) ?? 0) + 1);
+      throw new Error("attempt to write a readonly database");
+    },
+    now: Date.now,
+    log: createLogger("error", captureStream(logs)),
+    concurrency: 4,
+    pollMs: 10,
+    backoffMs: 60_000,
+  });
+  worker.start();
+  await sleep(300);
+  await worker.stop(1000);
+
+  expect(runs.size).toBeGreaterThan(0);
+  expect(Math.max(...runs.values())).toBe(1); // none ran again within its pause
+  expect(Math.max(...limits)).toBeLessThanOrEqual(4 + 2 * 4); // free slots + twice the concurrency
+  expect(logs.join("")).toMatch(/job for message m-0 failed: attempt to write a readonly database; trying again in 60000 ms/);
+});
