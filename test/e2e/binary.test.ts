@@ -34,6 +34,9 @@ afterAll(async () => {
   await e2e?.close();
 });
 
+// One operator's session with one server, in order (vitest runs a file's tests in
+// order): the first test installs loc-1, later ones read and change it, the last
+// stops the server. Run alone, a later test lacks what an earlier one made.
 describe("dist/bridge, as an operator runs it", () => {
   test("serve answers /healthz and an install through /oauth-callback", async () => {
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });

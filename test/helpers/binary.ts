@@ -11,9 +11,10 @@ export function assertBuilt(): void {
 
 /** Runs `dist/bridge …` with nothing but `env` (no Node on PATH), as an operator would. */
 export function runBridge(env: Record<string, string>, cwd: string, args: string[]) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+  return new Promise<{ code: number | string; stdout: string; stderr: string }>((done) => {
     execFile(BINARY, args, { env, cwd }, (error, stdout, stderr) => {
-      done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+      // Killed by a signal there is no exit code: say which signal, so no crash passes for "exit 1".
+      done({ code: error ? (typeof error.code === "number" ? error.code : `signal ${error.signal}`) : 0, stdout, stderr });
     });
   });
 }

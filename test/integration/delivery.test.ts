@@ -254,14 +254,11 @@ describe("gateway answers", () => {
 
   test("unreachable gateway (closed port): retried, then reported failed, no crash", async () => {
     const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${await closedPort()}` }, tuning: { sms: { retryDelayMs: 50 } } });
-    const started = Date.now();
 
     const reports = await deliver(b, "m-1");
 
-    // Back-off 50 + 100 + 200 + 400 ms between the five attempts: proof they happened.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(700);
     expect(reports).toHaveLength(1);
-    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unreachable/) } });
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unreachable.*\(5 attempts\)$/) } });
     expect(b.worker.running).toBe(true);
   });
 
@@ -391,7 +388,7 @@ describe("a status report answered 401", () => {
       for (const id of ["m-a", "m-b", "m-c"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
       await waitFor(() => ["m-a", "m-b", "m-c"].every((id) => bridge.core.jobs.get(id)?.state === "dead"), 10_000);
 
-      expect(bridge.crm.statusReports().length).toBeGreaterThanOrEqual(3 * 2);
+      expect(bridge.crm.statusReports()).toHaveLength(3 * 4); // every report tried reportAttempts times
       expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
       expect(bridge.gateway.sent()).toHaveLength(3);
     } finally {

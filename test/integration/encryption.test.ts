@@ -57,17 +57,34 @@ test("a database whose only sealed secret is a location's API key is refused wit
 });
 
 test.each(["short", "zz".repeat(32), randomBytes(31).toString("base64")])("key %j is refused at start", (key) => {
+  bridge = { close: async () => {} } as Bridge; // no bridge to close after this one
   expect(() => loadConfig({ BRIDGE_ENCRYPTION_KEY: key }, "store")).toThrow(/BRIDGE_ENCRYPTION_KEY: must be 32 bytes/);
-  bridge = { close: async () => {} } as Bridge;
 });
 
-test("values written before the key was set stay readable, and are sealed on their next write", () => {
-  const db = new Database(":memory:");
-  db.exec("CREATE TABLE t (x TEXT)");
-  const sealer = createSealer(randomBytes(32));
-  expect(sealer.open("plain-token")).toBe("plain-token");
-  expect(sealer.seal("plain-token")).toMatch(/^enc:v1:/);
-  expect(sealer.open(sealer.seal("plain-token"))).toBe("plain-token");
-  expect(sealer.seal("")).toBe("");
-  bridge = { close: async () => {} } as Bridge;
+test("values written before the key was set stay readable, and are sealed on their next write", async () => {
+  bridge = await startBridge(); // no key yet: stored plain
+  await bridge.install("loc-1");
+  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "plain-api-key-123456" }, Date.now());
+  const plain = bridge.core.tokens.get("loc-1")!;
+  const onDisk = () => {
+    const raw = new Database(bridge.config.databasePath, { readonly: true });
+    try {
+      return raw.prepare("SELECT access_token, refresh_token, sms_api_key FROM tokens").get() as Record<string, string>;
+    } finally {
+      raw.close();
+    }
+  };
+  expect(onDisk()).toEqual({ access_token: plain.accessToken, refresh_token: plain.refreshToken, sms_api_key: "plain-api-key-123456" });
+
+  const db = openDb(bridge.config.databasePath);
+  try {
+    const sealed = createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))); // the key is set now
+    expect(sealed.get("loc-1")).toMatchObject({ accessToken: plain.accessToken, smsApiKey: "plain-api-key-123456" });
+    sealed.updateTokens("loc-1", "at-new", "rt-new", Date.now() + 86_400_000, Date.now());
+    sealed.setConfig("loc-1", { smsApiKey: "plain-api-key-123456" }, Date.now());
+  } finally {
+    db.close();
+  }
+  for (const value of Object.values(onDisk())) expect(value).toMatch(/^enc:v1:/);
+  expect(JSON.stringify(onDisk())).not.toMatch(/at-new|rt-new|plain-api-key/);
 });

@@ -30,9 +30,9 @@ const jsonValue = fc.oneof(
 
 test("signed webhook bodies of any shape get 200 or a clear 400, never a 5xx", async () => {
   await fc.assert(
-    fc.asyncProperty(jsonValue, fc.boolean(), async (raw, asBytes) => {
+    fc.asyncProperty(jsonValue, async (raw) => {
       tried.webhooks++;
-      const res = await bridge.webhook(undefined, { raw: asBytes ? raw : `${raw}` });
+      const res = await bridge.webhook(undefined, { raw });
       expect([200, 400]).toContain(res.status);
       const body = (await res.json()) as Record<string, unknown>;
       if (res.status === 400) expect(typeof body.error).toBe("string");

@@ -60,16 +60,24 @@ export function createCastClient(options: GatewayOptions) {
 
   return {
     /** Sends one SMS, retrying only what provably did not go out. */
-    send(req: SendRequest): Promise<SendResult> {
-      return pRetry(() => attempt(req), {
-        retries: options.retries ?? 4,
-        minTimeout: options.retryDelayMs ?? 1000,
-        shouldRetry: ({ error }) =>
-          error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
-        onFailedAttempt: async ({ error }) => {
-          if (error instanceof RateLimited && error.waitMs) await sleep(error.waitMs);
-        },
-      });
+    async send(req: SendRequest): Promise<SendResult> {
+      let attempts = 0;
+      try {
+        return await pRetry(() => attempt(req), {
+          retries: options.retries ?? 4,
+          minTimeout: options.retryDelayMs ?? 1000,
+          shouldRetry: ({ error }) =>
+            error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
+          onFailedAttempt: async ({ error, attemptNumber }) => {
+            attempts = attemptNumber;
+            if (error instanceof RateLimited && error.waitMs) await sleep(error.waitMs);
+          },
+        });
+      } catch (error) {
+        // Retried and still failing: say so in the status the CRM shows.
+        if (attempts < 2 || !(error instanceof GatewayError)) throw error;
+        throw new GatewayError(error.failure, `${error.message} (${attempts} attempts)`, { httpStatus: error.httpStatus, cause: error });
+      }
     },
   };
 }
