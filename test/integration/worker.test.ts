@@ -1,28 +1,14 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, beforeEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { createLogger } from "../../src/core/log.ts";
 import { createWorker } from "../../src/core/worker.ts";
-import { openDb, type Db } from "../../src/db/index.ts";
-import { createJobStore, type JobStore } from "../../src/db/jobs.ts";
+import { useTempDb } from "../helpers/db.ts";
 import { captureStream } from "../helpers/stream.ts";
 
-let dir: string;
-let db: Db;
-let jobs: JobStore;
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "bridge-worker-"));
-  db = openDb(join(dir, "bridge.db"));
-  jobs = createJobStore(db);
-});
-afterEach(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const t = useTempDb("bridge-worker-");
 
 test("jobs that throw pause instead of running again at once, and the queue is never read wholesale for them", async () => {
+  const { jobs } = t;
   for (let i = 0; i < 200; i++) {
     jobs.enqueue({ messageId: `m-${i}`, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] }, 0);
   }
