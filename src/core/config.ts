@@ -173,7 +173,7 @@ function httpUrl(value: string): string {
   if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) {
     throw new Invalid("must be an http(s) URL");
   }
-  if (url.search || url.hash || /[?#]/.test(trimmed)) throw new Invalid("must be an http(s) URL without a query or fragment");
+  if (/[?#]/.test(trimmed)) throw new Invalid("must be an http(s) URL without a query or fragment");
   return trimmed.replace(/\/+$/, "");
 }
 

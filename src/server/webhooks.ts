@@ -70,9 +70,8 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
       // With no other webhook on its way, nothing would join the batch: commit now.
       fresh = await core.commit(() => core.jobs.enqueue(message, core.now()), arriving === 0);
     } catch (error) {
-      // Not stored, so not acknowledged: HighLevel retries a 429.
       core.log.error(`could not store message ${message.messageId}: ${errorMessage(error)}`);
-      throw httpError(429, "could not store the message; retry later", { "retry-after": "5" });
+      throw notStored("could not store the message");
     }
     if (fresh) worker?.notify();
     else core.log.info(`message ${message.messageId} already accepted; not queued again`);
@@ -86,13 +85,17 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
     try {
       removed = core.tokens.delete(locationId.data.locationId);
     } catch (error) {
-      // Not deleted, so not acknowledged: HighLevel retries a 429.
       core.log.error(`could not uninstall location ${locationId.data.locationId}: ${errorMessage(error)}`);
-      throw httpError(429, "could not remove the location; retry later", { "retry-after": "5" });
+      throw notStored("could not remove the location");
     }
     core.log.info(`location ${locationId.data.locationId} uninstalled${removed ? "" : " (it was not installed)"}`);
     return { status: "ok" };
   }
+}
+
+/** Not stored, so not acknowledged: HighLevel retries only a 429. */
+function notStored(what: string) {
+  return httpError(429, `${what}; retry later`, { "retry-after": "5" });
 }
 
 function readOutbound(body: unknown): OutboundMessage {
