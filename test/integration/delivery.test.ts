@@ -195,6 +195,16 @@ describe("when the database refuses writes for a while", () => {
 });
 
 describe("gateway answers", () => {
+  test('201 {"success":true,"message_id":…}: delivered, ONE call', async () => {
+    const b = await start();
+    b.gateway.on("POST /api/sms/send", () => jsonResponse({ success: true, message_id: "cast-201", parts: 1 }, 201));
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(1);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  });
+
   test("429 with Retry-After: 0 twice, then 200: three calls and delivered", async () => {
     const b = await start();
     let calls = 0;
@@ -222,6 +232,7 @@ describe("gateway answers", () => {
   test.each([
     { name: "500", answer: () => new Response("oops", { status: 500 }), says: /500/ },
     { name: "200 with a garbage body", answer: () => new Response("<html>ok?</html>", { status: 200 }), says: /delivery unknown/ },
+    { name: "202 with an empty body (no refusal, no message_id)", answer: () => new Response(null, { status: 202 }), says: /202 without a message_id; delivery unknown/ },
     {
       name: '400 {"success":false,"error":"Invalid sender"}',
       answer: () => jsonResponse({ success: false, error: "Invalid sender" }, 400),

@@ -97,11 +97,14 @@ function readAnswer(status: number, text: string, retryAfter: string | null): Se
   if (status >= 500) {
     throw new GatewayError("unknown", `gateway answered ${status}${detail(body, text)}; delivery unknown`, { httpStatus: status });
   }
-  if (status !== 200 || body?.success === false) {
+  // Any 2xx may mean the SMS went (Cast.ph answers 200, but a 201/202 is no refusal):
+  // only an explicit success:false or a non-2xx says it did not.
+  const ok = status >= 200 && status < 300;
+  if (!ok || body?.success === false) {
     throw new GatewayError("rejected", `gateway rejected the message (${status})${detail(body, text)}`, { httpStatus: status });
   }
   if (body?.success !== true || typeof body.message_id !== "string") {
-    throw new GatewayError("unknown", "gateway answered 200 without a message_id; delivery unknown", { httpStatus: status });
+    throw new GatewayError("unknown", `gateway answered ${status} without a message_id; delivery unknown`, { httpStatus: status });
   }
   return { messageId: body.message_id, parts: typeof body.parts === "number" ? body.parts : 1 };
 }
