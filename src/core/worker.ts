@@ -1,3 +1,4 @@
+import { setImmediate } from "node:timers/promises";
 import type { Job, JobStore } from "../db/jobs.ts";
 import { errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
@@ -14,7 +15,13 @@ export interface WorkerOptions {
   pollMs?: number;
   /** First wait before a job that threw runs again; doubles up to a minute. */
   backoffMs?: number;
+  /** How long a finished job is kept: as long, a repeated messageId is not queued again. */
+  retentionMs?: number;
 }
+
+/** Finished jobs are looked for this often, and deleted this many per statement. */
+const PRUNE_EVERY_MS = 60 * 60_000;
+const PRUNE_BATCH = 1000;
 
 export type Worker = ReturnType<typeof createWorker>;
 
@@ -27,6 +34,8 @@ export function createWorker(options: WorkerOptions) {
   const concurrency = options.concurrency ?? 16;
   const pollMs = options.pollMs ?? 500;
   const backoffMs = options.backoffMs ?? 1000;
+  const retentionMs = options.retentionMs ?? 30 * 24 * 60 * 60_000;
+  let pruner: ReturnType<typeof setInterval> | undefined;
   const active = new Map<number, Promise<void>>();
   let running = false;
   let loop: Promise<void> | undefined;
@@ -97,8 +106,25 @@ export function createWorker(options: WorkerOptions) {
     }
   }
 
+  /** Deletes finished jobs past retention, a batch at a time, letting requests in between. */
+  async function pruneFinished(): Promise<void> {
+    const before = now() - retentionMs;
+    let deleted = 0;
+    try {
+      let batch: number;
+      do {
+        batch = jobs.prune(before, PRUNE_BATCH);
+        deleted += batch;
+        await setImmediate();
+      } while (batch === PRUNE_BATCH && running);
+    } catch (error) {
+      log.error(`queue: cannot remove finished jobs: ${errorMessage(error)}`);
+    }
+    if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
+  }
+
   return {
-    /** Reports jobs a crash caught mid-send, then starts draining. */
+    /** Reports jobs a crash caught mid-send, then starts draining (and pruning, hourly). */
     start(): void {
       if (running) return;
       const interrupted = jobs.recoverInterrupted(now());
@@ -107,6 +133,9 @@ export function createWorker(options: WorkerOptions) {
       }
       running = true;
       loop = run();
+      void pruneFinished();
+      pruner = setInterval(() => void pruneFinished(), PRUNE_EVERY_MS);
+      pruner.unref();
     },
     /** A job was committed: look at the queue now. */
     notify(): void {
@@ -118,6 +147,7 @@ export function createWorker(options: WorkerOptions) {
     /** Stops taking jobs and waits up to `graceMs` for those in flight. Returns how many were left. */
     async stop(graceMs: number): Promise<number> {
       running = false;
+      clearInterval(pruner);
       wake?.();
       await loop;
       await Promise.race([Promise.allSettled(active.values()), sleep(graceMs)]);

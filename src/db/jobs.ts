@@ -74,6 +74,8 @@ export function createJobStore(db: Db) {
     WHERE state = 'sending'`);
   const byMessage = db.prepare<[string], Row>("SELECT * FROM jobs WHERE message_id = ?");
   const counts = db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state");
+  const prune = db.prepare<[number, number]>(`
+    DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`);
 
   return {
     /** Adds a new job; false when this messageId was seen before. */
@@ -113,6 +115,10 @@ export function createJobStore(db: Db) {
     },
     counts(): Partial<Record<JobState, number>> {
       return Object.fromEntries(counts.all().map((r) => [r.state, r.n]));
+    },
+    /** Deletes up to `limit` finished jobs (done, dead) last changed before `before`; how many it deleted. */
+    prune(before: number, limit: number): number {
+      return prune.run(before, limit).changes;
     },
   };
 }

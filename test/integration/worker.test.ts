@@ -3,6 +3,7 @@ import { expect, test } from "vitest";
 import { createLogger } from "../../src/core/log.ts";
 import { createWorker } from "../../src/core/worker.ts";
 import { useTempDb } from "../helpers/db.ts";
+import { waitFor } from "../helpers/bridge.ts";
 import { captureStream } from "../helpers/stream.ts";
 
 const t = useTempDb("bridge-worker-");
@@ -37,4 +38,31 @@ test("jobs that throw pause instead of running again at once, and the queue is n
   expect(Math.max(...runs.values())).toBe(1); // none ran again within its pause
   expect(Math.max(...limits)).toBeLessThanOrEqual(4 + 2 * 4); // free slots + twice the concurrency
   expect(logs.join("")).toMatch(/job for message m-0 failed: attempt to write a readonly database; trying again in 60000 ms/);
+});
+
+test("finished jobs older than the retention are removed at start, a batch at a time; nothing unfinished, nothing recent", async () => {
+  const { jobs, db } = t;
+  const DAY = 86_400_000;
+  const today = 100 * DAY;
+  const add = (id: string, at: number) => (jobs.enqueue({ messageId: id, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] }, at), jobs.get(id)!.id);
+  db.transaction(() => {
+    for (let i = 0; i < 2500; i++) jobs.finish(add(`old-done-${i}`, 0), "done", today - 31 * DAY);
+  })();
+  jobs.finish(add("old-dead", 0), "dead", today - 31 * DAY);
+  jobs.finish(add("recent-done", 0), "done", today - 29 * DAY);
+  jobs.retryLater(add("old-queued", 0), today + DAY, "paced", today - 60 * DAY); // still to send
+  const reporting = add("old-reporting", 0);
+  jobs.recordResult(reporting, { outcome: "delivered", gatewayMessageId: "g-1" }, today - 60 * DAY);
+  jobs.retryLater(reporting, today + DAY, "403", today - 60 * DAY); // a report still to make
+  const logs: string[] = [];
+  const worker = createWorker({ jobs, run: async () => {}, now: () => today, log: createLogger("info", captureStream(logs)) });
+
+  worker.start();
+  await waitFor(() => logs.some((line) => line.includes("removed")));
+  await worker.stop(1000);
+
+  expect(jobs.counts()).toEqual({ done: 1, queued: 1, reporting: 1 });
+  expect(jobs.get("recent-done")?.state).toBe("done");
+  expect(logs.join("")).toContain("queue: removed 2501 finished job(s) older than 30 days");
+  expect(db.prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 3 });
 });
