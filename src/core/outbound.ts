@@ -9,7 +9,7 @@ import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.t
 import type { Logger } from "./log.ts";
 import type { Pacer } from "./pacer.ts";
 import { toLocalPH } from "./phone.ts";
-import { sleep } from "./retry.ts";
+import { backoffMs, sleep } from "./retry.ts";
 import type { TokenService } from "./tokens.ts";
 
 export interface OutboundDeps {
@@ -142,7 +142,7 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }
-  const delay = Math.min((deps.reportBackoffMs ?? 1000) * 2 ** job.attempts, 60_000);
+  const delay = backoffMs(deps.reportBackoffMs ?? 1000, job.attempts);
   await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
 }

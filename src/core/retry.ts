@@ -20,6 +20,11 @@ export function neverSent(error: unknown): boolean {
   return causes(error).some((e) => typeof e.code === "string" && NOT_SENT_CODES.has(e.code));
 }
 
+/** The wait before retry number `retry` (0 = the first): `firstMs`, doubling, at most a minute. */
+export function backoffMs(firstMs: number, retry: number): number {
+  return Math.min(firstMs * 2 ** retry, 60_000);
+}
+
 /** True when the error is our own request timeout firing. */
 export function timedOut(error: unknown): boolean {
   return causes(error).some((e) => e.name === "TimeoutError");

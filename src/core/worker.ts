@@ -2,7 +2,7 @@ import { setImmediate } from "node:timers/promises";
 import type { Job, JobStore } from "../db/jobs.ts";
 import { errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
-import { sleep } from "./retry.ts";
+import { backoffMs, sleep } from "./retry.ts";
 
 export interface WorkerOptions {
   jobs: JobStore;
@@ -33,7 +33,7 @@ export function createWorker(options: WorkerOptions) {
   const { jobs, log, now } = options;
   const concurrency = options.concurrency ?? 16;
   const pollMs = options.pollMs ?? 500;
-  const backoffMs = options.backoffMs ?? 1000;
+  const firstBackoffMs = options.backoffMs ?? 1000;
   const retentionMs = options.retentionMs ?? 30 * 24 * 60 * 60_000;
   let pruner: ReturnType<typeof setInterval> | undefined;
   const active = new Map<number, Promise<void>>();
@@ -52,7 +52,7 @@ export function createWorker(options: WorkerOptions) {
         () => void failing.delete(job.id),
         (error) => {
           const failures = (failing.get(job.id)?.failures ?? 0) + 1;
-          const delay = Math.min(backoffMs * 2 ** (failures - 1), 60_000);
+          const delay = backoffMs(firstBackoffMs, failures - 1);
           failing.set(job.id, { failures, notBefore: Date.now() + delay });
           log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}; trying again in ${delay} ms`);
         },

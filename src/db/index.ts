@@ -1,5 +1,6 @@
 import { closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
+import { errorMessage } from "../core/errors.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import { nativeBinding } from "./native.ts";
 
@@ -14,7 +15,7 @@ export function openDb(path: string, options: { existing?: boolean } = {}): Db {
   try {
     return open(path, options.existing ?? false);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     // SQLite's own words name neither the file nor what to check.
     const hint = /unable to open|readonly|read-only/.test(reason) ? " (bridge needs to read and write the file and its directory)" : "";
     throw new Error(`cannot open database ${path}: ${reason}${hint}`, { cause: error });

@@ -7,6 +7,7 @@ import { lstatSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { getRawAsset, isSea } from "node:sea";
+import { errorMessage } from "../core/errors.ts";
 
 const ASSET = "better_sqlite3.node";
 
@@ -34,8 +35,7 @@ function loadEmbedded(): object {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (cause) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
-    throw new Error(`cannot write the embedded SQLite addon (${reason}): set XDG_CACHE_HOME to a directory bridge may write`, { cause });
+    throw new Error(`cannot write the embedded SQLite addon (${errorMessage(cause)}): set XDG_CACHE_HOME to a directory bridge may write`, { cause });
   }
   assertPrivate(dir);
   const file = join(dir, ASSET);
