@@ -73,7 +73,7 @@ async function main() {
   // The executable names its addon cache directory by this hash (src/db/native.ts).
   const addonSha256 = createHash("sha256").update(await readFile(addon)).digest("hex");
   const main = await bundleEntry(entry, bundle, addonSha256, [lazyChildProcess(), heavyAsset()]);
-  await bundleEntry(heavyEntry, heavyBundle, addonSha256, []);
+  await bundleEntry(heavyEntry, heavyBundle, addonSha256, [standIns()]);
   // Start-up time of every command depends on these staying out of the main bundle.
   const leaked = Object.keys(main.inputs).filter((input) => /node_modules[\\/](zod|h3|consola|ofetch|libphonenumber-js)[\\/]/.test(input));
   if (leaked.length > 0) {
@@ -161,8 +161,9 @@ async function bundleEntry(entryPoint, outfile, addonSha256, plugins) {
     metafile: true,
     logLevel: "warning",
   }).catch((error) => {
-    // esbuild has printed the details already.
-    throw new Error(`esbuild failed with ${error.errors?.length ?? "unknown"} error(s)`);
+    // esbuild has printed the details of errors in the code, but not of a plugin's onEnd.
+    const first = error.errors?.[0]?.text ?? error.message;
+    throw new Error(`esbuild failed with ${error.errors?.length ?? "unknown"} error(s), the first: ${first}`);
   });
 
   // Inside the executable there is no node_modules, and require() loads
@@ -203,6 +204,44 @@ function lazyChildProcess() {
         contents: 'module.exports = new Proxy({}, { get: (_, name) => require("node:child_process")[name] });',
         loader: "js",
       }));
+    },
+  };
+}
+
+// Modules the heavy bundle would carry, and the server load, for nothing. Each is
+// replaced by a stand-in when the named package imports it:
+// - zod's namespace object carries every locale's messages, 300 KB of source the server
+//   would hold. bridge never switches locale, and zod registers English from
+//   locales/en.js, which stays. z.locales is empty.
+// - ofetch's Node build imports node-fetch-native, a fetch polyfill of 120 KB that loads
+//   zlib, worker_threads and web streams when it starts, and uses it only where
+//   globalThis.fetch is missing. Node 24 has it; bridge's clients bring their own anyway
+//   (src/core/clients/transport.ts).
+function standIns() {
+  const modules = [
+    { importer: /[\\/]node_modules[\\/]zod[\\/]/, path: "../locales/index.js", contents: "export {};" },
+    {
+      importer: /[\\/]node_modules[\\/]ofetch[\\/]/,
+      path: "node-fetch-native",
+      contents: "export default globalThis.fetch; export const { Headers, AbortController } = globalThis;",
+    },
+  ];
+  return {
+    name: "stand-ins",
+    setup(build) {
+      const used = new Set();
+      build.onResolve({ filter: /.*/ }, (args) => {
+        const index = modules.findIndex((s) => s.path === args.path && s.importer.test(args.importer));
+        if (index === -1) return undefined;
+        used.add(index);
+        return { path: String(index), namespace: "stand-in" };
+      });
+      build.onLoad({ filter: /.*/, namespace: "stand-in" }, (args) => ({ contents: modules[Number(args.path)].contents, loader: "js" }));
+      // A dependency update that moves one of these imports would quietly bring it back.
+      build.onEnd(() => {
+        const stale = modules.filter((_, index) => !used.has(index)).map((s) => s.path);
+        if (stale.length > 0) throw new Error(`no import of ${stale.join(", ")} to replace: update build.mjs`);
+      });
     },
   };
 }

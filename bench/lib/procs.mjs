@@ -94,7 +94,7 @@ export function sampleProcess(pid, everyMs = 100) {
   read();
   const timer = setInterval(read, everyMs);
   return {
-    /** Stops sampling; returns MB figures of the window and CPU use in % of one core. */
+    /** Stops sampling; returns the window's figures in MiB (the kernel's KiB / 1024) and CPU use in % of one core. */
     stop() {
       clearInterval(timer);
       read();

@@ -8,7 +8,7 @@ export function targets(r) {
   return [
     { name: "intake req/s ratio (bridge / bare h3)", value: i.ratio, target: ">= 0.5", met: i.ratio >= 0.5 },
     { name: "intake p99 latency (ms)", value: i.bridge.latencyMs.p99, target: "< 25", met: i.bridge.latencyMs.p99 < 25 },
-    { name: "peak RSS (MB)", value: i.memoryMb.peak, target: "< 120", met: i.memoryMb.peak < 120 },
+    { name: "peak RSS (MiB)", value: i.memoryMb.peak, target: "< 120", met: i.memoryMb.peak < 120 },
     {
       name: "drain: delivered / allowed",
       value: d.fractionOfAllowed,
@@ -35,8 +35,8 @@ export function printTable(r, log) {
     ["intake p99 latency (ms)", i.bridge.latencyMs.p99, i.baseline.latencyMs.p99, ratio(i.bridge.latencyMs.p99, i.baseline.latencyMs.p99), "< 25 ms", verdict("intake p99 latency (ms)")],
     ["intake non-2xx / errors / timeouts", `${i.bridge.non2xx} / ${i.bridge.errors} / ${i.bridge.timeouts}`, `${i.baseline.non2xx} / ${i.baseline.errors} / ${i.baseline.timeouts}`, "", "", ""],
     ["CPU under load (% of one core)", i.cpuPct.bridge, i.cpuPct.bare, "", "", ""],
-    ["RSS idle (MB)", i.memoryMb.idleRss, i.memoryMb.bareIdleRss, ratio(i.memoryMb.idleRss, i.memoryMb.bareIdleRss), "", ""],
-    ["RSS peak under load (MB, VmHWM)", i.memoryMb.peak, i.memoryMb.bareHwm, ratio(i.memoryMb.peak, i.memoryMb.bareHwm), "< 120 MB", verdict("peak RSS (MB)")],
+    ["RSS idle (MiB)", i.memoryMb.idleRss, i.memoryMb.bareIdleRss, ratio(i.memoryMb.idleRss, i.memoryMb.bareIdleRss), "", ""],
+    ["RSS peak under load (MiB, VmHWM)", i.memoryMb.peak, i.memoryMb.bareHwm, ratio(i.memoryMb.peak, i.memoryMb.bareHwm), "< 120 MiB", verdict("peak RSS (MiB)")],
     ["SMS sent during intake (of acked)*", `${i.drainedDuringIntake.gatewayAccepted} of ${i.drainedDuringIntake.acknowledged}`, "", "", "", ""],
     ["drain: delivered in window", `${d.delivered} / ${d.queued} in ${d.windowSec} s`, `${d.allowed} allowed`, d.fractionOfAllowed, ">= 0.95", verdict("drain: delivered / allowed")],
     ["drain: rate after the burst (msg/s)", d.afterBurstPerSec, DRAIN.ratePerSec, ratio(d.afterBurstPerSec, DRAIN.ratePerSec), "", ""],
@@ -57,6 +57,7 @@ export function printTable(r, log) {
       ` That counts the burst as allowed, so 1.0 is the gateway's own ceiling. "rate after the burst" is` +
       ` (sent - ${DRAIN.burst}) / (time from the ${DRAIN.burst}th to the last SMS).` +
       `\n*the gateway has no limit in the intake phase; bridge's own pacing (${DRAIN.burst} + ${DRAIN.ratePerSec}/s per API key) still applies.` +
+      `\nRSS in MiB (2^20 bytes: the kernel's KiB / 1024); the target read as 120 million bytes would be 114.4 MiB.` +
       `\nidle latency: time from the client receiving 200 to the gateway receiving the SMS (negative: the SMS left first).` +
       `\nmachine: ${r.machine.cpu}, ${r.machine.cores} cores, ${r.machine.memoryGb} GB, node ${r.machine.node};` +
       ` database on ${r.settings.databaseFs} (${r.settings.databaseDir}), synchronous=FULL` +
