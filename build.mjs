@@ -34,16 +34,6 @@ const blob = join(dist, "sea-prep.blob");
 const output = join(dist, "bridge");
 // Documented by Node; the copy of node must contain it exactly once.
 const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
-// V8 flags for the executable that change how V8 compiles code. They are part of V8's
-// flag hash, which the code cache is checked against, so the node that makes the blob
-// runs with them too; otherwise every command would start with "Code cache data
-// rejected" and compile from source (test/e2e/binary.test.ts checks for the warning).
-// - No Maglev, V8's mid-tier compiler: under load it compiled ~1,000 functions on the
-//   helper thread, and glibc kept the freed compile memory, 10-12 MiB of it, which set
-//   peak RSS anywhere from 104 to 124 MiB. Without it (Sparkplug, then TurboFan for
-//   what stays hot, as in Node 20) the peak was 95-99 MiB and intake within the noise
-//   (docs/PERFORMANCE.md).
-const CODEGEN_FLAGS = ["--no-maglev"];
 
 try {
   await main();
@@ -106,15 +96,17 @@ async function main() {
         //   machine's RAM gives. bridge's live heap is 15-19 MB, and a request body
         //   (up to 1 MB) is a buffer outside it until its signature has been checked;
         // - one V8 helper thread instead of four: each keeps its own malloc arena.
-        // Heap sizes are not part of V8's flag hash; CODEGEN_FLAGS are (see there).
-        execArgv: ["--max-semi-space-size=2", "--min-semi-space-size=2", "--max-old-space-size=256", "--v8-pool-size=1", ...CODEGEN_FLAGS],
+        // Not every V8 flag can go here: one that changes V8's flag hash (such as
+        // --heap-growing-percent) makes it reject the code cache, and every command
+        // starts slower (test/e2e/binary.test.ts checks for the warning).
+        execArgv: ["--max-semi-space-size=2", "--min-semi-space-size=2", "--max-old-space-size=256", "--v8-pool-size=1"],
         assets: { "better_sqlite3.node": addon, [HEAVY_ASSET]: heavyBundle },
       },
       null,
       2,
     ),
   );
-  run(process.execPath, [...CODEGEN_FLAGS, "--experimental-sea-config", seaConfig]);
+  run(process.execPath, ["--experimental-sea-config", seaConfig]);
 
   // Unlink first: overwriting a dist/bridge that is still running fails
   // with ETXTBSY, while replacing the directory entry does not.

@@ -163,8 +163,7 @@ describe("dist/bridge, as an operator runs it", () => {
     const { code, stdout, stderr } = await bridge("--help");
     expect(code).toBe(0);
     // Nothing else: in particular no "Code cache data rejected", which a V8 flag among the
-    // executable's execArgv causes unless the blob was made under it too (CODEGEN_FLAGS in
-    // build.mjs), and with it a slower start for every command.
+    // executable's execArgv causes, and with it a slower start for every command.
     expect(stderr).toBe("");
     for (const name of ["BASE_URL", "CRM_CLIENT_ID", "SMS_API_KEY", "INBOUND_API_KEY", "DATABASE_PATH"]) expect(stdout).toContain(name);
   });
