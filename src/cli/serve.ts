@@ -19,6 +19,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
     throw error;
   });
   worker.start();
+  await withoutMaglev();
   log.info(`bridge listening on ${server.url}`, describeConfig(config));
 
   const signal = await new Promise<string>((resolve) => {
@@ -32,6 +33,22 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   core.close();
   log.info("stopped");
   return 0;
+}
+
+/**
+ * No Maglev, V8's mid-tier compiler, in the server: under load it compiled ~1,000
+ * functions on V8's helper thread, and glibc kept their freed compile memory, 10-12 MiB,
+ * which set peak RSS anywhere from 104 to 124 MiB. Without it (Sparkplug, then TurboFan
+ * for what stays hot, as in Node 20) the peak was ~100 MiB and intake within the noise
+ * (docs/PERFORMANCE.md). Set here, not among the executable's execArgv: there it would
+ * change V8's flag hash for every command, and V8 would reject the code caches of Node's
+ * own modules (and of the main bundle) and compile them from source at each start. For
+ * the same reason it is set once the server is up: builtins loaded after it would be
+ * compiled from source (+5 MiB idle when set before start-up).
+ */
+async function withoutMaglev(): Promise<void> {
+  const { setFlagsFromString } = await import("node:v8");
+  setFlagsFromString("--no-maglev");
 }
 
 /**
