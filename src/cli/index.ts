@@ -16,7 +16,7 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   CRM_API_URL           default https://services.leadconnectorhq.com
   CRM_MARKETPLACE_URL   default https://marketplace.gohighlevel.com
   CRM_WEBHOOK_PUBLIC_KEY  PEM key(s) that sign webhooks; default HighLevel's own
-  CRM_PROVIDER_ID       conversation provider id
+  CRM_PROVIDER_ID       conversation provider id (for inbound messages; not used yet)
   SMS_API_URL           default https://api.cast.ph
   SMS_API_KEY           default gateway API key (a location's own key wins)
   SMS_SENDER_ID         default sender ID (a location's own wins; empty: the gateway's)

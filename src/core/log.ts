@@ -20,10 +20,25 @@ export function createLogger(level: LogLevel, stream: NodeJS.WritableStream = pr
  * formatting that time also loaded ~5 MB of ICU's locale data into the server.
  */
 function lineReporter(stream: NodeJS.WritableStream): ConsolaReporter {
+  ignoreWriteErrors(stream);
   return {
     log(entry) {
       const text = formatWithOptions({ colors: false, breakLength: Infinity }, ...entry.args);
       stream.write(`${entry.date.toISOString()} [${entry.type}] ${text}\n`);
     },
   };
+}
+
+const guarded = new WeakSet<NodeJS.WritableStream>();
+
+/**
+ * A log line that cannot be written is dropped: when whatever reads stderr goes away
+ * (`bridge serve 2>&1 | head`, a log collector restarting), the EPIPE would otherwise
+ * be an unhandled 'error' event and end the server mid-send. There is nowhere left to
+ * report it.
+ */
+function ignoreWriteErrors(stream: NodeJS.WritableStream): void {
+  if (guarded.has(stream)) return;
+  guarded.add(stream);
+  stream.on("error", () => {});
 }

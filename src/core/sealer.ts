@@ -53,6 +53,11 @@ export function parseEncryptionKey(text: string): Buffer | undefined {
   return key.length === 32 ? key : undefined;
 }
 
+/**
+ * 503 when the server meets it: a CLI command run with the key sealed a value that a
+ * `serve` started without it cannot read. Its jobs wait (and are retried) until
+ * `serve` restarts with the key; nothing is lost.
+ */
 function sealError(message: string): AppError {
-  return new AppError("ENCRYPTION_KEY", message);
+  return new AppError("ENCRYPTION_KEY", message, { status: 503 });
 }

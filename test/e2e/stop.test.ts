@@ -49,3 +49,17 @@ test("SIGTERM lets in-flight sends finish, keeps the rest queued for the next st
   expect(await exited(server.child)).toBe(0);
   server = undefined;
 }, 60_000);
+
+test("serve keeps running when whatever reads its log goes away (`serve 2>&1 | head`)", async () => {
+  server = await startServe(e2e.env, e2e.dir);
+  server.child.stdout?.destroy();
+  server.child.stderr?.destroy(); // the reader is gone: the next log line meets EPIPE
+  for (let i = 0; i < 3; i++) {
+    expect((await fetch(`${server.url}/oauth-callback?code=not-granted-${i}`)).status).toBeGreaterThanOrEqual(400); // logs a warning
+  }
+  expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  expect(server.child.exitCode).toBeNull();
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  server = undefined;
+});

@@ -88,3 +88,24 @@ test("values written before the key was set stay readable, and are sealed on the
   for (const value of Object.values(onDisk())) expect(value).toMatch(/^enc:v1:/);
   expect(JSON.stringify(onDisk())).not.toMatch(/at-new|rt-new|plain-api-key/);
 });
+
+test("a server started without the key answers 503, and holds the job, when a CLI command sealed a secret meanwhile", async () => {
+  bridge = await startBridge(); // serve runs without BRIDGE_ENCRYPTION_KEY
+  await bridge.install("loc-1");
+  const db = openDb(bridge.config.databasePath); // as `bridge config set` with the key would
+  try {
+    createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))).setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
+  } finally {
+    db.close();
+  }
+
+  for (const path of ["/api/admin/locations", "/api/admin/locations/loc-1/config"]) {
+    const res = await bridge.admin(path);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: "the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY" });
+  }
+  expect((await bridge.webhook(outbound("e-sealed"))).status).toBe(200);
+  await waitFor(() => bridge.logs.some((line) => line.includes("job for message e-sealed failed: the database holds encrypted secrets")));
+  expect(bridge.gateway.sent()).toEqual([]);
+  expect(bridge.core.jobs.get("e-sealed")?.state).toBe("queued");
+});
