@@ -103,7 +103,7 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
       apiKey: read("SMS_API_KEY", obeying(API_KEY), ""),
       senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
     },
-    inboundApiKey: read("INBOUND_API_KEY", text, ""),
+    inboundApiKey: read("INBOUND_API_KEY", obeying(API_KEY), ""),
     trustProxy: read("TRUST_PROXY", yesNo, false),
     databasePath: read("DATABASE_PATH", text, "./bridge.db"),
     host: read("HOST", text, "0.0.0.0"),
@@ -199,7 +199,7 @@ export const SENDER_ID: Rule = {
   says: "may hold letters, digits, spaces, '.', '-' and '_', starting with a letter or digit and not ending in a space",
 };
 
-/** A gateway API key travels in an HTTP header: printable ASCII, no spaces. */
+/** A key that travels in an HTTP header (a gateway's, the admin bearer): printable ASCII, no spaces. */
 export const API_KEY: Rule = {
   maxLength: 256,
   pattern: /^[\x21-\x7e]*$/,

@@ -42,6 +42,8 @@ export interface Tuning {
   commitWindowMs?: number;
   /** First wait before storing a refreshed token pair again. */
   tokenStoreRetryMs?: number;
+  /** First wait before storing a send's result again. */
+  resultStoreRetryMs?: number;
 }
 
 export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
@@ -74,6 +76,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     log,
     reportBackoffMs: tuning.reportBackoffMs,
     reportAttempts: tuning.reportAttempts,
+    storeRetryMs: tuning.resultStoreRetryMs,
   };
   return {
     config,

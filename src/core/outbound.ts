@@ -25,11 +25,21 @@ export interface OutboundDeps {
   defaults: { apiKey: string; senderId: string };
   now: () => number;
   log: Logger;
-  /** First delay before re-trying a status report; doubles up to a minute. */
+  /** First delay before re-trying a status report; doubles up to REPORT_MAX_DELAY_MS. */
   reportBackoffMs?: number;
-  /** Status reports tried at most this often before the job is given up. */
+  /** Status reports tried at most this often before the job is given up (REPORT_ATTEMPTS). */
   reportAttempts?: number;
+  /** First wait before storing a send's result again. */
+  storeRetryMs?: number;
 }
+
+/**
+ * A status report that keeps failing for a reason that may pass (the CRM down, a token
+ * that cannot be refreshed until the location is reinstalled) is tried for about a day:
+ * 1 s, doubling up to 10 minutes, 150 tries (~23.6 h).
+ */
+const REPORT_ATTEMPTS = 150;
+const REPORT_MAX_DELAY_MS = 10 * 60_000;
 
 /**
  * "processOutbound": sends a queued job's SMS once, then reports its status to the
@@ -90,24 +100,21 @@ async function send(deps: OutboundDeps, message: OutboundMessage, request: SendR
 }
 
 /**
- * After the gateway call the result exists only in memory, and a job left "sending"
- * is reported "delivery unknown" after a restart. So a refused write (a locked or
- * full disk) is tried again for a couple of minutes before the job is left to that.
+ * After the gateway call the result exists only in memory, and nothing else will pick
+ * up a job left "sending" while this process runs. So a refused write (a locked or
+ * full disk) is tried again until it is stored: 100 ms, doubling up to 30 s. If the
+ * process stops first, the next start reports the job failed (delivery unknown).
  */
 async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promise<void> {
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
-  try {
-    await pRetry(() => deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now())), {
-      retries: 11, // 100 ms, doubling up to 30 s: ~2 minutes in all
-      minTimeout: 100,
-      maxTimeout: 30_000,
-      onFailedAttempt: ({ error, retriesLeft, retryDelay }) => {
-        if (retriesLeft > 0) deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${retryDelay} ms`);
-      },
-    });
-  } catch (error) {
-    throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart it is reported failed (delivery unknown)`, { cause: error });
-  }
+  await pRetry(() => deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now())), {
+    retries: Infinity,
+    minTimeout: deps.storeRetryMs ?? 100,
+    maxTimeout: 30_000,
+    onFailedAttempt: ({ error, retryDelay }) => {
+      deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${retryDelay} ms`);
+    },
+  });
 }
 
 async function report(deps: OutboundDeps, job: Job): Promise<void> {
@@ -137,12 +144,12 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
   const { messageId, locationId } = job.message;
   const attempt = job.attempts + 1;
   const noRecord = error instanceof AppError && error.code === "NO_TOKEN";
-  if (noRecord || !reportRetryable(error) || attempt >= (deps.reportAttempts ?? 10)) {
+  if (noRecord || !reportRetryable(error) || attempt >= (deps.reportAttempts ?? REPORT_ATTEMPTS)) {
     await deps.commit(() => deps.jobs.finish(job.id, "dead", deps.now()));
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }
-  const delay = backoffMs(deps.reportBackoffMs ?? 1000, job.attempts);
+  const delay = backoffMs(deps.reportBackoffMs ?? 1000, job.attempts, REPORT_MAX_DELAY_MS);
   await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
 }

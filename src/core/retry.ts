@@ -20,9 +20,9 @@ export function neverSent(error: unknown): boolean {
   return causes(error).some((e) => typeof e.code === "string" && NOT_SENT_CODES.has(e.code));
 }
 
-/** The wait before retry number `retry` (0 = the first): `firstMs`, doubling, at most a minute. */
-export function backoffMs(firstMs: number, retry: number): number {
-  return Math.min(firstMs * 2 ** retry, 60_000);
+/** The wait before retry number `retry` (0 = the first): `firstMs`, doubling, at most `maxMs`. */
+export function backoffMs(firstMs: number, retry: number, maxMs = 60_000): number {
+  return Math.min(firstMs * 2 ** retry, maxMs);
 }
 
 /** True when the error is our own request timeout firing. */

@@ -78,17 +78,26 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
     return { status: "accepted" };
   }
 
+  /**
+   * HighLevel signs every marketplace app's webhooks with the same key, so the signature
+   * does not say the event is about this app: only our own appId removes a location.
+   */
   function uninstall(body: unknown) {
-    const locationId = z.object({ locationId: id }).safeParse(body);
-    if (!locationId.success) return { status: "ignored" }; // a company-level uninstall names no location
+    const event = z.object({ appId: z.string().optional(), locationId: id.optional() }).safeParse(body);
+    const { appId, locationId } = event.success ? event.data : {};
+    if (!locationId) return { status: "ignored" }; // a company-level uninstall names no location
+    if (appId !== core.config.crm.appId) {
+      core.log.warn(`UNINSTALL of location ${locationId} ignored: it is for app ${JSON.stringify(appId?.slice(0, 100) ?? null)}, not this one`);
+      return { status: "ignored" };
+    }
     let removed: boolean;
     try {
-      removed = core.tokens.delete(locationId.data.locationId);
+      removed = core.tokens.delete(locationId);
     } catch (error) {
-      core.log.error(`could not uninstall location ${locationId.data.locationId}: ${errorMessage(error)}`);
+      core.log.error(`could not uninstall location ${locationId}: ${errorMessage(error)}`);
       throw notStored("could not remove the location");
     }
-    core.log.info(`location ${locationId.data.locationId} uninstalled${removed ? "" : " (it was not installed)"}`);
+    core.log.info(`location ${locationId} uninstalled${removed ? "" : " (it was not installed)"}`);
     return { status: "ok" };
   }
 }

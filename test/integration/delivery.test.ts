@@ -173,6 +173,23 @@ describe("when the database refuses writes for a while", () => {
     expect(b.logs.join("\n")).toMatch(/m-1: its result \(delivered, gateway id \S+\) could not be stored/);
   });
 
+  test("after the send: the result is never given up while the process runs (writes refused longer than ~11 tries)", async () => {
+    const b = await start({ tuning: { resultStoreRetryMs: 1 } }); // 1 ms doubling: 11 tries in ~2 s
+    b.gateway.on("POST /api/sms/send", () => {
+      b.core.db.pragma("query_only = ON");
+      setTimeout(() => b.core.db.pragma("query_only = OFF"), 2500);
+      return b.gateway.accept();
+    });
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(1);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    const failures = b.logs.filter((line) => /m-1: its result \(delivered, gateway id \S+\) could not be stored/.test(line));
+    expect(failures.length).toBeGreaterThan(11);
+    expect(b.logs.join("\n")).not.toContain("job for message m-1 failed");
+  });
+
   test("after the report: the job is tried again after a pause, not in a loop, and finishes once writes work", async () => {
     const b = await start();
     let refusing = true;
@@ -227,6 +244,23 @@ describe("gateway answers", () => {
     expect(sends(b)).toHaveLength(5);
     expect(reports).toHaveLength(1);
     expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/429|rate/i) } });
+  });
+
+  test("429 with Retry-After: 2 s: waited out before the next try, but not after the last one", async () => {
+    const b = await start({ tuning: { sms: { retries: 1 } } });
+    const calls: number[] = [];
+    b.gateway.on("POST /api/sms/send", () => {
+      calls.push(Date.now());
+      return jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "2" });
+    });
+
+    const reports = await deliver(b, "m-1");
+    const reported = Date.now();
+
+    expect(calls).toHaveLength(2);
+    expect(calls[1]! - calls[0]!).toBeGreaterThanOrEqual(1900);
+    expect(reported - calls[1]!).toBeLessThan(1000); // waiting would only keep the job "sending"
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { message: expect.stringMatching(/429/) } });
   });
 
   test.each([
@@ -314,6 +348,25 @@ describe("status reports to the CRM", () => {
     }
     // A 403 right after the webhook is HighLevel being slow, not a bad token.
     expect(tokenCalls(b)).toEqual([]);
+    expect(sends(b)).toHaveLength(1);
+  });
+
+  test("a CRM outage longer than the first retries: by default the report is still tried until the CRM is back", async () => {
+    // The clock jumps past the longest wait between two tries every 50 ms, so hours of
+    // retries take moments.
+    let skew = 0;
+    const b = await start({ now: () => Date.now() + skew });
+    const clock = setInterval(() => (skew += 10 * 60_000 + 1000), 50);
+    const down = 14;
+    let n = 0;
+    b.crm.on("PUT /conversations/messages/:messageId/status", () =>
+      n++ < down ? jsonResponse({ message: "CRM down" }, 503) : jsonResponse({ success: true }),
+    );
+
+    const reports = await deliver(b, "m-1").finally(() => clearInterval(clock));
+
+    expect(b.core.jobs.get("m-1")?.state).toBe("done");
+    expect(reports).toHaveLength(down + 1);
     expect(sends(b)).toHaveLength(1);
   });
 

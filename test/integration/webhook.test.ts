@@ -460,6 +460,20 @@ describe("webhook processing with the worker running", () => {
     expect(bridge.core.tokens.get("loc-2")).toMatchObject({ locationId: "loc-2" });
   });
 
+  test.each([
+    { name: "another app's", appId: "ffffffffffffffffffffffff" },
+    { name: "our client id in full, not the appId", appId: `${APP_ID}-lq8x2k` },
+    { name: "no appId", appId: undefined },
+  ])("a signed UNINSTALL with $name is ignored and the record stays", async ({ appId }) => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    const res = await bridge.webhook({ type: "UNINSTALL", appId, locationId: "loc-1" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ignored" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
+    expect(bridge.logs.join("")).toContain("UNINSTALL of location loc-1 ignored: it is for app");
+  });
+
   test("when the record cannot be deleted: 429 with Retry-After, never 500; the retry deletes it", async () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");

@@ -167,6 +167,8 @@ describe("a bad start lists every problem at once", () => {
     ["SMS_SENDER_ID", "   x"],
     ["SMS_API_KEY", "key with spaces"],
     ["SMS_API_KEY", "ключ"],
+    ["INBOUND_API_KEY", "clé-secrète-123456"], // a client sends UTF-8, the server reads latin1: never equal
+    ["INBOUND_API_KEY", "admin key"],
     ["LOG_LEVEL", "verbose"],
     ["BRIDGE_ENCRYPTION_KEY", "too-short"],
     ["CRM_API_URL", "ftp://example.com"],

@@ -68,9 +68,11 @@ export function createCastClient(options: GatewayOptions) {
           minTimeout: options.retryDelayMs ?? 1000,
           shouldRetry: ({ error }) =>
             error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
-          onFailedAttempt: async ({ error, attemptNumber }) => {
+          onFailedAttempt: async ({ error, attemptNumber, retriesLeft, retryDelay: backoff }) => {
             attempts = attemptNumber;
-            if (error instanceof RateLimited && error.waitMs) await sleep(error.waitMs);
+            // Called before the last try's error is thrown too: wait only when a try follows.
+            // p-retry then waits `backoff` itself, so the two make up Retry-After.
+            if (error instanceof RateLimited && error.waitMs && retriesLeft > 0) await sleep(Math.max(0, error.waitMs - backoff));
           },
         });
       } catch (error) {

@@ -70,9 +70,9 @@ export function createCrmClient(options: CrmOptions) {
       retries: 5,
       minTimeout: retryDelay,
       shouldRetry: ({ error }) => error instanceof CrmError && error.httpStatus === 429,
-      onFailedAttempt: async ({ error }) => {
+      onFailedAttempt: async ({ error, retriesLeft, retryDelay: backoff }) => {
         const wait = error instanceof RateLimited ? error.waitMs : undefined;
-        if (wait) await sleep(wait);
+        if (wait && retriesLeft > 0) await sleep(Math.max(0, wait - backoff)); // as in cast.ts
       },
     });
   }
