@@ -36,7 +36,7 @@ export interface OutboundDeps {
 /**
  * A status report that keeps failing for a reason that may pass (the CRM down, a token
  * that cannot be refreshed until the location is reinstalled) is tried for about a day:
- * 1 s, doubling up to 10 minutes, 150 tries (~23.6 h).
+ * 1 s, doubling up to 10 minutes, 150 tries (~23.5 h).
  */
 const REPORT_ATTEMPTS = 150;
 const REPORT_MAX_DELAY_MS = 10 * 60_000;
@@ -107,14 +107,19 @@ async function send(deps: OutboundDeps, message: OutboundMessage, request: SendR
  */
 async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promise<void> {
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
-  await pRetry(() => deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now())), {
-    retries: Infinity,
-    minTimeout: deps.storeRetryMs ?? 100,
-    maxTimeout: 30_000,
-    onFailedAttempt: ({ error, retryDelay }) => {
-      deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${retryDelay} ms`);
-    },
-  });
+  try {
+    await pRetry(() => deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now())), {
+      retries: Infinity,
+      minTimeout: deps.storeRetryMs ?? 100,
+      maxTimeout: 30_000,
+      onFailedAttempt: ({ error, retryDelay }) => {
+        // No delay: p-retry gives up (a TypeError, such as a closed database).
+        if (retryDelay > 0) deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${retryDelay} ms`);
+      },
+    });
+  } catch (error) {
+    throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart it is reported failed (delivery unknown)`, { cause: error });
+  }
 }
 
 async function report(deps: OutboundDeps, job: Job): Promise<void> {
@@ -164,7 +169,8 @@ export function reportRetryable(error: unknown): boolean {
     const s = error.httpStatus;
     return s === 401 || s === 403 || s === 408 || s === 429 || s >= 500;
   }
-  if (error instanceof AppError) return error.code === "REFRESH_FAILED" || error.code === "STORE_FAILED";
+  // ENCRYPTION_KEY: a CLI command sealed a secret this server cannot read until it restarts with the key.
+  if (error instanceof AppError) return ["REFRESH_FAILED", "STORE_FAILED", "ENCRYPTION_KEY"].includes(error.code);
   return true; // a network failure or a timeout
 }
 

@@ -83,11 +83,12 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
    * does not say the event is about this app: only our own appId removes a location.
    */
   function uninstall(body: unknown) {
-    const event = z.object({ appId: z.string().optional(), locationId: id.optional() }).safeParse(body);
+    const event = z.object({ appId: z.unknown().optional(), locationId: id.optional() }).safeParse(body);
     const { appId, locationId } = event.success ? event.data : {};
     if (!locationId) return { status: "ignored" }; // a company-level uninstall names no location
-    if (appId !== core.config.crm.appId) {
-      core.log.warn(`UNINSTALL of location ${locationId} ignored: it is for app ${JSON.stringify(appId?.slice(0, 100) ?? null)}, not this one`);
+    if (typeof appId !== "string" || appId.toLowerCase() !== core.config.crm.appId.toLowerCase()) {
+      const named = typeof appId === "string" ? JSON.stringify(appId.slice(0, 100)) : `of type ${appId === null ? "null" : typeof appId}`;
+      core.log.warn(`UNINSTALL of location ${locationId} ignored: its appId ${named} is not this app's`);
       return { status: "ignored" };
     }
     let removed: boolean;

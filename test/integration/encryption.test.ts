@@ -109,3 +109,31 @@ test("a server started without the key answers 503, and holds the job, when a CL
   expect(bridge.gateway.sent()).toEqual([]);
   expect(bridge.core.jobs.get("e-sealed")?.state).toBe("queued");
 });
+
+test("a status report that meets such a secret is tried again, not given up, and goes out once it can be read", async () => {
+  bridge = await startBridge(); // serve runs without BRIDGE_ENCRYPTION_KEY
+  await bridge.install("loc-1");
+  const withStore = (sealer: ReturnType<typeof createSealer>, apiKey: string) => {
+    const db = openDb(bridge.config.databasePath);
+    try {
+      createTokenStore(db, sealer).setConfig("loc-1", { smsApiKey: apiKey }, Date.now());
+    } finally {
+      db.close();
+    }
+  };
+  let reports = 0;
+  bridge.crm.on("PUT /conversations/messages/:messageId/status", () => {
+    if (reports++ > 0) return Response.json({ success: true });
+    withStore(createSealer(Buffer.from(KEY, "hex")), "sealed-api-key-123456"); // a CLI command, with the key
+    return Response.json({ message: "too early" }, { status: 403 });
+  });
+
+  expect((await bridge.webhook(outbound("e-report"))).status).toBe(200);
+  await waitFor(() => bridge.logs.some((line) => line.includes("message e-report: status report failed (the database holds encrypted secrets")));
+  expect(bridge.core.jobs.get("e-report")?.state).toBe("reporting");
+
+  withStore(createSealer(undefined), "plain-api-key-123456"); // readable again (as after a restart with the key)
+  await waitFor(() => bridge.core.jobs.get("e-report")?.state === "done");
+  expect(reports).toBe(2);
+  expect(bridge.gateway.sent()).toHaveLength(1);
+});

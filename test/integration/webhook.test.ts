@@ -464,6 +464,7 @@ describe("webhook processing with the worker running", () => {
     { name: "another app's", appId: "ffffffffffffffffffffffff" },
     { name: "our client id in full, not the appId", appId: `${APP_ID}-lq8x2k` },
     { name: "no appId", appId: undefined },
+    { name: "a numeric appId", appId: 42 },
   ])("a signed UNINSTALL with $name is ignored and the record stays", async ({ appId }) => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
@@ -471,7 +472,15 @@ describe("webhook processing with the worker running", () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ignored" });
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
-    expect(bridge.logs.join("")).toContain("UNINSTALL of location loc-1 ignored: it is for app");
+    expect(bridge.logs.join("")).toMatch(/UNINSTALL of location loc-1 ignored: its appId .* is not this app's/);
+  });
+
+  test("a signed UNINSTALL with our appId in upper case removes the location", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID.toUpperCase(), locationId: "loc-1" });
+    expect(await res.json()).toEqual({ status: "ok" });
+    expect(bridge.core.tokens.get("loc-1")).toBeUndefined();
   });
 
   test("when the record cannot be deleted: 429 with Retry-After, never 500; the retry deletes it", async () => {
