@@ -87,8 +87,7 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
     const { appId, locationId } = event.success ? event.data : {};
     if (!locationId) return { status: "ignored" }; // a company-level uninstall names no location
     if (typeof appId !== "string" || appId.toLowerCase() !== core.config.crm.appId.toLowerCase()) {
-      const named = typeof appId === "string" ? JSON.stringify(appId.slice(0, 100)) : `of type ${appId === null ? "null" : typeof appId}`;
-      core.log.warn(`UNINSTALL of location ${locationId} ignored: its appId ${named} is not this app's`);
+      core.log.warn(`UNINSTALL of location ${locationId} ignored: its appId ${JSON.stringify(appId)?.slice(0, 100) ?? "(none)"} is not this app's`);
       return { status: "ignored" };
     }
     let removed: boolean;
