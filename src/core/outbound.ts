@@ -148,8 +148,7 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
 async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promise<void> {
   const { messageId, locationId } = job.message;
   const attempt = job.attempts + 1;
-  const noRecord = error instanceof AppError && error.code === "NO_TOKEN";
-  if (noRecord || !reportRetryable(error) || attempt >= (deps.reportAttempts ?? REPORT_ATTEMPTS)) {
+  if (!reportRetryable(error) || attempt >= (deps.reportAttempts ?? REPORT_ATTEMPTS)) {
     await deps.commit(() => deps.jobs.finish(job.id, "dead", deps.now()));
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
@@ -170,6 +169,7 @@ export function reportRetryable(error: unknown): boolean {
     return s === 401 || s === 403 || s === 408 || s === 429 || s >= 500;
   }
   // ENCRYPTION_KEY: a CLI command sealed a secret this server cannot read until it restarts with the key.
+  // Any other (NO_TOKEN: the location is gone) will not get better.
   if (error instanceof AppError) return ["REFRESH_FAILED", "STORE_FAILED", "ENCRYPTION_KEY"].includes(error.code);
   return true; // a network failure or a timeout
 }
