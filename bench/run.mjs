@@ -465,6 +465,7 @@ function bridgeEnv(databasePath, crmUrl, smsUrl) {
     CRM_WEBHOOK_PUBLIC_KEY: PUBLIC_KEY_PEM,
     SMS_API_URL: smsUrl,
     SMS_API_KEY: "bench-sms-api-key-0123456789",
+    ALLOWED_COMPANY_IDS: "company-bench",
     DATABASE_PATH: databasePath,
     HOST: "127.0.0.1",
     PORT: "0",

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { LocationConfig } from "../core/locations.ts";
 import type { GlobalOptions } from "./context.ts";
-import { json, UsageError, type Io } from "./io.ts";
+import { json, locationArg, UsageError, type Io } from "./io.ts";
 
 /** `bridge config get|set <locationId>`: the same code path as the admin API's config endpoints. */
 export function configCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
@@ -13,7 +13,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
       const [{ withStore }, { getLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
-      print(io, withStore(io, globals(), (tokens) => getLocationConfig(tokens, locationId)), options.json);
+      print(io, withStore(io, globals(), (tokens) => getLocationConfig(tokens, locationArg(locationId))), options.json);
     });
 
   config
@@ -23,6 +23,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--sms-api-key <value>", "Cast.ph API key for this location (default: SMS_API_KEY)")
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { senderId?: string; smsApiKey?: string; json?: boolean }) => {
+      locationArg(locationId);
       if (options.senderId === undefined && options.smsApiKey === undefined) {
         throw new UsageError("config set needs --sender-id and/or --sms-api-key");
       }

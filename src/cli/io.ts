@@ -1,4 +1,5 @@
 import { writeSync } from "node:fs";
+import { ID_RULE, isId } from "../core/ids.ts";
 
 /** Where a command writes and what environment it sees; tests pass their own. */
 export interface Io {
@@ -19,6 +20,12 @@ export class UsageError extends Error {
     super(message);
     this.name = "UsageError";
   }
+}
+
+/** A location id from the command line, checked before it reaches the store or a log. */
+export function locationArg(value: string): string {
+  if (!isId(value)) throw new UsageError(`not a location id: ${JSON.stringify(value.slice(0, 70))} (it ${ID_RULE})`);
+  return value;
 }
 
 /** Plain aligned columns for people; scripts use --json. */

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { errorMessage } from "../core/errors.ts";
 import type { GlobalOptions } from "./context.ts";
 import type { Core } from "../core/index.ts";
-import { json, table, UsageError, type Io } from "./io.ts";
+import { json, locationArg, table, UsageError, type Io } from "./io.ts";
 
 interface Outcome {
   location_id: string;
@@ -26,6 +26,7 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
     .action(async (locationId: string | undefined, options: { all?: boolean; force?: boolean; json?: boolean }) => {
       if (locationId && options.all) throw new UsageError(`name one location or use --all, not both (got ${locationId} and --all)`);
       if (!locationId && !options.all) throw new UsageError("name one location, or use --all");
+      if (locationId) locationArg(locationId);
       const { withCore } = await import("./context.ts");
       const outcomes = await withCore(io, globals(), "token", async (core) => {
         const ids = locationId ? [locationId] : core.tokens.list().map((t) => t.locationId);

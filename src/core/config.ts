@@ -1,5 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { ConfigError } from "./errors.ts";
+import { ID_RULE, isId } from "./ids.ts";
 import { parseEncryptionKey } from "./sealer.ts";
 import { HIGHLEVEL_WEBHOOK_KEYS } from "./webhook-keys.ts";
 
@@ -35,6 +36,11 @@ export interface ResolvedConfig {
   logLevel: LogLevel;
   /** AES-256-GCM key for tokens and API keys at rest; undefined stores them plain. */
   encryptionKey: Buffer | undefined;
+  /**
+   * Companies whose installs are accepted and approved at once; empty: any company may
+   * install, and its locations start pending (CONTRACT.md 12).
+   */
+  allowedCompanyIds: string[];
 }
 
 export const LOG_LEVELS = ["silent", "error", "warn", "info", "debug", "trace"] as const;
@@ -57,7 +63,8 @@ type EnvName =
   | "HOST"
   | "PORT"
   | "LOG_LEVEL"
-  | "BRIDGE_ENCRYPTION_KEY";
+  | "BRIDGE_ENCRYPTION_KEY"
+  | "ALLOWED_COMPANY_IDS";
 
 /**
  * Validates the environment once. Every problem (bad values, and missing values
@@ -110,6 +117,7 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
     port: read("PORT", port, 3000),
     logLevel: read("LOG_LEVEL", oneOf(LOG_LEVELS), "info"),
     encryptionKey: read("BRIDGE_ENCRYPTION_KEY", encryptionKey, undefined),
+    allowedCompanyIds: read("ALLOWED_COMPANY_IDS", idList, []),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -133,6 +141,8 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     HOST: config.host,
     PORT: config.port,
     BRIDGE_ENCRYPTION_KEY: config.encryptionKey ? "(set: tokens and keys encrypted at rest)" : "(unset)",
+    ALLOWED_COMPANY_IDS:
+      config.allowedCompanyIds.join(",") || "(unset: any company may install; its locations wait for approval)",
   };
 }
 
@@ -233,6 +243,14 @@ function port(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || n > 65535) throw new Invalid("must be a port number (0-65535)");
   return n;
+}
+
+/** Comma-separated HighLevel ids; spaces around them are ignored. */
+function idList(value: string): string[] {
+  const ids = value.split(",").map((id) => id.trim()).filter((id) => id !== "");
+  const bad = ids.find((id) => !isId(id));
+  if (bad !== undefined) throw new Invalid(`each comma-separated id ${ID_RULE} (${JSON.stringify(bad.slice(0, 70))} is not)`);
+  return [...new Set(ids)];
 }
 
 function encryptionKey(value: string): Buffer {

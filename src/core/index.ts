@@ -10,6 +10,7 @@ import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createPacer } from "./pacer.ts";
 import { createSealer } from "./sealer.ts";
 import { createTokenService, type TokenService } from "./tokens.ts";
+import { createUninstaller, type Uninstaller } from "./uninstall.ts";
 
 /** Everything the server and the CLI share, built once from config and a database. */
 export interface Core {
@@ -28,6 +29,8 @@ export interface Core {
   processOutbound: (job: Job) => Promise<void>;
   /** Gap between the CRM calls of a bulk install. */
   bulkPaceMs: number;
+  /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
+  uninstall: Uninstaller;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -91,5 +94,6 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     now,
     processOutbound: (job) => processOutbound(deps, job),
     bulkPaceMs: tuning.bulkPaceMs ?? 110,
+    uninstall: createUninstaller({ tokens, tokenService, now, log }),
   };
 }

@@ -11,6 +11,8 @@ export interface InstallDeps {
   log: Logger;
   /** Gap between locationToken calls: the CRM allows 100 requests per 10 s. */
   paceMs?: number;
+  /** ALLOWED_COMPANY_IDS: empty lets any company install, its locations pending approval. */
+  allowedCompanyIds: readonly string[];
 }
 
 export type InstallResult =
@@ -55,20 +57,38 @@ export async function completeInstall(deps: InstallDeps, code: string): Promise<
   if (!token.locationId) {
     throw new AppError("NO_LOCATION_ID", "GHL token response did not include a locationId", { status: 400 });
   }
+  const approved = admitted(deps, token.companyId);
   try {
-    deps.tokens.save(record(token.locationId, token.companyId, token, deps.now()), deps.now());
+    deps.tokens.save(record(token.locationId, token.companyId, token, deps.now()), deps.now(), approved);
   } catch (error) {
     deps.log.error(`failed to save token for location ${token.locationId}: ${errorMessage(error)}`);
     throw new AppError("SAVE_FAILED", "failed to save token", { status: 500, cause: error });
   }
-  deps.log.info(`installed location ${token.locationId} (company ${token.companyId || "unknown"})`);
+  deps.log.info(`installed location ${token.locationId} (company ${token.companyId || "unknown"})${pendingNote(approved)}`);
   return { kind: "location", locationId: token.locationId };
+}
+
+/**
+ * Who may install (CONTRACT.md 12). With ALLOWED_COMPANY_IDS set, only those companies,
+ * approved at once; anyone else is refused before anything is stored. Without it, anyone
+ * (as the spec has it), but the location starts pending: until an operator approves it,
+ * it sends only with its own API key, never the operator's. True: approved.
+ */
+function admitted(deps: InstallDeps, companyId: string): boolean {
+  if (deps.allowedCompanyIds.length === 0) return false;
+  if (deps.allowedCompanyIds.includes(companyId)) return true;
+  throw new AppError("COMPANY_NOT_ALLOWED", `company ${companyId || "(none)"} may not install this app`, { status: 403 });
+}
+
+function pendingNote(approved: boolean): string {
+  return approved ? "" : "; pending: it may use the global SMS_API_KEY once approved (bridge locations approve)";
 }
 
 /** Bulk install (spec 4.1): one location token per installed location; a failing one is skipped. */
 async function installCompany(deps: InstallDeps, company: TokenResponse): Promise<InstallResult> {
   const { crm, log, tokens } = deps;
   const companyId = company.companyId;
+  const approved = admitted(deps, companyId);
   let ids: string[];
   try {
     ids = company.installedLocations.length > 0 ? company.installedLocations : await listLocations(deps, company);
@@ -91,13 +111,13 @@ async function installCompany(deps: InstallDeps, company: TokenResponse): Promis
       continue;
     }
     try {
-      tokens.save(record(locationId, companyId, token, deps.now()), deps.now());
+      tokens.save(record(locationId, companyId, token, deps.now()), deps.now(), approved);
       saved++;
     } catch (error) {
       log.warn(`bulk install: could not save location ${locationId}: ${errorMessage(error)}`);
     }
   }
-  log.info(`installed company ${companyId}: ${saved} of ${unique.length} location(s) connected`);
+  log.info(`installed company ${companyId}: ${saved} of ${unique.length} location(s) connected${pendingNote(approved)}`);
   return { kind: "company", companyId, saved, total: unique.length };
 }
 

@@ -17,6 +17,15 @@ export function listLocations(tokens: TokenStore): LocationView[] {
   return listings;
 }
 
+/**
+ * Lets a pending location use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12):
+ * the one code path of `bridge locations approve` and `POST …/approve`.
+ */
+export function approveLocation(tokens: TokenStore, locationId: string, now: number): { location_id: string; approved: true } {
+  if (!tokens.approve(locationId, now)) throw notFound(locationId);
+  return { location_id: locationId, approved: true };
+}
+
 export function getLocationConfig(tokens: TokenStore, locationId: string): LocationConfig {
   const record = tokens.get(locationId);
   if (!record) throw notFound(locationId);

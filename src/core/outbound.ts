@@ -53,7 +53,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<voi
     // must leave the job queued, not "delivery unknown".
     if ("request" in plan) await sleep(deps.pacer.delay(plan.request.apiKey));
     if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, deps.now())))) return;
-    const result = "request" in plan ? await send(deps, job.message, plan.request) : plan.result;
+    const result = "request" in plan ? await send(deps, job.message, plan.request) : refused(deps, job.message, plan.result);
     await storeResult(deps, job, result);
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
   }
@@ -70,6 +70,9 @@ function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendR
   const { locationId } = message;
   const record = deps.tokens.get(locationId);
   if (!record) return { result: failed("no_token", `no token for location: ${locationId}`) };
+  if (record.uninstalledAt) {
+    return { result: failed("uninstalled", `location ${locationId} has uninstalled the app; reinstall it to send again`) };
+  }
   const to = toLocalPH(message.phone);
   if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${clip(message.phone, 40)}`) };
   const text = composeText(message);
@@ -78,11 +81,23 @@ function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendR
     const why = `the message is ${text.length} characters; the SMS gateway takes at most ${MAX_MESSAGE_LENGTH}`;
     return { result: failed("message_too_long", why) };
   }
-  const apiKey = record.smsApiKey || deps.defaults.apiKey;
+  // The operator's own key and sender ID serve only approved locations (CONTRACT.md 12):
+  // whoever can authorize the app must not send on the operator's account and brand.
+  const shared = record.approved ? deps.defaults : { apiKey: "", senderId: "" };
+  if (!record.smsApiKey && !record.approved && deps.defaults.apiKey) {
+    return { result: failed("not_approved", `location ${locationId} is not approved to use the shared gateway key`) };
+  }
+  const apiKey = record.smsApiKey || shared.apiKey;
   if (!apiKey) return { result: failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key") };
   // Keys are checked when set; one stored before that check could not travel in a header.
   if (!API_KEY.pattern.test(apiKey)) return { result: failed("invalid_api_key", `the SMS gateway API key ${API_KEY.says}: set it again`) };
-  return { request: { apiKey, to, message: text, senderId: record.senderId || deps.defaults.senderId } };
+  return { request: { apiKey, to, message: text, senderId: record.senderId || shared.senderId } };
+}
+
+/** A message that cannot go: the operator's log says why, as the CRM will. */
+function refused(deps: OutboundDeps, message: OutboundMessage, result: Result): Result {
+  deps.log.warn(`message ${message.messageId} of location ${message.locationId} not sent: ${result.errorMessage}`);
+  return result;
 }
 
 async function send(deps: OutboundDeps, message: OutboundMessage, request: SendRequest): Promise<Result> {

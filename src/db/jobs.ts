@@ -51,9 +51,16 @@ interface Row {
  * through the group commit (commit.ts); only the recovery at start-up commits on its own.
  */
 export function createJobStore(db: Db) {
+  const remember = db.prepare<[string]>("INSERT INTO seen_messages (message_id) VALUES (?) ON CONFLICT DO NOTHING");
   const insert = db.prepare<[string, string, string, number, number, number]>(`
     INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`);
+  // Two statements, all or nothing (a savepoint inside the group commit): an id
+  // remembered without its job would turn HighLevel's retry into a lost message.
+  const enqueue = db.transaction((message: OutboundMessage, now: number): boolean => {
+    if (remember.run(message.messageId).changes === 0) return false;
+    return insert.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
+  });
   const due = db.prepare<[number, number], Row>(`
     SELECT * FROM jobs WHERE state IN ('queued', 'reporting') AND next_attempt_at <= ?
     ORDER BY next_attempt_at, id LIMIT ?`);
@@ -78,9 +85,12 @@ export function createJobStore(db: Db) {
     DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`);
 
   return {
-    /** Adds a new job; false when this messageId was seen before. */
+    /**
+     * Adds a new job; false when this messageId was seen before, however long ago (its
+     * job may be pruned; its id is remembered). Run inside the group commit's transaction.
+     */
     enqueue(message: OutboundMessage, now: number): boolean {
-      return insert.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
+      return enqueue(message, now);
     },
     due(now: number, limit: number): Job[] {
       return due.all(now, limit).map(fromRow);

@@ -42,4 +42,18 @@ export const MIGRATIONS: readonly string[] = [
 
   CREATE INDEX jobs_due ON jobs (next_attempt_at) WHERE state IN ('queued', 'reporting');
   `,
+  `
+  -- A location may use the operator's global SMS_API_KEY / SMS_SENDER_ID only once
+  -- approved; the ones installed before this rule existed were trusted, so they are.
+  ALTER TABLE tokens ADD COLUMN approved INTEGER NOT NULL DEFAULT 0 CHECK (approved IN (0, 1));
+  UPDATE tokens SET approved = 1;
+  -- When HighLevel confirmed the app was uninstalled from the location; 0 while installed.
+  -- The record (and its settings) stays: a reinstall clears the mark.
+  ALTER TABLE tokens ADD COLUMN uninstalled_at INTEGER NOT NULL DEFAULT 0;
+
+  -- Every messageId ever accepted, kept after its job is pruned: a replayed webhook,
+  -- however old, is never sent again. Only the id, so it stays small.
+  CREATE TABLE seen_messages (message_id TEXT PRIMARY KEY) STRICT, WITHOUT ROWID;
+  INSERT INTO seen_messages (message_id) SELECT message_id FROM jobs;
+  `,
 ];

@@ -18,6 +18,10 @@ export interface TokenRecord {
   refreshError: string;
   /** Changes with every token write; a refresh lease is taken against it. */
   serial: number;
+  /** May use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12). */
+  approved: boolean;
+  /** When HighLevel confirmed the app uninstalled from it; 0 while installed. */
+  uninstalledAt: number;
 }
 
 /**
@@ -35,6 +39,10 @@ export interface LocationListing {
   updated_at: string;
   /** Why the location needs a reinstall; "" when it is healthy. */
   refresh_error: string;
+  /** May use the global SMS_API_KEY and SMS_SENDER_ID. */
+  approved: boolean;
+  /** When the app was uninstalled from it; null while installed. */
+  uninstalled_at: string | null;
 }
 
 export interface NewToken {
@@ -59,6 +67,8 @@ interface Row {
   sms_api_key: string;
   refresh_error: string;
   token_serial: number;
+  approved: number;
+  uninstalled_at: number;
 }
 
 /**
@@ -66,25 +76,32 @@ interface Row {
  * through `sealer`, which encrypts them at rest when a key is configured.
  */
 export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined)) {
-  const upsert = db.prepare<[NewToken & { now: number }]>(`
-    INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at)
-    VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now)
+  // A reinstall keeps the settings and an approval given before, and clears the
+  // uninstalled mark.
+  const upsert = db.prepare<[NewToken & { now: number; approved: number }]>(`
+    INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at, approved)
+    VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now, @approved)
     ON CONFLICT (location_id) DO UPDATE SET
       company_id = excluded.company_id, access_token = excluded.access_token,
       refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
       updated_at = excluded.updated_at, refresh_error = '', refresh_lease_until = 0,
-      token_serial = token_serial + 1`);
+      token_serial = token_serial + 1, approved = max(approved, excluded.approved), uninstalled_at = 0`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
   const selectListings = db.prepare<[], LocationListing>(`
     SELECT location_id, company_id, sender_id, sms_api_key, ${isoTime("expires_at")} AS expires_at,
-      ${isoTime("installed_at")} AS installed_at, ${isoTime("updated_at")} AS updated_at, refresh_error
+      ${isoTime("installed_at")} AS installed_at, ${isoTime("updated_at")} AS updated_at, refresh_error,
+      approved, CASE WHEN uninstalled_at > 0 THEN ${isoTime("uninstalled_at")} END AS uninstalled_at
     FROM tokens ORDER BY location_id`);
   const updatePair = db.prepare<[string, string, number, number, string]>(`
     UPDATE tokens SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
       refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
     WHERE location_id = ?`);
   const remove = db.prepare<[string]>("DELETE FROM tokens WHERE location_id = ?");
+  const approve = db.prepare<[number, string]>("UPDATE tokens SET approved = 1, updated_at = ? WHERE location_id = ?");
+  const uninstalled = db.prepare<[number, number, string]>(
+    "UPDATE tokens SET uninstalled_at = ?, updated_at = ? WHERE location_id = ? AND uninstalled_at = 0",
+  );
   const updateConfig = db.prepare<[{ id: string; senderId: string | null; smsApiKey: string | null; now: number }]>(`
     UPDATE tokens SET sender_id = coalesce(@senderId, sender_id), sms_api_key = coalesce(@smsApiKey, sms_api_key),
       updated_at = @now
@@ -103,10 +120,14 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ? AND token_serial = ?`);
 
   return {
-    /** Upsert by location_id; installed_at, sender_id and sms_api_key survive a reinstall. */
-    save(token: NewToken, now: number): void {
+    /**
+     * Upsert by location_id; installed_at, sender_id, sms_api_key and an earlier approval
+     * survive a reinstall. `approved`: the location may use the global key from now on.
+     */
+    save(token: NewToken, now: number, approved = false): void {
       if (!token.locationId) throw new Error("refusing to store a token record without a location_id");
-      upsert.run({ ...token, accessToken: sealer.seal(token.accessToken), refreshToken: sealer.seal(token.refreshToken), now });
+      const sealed = { accessToken: sealer.seal(token.accessToken), refreshToken: sealer.seal(token.refreshToken) };
+      upsert.run({ ...token, ...sealed, now, approved: approved ? 1 : 0 });
     },
     get(locationId: string): TokenRecord | undefined {
       const row = selectOne.get(locationId);
@@ -117,7 +138,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     },
     listings(): LocationListing[] {
       const listings = selectListings.all();
-      for (const listing of listings) listing.sms_api_key = sealer.open(listing.sms_api_key);
+      for (const listing of listings) {
+        listing.sms_api_key = sealer.open(listing.sms_api_key);
+        listing.approved = Boolean(listing.approved);
+      }
       return listings;
     },
     /** Stores a refreshed pair; false when the location is gone. */
@@ -126,6 +150,14 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     },
     delete(locationId: string): boolean {
       return remove.run(locationId).changes > 0;
+    },
+    /** Lets the location use the global key and sender ID; false when it is unknown. */
+    approve(locationId: string, now: number): boolean {
+      return approve.run(now, locationId).changes > 0;
+    },
+    /** Marks the app uninstalled from the location, keeping its record; false if unknown or already marked. */
+    markUninstalled(locationId: string, now: number): boolean {
+      return uninstalled.run(now, now, locationId).changes > 0;
     },
     /** Sets what is given; an absent field keeps its value. False when the location is unknown. */
     setConfig(locationId: string, change: { senderId?: string; smsApiKey?: string }, now: number): boolean {
@@ -168,5 +200,7 @@ function fromRow(row: Row, sealer: Sealer): TokenRecord {
     smsApiKey: sealer.open(row.sms_api_key),
     refreshError: row.refresh_error,
     serial: row.token_serial,
+    approved: row.approved === 1,
+    uninstalledAt: row.uninstalled_at,
   };
 }

@@ -1,7 +1,8 @@
 import { getRouterParam, type H3, type H3Event } from "h3";
 import { createFailureThrottle } from "../core/throttle.ts";
 import { setLocationConfig } from "../core/location-config.ts";
-import { getLocationConfig, listLocations } from "../core/locations.ts";
+import { ID_RULE, isId } from "../core/ids.ts";
+import { approveLocation, getLocationConfig, listLocations } from "../core/locations.ts";
 import { httpError, type AppDeps } from "./app.ts";
 import { requireBearer } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
@@ -27,13 +28,21 @@ export function adminRoutes(app: H3, { core }: AppDeps): void {
     const body = parseJson(await readLimitedBody(event));
     return setLocationConfig(core.tokens, locationParam(event), body, core.now());
   });
+
+  app.post("/api/admin/locations/:locationId/approve", (event) => {
+    auth(event);
+    return approveLocation(core.tokens, locationParam(event), core.now());
+  });
 }
 
 function locationParam(event: H3Event): string {
   const raw = getRouterParam(event, "locationId") ?? "";
+  let id: string;
   try {
-    return decodeURIComponent(raw);
+    id = decodeURIComponent(raw);
   } catch {
     throw httpError(400, "malformed location id in the path");
   }
+  if (!isId(id)) throw httpError(400, `invalid location id: it ${ID_RULE}`);
+  return id;
 }

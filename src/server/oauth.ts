@@ -20,7 +20,14 @@ export function oauthRoutes(app: H3, { core }: AppDeps): void {
     if (!code) return text(400, "missing authorization code");
     try {
       const result = await completeInstall(
-        { crm: core.crm, tokens: core.tokens, now: core.now, log: core.log, paceMs: core.bulkPaceMs },
+        {
+          crm: core.crm,
+          tokens: core.tokens,
+          now: core.now,
+          log: core.log,
+          paceMs: core.bulkPaceMs,
+          allowedCompanyIds: config.allowedCompanyIds,
+        },
         code,
       );
       return result.kind === "location"

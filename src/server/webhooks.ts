@@ -1,12 +1,14 @@
 import type { H3, H3Event } from "h3";
 import { z } from "zod";
 import { errorMessage } from "../core/errors.ts";
+import { ID_PATTERN, ID_RULE } from "../core/ids.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../core/signature.ts";
 import type { OutboundMessage } from "../db/jobs.ts";
 import { httpError, type AppDeps } from "./app.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
-const id = z.string().trim().min(1).max(200);
+// A missing, empty or malformed id is refused alike: nothing that is not an id reaches a URL or a log.
+const id = z.string().trim().regex(ID_PATTERN, ID_RULE);
 
 /**
  * HighLevel's ProviderOutboundMessage, the fields bridge uses. Only a missing (or
@@ -20,7 +22,7 @@ const outboundSchema = z.object({
   messageId: id,
   phone: z.string().trim().min(1),
   message: z.string().nullish().transform((text) => text ?? ""),
-  contactId: z.string().nullish().transform((contact) => contact ?? ""),
+  contactId: z.union([id, z.literal("")]).nullish().transform((contact) => contact ?? ""),
   attachments: z.array(z.string()).nullish().transform((urls) => urls ?? []),
 });
 
@@ -80,24 +82,34 @@ export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
 
   /**
    * HighLevel signs every marketplace app's webhooks with the same key, so the signature
-   * does not say the event is about this app: only our own appId removes a location.
+   * does not say the event is about this app: only our own appId counts. Even then the
+   * event may be a replay: core.uninstall applies it only once HighLevel confirms it.
    */
-  function uninstall(body: unknown) {
-    const event = z.object({ appId: z.unknown().optional(), locationId: id.optional() }).safeParse(body);
-    const { appId, locationId } = event.success ? event.data : {};
-    if (!locationId) return { status: "ignored" }; // a company-level uninstall names no location
+  async function uninstall(body: unknown) {
+    const event = z.object({ appId: z.unknown().optional(), locationId: id.optional(), companyId: id.optional() }).safeParse(body);
+    if (!event.success) throw httpError(400, `invalid UNINSTALL event: locationId and companyId ${ID_RULE}`);
+    const { appId, locationId, companyId } = event.data;
+    const what = locationId ? `location ${locationId}` : `company ${companyId ?? "(none)"}`;
     if (typeof appId !== "string" || appId.toLowerCase() !== core.config.crm.appId.toLowerCase()) {
-      core.log.warn(`UNINSTALL of location ${locationId} ignored: its appId ${JSON.stringify(appId)?.slice(0, 100) ?? "(none)"} is not this app's`);
+      core.log.warn(`UNINSTALL of ${what} ignored: its appId ${JSON.stringify(appId)?.slice(0, 100) ?? "(none)"} is not this app's`);
       return { status: "ignored" };
     }
-    let removed: boolean;
-    try {
-      removed = core.tokens.delete(locationId);
-    } catch (error) {
-      core.log.error(`could not uninstall location ${locationId}: ${errorMessage(error)}`);
-      throw notStored("could not remove the location");
+    if (!locationId) {
+      core.log.warn(`UNINSTALL of ${what} (agency-wide) ignored: bridge removes locations one UNINSTALL at a time`);
+      return { status: "ignored" };
     }
-    core.log.info(`location ${locationId} uninstalled${removed ? "" : " (it was not installed)"}`);
+    let verdict;
+    try {
+      verdict = await core.uninstall(locationId);
+    } catch (error) {
+      core.log.warn(`UNINSTALL of ${what} not applied yet: HighLevel could not confirm it (${errorMessage(error)}); it will be sent again`);
+      throw notStored("could not apply the uninstall");
+    }
+    if (verdict === "still_installed") {
+      core.log.warn(`UNINSTALL of ${what} ignored: HighLevel still accepts its token (a replayed or stale event)`);
+      return { status: "ignored" };
+    }
+    if (verdict === "not_installed") core.log.info(`UNINSTALL of ${what}: it was not installed`);
     return { status: "ok" };
   }
 }

@@ -55,6 +55,17 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(stdout).not.toMatch(/at-loc-1|rt-loc-1/);
   });
 
+  test("locations approve: approves a known location, refuses an unknown one (1) and a malformed id (2)", async () => {
+    const ok = await bridge("locations", "approve", "loc-1", "--json");
+    expect(ok).toMatchObject({ code: 0, stdout: `${JSON.stringify({ locations: [{ location_id: "loc-1", approved: true }] }, null, 2)}\n` });
+    const listed = JSON.parse((await bridge("locations", "list", "--json")).stdout) as { locations: { approved: boolean }[] };
+    expect(listed.locations).toMatchObject([{ approved: true }]);
+    expect(await bridge("locations", "approve", "loc-9")).toMatchObject({ code: 1, stderr: "bridge: location not found: loc-9\n" });
+    const bad = await bridge("config", "get", "loc-1\n[error] forged");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('not a location id: "loc-1\\n[error] forged"');
+  });
+
   test("config set takes effect on the running server's next message, without a restart", async () => {
     const set = await bridge("config", "set", "loc-1", "--sender-id", "BRIDGE", "--sms-api-key", "loc1-secret-api-key-xyz");
     expect(set.code).toBe(0);

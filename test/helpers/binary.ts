@@ -2,6 +2,7 @@ import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { signBody, startWorld, waitFor } from "./bridge.ts";
+import { COMPANY_ID } from "./fake-crm.ts";
 
 export const BINARY = resolve("dist/bridge");
 
@@ -48,6 +49,7 @@ export async function e2eSetup(name: string, extraEnv: Record<string, string> = 
     ...world.env,
     CRM_CLIENT_SECRET: `${name}-client-secret`,
     SMS_API_KEY: `${name}-global-sms-key`,
+    ALLOWED_COMPANY_IDS: COMPANY_ID,
     HOME: world.dir,
     ...extraEnv,
   };

@@ -10,7 +10,7 @@ import { createWorker } from "../../src/core/worker.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
 import { listen } from "../../src/server/listen.ts";
-import { startFakeCrm } from "./fake-crm.ts";
+import { COMPANY_ID, startFakeCrm } from "./fake-crm.ts";
 import { startFakeGateway } from "./fake-gateway.ts";
 import { captureStream } from "./stream.ts";
 
@@ -74,6 +74,8 @@ export async function startBridge(options: BridgeOptions = {}) {
     CRM_MARKETPLACE_URL: "http://marketplace.test",
     SMS_API_KEY: GLOBAL_SMS_KEY,
     INBOUND_API_KEY: ADMIN_KEY,
+    // The fake CRM's company: its installs are approved to use the global key.
+    ALLOWED_COMPANY_IDS: COMPANY_ID,
     LOG_LEVEL: "debug",
     ...options.env,
   };
@@ -140,6 +142,7 @@ export async function startBridge(options: BridgeOptions = {}) {
           expiresAt: fields.expiresAt ?? now() + 86_400_000,
         },
         now(),
+        true,
       );
     },
     async close() {

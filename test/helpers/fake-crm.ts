@@ -69,6 +69,10 @@ export async function startFakeCrm() {
       codes.set(code, answer);
       return answer;
     },
+    /** The app is uninstalled from `locationId`: its refresh tokens are revoked, as HighLevel does. */
+    uninstall(locationId: string) {
+      for (const [token, owner] of refreshTokens) if (owner === locationId) refreshTokens.delete(token);
+    },
     /** Makes `code` exchange for a company-scoped token. */
     grantCompany(code: string, extra: Record<string, unknown> = {}) {
       serial++;

@@ -316,7 +316,7 @@ describe("unknown locations and paths", () => {
   ];
 
   test.each(encodedIds.flatMap((id) => ["GET", "PUT"].map((method) => ({ ...id, method }))))(
-    "$method config of $encoded: a clean 404 naming the decoded id",
+    "$method config of $encoded: 400, the id is not an id, the store unchanged",
     async ({ encoded, decoded, method }) => {
       const { bridge } = ctx;
       await bridge.install("loc-1");
@@ -324,8 +324,10 @@ describe("unknown locations and paths", () => {
         method,
         body: method === "PUT" ? JSON.stringify({ sender_id: "X" }) : undefined,
       });
-      expect(res.status).toBe(404);
-      expect(await res.json()).toEqual({ error: `location not found: ${decoded}` });
+      expect(res.status).toBe(400);
+      const { error } = (await res.json()) as { error: string };
+      expect(error).toBe("invalid location id: it must be 1-64 letters, digits, '_' or '-'");
+      expect(error).not.toContain(decoded);
       expect(bridge.core.tokens.list().map((r) => r.locationId)).toEqual(["loc-1"]);
       expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
     },
@@ -346,13 +348,11 @@ describe("unknown locations and paths", () => {
     expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
   });
 
-  test("a location whose id holds a space is reachable through its encoded id", async () => {
+  test("an unknown id, percent-encoded: a clean 404 naming the decoded id", async () => {
     const { bridge } = ctx;
-    bridge.seed("loc x");
-    let res = await put(bridge, "loc%20x", { sender_id: "SPACE" });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ location_id: "loc x", sender_id: "SPACE", sms_api_key: "" });
-    res = await bridge.admin("/api/admin/locations/loc%20x/config");
-    expect(await res.json()).toEqual({ location_id: "loc x", sender_id: "SPACE", sms_api_key: "" });
+    await bridge.install("loc-1");
+    const res = await bridge.admin("/api/admin/locations/loc%2D2/config");
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: "location not found: loc-2" });
   });
 });

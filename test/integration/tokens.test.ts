@@ -298,6 +298,8 @@ describe("listings", () => {
         installed_at: iso(1_000),
         updated_at: iso(2_000),
         refresh_error: "",
+        approved: false,
+        uninstalled_at: null,
       },
     ]);
   });

@@ -450,14 +450,18 @@ describe("webhook processing with the worker running", () => {
     expect(bridge.crm.statusReports()).toHaveLength(1);
   });
 
-  test("a signed UNINSTALL deletes that location's record and no other", async () => {
+  test("a signed UNINSTALL HighLevel confirms marks that location uninstalled, keeps its settings, and no other", async () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
     await bridge.install("loc-2");
+    bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND", smsApiKey: "own-key-0123456789" }, Date.now());
+    bridge.crm.uninstall("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1", companyId: "company-1" });
     expect(res.status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")).toBeUndefined();
-    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ locationId: "loc-2" });
+    expect(await res.json()).toEqual({ status: "ok" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "BRAND", smsApiKey: "own-key-0123456789" });
+    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ locationId: "loc-2", uninstalledAt: 0 });
   });
 
   test.each([
@@ -468,45 +472,125 @@ describe("webhook processing with the worker running", () => {
   ])("a signed UNINSTALL with $name is ignored and the record stays", async ({ appId }) => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
+    bridge.crm.uninstall("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId, locationId: "loc-1" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ignored" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1", uninstalledAt: 0 });
     expect(bridge.logs.join("")).toMatch(/UNINSTALL of location loc-1 ignored: its appId .* is not this app's/);
   });
 
-  test("a signed UNINSTALL with our appId in upper case removes the location", async () => {
+  test("a signed UNINSTALL with our appId in upper case marks the location", async () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
+    bridge.crm.uninstall("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID.toUpperCase(), locationId: "loc-1" });
     expect(await res.json()).toEqual({ status: "ok" });
-    expect(bridge.core.tokens.get("loc-1")).toBeUndefined();
+    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
   });
 
-  test("when the record cannot be deleted: 429 with Retry-After, never 500; the retry deletes it", async () => {
+  test("a captured UNINSTALL replayed after a reinstall leaves the location working", async () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
-    bridge.core.db.exec("CREATE TRIGGER keep BEFORE DELETE ON tokens BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
+    bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND" }, Date.now());
+    const captured = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
+    bridge.crm.uninstall("loc-1");
+    expect(await (await bridge.webhook(captured)).json()).toEqual({ status: "ok" });
+    await bridge.install("loc-1"); // the agency installs again
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0, senderId: "BRAND" });
+
+    const replay = await bridge.webhook(captured);
+    expect(replay.status).toBe(200);
+    expect(await replay.json()).toEqual({ status: "ignored" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0, senderId: "BRAND" });
+    expect(bridge.logs.join("")).toContain("UNINSTALL of location loc-1 ignored: HighLevel still accepts its token");
+
+    await expectAccepted(await bridge.webhook(outbound("m-after-replay")));
+    await waitFor(() => bridge.crm.statusReports().find((r) => r.messageId === "m-after-replay"));
+    expect(bridge.core.jobs.get("m-after-replay")).toMatchObject({ outcome: "delivered" });
+    expect(bridge.gateway.sent()).toHaveLength(1);
+    expect(bridge.gateway.sent()[0]).toMatchObject({ sender_id: "BRAND" });
+  });
+
+  test("a flood of replayed UNINSTALLs asks HighLevel once a minute, not once each", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    const before = bridge.crm.received("POST /oauth/token").length;
+    for (let i = 0; i < 5; i++) {
+      const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" });
+      expect(await res.json()).toEqual({ status: "ignored" });
+    }
+    expect(bridge.crm.received("POST /oauth/token").length - before).toBe(1);
+  });
+
+  test("when HighLevel cannot confirm (its token endpoint fails): 429 with Retry-After; the retry applies it", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    bridge.crm.uninstall("loc-1");
+    bridge.crm.on("POST /oauth/token", () => new Response("upstream down", { status: 503 }));
     const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
     const res = await bridge.webhook(uninstall);
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
-    expect(await res.json()).toEqual({ error: "could not remove the location; retry later" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
+    expect(await res.json()).toEqual({ error: "could not apply the uninstall; retry later" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
 
-    bridge.core.db.exec("DROP TRIGGER keep");
+    bridge.crm.on("POST /oauth/token", () => Response.json({ error: "invalid_grant" }, { status: 400 }));
     expect((await bridge.webhook(uninstall)).status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")).toBeUndefined();
+    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
   });
 
-  test("after UNINSTALL, a message for that location is not sent", async () => {
+  test("when the mark cannot be stored: 429, never 500; the retry stores it", async () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
+    bridge.crm.uninstall("loc-1");
+    bridge.core.db.exec("CREATE TRIGGER keep BEFORE UPDATE OF uninstalled_at ON tokens BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
+    const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
+    expect((await bridge.webhook(uninstall)).status).toBe(429);
+    bridge.core.db.exec("DROP TRIGGER keep");
+    expect((await bridge.webhook(uninstall)).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+  });
+
+  test("after UNINSTALL, a message for that location is reported failed and logged, not sent", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    bridge.crm.uninstall("loc-1");
     expect((await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" })).status).toBe(200);
     await expectAccepted(await bridge.webhook(outbound("m-after")));
     const job = await waitFor(() => bridge.core.jobs.get("m-after")?.outcome && bridge.core.jobs.get("m-after"));
-    expect(job).toMatchObject({ outcome: "failed", errorMessage: "no token for location: loc-1" });
+    expect(job).toMatchObject({
+      outcome: "failed",
+      errorCode: "uninstalled",
+      errorMessage: "location loc-1 has uninstalled the app; reinstall it to send again",
+    });
+    expect(bridge.logs.join("")).toContain("[warn] message m-after of location loc-1 not sent: location loc-1 has uninstalled the app");
     expect(bridge.gateway.sent()).toEqual([]);
+  });
+
+  test("an agency-wide UNINSTALL (no locationId) is logged and changes nothing", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, companyId: "company-1" });
+    expect(await res.json()).toEqual({ status: "ignored" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+    expect(bridge.logs.join("")).toContain("UNINSTALL of company company-1 (agency-wide) ignored");
+  });
+
+  test("a messageId seen before is never sent again, even after its job was cleaned up", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    await expectAccepted(await bridge.webhook(outbound("m-old")));
+    await waitFor(() => bridge.core.jobs.get("m-old")?.state === "done");
+    // The clean-up removes finished jobs after 30 days; here, now.
+    expect(bridge.core.jobs.prune(Date.now() + 1, 1000)).toBe(1);
+    expect(bridge.core.jobs.get("m-old")).toBeUndefined();
+
+    await expectAccepted(await bridge.webhook(outbound("m-old")));
+    await expectAccepted(await bridge.webhook(outbound("m-new")));
+    await waitFor(() => bridge.core.jobs.get("m-new")?.state === "done");
+    expect(bridge.core.jobs.get("m-old")).toBeUndefined();
+    expect(bridge.gateway.sent().map((s) => s.message)).toEqual(["hello m-old", "hello m-new"]);
   });
 });
 

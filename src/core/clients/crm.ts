@@ -1,6 +1,7 @@
 import pRetry from "p-retry";
 import { z } from "zod";
 import { CrmError, clip, errorMessage } from "../errors.ts";
+import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { retryAfterMs, sleep } from "../retry.ts";
 import { $http } from "./transport.ts";
 
@@ -178,18 +179,21 @@ function answerInfo(res: Answer) {
   return { httpStatus: res.status, body: res.text };
 }
 
+/** HighLevel's ids: checked here, so no other code meets one that could steer a path or a log line. */
+const crmId = z.string().regex(ID_PATTERN, `not an id (${ID_RULE})`);
+
 const tokenSchema = z.object({
   access_token: z.string().min(1),
   refresh_token: z.string().min(1),
   expires_in: z.number().int().positive(),
   userType: z.string().nullish(),
-  locationId: z.string().nullish(),
-  companyId: z.string().nullish(),
-  installedLocations: z.array(z.string()).nullish(),
+  locationId: crmId.or(z.literal("")).nullish(),
+  companyId: crmId.or(z.literal("")).nullish(),
+  installedLocations: z.array(crmId).nullish(),
 });
 
 const locationsSchema = z.object({
-  locations: z.array(z.object({ _id: z.string().min(1) })),
+  locations: z.array(z.object({ _id: crmId })),
   count: z.number().int().nonnegative().optional(),
 });
 

@@ -1,0 +1,156 @@
+import { describe, expect, test } from "vitest";
+import Database from "better-sqlite3";
+import { join } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { openDb } from "../../src/db/index.ts";
+import { MIGRATIONS } from "../../src/db/migrations.ts";
+import { createTokenStore } from "../../src/db/tokens.ts";
+import { GLOBAL_SMS_KEY, outbound, useBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { COMPANY_ID } from "../helpers/fake-crm.ts";
+
+/** Who may use the operator's gateway key (CONTRACT.md 12), through real HTTP. */
+
+async function callback(bridge: Bridge, code: string) {
+  const res = await bridge.fetch(`/oauth-callback?code=${code}`);
+  return { status: res.status, body: await res.text() };
+}
+
+async function sendAndWait(bridge: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
+  const res = await bridge.webhook(outbound(messageId, fields));
+  expect(res.status).toBe(200);
+  await waitFor(() => bridge.crm.statusReports().find((r) => r.messageId === messageId));
+  return bridge.core.jobs.get(messageId)!;
+}
+
+describe("with ALLOWED_COMPANY_IDS set to another company", () => {
+  const ctx = useBridge(() => ({ env: { ALLOWED_COMPANY_IDS: "operatorCo1, operatorCo2" } }));
+
+  test("an outsider's location install is refused with 403, nothing stored, logged at warn", async () => {
+    const { bridge } = ctx;
+    bridge.crm.grantLocation("code-x", "loc-x");
+    expect(await callback(bridge, "code-x")).toEqual({ status: 403, body: `company ${COMPANY_ID} may not install this app` });
+    expect(bridge.core.tokens.list()).toEqual([]);
+    expect(bridge.logs.join("")).toContain(`[warn] install failed: company ${COMPANY_ID} may not install this app`);
+  });
+
+  test("an outsider's agency install is refused before any location token is fetched", async () => {
+    const { bridge } = ctx;
+    bridge.crm.grantCompany("code-co", { installedLocations: ["a", "b"] });
+    expect(await callback(bridge, "code-co")).toEqual({ status: 403, body: `company ${COMPANY_ID} may not install this app` });
+    expect(bridge.crm.received("POST /oauth/locationToken")).toEqual([]);
+    expect(bridge.core.tokens.list()).toEqual([]);
+  });
+
+  test("a listed company's install is approved at once and sends with the global key", async () => {
+    const { bridge } = ctx;
+    bridge.crm.grantLocation("code-ok", "loc-ok", { companyId: "operatorCo2" });
+    expect((await callback(bridge, "code-ok")).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-ok")).toMatchObject({ approved: true, companyId: "operatorCo2" });
+    expect(await sendAndWait(bridge, "m-ok", { locationId: "loc-ok" })).toMatchObject({ outcome: "delivered" });
+    expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
+  });
+});
+
+describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
+  const ctx = useBridge(() => ({ env: { ALLOWED_COMPANY_IDS: "", SMS_SENDER_ID: "OPERATOR" } }));
+
+  test("a pending location's message does not reach the gateway with the global key; approve, then it does", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    expect(bridge.logs.join("")).toContain("installed location loc-1 (company company-1); pending");
+
+    const refused = await sendAndWait(bridge, "m-pending");
+    const reason = "location loc-1 is not approved to use the shared gateway key";
+    expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: reason });
+    expect(bridge.gateway.sent()).toEqual([]);
+    expect(bridge.crm.statusReports()).toMatchObject([{ body: { status: "failed", error: { message: reason } } }]);
+    expect(bridge.logs.join("")).toContain(`[warn] message m-pending of location loc-1 not sent: ${reason}`);
+
+    const approve = await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" });
+    expect(approve.status).toBe(200);
+    expect(await approve.json()).toEqual({ location_id: "loc-1", approved: true });
+
+    expect(await sendAndWait(bridge, "m-approved")).toMatchObject({ outcome: "delivered" });
+    expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY, sender_id: "OPERATOR" }]);
+  });
+
+  test("a pending location with its own key sends on it, without the operator's sender ID", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    bridge.core.tokens.setConfig("loc-1", { smsApiKey: "their-own-key-0123" }, Date.now());
+    expect(await sendAndWait(bridge, "m-own")).toMatchObject({ outcome: "delivered" });
+    const [sent] = bridge.gateway.sent();
+    expect(sent?.apiKey).toBe("their-own-key-0123");
+    expect(sent?.sender_id).toBeUndefined();
+  });
+
+  test("the admin list shows who is approved; approving an unknown location is a 404", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    const list = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: unknown[] };
+    expect(list.locations).toMatchObject([{ location_id: "loc-1", approved: false, uninstalled_at: null }]);
+    const res = await bridge.admin("/api/admin/locations/loc-9/approve", { method: "POST" });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: "location not found: loc-9" });
+  });
+
+  test("approval needs the admin key", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    const res = await bridge.fetch("/api/admin/locations/loc-1/approve", { method: "POST" });
+    expect(res.status).toBe(401);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+  });
+
+  test("a reinstall keeps an approval given before", async () => {
+    const { bridge } = ctx;
+    await bridge.install("loc-1");
+    bridge.core.tokens.approve("loc-1", Date.now());
+    await bridge.install("loc-1");
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true });
+  });
+});
+
+describe("ids", () => {
+  const ctx = useBridge(() => ({ worker: false }));
+
+  test.each([
+    { field: "locationId", value: "loc-1\r\n2026-11-21T00:00:00.000Z [error] forged" },
+    { field: "messageId", value: ".." },
+    { field: "messageId", value: "a/../../status" },
+    { field: "contactId", value: "c 1" },
+    { field: "locationId", value: "x".repeat(65) },
+  ])("a webhook whose $field is $value is refused with 400, nothing stored", async ({ field, value }) => {
+    const { bridge } = ctx;
+    const res = await bridge.webhook(outbound("m-1", { [field]: value }));
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toContain(field);
+    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(bridge.logs.join("")).not.toContain("forged");
+  });
+});
+
+test("the migration approves the locations that exist when it ships, and remembers their messages", () => {
+  const dir = mkdtempSync(join(tmpdir(), "bridge-migrate-"));
+  try {
+    const path = join(dir, "bridge.db");
+    const old = new Database(path);
+    old.exec(MIGRATIONS[0]!);
+    old.pragma("user_version = 1");
+    old.prepare("INSERT INTO tokens (location_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES ('loc-old', 'at', 'rt', 1, 1, 1)").run();
+    old.prepare("INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at) VALUES ('m-old', 'loc-old', '{}', 1, 1, 1)").run();
+    old.close();
+
+    const db = openDb(path);
+    try {
+      expect(createTokenStore(db).get("loc-old")).toMatchObject({ approved: true, uninstalledAt: 0 });
+      expect(db.prepare("SELECT message_id FROM seen_messages").pluck().all()).toEqual(["m-old"]);
+    } finally {
+      db.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
