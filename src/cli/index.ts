@@ -20,6 +20,8 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   SMS_API_URL           default https://api.cast.ph
   SMS_API_KEY           default gateway API key (a location's own key wins)
   SMS_SENDER_ID         default sender ID (a location's own wins; empty: the gateway's)
+  ALLOWED_COMPANY_IDS   companies allowed to install and use the defaults above; empty:
+                        any may install, its locations wait for \`locations approve\`
   INBOUND_API_KEY       bearer key of /api/admin/*; unset disables the admin API
   TRUST_PROXY           1: every request comes through a proxy that sets X-Forwarded-For
   DATABASE_PATH         SQLite file, default ./bridge.db (--db)

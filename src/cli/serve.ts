@@ -21,6 +21,9 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   worker.start();
   await withoutMaglev();
   log.info(`bridge listening on ${server.url}`, describeConfig(config));
+  if (config.allowedCompanyIds.length === 0) {
+    log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
+  }
 
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
