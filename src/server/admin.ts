@@ -8,8 +8,8 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
 export function adminRoutes(app: H3, { core }: AppDeps): void {
-  // Ten wrong keys a minute per address, then 429 until the minute is over.
-  const throttle = createFailureThrottle({ limit: 10, windowMs: 60_000, now: Date.now });
+  // Ten wrong keys a minute per client, then 429 for its wrong keys until the minute is over.
+  const throttle = createFailureThrottle({ limit: 10, windowMs: 60_000, now: core.now });
   const auth = (event: H3Event) => requireBearer(event, core.config, throttle);
 
   app.get("/api/admin/locations", (event) => {

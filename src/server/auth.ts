@@ -7,11 +7,22 @@ import { httpError } from "./app.ts";
 /**
  * Bearer INBOUND_API_KEY check. Both sides are hashed first so the comparison is
  * constant-time whatever the lengths. An unset key disables the admin API (503)
- * rather than leaving it open; repeated failures from one client get 429.
+ * rather than leaving it open.
+ *
+ * The key is checked before the failure throttle: the right key is never refused, so
+ * nobody can lock the operator out by sending wrong keys from their address (or from
+ * the proxy's, for every client behind it). A wrong or missing key gets 429 while its
+ * client is over the limit, 401 otherwise. The 429 does not bound guessing (a guess
+ * that hits still gets 200); the key's length does: INBOUND_API_KEY is at least
+ * 24 characters.
  */
 export function requireBearer(event: H3Event, config: Pick<ResolvedConfig, "inboundApiKey" | "trustProxy">, throttle: FailureThrottle): void {
   const key = config.inboundApiKey;
   if (!key) throw httpError(503, "admin API disabled: INBOUND_API_KEY is not set");
+  const header = event.req.headers.get("authorization") ?? "";
+  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
+  if (match?.[1] && sameSecret(match[1], key)) return;
+
   const client = clientKey(getRequestIP(event), event.req.headers.get("x-forwarded-for"), config.trustProxy);
   const wait = throttle.blockedFor(client);
   if (wait > 0) {
@@ -19,13 +30,8 @@ export function requireBearer(event: H3Event, config: Pick<ResolvedConfig, "inbo
       "retry-after": String(Math.ceil(wait / 1000)),
     });
   }
-  const header = event.req.headers.get("authorization") ?? "";
-  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-  if (!match?.[1] || !sameSecret(match[1], key)) {
-    throttle.fail(client);
-    throw httpError(401, "unauthorized", { "www-authenticate": "Bearer" });
-  }
-  throttle.succeed(client);
+  throttle.fail(client);
+  throw httpError(401, "unauthorized", { "www-authenticate": "Bearer" });
 }
 
 /**

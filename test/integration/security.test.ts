@@ -11,15 +11,44 @@ beforeEach(async () => {
 });
 afterEach(() => bridge.close());
 
-test("repeated wrong admin keys from one address are throttled with 429, and the right key too meanwhile", async () => {
-  for (let i = 0; i < 10; i++) {
-    const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer wrong-${i}` } });
-    expect(res.status).toBe(401);
+/** Sends `n` wrong admin keys, each answered 401, 429 or as `expected` says. */
+async function wrongKeys(n: number, headers: Record<string, string> = {}, expected?: number) {
+  for (let i = 0; i < n; i++) {
+    const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer wrong-key-${i}`, ...headers } });
+    if (expected) expect(res.status).toBe(expected);
   }
-  const blocked = await bridge.admin("/api/admin/locations");
+}
+
+test("ten wrong admin keys from one address, then that address's wrong keys get 429", async () => {
+  await wrongKeys(10, {}, 401);
+  const blocked = await bridge.fetch("/api/admin/locations", { headers: { authorization: "Bearer wrong" } });
   expect(blocked.status).toBe(429);
   expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
   expect(await blocked.json()).toEqual({ error: "too many failed authentication attempts; retry later" });
+  const missing = await bridge.fetch("/api/admin/locations");
+  expect(missing.status).toBe(429);
+});
+
+test("the right admin key passes after 50 failures from the same address", async () => {
+  await wrongKeys(50);
+  const res = await bridge.admin("/api/admin/locations");
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ locations: [] });
+  // ...and does not open the door for the wrong keys after it.
+  expect((await bridge.fetch("/api/admin/locations", { headers: { authorization: "Bearer wrong" } })).status).toBe(429);
+});
+
+test("the limit is per minute: a client over it gets 401 again once its failures are a minute old", async () => {
+  await bridge.close();
+  let clock = Date.parse("2025-03-01T08:00:00.000Z");
+  bridge = await startBridge({ now: () => clock, worker: false });
+  await wrongKeys(10, {}, 401);
+  await wrongKeys(5, {}, 429);
+  clock += 59_999;
+  await wrongKeys(1, {}, 429);
+  clock += 1;
+  await wrongKeys(10, {}, 401);
+  await wrongKeys(1, {}, 429);
 });
 
 test("X-Forwarded-For is not trusted by default: a new forged value per try does not escape the 429", async () => {
@@ -39,8 +68,9 @@ test("with TRUST_PROXY, failures count per forwarded client: one client cannot l
   // The proxy appends the address it saw; what the client sent before it may be forged.
   for (let i = 0; i < 10; i++) expect((await from(`10.0.0.${i}, 203.0.113.7`, `Bearer wrong-${i}`)).status).toBe(401);
 
-  expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(429);
-  expect((await from("198.51.100.2", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
+  expect((await from("203.0.113.7", "Bearer wrong")).status).toBe(429);
+  expect((await from("198.51.100.2", "Bearer wrong")).status).toBe(401);
+  expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
 });
 
 test("a full run never writes a token or key to the log, and the database files are 0600", async () => {

@@ -16,12 +16,15 @@ test("an address is refused after `limit` failures until the oldest leaves the w
   expect(throttle.blockedFor("a")).toBe(0);
 });
 
-test("a success forgets the failures", () => {
-  const throttle = createFailureThrottle({ limit: 2, windowMs: 60_000, now: () => 0 });
-  throttle.fail("a");
-  throttle.succeed("a");
-  throttle.fail("a");
-  expect(throttle.blockedFor("a")).toBe(0);
+test("fail counts the failures in the window, this one included", () => {
+  let now = 0;
+  const throttle = createFailureThrottle({ limit: 2, windowMs: 60_000, now: () => now });
+  expect(throttle.fail("a")).toBe(1);
+  now += 30_000;
+  expect(throttle.fail("a")).toBe(2);
+  expect(throttle.fail("b")).toBe(1);
+  now += 30_000; // the first failure of "a" has left the window
+  expect(throttle.fail("a")).toBe(2);
 });
 
 test("memory stays bounded under many addresses", () => {
