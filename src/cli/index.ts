@@ -20,7 +20,9 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   SMS_API_URL           default https://api.cast.ph
   SMS_API_KEY           default gateway API key (a location's own key wins)
   SMS_SENDER_ID         default sender ID (a location's own wins; empty: the gateway's)
-  INBOUND_API_KEY       bearer key of /api/admin/*; unset disables the admin API
+  INBOUND_API_KEY       bearer key of /api/admin/* (serve): at least 24 characters
+                        (openssl rand -hex 24); two, comma-separated, while rotating;
+                        unset disables the admin API
   TRUST_PROXY           1: every request comes through a proxy that sets X-Forwarded-For
   DATABASE_PATH         SQLite file, default ./bridge.db (--db)
   HOST, PORT            where serve listens, default 0.0.0.0:3000

@@ -26,7 +26,8 @@ export interface ResolvedConfig {
     webhookKeys: KeyObject[];
   };
   sms: { apiUrl: string; apiKey: string; senderId: string };
-  inboundApiKey: string;
+  /** Bearer keys of the admin API: one, or two during a rotation; [] disables it. Read by serve only. */
+  inboundApiKeys: string[];
   /** Every request comes through a reverse proxy that sets X-Forwarded-For. */
   trustProxy: boolean;
   databasePath: string;
@@ -103,7 +104,8 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
       apiKey: read("SMS_API_KEY", obeying(API_KEY), ""),
       senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
     },
-    inboundApiKey: read("INBOUND_API_KEY", obeying(API_KEY), ""),
+    // Only serve checks the bearer; a CLI command is not refused over a key it never uses.
+    inboundApiKeys: need === "serve" ? read("INBOUND_API_KEY", adminKeys, []) : [],
     trustProxy: read("TRUST_PROXY", yesNo, false),
     databasePath: read("DATABASE_PATH", text, "./bridge.db"),
     host: read("HOST", text, "0.0.0.0"),
@@ -127,7 +129,7 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     SMS_API_URL: config.sms.apiUrl,
     SMS_API_KEY: config.sms.apiKey ? "(set)" : "(unset)",
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
-    INBOUND_API_KEY: config.inboundApiKey ? "(set)" : "(unset: admin API disabled)",
+    INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
     TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For" : "no",
     DATABASE_PATH: config.databasePath,
     HOST: config.host,
@@ -212,6 +214,28 @@ function obeying(rule: Rule) {
     if (!rule.pattern.test(value)) throw new Invalid(rule.says);
     return value;
   };
+}
+
+/** Long enough that guessing cannot pay, however many tries the throttle lets through. */
+const ADMIN_KEY_MIN = 24;
+
+/** INBOUND_API_KEY: one key, or two (old,new) while clients move to the new one. */
+function adminKeys(value: string): string[] {
+  const keys = value.split(",");
+  if (keys.length > 2) throw new Invalid("holds more than two keys (two, comma-separated, only during a rotation)");
+  for (const key of keys) {
+    obeying(API_KEY)(key);
+    if (key.length < ADMIN_KEY_MIN) {
+      const subject = keys.length > 1 ? "each key must be" : "must be";
+      throw new Invalid(`${subject} at least ${ADMIN_KEY_MIN} characters; make one with \`openssl rand -hex 24\``);
+    }
+  }
+  return keys;
+}
+
+function describeKeys(keys: string[]): string {
+  if (keys.length === 0) return "(unset: admin API disabled)";
+  return keys.length === 1 ? "(set)" : `(set: ${keys.length} keys, rotating)`;
 }
 
 function oneOf<T extends string>(allowed: readonly T[]) {

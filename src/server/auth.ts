@@ -5,9 +5,9 @@ import type { FailureThrottle } from "../core/throttle.ts";
 import { httpError } from "./app.ts";
 
 /**
- * Bearer INBOUND_API_KEY check. Both sides are hashed first so the comparison is
- * constant-time whatever the lengths. An unset key disables the admin API (503)
- * rather than leaving it open.
+ * Bearer INBOUND_API_KEY check, against each of its keys (two during a rotation).
+ * Both sides are hashed first so each comparison is constant-time whatever the
+ * lengths. An unset key disables the admin API (503) rather than leaving it open.
  *
  * The key is checked before the failure throttle: the right key is never refused, so
  * nobody can lock the operator out by sending wrong keys from their address (or from
@@ -16,12 +16,12 @@ import { httpError } from "./app.ts";
  * that hits still gets 200); the key's length does: INBOUND_API_KEY is at least
  * 24 characters.
  */
-export function requireBearer(event: H3Event, config: Pick<ResolvedConfig, "inboundApiKey" | "trustProxy">, throttle: FailureThrottle): void {
-  const key = config.inboundApiKey;
-  if (!key) throw httpError(503, "admin API disabled: INBOUND_API_KEY is not set");
+export function requireBearer(event: H3Event, config: Pick<ResolvedConfig, "inboundApiKeys" | "trustProxy">, throttle: FailureThrottle): void {
+  const keys = config.inboundApiKeys;
+  if (keys.length === 0) throw httpError(503, "admin API disabled: INBOUND_API_KEY is not set");
   const header = event.req.headers.get("authorization") ?? "";
   const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-  if (match?.[1] && sameSecret(match[1], key)) return;
+  if (match?.[1] && isOneOf(match[1], keys)) return;
 
   const client = clientKey(getRequestIP(event), event.req.headers.get("x-forwarded-for"), config.trustProxy);
   const wait = throttle.blockedFor(client);
@@ -45,8 +45,14 @@ export function clientKey(peer: string | undefined, forwardedFor: string | null,
   return forwarded || peer || "unknown";
 }
 
-function sameSecret(given: string, expected: string): boolean {
-  const a = createHash("sha256").update(given).digest();
-  const b = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(a, b);
+/** Compares with every key, whichever matches, so the time taken tells nothing either. */
+function isOneOf(given: string, keys: readonly string[]): boolean {
+  const a = digest(given);
+  let found = false;
+  for (const key of keys) found = timingSafeEqual(a, digest(key)) || found;
+  return found;
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
 }

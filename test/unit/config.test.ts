@@ -45,7 +45,7 @@ describe("defaults", () => {
     ["CRM_PROVIDER_ID", (c) => c.crm.providerId, ""],
     ["SMS_API_KEY", (c) => c.sms.apiKey, ""],
     ["SMS_SENDER_ID", (c) => c.sms.senderId, ""],
-    ["INBOUND_API_KEY", (c) => c.inboundApiKey, ""],
+    ["INBOUND_API_KEY", (c) => c.inboundApiKeys.length, 0],
   ])("%s defaults", (_, pick, expected) => {
     expect(pick(config)).toBe(expected);
   });
@@ -167,8 +167,14 @@ describe("a bad start lists every problem at once", () => {
     ["SMS_SENDER_ID", "   x"],
     ["SMS_API_KEY", "key with spaces"],
     ["SMS_API_KEY", "ключ"],
-    ["INBOUND_API_KEY", "clé-secrète-123456"], // a client sends UTF-8, the server reads latin1: never equal
-    ["INBOUND_API_KEY", "admin key"],
+    ["INBOUND_API_KEY", "clé-secrète-0123456789abcdef"], // a client sends UTF-8, the server reads latin1: never equal
+    ["INBOUND_API_KEY", "admin key 0123456789abcdef"],
+    ["INBOUND_API_KEY", "a"],
+    ["INBOUND_API_KEY", "0123456789abcdef0123456"], // 23 characters
+    ["INBOUND_API_KEY", "0123456789abcdef01234567,short"],
+    ["INBOUND_API_KEY", "0123456789abcdef01234567,"],
+    ["INBOUND_API_KEY", "0123456789abcdef01234567, 89abcdef0123456789abcdef"],
+    ["INBOUND_API_KEY", "0123456789abcdef01234567,0123456789abcdef01234568,0123456789abcdef01234569"],
     ["LOG_LEVEL", "verbose"],
     ["BRIDGE_ENCRYPTION_KEY", "too-short"],
     ["CRM_API_URL", "ftp://example.com"],
@@ -181,6 +187,35 @@ describe("a bad start lists every problem at once", () => {
     const found = problemsOf({ ...full, [name]: value }, "serve");
     expect(found).toHaveLength(1);
     expect(names(found[0]!, name)).toBe(true);
+  });
+});
+
+describe("INBOUND_API_KEY", () => {
+  const OLD = "old-admin-key-4b227777d4dd1fc6";
+  const NEW = "new-admin-key-9f86d081884c7d65";
+
+  test.each([
+    [OLD, [OLD]],
+    [`${OLD},${NEW}`, [OLD, NEW]],
+  ])("%s gives the keys %j", (value, keys) => {
+    expect(loadConfig({ ...full, INBOUND_API_KEY: value }, "serve").inboundApiKeys).toEqual(keys);
+  });
+
+  test("a short key is refused, saying how to make one and not what it was", () => {
+    const [problem] = problemsOf({ ...full, INBOUND_API_KEY: `${OLD},short-secret` }, "serve");
+    expect(problem).toMatch(/^INBOUND_API_KEY: .*at least 24 characters.*openssl rand -hex 24/);
+    expect(problem).not.toContain("short-secret");
+  });
+
+  test("describeConfig says two keys are set, and shows neither", () => {
+    const described = JSON.stringify(describeConfig(loadConfig({ ...full, INBOUND_API_KEY: `${OLD},${NEW}` }, "serve")));
+    expect(described).toContain("2 keys");
+    for (const key of [OLD, NEW]) expect(described).not.toContain(key.slice(0, 12));
+  });
+
+  test.each<ConfigNeed>(["store", "install-url", "token"])("%s, which serves no admin API, does not read it", (need) => {
+    const config = loadConfig({ ...full, INBOUND_API_KEY: "short" }, need);
+    expect(config.inboundApiKeys).toEqual([]);
   });
 });
 
