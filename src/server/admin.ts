@@ -1,16 +1,13 @@
 import { getRouterParam, type H3, type H3Event } from "h3";
-import { createFailureThrottle } from "../core/throttle.ts";
 import { setLocationConfig } from "../core/location-config.ts";
 import { getLocationConfig, listLocations } from "../core/locations.ts";
 import { httpError, type AppDeps } from "./app.ts";
-import { requireBearer } from "./auth.ts";
+import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
 /** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
 export function adminRoutes(app: H3, { core }: AppDeps): void {
-  // Ten wrong keys a minute per client, then 429 for its wrong keys until the minute is over.
-  const throttle = createFailureThrottle({ limit: 10, windowMs: 60_000, now: core.now });
-  const auth = (event: H3Event) => requireBearer(event, core.config, throttle);
+  const auth = createAdminAuth(core);
 
   app.get("/api/admin/locations", (event) => {
     auth(event);

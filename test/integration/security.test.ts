@@ -73,6 +73,36 @@ test("with TRUST_PROXY, failures count per forwarded client: one client cannot l
   expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
 });
 
+test("a failed admin login is a warn line naming the client, the path and why, never the key presented", async () => {
+  const guesses = ["guess-do-not-log-4b227777d4dd", `${ADMIN_KEY.slice(0, -1)}`, `${ADMIN_KEY}x`];
+  for (const guess of guesses) await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer ${guess}` } });
+  await bridge.fetch("/api/admin/locations/loc-1/config");
+  await bridge.fetch("/api/admin/locations", { headers: { authorization: `Basic ${ADMIN_KEY}` } });
+
+  const lines = bridge.logs.filter((line) => line.includes("admin auth failed"));
+  expect(lines).toHaveLength(5);
+  for (const line of lines) expect(line).toMatch(/ \[warn\] admin auth failed from 127\.0\.0\.1: /);
+  expect(lines[0]).toContain('wrong key on GET "/api/admin/locations"');
+  expect(lines[3]).toContain('no Authorization header on GET "/api/admin/locations/loc-1/config"');
+  expect(lines[4]).toContain("malformed Authorization header");
+  const logs = bridge.logs.join("");
+  for (const secret of [...guesses, ADMIN_KEY]) expect(logs).not.toContain(secret.slice(0, 8));
+});
+
+test("a flood of failures logs a bounded number of lines: ten per client a minute, a hundred in all", async () => {
+  const failureLines = () => bridge.logs.filter((line) => line.includes("admin auth failed"));
+  // A path of its own per try: the logger folds identical lines, which would hide the count.
+  for (let i = 0; i < 50; i++) await bridge.fetch(`/api/admin/locations/loc-${i}/config`, { headers: { authorization: "Bearer wrong" } });
+  expect(failureLines()).toHaveLength(10);
+  expect(failureLines()[9]).toContain("(10 failures within 60 s: its wrong keys now get 429, not logged)");
+
+  await bridge.close();
+  bridge = await startBridge({ env: { TRUST_PROXY: "1" } });
+  for (let i = 0; i < 150; i++) await wrongKeys(1, { "x-forwarded-for": `198.51.100.${i}` }, 401);
+  expect(failureLines()).toHaveLength(100);
+  expect(bridge.logs.filter((line) => line.includes("more than 100 failed admin logins within 60 s"))).toHaveLength(1);
+});
+
 test("a full run never writes a token or key to the log, and the database files are 0600", async () => {
   await bridge.install("loc-1");
   const stored = bridge.core.tokens.get("loc-1")!;
