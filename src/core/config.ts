@@ -28,8 +28,10 @@ export interface ResolvedConfig {
   sms: { apiUrl: string; apiKey: string; senderId: string };
   /** Bearer keys of the admin API: one, or two during a rotation; [] disables it. Read by serve only. */
   inboundApiKeys: string[];
-  /** Every request comes through a reverse proxy that sets X-Forwarded-For. */
+  /** A reverse proxy appends the client to X-Forwarded-For; its header names the client. */
   trustProxy: boolean;
+  /** Peers (addresses, CIDR ranges) whose X-Forwarded-For counts when trustProxy. Read by serve only. */
+  trustedProxies: string[];
   databasePath: string;
   host: string;
   port: number;
@@ -54,6 +56,7 @@ type EnvName =
   | "SMS_SENDER_ID"
   | "INBOUND_API_KEY"
   | "TRUST_PROXY"
+  | "TRUSTED_PROXIES"
   | "DATABASE_PATH"
   | "HOST"
   | "PORT"
@@ -107,6 +110,7 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
     // Only serve checks the bearer; a CLI command is not refused over a key it never uses.
     inboundApiKeys: need === "serve" ? read("INBOUND_API_KEY", adminKeys, []) : [],
     trustProxy: read("TRUST_PROXY", yesNo, false),
+    trustedProxies: need === "serve" ? read("TRUSTED_PROXIES", proxies, ["127.0.0.1", "::1"]) : [],
     databasePath: read("DATABASE_PATH", text, "./bridge.db"),
     host: read("HOST", text, "0.0.0.0"),
     port: read("PORT", port, 3000),
@@ -130,7 +134,8 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     SMS_API_KEY: config.sms.apiKey ? "(set)" : "(unset)",
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
     INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
-    TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For" : "no",
+    TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For from TRUSTED_PROXIES" : "no",
+    TRUSTED_PROXIES: config.trustedProxies.join(",") || "(none)",
     DATABASE_PATH: config.databasePath,
     HOST: config.host,
     PORT: config.port,
@@ -236,6 +241,22 @@ function adminKeys(value: string): string[] {
 function describeKeys(keys: string[]): string {
   if (keys.length === 0) return "(unset: admin API disabled)";
   return keys.length === 1 ? "(set)" : `(set: ${keys.length} keys, rotating)`;
+}
+
+/** TRUSTED_PROXIES: IP addresses or CIDR ranges, comma-separated. */
+function proxies(value: string): string[] {
+  const { isIP } = process.getBuiltinModule("node:net"); // serve only: no node:net for the CLI
+  const entries = value.split(",").map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address = "", prefix, ...more] = entry.split("/");
+    const version = address.includes("%") ? 0 : isIP(address); // no zone ids (fe80::1%eth0): not supported
+    const bits = version === 4 ? 32 : version === 6 ? 128 : 0;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (!bits || !prefixOk || more.length > 0) {
+      throw new Invalid(`${JSON.stringify(entry.slice(0, 60))} is not an IP address or CIDR range (such as 10.0.0.0/8)`);
+    }
+  }
+  return entries;
 }
 
 function oneOf<T extends string>(allowed: readonly T[]) {

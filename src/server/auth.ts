@@ -1,9 +1,10 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { getRequestIP, type H3Event } from "h3";
+import type { H3Event } from "h3";
 import type { ResolvedConfig } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
 import { createFailureThrottle } from "../core/throttle.ts";
 import { httpError } from "./app.ts";
+import { createClientAddress } from "./client.ts";
 
 /** Wrong keys a client may send per window before its wrong keys get 429. */
 const LIMIT = 10;
@@ -12,7 +13,7 @@ const WINDOW_MS = 60_000;
 const LOG_LIMIT = 100;
 
 export interface AdminAuthDeps {
-  config: Pick<ResolvedConfig, "inboundApiKeys" | "trustProxy">;
+  config: Pick<ResolvedConfig, "inboundApiKeys" | "trustProxy" | "trustedProxies">;
   log: Logger;
   now: () => number;
 }
@@ -31,6 +32,7 @@ export interface AdminAuthDeps {
  */
 export function createAdminAuth({ config, log, now }: AdminAuthDeps): (event: H3Event) => void {
   const digests = config.inboundApiKeys.map(digest);
+  const clientOf = createClientAddress(config);
   const throttle = createFailureThrottle({ limit: LIMIT, windowMs: WINDOW_MS, now });
   const mayLog = createLogBudget(LOG_LIMIT, WINDOW_MS, now, () =>
     log.warn(`more than ${LOG_LIMIT} failed admin logins within ${WINDOW_MS / 1000} s: the rest of them are not logged`),
@@ -53,7 +55,7 @@ export function createAdminAuth({ config, log, now }: AdminAuthDeps): (event: H3
     const presented = bearer(event.req.headers.get("authorization"));
     if (presented.key !== undefined && isOneOf(presented.key, digests)) return;
 
-    const client = clientKey(getRequestIP(event), event.req.headers.get("x-forwarded-for"), config.trustProxy);
+    const client = clientOf(event);
     const wait = throttle.blockedFor(client);
     if (wait > 0) {
       throw httpError(429, "too many failed authentication attempts; retry later", {
@@ -63,17 +65,6 @@ export function createAdminAuth({ config, log, now }: AdminAuthDeps): (event: H3
     report(event, client, presented.key === undefined ? presented.reason : "wrong key", throttle.fail(client));
     throw httpError(401, "unauthorized", { "www-authenticate": "Bearer" });
   };
-}
-
-/**
- * The client failures are counted against: the peer's address, or, when the operator
- * says every request comes through a reverse proxy (TRUST_PROXY), the last
- * X-Forwarded-For entry, the one that proxy added. Trusting the header by default
- * would let anyone pick a fresh key per try, so it is off unless set.
- */
-export function clientKey(peer: string | undefined, forwardedFor: string | null, trustProxy: boolean): string {
-  const forwarded = trustProxy ? forwardedFor?.split(",").at(-1)?.trim().slice(0, 64) : undefined;
-  return forwarded || peer || "unknown";
 }
 
 /**

@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { request } from "node:http";
 import { createApp } from "../../src/server/app.ts";
 import { listen } from "../../src/server/listen.ts";
 import { afterEach, beforeEach, expect, test } from "vitest";
@@ -10,6 +11,18 @@ beforeEach(async () => {
   bridge = await startBridge();
 });
 afterEach(() => bridge.close());
+
+/** GET /api/admin/locations from a given local address, answered with its status. */
+function getFrom(localAddress: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${bridge.url}/api/admin/locations`, { localAddress, headers, agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 /** Sends `n` wrong admin keys, each answered 401, 429 or as `expected` says. */
 async function wrongKeys(n: number, headers: Record<string, string> = {}, expected?: number) {
@@ -71,6 +84,26 @@ test("with TRUST_PROXY, failures count per forwarded client: one client cannot l
   expect((await from("203.0.113.7", "Bearer wrong")).status).toBe(429);
   expect((await from("198.51.100.2", "Bearer wrong")).status).toBe(401);
   expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
+});
+
+test("with TRUST_PROXY, X-Forwarded-For from a peer not in TRUSTED_PROXIES is ignored", async () => {
+  await bridge.close();
+  // The proxy is 127.0.0.2, the attacker 127.0.0.1: both are this machine (all of 127/8 is).
+  bridge = await startBridge({ env: { TRUST_PROXY: "1", TRUSTED_PROXIES: "127.0.0.2" } });
+  const attacker = (client: string, key: string) => getFrom("127.0.0.1", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
+  const proxy = (client: string, key: string) => getFrom("127.0.0.2", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
+
+  // Naming a victim counts against the attacker's own address, not the victim's...
+  for (let i = 0; i < 10; i++) expect(await attacker("203.0.113.7", `wrong-${i}`)).toBe(401);
+  expect(await proxy("203.0.113.7", "wrong")).toBe(401);
+  // ...and a fresh forged address per try does not escape the limit.
+  expect(await attacker("10.0.1.1", "wrong")).toBe(429);
+  expect(await attacker("10.0.1.2", ADMIN_KEY)).toBe(200);
+
+  const lines = bridge.logs.filter((line) => line.includes("admin auth failed"));
+  expect(lines.filter((line) => line.includes("from 127.0.0.1:")).length).toBeGreaterThan(0);
+  expect(lines.filter((line) => line.includes("from 203.0.113.7:"))).toHaveLength(1); // the one the proxy forwarded
+  expect(lines.filter((line) => line.includes("from 10.0.1."))).toEqual([]);
 });
 
 test("a failed admin login is a warn line naming the client, the path and why, never the key presented", async () => {

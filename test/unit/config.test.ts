@@ -98,6 +98,16 @@ describe("values", () => {
     expect(pick(loadConfig({ ...full, [name]: value }, "serve"))).toBe(expected);
   });
 
+  test.each<[string | undefined, string[]]>([
+    [undefined, ["127.0.0.1", "::1"]],
+    ["", ["127.0.0.1", "::1"]],
+    ["10.0.0.5", ["10.0.0.5"]],
+    [" 10.0.0.0/8 , 2001:db8::/32,::ffff:192.0.2.1 ", ["10.0.0.0/8", "2001:db8::/32", "::ffff:192.0.2.1"]],
+    ["0.0.0.0/0", ["0.0.0.0/0"]],
+  ])("TRUSTED_PROXIES=%j gives %j", (value, proxies) => {
+    expect(loadConfig({ ...full, TRUSTED_PROXIES: value }, "serve").trustedProxies).toEqual(proxies);
+  });
+
   test("an empty required variable is reported as missing", () => {
     const problems = problemsOf({ ...full, BASE_URL: "" }, "serve");
     expect(problems).toHaveLength(1);
@@ -119,6 +129,10 @@ describe("each command requires only what it uses", () => {
 
   test.each<ConfigNeed>(["store", "install-url", "token", "serve"])("%s loads with BASE_URL, id and secret", (need) => {
     expect(problemsOf(full, need)).toEqual([]);
+  });
+
+  test.each<ConfigNeed>(["store", "install-url", "token"])("%s does not read TRUSTED_PROXIES, which only serve uses", (need) => {
+    expect(loadConfig({ ...full, TRUSTED_PROXIES: "not an address" }, need).trustedProxies).toEqual([]);
   });
 
   test("install-url does not need the client secret", () => {
@@ -162,6 +176,14 @@ describe("a bad start lists every problem at once", () => {
     ["PORT", "0x10"],
     ["PORT", "1e3"],
     ["TRUST_PROXY", "maybe"],
+    ["TRUSTED_PROXIES", "proxy.internal"],
+    ["TRUSTED_PROXIES", "127.0.0.1,10.0.0.0/33"],
+    ["TRUSTED_PROXIES", "2001:db8::/129"],
+    ["TRUSTED_PROXIES", "10.0.0.0/8/8"],
+    ["TRUSTED_PROXIES", "10.0.0.0/"],
+    ["TRUSTED_PROXIES", "10.0.0.0/x"],
+    ["TRUSTED_PROXIES", "10.0.0.1:8080"],
+    ["TRUSTED_PROXIES", "fe80::1%eth0"],
     ["SMS_SENDER_ID", "TWELVE_CHARS"],
     ["SMS_SENDER_ID", "BAD!<>"],
     ["SMS_SENDER_ID", "   x"],
@@ -276,6 +298,6 @@ describe("describeConfig", () => {
 
   test("shows non-secret values as they are", () => {
     const shown = describeConfig(loadConfig({ ...full, ...secrets }, "serve"));
-    expect(shown).toMatchObject({ BASE_URL: full.BASE_URL, CRM_CLIENT_ID: CLIENT_ID, PORT: 3000 });
+    expect(shown).toMatchObject({ BASE_URL: full.BASE_URL, CRM_CLIENT_ID: CLIENT_ID, PORT: 3000, TRUSTED_PROXIES: "127.0.0.1,::1" });
   });
 });
