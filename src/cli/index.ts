@@ -22,8 +22,12 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   SMS_SENDER_ID         default sender ID (a location's own wins; empty: the gateway's)
   ALLOWED_COMPANY_IDS   companies allowed to install and use the defaults above; empty:
                         any may install, its locations wait for \`locations approve\`
-  INBOUND_API_KEY       bearer key of /api/admin/*; unset disables the admin API
-  TRUST_PROXY           1: every request comes through a proxy that sets X-Forwarded-For
+  INBOUND_API_KEY       bearer key of /api/admin/* (serve): at least 24 characters
+                        (openssl rand -hex 24); two, comma-separated, while rotating;
+                        unset disables the admin API
+  TRUST_PROXY           1: a reverse proxy appends the client to X-Forwarded-For
+  TRUSTED_PROXIES       the peers whose X-Forwarded-For counts (IPs or CIDR ranges),
+                        default 127.0.0.1,::1
   DATABASE_PATH         SQLite file, default ./bridge.db (--db)
   HOST, PORT            where serve listens, default 0.0.0.0:3000
   LOG_LEVEL             silent|error|warn|info|debug|trace, default info

@@ -27,9 +27,12 @@ export interface ResolvedConfig {
     webhookKeys: KeyObject[];
   };
   sms: { apiUrl: string; apiKey: string; senderId: string };
-  inboundApiKey: string;
-  /** Every request comes through a reverse proxy that sets X-Forwarded-For. */
+  /** Bearer keys of the admin API: one, or two during a rotation; [] disables it. Read by serve only. */
+  inboundApiKeys: string[];
+  /** A reverse proxy appends the client to X-Forwarded-For; its header names the client. */
   trustProxy: boolean;
+  /** Peers (addresses, CIDR ranges) whose X-Forwarded-For counts when trustProxy. Read by serve only. */
+  trustedProxies: string[];
   databasePath: string;
   host: string;
   port: number;
@@ -59,6 +62,7 @@ type EnvName =
   | "SMS_SENDER_ID"
   | "INBOUND_API_KEY"
   | "TRUST_PROXY"
+  | "TRUSTED_PROXIES"
   | "DATABASE_PATH"
   | "HOST"
   | "PORT"
@@ -110,8 +114,10 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
       apiKey: read("SMS_API_KEY", obeying(API_KEY), ""),
       senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
     },
-    inboundApiKey: read("INBOUND_API_KEY", obeying(API_KEY), ""),
+    // Only serve checks the bearer; a CLI command is not refused over a key it never uses.
+    inboundApiKeys: need === "serve" ? read("INBOUND_API_KEY", adminKeys, []) : [],
     trustProxy: read("TRUST_PROXY", yesNo, false),
+    trustedProxies: need === "serve" ? read("TRUSTED_PROXIES", proxies, ["127.0.0.1", "::1"]) : [],
     databasePath: read("DATABASE_PATH", text, "./bridge.db"),
     host: read("HOST", text, "0.0.0.0"),
     port: read("PORT", port, 3000),
@@ -135,8 +141,9 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     SMS_API_URL: config.sms.apiUrl,
     SMS_API_KEY: config.sms.apiKey ? "(set)" : "(unset)",
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
-    INBOUND_API_KEY: config.inboundApiKey ? "(set)" : "(unset: admin API disabled)",
-    TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For" : "no",
+    INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
+    TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For from TRUSTED_PROXIES" : "no",
+    TRUSTED_PROXIES: config.trustedProxies.join(",") || "(none)",
     DATABASE_PATH: config.databasePath,
     HOST: config.host,
     PORT: config.port,
@@ -222,6 +229,44 @@ function obeying(rule: Rule) {
     if (!rule.pattern.test(value)) throw new Invalid(rule.says);
     return value;
   };
+}
+
+/** Long enough that guessing cannot pay, however many tries the throttle lets through. */
+const ADMIN_KEY_MIN = 24;
+
+/** INBOUND_API_KEY: one key, or two (old,new) while clients move to the new one. */
+function adminKeys(value: string): string[] {
+  const keys = value.split(",");
+  if (keys.length > 2) throw new Invalid("holds more than two keys (two, comma-separated, only during a rotation)");
+  for (const key of keys) {
+    obeying(API_KEY)(key);
+    if (key.length < ADMIN_KEY_MIN) {
+      const subject = keys.length > 1 ? "each key must be" : "must be";
+      throw new Invalid(`${subject} at least ${ADMIN_KEY_MIN} characters; make one with \`openssl rand -hex 24\``);
+    }
+  }
+  return keys;
+}
+
+function describeKeys(keys: string[]): string {
+  if (keys.length === 0) return "(unset: admin API disabled)";
+  return keys.length === 1 ? "(set)" : `(set: ${keys.length} keys, rotating)`;
+}
+
+/** TRUSTED_PROXIES: IP addresses or CIDR ranges, comma-separated. */
+function proxies(value: string): string[] {
+  const { isIP } = process.getBuiltinModule("node:net"); // serve only: no node:net for the CLI
+  const entries = value.split(",").map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address = "", prefix, ...more] = entry.split("/");
+    const version = address.includes("%") ? 0 : isIP(address); // no zone ids (fe80::1%eth0): not supported
+    const bits = version === 4 ? 32 : version === 6 ? 128 : 0;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (!bits || !prefixOk || more.length > 0) {
+      throw new Invalid(`${JSON.stringify(entry.slice(0, 60))} is not an IP address or CIDR range (such as 10.0.0.0/8)`);
+    }
+  }
+  return entries;
 }
 
 function oneOf<T extends string>(allowed: readonly T[]) {

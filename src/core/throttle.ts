@@ -1,7 +1,6 @@
 /**
  * Counts failures per key (a client address) in a sliding window; past `limit`
- * the key is refused until its oldest failure leaves the window. Guessing the
- * admin key then costs a minute per handful of tries.
+ * the key is refused until its oldest failure leaves the window.
  */
 export function createFailureThrottle(options: { limit: number; windowMs: number; now: () => number; maxKeys?: number }) {
   const { limit, windowMs, now } = options;
@@ -22,14 +21,13 @@ export function createFailureThrottle(options: { limit: number; windowMs: number
       const times = recent(key);
       return times.length >= limit ? (times[0] ?? 0) + windowMs - now() : 0;
     },
-    fail(key: string): void {
+    /** Records a failure; returns how many `key` now has in the window. */
+    fail(key: string): number {
       const times = recent(key);
       // Bounded memory under a flood of addresses: forget the oldest key.
       if (!failures.has(key) && failures.size >= maxKeys) failures.delete(failures.keys().next().value ?? "");
       failures.set(key, [...times, now()]);
-    },
-    succeed(key: string): void {
-      failures.delete(key);
+      return times.length + 1;
     },
   };
 }

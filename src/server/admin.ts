@@ -1,17 +1,14 @@
 import { getRouterParam, type H3, type H3Event } from "h3";
-import { createFailureThrottle } from "../core/throttle.ts";
 import { setLocationConfig } from "../core/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { approveLocation, getLocationConfig, listLocations } from "../core/locations.ts";
 import { httpError, type AppDeps } from "./app.ts";
-import { requireBearer } from "./auth.ts";
+import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
 /** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
 export function adminRoutes(app: H3, { core }: AppDeps): void {
-  // Ten wrong keys a minute per address, then 429 until the minute is over.
-  const throttle = createFailureThrottle({ limit: 10, windowMs: 60_000, now: Date.now });
-  const auth = (event: H3Event) => requireBearer(event, core.config, throttle);
+  const auth = createAdminAuth(core);
 
   app.get("/api/admin/locations", (event) => {
     auth(event);

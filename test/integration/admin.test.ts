@@ -62,6 +62,22 @@ describe("admin auth", () => {
   });
 });
 
+describe("admin API during a key rotation (INBOUND_API_KEY=old,new)", () => {
+  const OLD = "old-admin-key-0123456789abcdef";
+  const NEW = "new-admin-key-fedcba9876543210";
+  const ctx = useBridge(() => ({ worker: false, env: { INBOUND_API_KEY: `${OLD},${NEW}` } }));
+
+  test.each([
+    { name: "the old key", authorization: `Bearer ${OLD}`, status: 200 },
+    { name: "the new key", authorization: `Bearer ${NEW}`, status: 200 },
+    { name: "both, as written in the variable", authorization: `Bearer ${OLD},${NEW}`, status: 401 },
+    { name: "the key of the other tests", authorization: `Bearer ${ADMIN_KEY}`, status: 401 },
+  ])("$name gets $status", async ({ authorization, status }) => {
+    const res = await sendAs(ctx.bridge, authorization, ENDPOINTS[0]!);
+    expect(res.status).toBe(status);
+  });
+});
+
 describe("admin API with INBOUND_API_KEY unset", () => {
   const ctx = useBridge(() => ({ worker: false, env: { INBOUND_API_KEY: "" } }));
 

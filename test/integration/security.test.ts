@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { request } from "node:http";
 import { createApp } from "../../src/server/app.ts";
 import { listen } from "../../src/server/listen.ts";
 import { afterEach, beforeEach, expect, test } from "vitest";
@@ -11,15 +12,56 @@ beforeEach(async () => {
 });
 afterEach(() => bridge.close());
 
-test("repeated wrong admin keys from one address are throttled with 429, and the right key too meanwhile", async () => {
-  for (let i = 0; i < 10; i++) {
-    const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer wrong-${i}` } });
-    expect(res.status).toBe(401);
+/** GET /api/admin/locations from a given local address, answered with its status. */
+function getFrom(localAddress: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${bridge.url}/api/admin/locations`, { localAddress, headers, agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** Sends `n` wrong admin keys, each answered 401, 429 or as `expected` says. */
+async function wrongKeys(n: number, headers: Record<string, string> = {}, expected?: number) {
+  for (let i = 0; i < n; i++) {
+    const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer wrong-key-${i}`, ...headers } });
+    if (expected) expect(res.status).toBe(expected);
   }
-  const blocked = await bridge.admin("/api/admin/locations");
+}
+
+test("ten wrong admin keys from one address, then that address's wrong keys get 429", async () => {
+  await wrongKeys(10, {}, 401);
+  const blocked = await bridge.fetch("/api/admin/locations", { headers: { authorization: "Bearer wrong" } });
   expect(blocked.status).toBe(429);
   expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
   expect(await blocked.json()).toEqual({ error: "too many failed authentication attempts; retry later" });
+  const missing = await bridge.fetch("/api/admin/locations");
+  expect(missing.status).toBe(429);
+});
+
+test("the right admin key passes after 50 failures from the same address", async () => {
+  await wrongKeys(50);
+  const res = await bridge.admin("/api/admin/locations");
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ locations: [] });
+  // ...and does not open the door for the wrong keys after it.
+  expect((await bridge.fetch("/api/admin/locations", { headers: { authorization: "Bearer wrong" } })).status).toBe(429);
+});
+
+test("the limit is per minute: a client over it gets 401 again once its failures are a minute old", async () => {
+  await bridge.close();
+  let clock = Date.parse("2025-03-01T08:00:00.000Z");
+  bridge = await startBridge({ now: () => clock, worker: false });
+  await wrongKeys(10, {}, 401);
+  await wrongKeys(5, {}, 429);
+  clock += 59_999;
+  await wrongKeys(1, {}, 429);
+  clock += 1;
+  await wrongKeys(10, {}, 401);
+  await wrongKeys(1, {}, 429);
 });
 
 test("X-Forwarded-For is not trusted by default: a new forged value per try does not escape the 429", async () => {
@@ -39,8 +81,59 @@ test("with TRUST_PROXY, failures count per forwarded client: one client cannot l
   // The proxy appends the address it saw; what the client sent before it may be forged.
   for (let i = 0; i < 10; i++) expect((await from(`10.0.0.${i}, 203.0.113.7`, `Bearer wrong-${i}`)).status).toBe(401);
 
-  expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(429);
-  expect((await from("198.51.100.2", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
+  expect((await from("203.0.113.7", "Bearer wrong")).status).toBe(429);
+  expect((await from("198.51.100.2", "Bearer wrong")).status).toBe(401);
+  expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
+});
+
+test("with TRUST_PROXY, X-Forwarded-For from a peer not in TRUSTED_PROXIES is ignored", async () => {
+  await bridge.close();
+  // The proxy is 127.0.0.2, the attacker 127.0.0.1: both are this machine (all of 127/8 is).
+  bridge = await startBridge({ env: { TRUST_PROXY: "1", TRUSTED_PROXIES: "127.0.0.2" } });
+  const attacker = (client: string, key: string) => getFrom("127.0.0.1", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
+  const proxy = (client: string, key: string) => getFrom("127.0.0.2", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
+
+  // Naming a victim counts against the attacker's own address, not the victim's...
+  for (let i = 0; i < 10; i++) expect(await attacker("203.0.113.7", `wrong-${i}`)).toBe(401);
+  expect(await proxy("203.0.113.7", "wrong")).toBe(401);
+  // ...and a fresh forged address per try does not escape the limit.
+  expect(await attacker("10.0.1.1", "wrong")).toBe(429);
+  expect(await attacker("10.0.1.2", ADMIN_KEY)).toBe(200);
+
+  const lines = bridge.logs.filter((line) => line.includes("admin auth failed"));
+  expect(lines.filter((line) => line.includes("from 127.0.0.1:")).length).toBeGreaterThan(0);
+  expect(lines.filter((line) => line.includes("from 203.0.113.7:"))).toHaveLength(1); // the one the proxy forwarded
+  expect(lines.filter((line) => line.includes("from 10.0.1."))).toEqual([]);
+});
+
+test("a failed admin login is a warn line naming the client, the path and why, never the key presented", async () => {
+  const guesses = ["guess-do-not-log-4b227777d4dd", `${ADMIN_KEY.slice(0, -1)}`, `${ADMIN_KEY}x`];
+  for (const guess of guesses) await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer ${guess}` } });
+  await bridge.fetch("/api/admin/locations/loc-1/config");
+  await bridge.fetch("/api/admin/locations", { headers: { authorization: `Basic ${ADMIN_KEY}` } });
+
+  const lines = bridge.logs.filter((line) => line.includes("admin auth failed"));
+  expect(lines).toHaveLength(5);
+  for (const line of lines) expect(line).toMatch(/ \[warn\] admin auth failed from 127\.0\.0\.1: /);
+  expect(lines[0]).toContain('wrong key on GET "/api/admin/locations"');
+  expect(lines[3]).toContain('no Authorization header on GET "/api/admin/locations/loc-1/config"');
+  expect(lines[4]).toContain("malformed Authorization header");
+  const logs = bridge.logs.join("");
+  for (const secret of [...guesses, ADMIN_KEY]) expect(logs).not.toContain(secret.slice(0, 8));
+});
+
+test("a flood of failures logs a bounded number of lines: ten per client a minute, a hundred in all", async () => {
+  const failureLines = () => bridge.logs.filter((line) => line.includes("admin auth failed"));
+  // A path of its own per try: the logger folds identical lines, which would hide the count.
+  for (let i = 0; i < 50; i++) await bridge.fetch(`/api/admin/locations/loc-${i}/config`, { headers: { authorization: "Bearer wrong" } });
+  expect(failureLines()).toHaveLength(10);
+  expect(failureLines()[9]).toContain("(10 failures within 60 s: its wrong keys now get 429, not logged)");
+
+  await bridge.close();
+  bridge = await startBridge({ env: { TRUST_PROXY: "1" } });
+  for (let i = 0; i < 150; i++) await wrongKeys(1, { "x-forwarded-for": `198.51.100.${i}` }, 401);
+  expect(failureLines()).toHaveLength(100);
+  expect(bridge.logs.filter((line) => line.includes("more than 100 failed admin logins within 60 s"))).toHaveLength(1);
 });
 
 test("a full run never writes a token or key to the log, and the database files are 0600", async () => {

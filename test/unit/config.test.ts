@@ -45,7 +45,7 @@ describe("defaults", () => {
     ["CRM_PROVIDER_ID", (c) => c.crm.providerId, ""],
     ["SMS_API_KEY", (c) => c.sms.apiKey, ""],
     ["SMS_SENDER_ID", (c) => c.sms.senderId, ""],
-    ["INBOUND_API_KEY", (c) => c.inboundApiKey, ""],
+    ["INBOUND_API_KEY", (c) => c.inboundApiKeys.length, 0],
   ])("%s defaults", (_, pick, expected) => {
     expect(pick(config)).toBe(expected);
   });
@@ -98,6 +98,16 @@ describe("values", () => {
     expect(pick(loadConfig({ ...full, [name]: value }, "serve"))).toBe(expected);
   });
 
+  test.each<[string | undefined, string[]]>([
+    [undefined, ["127.0.0.1", "::1"]],
+    ["", ["127.0.0.1", "::1"]],
+    ["10.0.0.5", ["10.0.0.5"]],
+    [" 10.0.0.0/8 , 2001:db8::/32,::ffff:192.0.2.1 ", ["10.0.0.0/8", "2001:db8::/32", "::ffff:192.0.2.1"]],
+    ["0.0.0.0/0", ["0.0.0.0/0"]],
+  ])("TRUSTED_PROXIES=%j gives %j", (value, proxies) => {
+    expect(loadConfig({ ...full, TRUSTED_PROXIES: value }, "serve").trustedProxies).toEqual(proxies);
+  });
+
   test("an empty required variable is reported as missing", () => {
     const problems = problemsOf({ ...full, BASE_URL: "" }, "serve");
     expect(problems).toHaveLength(1);
@@ -119,6 +129,10 @@ describe("each command requires only what it uses", () => {
 
   test.each<ConfigNeed>(["store", "install-url", "token", "serve"])("%s loads with BASE_URL, id and secret", (need) => {
     expect(problemsOf(full, need)).toEqual([]);
+  });
+
+  test.each<ConfigNeed>(["store", "install-url", "token"])("%s does not read TRUSTED_PROXIES, which only serve uses", (need) => {
+    expect(loadConfig({ ...full, TRUSTED_PROXIES: "not an address" }, need).trustedProxies).toEqual([]);
   });
 
   test("install-url does not need the client secret", () => {
@@ -162,13 +176,27 @@ describe("a bad start lists every problem at once", () => {
     ["PORT", "0x10"],
     ["PORT", "1e3"],
     ["TRUST_PROXY", "maybe"],
+    ["TRUSTED_PROXIES", "proxy.internal"],
+    ["TRUSTED_PROXIES", "127.0.0.1,10.0.0.0/33"],
+    ["TRUSTED_PROXIES", "2001:db8::/129"],
+    ["TRUSTED_PROXIES", "10.0.0.0/8/8"],
+    ["TRUSTED_PROXIES", "10.0.0.0/"],
+    ["TRUSTED_PROXIES", "10.0.0.0/x"],
+    ["TRUSTED_PROXIES", "10.0.0.1:8080"],
+    ["TRUSTED_PROXIES", "fe80::1%eth0"],
     ["SMS_SENDER_ID", "TWELVE_CHARS"],
     ["SMS_SENDER_ID", "BAD!<>"],
     ["SMS_SENDER_ID", "   x"],
     ["SMS_API_KEY", "key with spaces"],
     ["SMS_API_KEY", "ключ"],
-    ["INBOUND_API_KEY", "clé-secrète-123456"], // a client sends UTF-8, the server reads latin1: never equal
-    ["INBOUND_API_KEY", "admin key"],
+    ["INBOUND_API_KEY", "clé-secrète-0123456789abcdef"], // a client sends UTF-8, the server reads latin1: never equal
+    ["INBOUND_API_KEY", "admin key 0123456789abcdef"],
+    ["INBOUND_API_KEY", "a"],
+    ["INBOUND_API_KEY", "0123456789abcdef0123456"], // 23 characters
+    ["INBOUND_API_KEY", "0123456789abcdef01234567,short"],
+    ["INBOUND_API_KEY", "0123456789abcdef01234567,"],
+    ["INBOUND_API_KEY", "0123456789abcdef01234567, 89abcdef0123456789abcdef"],
+    ["INBOUND_API_KEY", "0123456789abcdef01234567,0123456789abcdef01234568,0123456789abcdef01234569"],
     ["LOG_LEVEL", "verbose"],
     ["BRIDGE_ENCRYPTION_KEY", "too-short"],
     ["CRM_API_URL", "ftp://example.com"],
@@ -181,6 +209,35 @@ describe("a bad start lists every problem at once", () => {
     const found = problemsOf({ ...full, [name]: value }, "serve");
     expect(found).toHaveLength(1);
     expect(names(found[0]!, name)).toBe(true);
+  });
+});
+
+describe("INBOUND_API_KEY", () => {
+  const OLD = "old-admin-key-4b227777d4dd1fc6";
+  const NEW = "new-admin-key-9f86d081884c7d65";
+
+  test.each([
+    [OLD, [OLD]],
+    [`${OLD},${NEW}`, [OLD, NEW]],
+  ])("%s gives the keys %j", (value, keys) => {
+    expect(loadConfig({ ...full, INBOUND_API_KEY: value }, "serve").inboundApiKeys).toEqual(keys);
+  });
+
+  test("a short key is refused, saying how to make one and not what it was", () => {
+    const [problem] = problemsOf({ ...full, INBOUND_API_KEY: `${OLD},short-secret` }, "serve");
+    expect(problem).toMatch(/^INBOUND_API_KEY: .*at least 24 characters.*openssl rand -hex 24/);
+    expect(problem).not.toContain("short-secret");
+  });
+
+  test("describeConfig says two keys are set, and shows neither", () => {
+    const described = JSON.stringify(describeConfig(loadConfig({ ...full, INBOUND_API_KEY: `${OLD},${NEW}` }, "serve")));
+    expect(described).toContain("2 keys");
+    for (const key of [OLD, NEW]) expect(described).not.toContain(key.slice(0, 12));
+  });
+
+  test.each<ConfigNeed>(["store", "install-url", "token"])("%s, which serves no admin API, does not read it", (need) => {
+    const config = loadConfig({ ...full, INBOUND_API_KEY: "short" }, need);
+    expect(config.inboundApiKeys).toEqual([]);
   });
 });
 
@@ -241,6 +298,6 @@ describe("describeConfig", () => {
 
   test("shows non-secret values as they are", () => {
     const shown = describeConfig(loadConfig({ ...full, ...secrets }, "serve"));
-    expect(shown).toMatchObject({ BASE_URL: full.BASE_URL, CRM_CLIENT_ID: CLIENT_ID, PORT: 3000 });
+    expect(shown).toMatchObject({ BASE_URL: full.BASE_URL, CRM_CLIENT_ID: CLIENT_ID, PORT: 3000, TRUSTED_PROXIES: "127.0.0.1,::1" });
   });
 });

@@ -1,0 +1,43 @@
+import { expect, test } from "vitest";
+import { clientAddress, trustedPeers } from "../../src/server/client.ts";
+
+const loopback = trustedPeers(["127.0.0.1", "::1"]);
+
+test.each<{ peer: string | undefined; xff: string | null; trust: boolean; client: string }>([
+  { peer: "203.0.113.9", xff: null, trust: false, client: "203.0.113.9" },
+  { peer: "127.0.0.1", xff: "198.51.100.2", trust: false, client: "127.0.0.1" }, // TRUST_PROXY off: anyone could send it
+  { peer: "::1", xff: "198.51.100.2", trust: true, client: "198.51.100.2" },
+  { peer: "127.0.0.1", xff: "forged, 198.51.100.2", trust: true, client: "198.51.100.2" }, // the entry the proxy added
+  { peer: "::ffff:127.0.0.1", xff: "198.51.100.2", trust: true, client: "198.51.100.2" }, // a dual-stack socket's IPv4 peer
+  { peer: "::ffff:203.0.113.9", xff: null, trust: false, client: "203.0.113.9" },
+  { peer: "127.0.0.1", xff: "::ffff:198.51.100.2", trust: true, client: "198.51.100.2" },
+  { peer: "127.0.0.1", xff: "2001:db8::7", trust: true, client: "2001:db8::7" },
+  { peer: "203.0.113.9", xff: "198.51.100.2", trust: true, client: "203.0.113.9" }, // not a trusted proxy
+  { peer: "127.0.0.2", xff: "198.51.100.2", trust: true, client: "127.0.0.2" },
+  { peer: "::ffff:127.0.0.2", xff: "198.51.100.2", trust: true, client: "127.0.0.2" },
+  { peer: "127.0.0.1", xff: " , ", trust: true, client: "127.0.0.1" }, // no address: the peer
+  { peer: "127.0.0.1", xff: "198.51.100.2:5678", trust: true, client: "127.0.0.1" },
+  { peer: "127.0.0.1", xff: "unknown", trust: true, client: "127.0.0.1" },
+  { peer: "127.0.0.1", xff: "x".repeat(10_000), trust: true, client: "127.0.0.1" },
+  { peer: "127.0.0.1", xff: "198.51.100.2, <script>", trust: true, client: "127.0.0.1" }, // never written to the log
+  { peer: undefined, xff: "198.51.100.2", trust: true, client: "unknown" },
+])("clientAddress($peer, $xff, trusted loopback: $trust) = $client", ({ peer, xff, trust, client }) => {
+  expect(clientAddress(peer, xff, trust ? loopback : undefined)).toBe(client);
+});
+
+test.each<[string[], string, boolean]>([
+  [["127.0.0.1", "::1"], "127.0.0.1", true],
+  [["127.0.0.1", "::1"], "::1", true],
+  [["127.0.0.1", "::1"], "::ffff:127.0.0.1", true],
+  [["127.0.0.1", "::1"], "127.0.0.2", false],
+  [["10.0.0.0/8"], "10.200.3.4", true],
+  [["10.0.0.0/8"], "::ffff:10.200.3.4", true],
+  [["10.0.0.0/8"], "11.0.0.1", false],
+  [["2001:db8::/32"], "2001:db8:1::5", true],
+  [["2001:db8::/32"], "2001:db9::5", false],
+  [["::ffff:192.0.2.1"], "192.0.2.1", true],
+  [[], "127.0.0.1", false],
+  [["127.0.0.1"], "unknown", false],
+])("trustedPeers(%j) trusts %s: %s", (entries, address, trusted) => {
+  expect(trustedPeers(entries)(address)).toBe(trusted);
+});
