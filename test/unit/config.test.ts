@@ -162,7 +162,7 @@ describe("a bad start lists every problem at once", () => {
     ["PORT", "0x10"],
     ["PORT", "1e3"],
     ["TRUST_PROXY", "maybe"],
-    ["SMS_SENDER_ID", "TWELVE_CHARS"],
+    ["SMS_SENDER_ID", "TWENTY_ONE_CHARACTERS"],
     ["SMS_SENDER_ID", "BAD!<>"],
     ["SMS_SENDER_ID", "   x"],
     ["SMS_API_KEY", "key with spaces"],
