@@ -96,7 +96,9 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
   const accepted = []; // { at, message }
   const acceptedAt = new Map(); // message text -> time the request arrived
   const rateLimitedAt = [];
-  const stats = { calls: 0, rateLimited: 0, duplicates: 0 };
+  const stats = { calls: 0, rateLimited: 0, duplicates: 0, replays: 0 };
+  // Cast's idempotency cache: a repeated X-Idempotency-Key gets the first answer again.
+  const replies = new Map();
 
   function take(now) {
     tokens = Math.min(burst, tokens + ((now - last) * ratePerSec) / 1000);
@@ -108,18 +110,25 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
 
   // `arrived`: the request's arrival, not the end of its body, is "the gateway received the call".
   const server = await listen((req, res, body, arrived) => {
-    if (req.method !== "POST" || req.url !== "/api/sms/send") return json(res, 404, { success: false, error: "not found" });
+    if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, { success: false, error: "not found" });
     stats.calls++;
     if (limit && !take(performance.now())) {
       stats.rateLimited++;
       rateLimitedAt.push(arrived);
       return json(res, 429, { success: false, error: "rate limit exceeded" }, { "retry-after": "1" });
     }
+    const key = req.headers["x-idempotency-key"];
+    if (key && replies.has(key)) {
+      stats.replays++;
+      return json(res, 200, replies.get(key), { "x-idempotent-replay": "true" });
+    }
     const message = safeParse(body)?.message ?? "";
     if (acceptedAt.has(message)) stats.duplicates++;
     else acceptedAt.set(message, arrived);
     accepted.push({ at: performance.now(), message });
-    json(res, 200, { success: true, message_id: `cast-${++serial}`, parts: 1 });
+    const answer = { success: true, message_id: `cast-${++serial}`, parts: 1 };
+    if (key) replies.set(key, answer);
+    json(res, 200, answer);
   });
   return { ...server, accepted, acceptedAt, rateLimitedAt, stats };
 }

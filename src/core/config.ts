@@ -26,7 +26,15 @@ export interface ResolvedConfig {
     providerId: string;
     webhookKeys: KeyObject[];
   };
-  sms: { apiUrl: string; apiKey: string; senderId: string };
+  sms: {
+    apiUrl: string;
+    apiKey: string;
+    senderId: string;
+    /** A message of more parts is refused (SMS_MAX_PARTS). */
+    maxParts: number;
+    /** Longest a message waits out a gateway outage (SMS_HOLD_MAX), in ms. */
+    holdMaxMs: number;
+  };
   /** Bearer keys of the admin API: one, or two during a rotation; [] disables it. Read by serve only. */
   inboundApiKeys: string[];
   /** A reverse proxy appends the client to X-Forwarded-For; its header names the client. */
@@ -68,7 +76,9 @@ type EnvName =
   | "PORT"
   | "LOG_LEVEL"
   | "BRIDGE_ENCRYPTION_KEY"
-  | "ALLOWED_COMPANY_IDS";
+  | "ALLOWED_COMPANY_IDS"
+  | "SMS_MAX_PARTS"
+  | "SMS_HOLD_MAX";
 
 /**
  * Validates the environment once. Every problem (bad values, and missing values
@@ -113,6 +123,8 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
       apiUrl: read("SMS_API_URL", httpUrl, "https://api.cast.ph"),
       apiKey: read("SMS_API_KEY", obeying(API_KEY), ""),
       senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
+      maxParts: read("SMS_MAX_PARTS", wholeNumber(1, 1000), 10),
+      holdMaxMs: read("SMS_HOLD_MAX", duration, 60 * 60_000),
     },
     // Only serve checks the bearer; a CLI command is not refused over a key it never uses.
     inboundApiKeys: need === "serve" ? read("INBOUND_API_KEY", adminKeys, []) : [],
@@ -141,6 +153,8 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     SMS_API_URL: config.sms.apiUrl,
     SMS_API_KEY: config.sms.apiKey ? "(set)" : "(unset)",
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
+    SMS_MAX_PARTS: config.sms.maxParts,
+    SMS_HOLD_MAX: `${config.sms.holdMaxMs / 1000} s`,
     INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
     TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For from TRUSTED_PROXIES" : "no",
     TRUSTED_PROXIES: config.trustedProxies.join(",") || "(none)",
@@ -209,9 +223,9 @@ export interface Rule {
   says: string;
 }
 
-/** Cast.ph's sender names: up to 11 characters; "" means the gateway's default. */
+/** Cast.ph's sender names: up to 20 characters; "" means the gateway's default. */
 export const SENDER_ID: Rule = {
-  maxLength: 11,
+  maxLength: 20,
   pattern: /^(?:[A-Za-z0-9](?:[\w .-]*[\w.-])?)?$/,
   says: "may hold letters, digits, spaces, '.', '-' and '_', starting with a letter or digit and not ending in a space",
 };
@@ -275,6 +289,23 @@ function oneOf<T extends string>(allowed: readonly T[]) {
     if (found === undefined) throw new Invalid(`must be one of ${allowed.join(", ")}`);
     return found;
   };
+}
+
+function wholeNumber(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value.trim());
+    if (!/^\d+$/.test(value.trim()) || n < min || n > max) throw new Invalid(`must be a whole number from ${min} to ${max}`);
+    return n;
+  };
+}
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration such as `90s`, `30m`, `1h` or `2d`. */
+function duration(value: string): number {
+  const match = /^(\d+)\s*([smhd])$/.exec(value.trim());
+  if (!match) throw new Invalid("must be a duration such as 90s, 30m, 1h or 2d");
+  return Number(match[1]) * (UNIT_MS[match[2] ?? "s"] ?? 1000);
 }
 
 function yesNo(value: string): boolean {

@@ -40,6 +40,8 @@ export interface Tuning {
   pace?: { perSecond: number; burst: number };
   reportBackoffMs?: number;
   reportAttempts?: number;
+  /** First wait before a send without a clear answer is tried again. */
+  sendBackoffMs?: number;
   bulkPaceMs?: number;
   /** How long a write waits for others to share its commit. */
   commitWindowMs?: number;
@@ -80,6 +82,9 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     reportBackoffMs: tuning.reportBackoffMs,
     reportAttempts: tuning.reportAttempts,
     storeRetryMs: tuning.resultStoreRetryMs,
+    maxParts: config.sms.maxParts,
+    holdMaxMs: config.sms.holdMaxMs,
+    sendBackoffMs: tuning.sendBackoffMs,
   };
   return {
     config,

@@ -1,6 +1,7 @@
+import { createHash, randomUUID } from "node:crypto";
 import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
-import type { Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
+import type { Claim, Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
@@ -8,6 +9,7 @@ import { API_KEY } from "./config.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { Pacer } from "./pacer.ts";
+import { smsParts } from "./parts.ts";
 import { toLocalPH } from "./phone.ts";
 import { backoffMs, sleep } from "./retry.ts";
 import type { TokenService } from "./tokens.ts";
@@ -31,7 +33,19 @@ export interface OutboundDeps {
   reportAttempts?: number;
   /** First wait before storing a send's result again. */
   storeRetryMs?: number;
+  /** A message of more parts is refused (SMS_MAX_PARTS). */
+  maxParts: number;
+  /** Longest a message waits out a gateway that does not answer clearly (SMS_HOLD_MAX). */
+  holdMaxMs: number;
+  /** First wait before a send without a clear answer is tried again; doubles up to a minute. */
+  sendBackoffMs?: number;
 }
+
+/**
+ * Cast remembers an idempotency key for 24 h: a retry within that is answered from its
+ * cache if the first attempt went. bridge stops retrying well before.
+ */
+export const RESEND_WINDOW_MS = 20 * 60 * 60_000;
 
 /**
  * A status report that keeps failing for a reason that may pass (the CRM down, a token
@@ -42,18 +56,28 @@ const REPORT_ATTEMPTS = 150;
 const REPORT_MAX_DELAY_MS = 10 * 60_000;
 
 /**
- * "processOutbound": sends a queued job's SMS once, then reports its status to the
- * CRM. The claim (state "sending") is committed before the gateway call, so a crash
- * can never lead to a second send; reports are idempotent and are retried.
+ * "processOutbound": sends a queued job's SMS exactly once, then reports its status to
+ * the CRM. The claim (state "sending", with the job's idempotency key) is committed
+ * before the gateway call; every later attempt carries the same key, so a timeout, a
+ * 5xx or a crash mid-send is retried without a second SMS. Reports are idempotent too.
  */
 export async function processOutbound(deps: OutboundDeps, job: Job): Promise<void> {
   if (job.state === "queued") {
-    const plan = prepare(deps, job.message);
+    const plan = prepare(deps, job);
     // Wait for the gateway's rate limit before the claim: a crash while waiting
-    // must leave the job queued, not "delivery unknown".
+    // must leave the job queued.
     if ("request" in plan) await sleep(deps.pacer.delay(plan.request.apiKey));
-    if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, deps.now())))) return;
-    const result = "request" in plan ? await send(deps, job.message, plan.request) : refused(deps, job.message, plan.result);
+    const claim: Claim | undefined = "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag } : undefined;
+    const claimedAt = deps.now();
+    if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
+    const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
+    const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
+    if ("retryAt" in result) {
+      await storeUntilDone(deps, `message ${job.message.messageId}: its next attempt`, () =>
+        deps.jobs.sendLater(job.id, result.retryAt, result.reason, deps.now()),
+      );
+      return;
+    }
     await storeResult(deps, job, result);
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
   }
@@ -66,7 +90,8 @@ export function composeText(message: OutboundMessage): string {
 }
 
 /** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
-function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendRequest } | { result: Result } {
+function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: string } | { result: Result } {
+  const { message } = job;
   const { locationId } = message;
   const record = deps.tokens.get(locationId);
   if (!record) return { result: failed("no_token", `no token for location: ${locationId}`) };
@@ -81,6 +106,9 @@ function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendR
     const why = `the message is ${text.length} characters; the SMS gateway takes at most ${MAX_MESSAGE_LENGTH}`;
     return { result: failed("message_too_long", why) };
   }
+  // One message must not burn a surprise amount of credit: each part costs one.
+  const { parts } = smsParts(text);
+  if (parts > deps.maxParts) return { result: failed("too_many_parts", `${parts} parts; at most ${deps.maxParts} allowed`) };
   // The operator's own key and sender ID serve only approved locations (CONTRACT.md 12):
   // whoever can authorize the app must not send on the operator's account and brand.
   const shared = record.approved ? deps.defaults : { apiKey: "", senderId: "" };
@@ -91,7 +119,29 @@ function prepare(deps: OutboundDeps, message: OutboundMessage): { request: SendR
   if (!apiKey) return { result: failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key") };
   // Keys are checked when set; one stored before that check could not travel in a header.
   if (!API_KEY.pattern.test(apiKey)) return { result: failed("invalid_api_key", `the SMS gateway API key ${API_KEY.says}: set it again`) };
-  return { request: { apiKey, to, message: text, senderId: record.senderId || shared.senderId } };
+  const tag = keyTag(apiKey);
+  const unknown = lostAttempt(deps, job, tag);
+  if (unknown) return { result: failed("delivery_unknown", unknown) };
+  const idempotencyKey = job.idempotencyKey ?? randomUUID();
+  return { request: { apiKey, to, message: text, senderId: record.senderId || shared.senderId, idempotencyKey }, tag };
+}
+
+/**
+ * An earlier attempt got no clear answer. Its key is scoped to the API key it went with,
+ * and Cast forgets it after 24 h: past either, a new attempt could send a second SMS.
+ */
+function lostAttempt(deps: OutboundDeps, job: Job, tag: string): string | undefined {
+  if (job.firstSentAt === null) return undefined;
+  if (job.apiKeyTag !== null && job.apiKeyTag !== tag) {
+    return "the SMS API key changed after an attempt that got no clear answer; delivery unknown";
+  }
+  if (deps.now() - job.firstSentAt > RESEND_WINDOW_MS) return "no clear answer from the gateway within 20 hours; delivery unknown";
+  return undefined;
+}
+
+/** Which API key a job's attempts used, without storing the key. */
+function keyTag(apiKey: string): string {
+  return createHash("sha256").update(apiKey).digest("hex").slice(0, 16);
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */
@@ -100,16 +150,31 @@ function refused(deps: OutboundDeps, message: OutboundMessage, result: Result): 
   return result;
 }
 
-async function send(deps: OutboundDeps, message: OutboundMessage, request: SendRequest): Promise<Result> {
-  const { messageId, locationId } = message;
+/** The send's result, or when to try again: a refusal is final, anything unclear is retried with the same key. */
+async function send(deps: OutboundDeps, job: Job, request: SendRequest): Promise<Result | { retryAt: number; reason: string }> {
+  const { messageId, locationId } = job.message;
   try {
     const sent = await deps.sms.send(request);
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId };
   } catch (error) {
     const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
-    const gone = error instanceof GatewayError && error.failure === "unknown" ? "may have been sent (not resent)" : "not sent";
-    deps.log.warn(`message ${messageId} of location ${locationId} ${gone}: ${errorMessage(error)}`);
+    if (error instanceof GatewayError && error.failure !== "rejected") {
+      // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
+      // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX.
+      const now = deps.now();
+      const first = job.firstSentAt ?? now; // set by the claim
+      const retryAt = now + backoffMs(deps.sendBackoffMs ?? 1000, job.attempts, 60_000);
+      if (retryAt - first <= Math.min(deps.holdMaxMs, RESEND_WINDOW_MS)) {
+        const log = job.attempts === 0 ? deps.log.warn : deps.log.debug;
+        log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with the same idempotency key`);
+        return { retryAt, reason: errorMessage(error) };
+      }
+      const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
+      deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
+      return failed(code, why);
+    }
+    deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
     return failed(code, errorMessage(error));
   }
 }
@@ -118,12 +183,17 @@ async function send(deps: OutboundDeps, message: OutboundMessage, request: SendR
  * After the gateway call the result exists only in memory, and nothing else will pick
  * up a job left "sending" while this process runs. So a refused write (a locked or
  * full disk) is tried again until it is stored: 100 ms, doubling up to 30 s. If the
- * process stops first, the next start reports the job failed (delivery unknown).
+ * process stops first, the next start sends it again with its key (Cast replays the answer).
  */
 async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promise<void> {
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
+  await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now()));
+}
+
+/** Commits `write`, trying again while the database refuses it. */
+async function storeUntilDone(deps: OutboundDeps, what: string, write: () => void): Promise<void> {
   try {
-    await pRetry(() => deps.commit(() => deps.jobs.recordResult(job.id, result, deps.now())), {
+    await pRetry(() => deps.commit(write), {
       retries: Infinity,
       minTimeout: deps.storeRetryMs ?? 100,
       maxTimeout: 30_000,
@@ -133,7 +203,7 @@ async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promis
       },
     });
   } catch (error) {
-    throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart it is reported failed (delivery unknown)`, { cause: error });
+    throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart the send is tried again with its idempotency key`, { cause: error });
   }
 }
 

@@ -2,6 +2,7 @@ import { setImmediate } from "node:timers/promises";
 import type { Job, JobStore } from "../db/jobs.ts";
 import { errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
+import { RESEND_WINDOW_MS } from "./outbound.ts";
 import { backoffMs, sleep } from "./retry.ts";
 
 export interface WorkerOptions {
@@ -127,9 +128,12 @@ export function createWorker(options: WorkerOptions) {
     /** Reports jobs a crash caught mid-send, then starts draining (and pruning, hourly). */
     start(): void {
       if (running) return;
-      const interrupted = jobs.recoverInterrupted(now());
-      if (interrupted > 0) {
-        log.warn(`${interrupted} message(s) were being sent when bridge stopped; reporting them failed (delivery unknown)`);
+      const { resumed, failed } = jobs.recoverInterrupted(now(), now() - RESEND_WINDOW_MS);
+      if (resumed > 0) {
+        log.info(`${resumed} message(s) were being sent when bridge stopped; sending them again with the same idempotency key (the gateway sends each once)`);
+      }
+      if (failed > 0) {
+        log.warn(`${failed} message(s) were being sent when bridge stopped without an idempotency key; reporting them failed (delivery unknown)`);
       }
       running = true;
       loop = run();

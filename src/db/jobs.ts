@@ -22,6 +22,18 @@ export interface Job {
   errorMessage: string | null;
   gatewayMessageId: string | null;
   attempts: number;
+  /** The X-Idempotency-Key of every attempt at this send; null before the first. */
+  idempotencyKey: string | null;
+  /** When the first attempt went out; null before it. */
+  firstSentAt: number | null;
+  /** Which API key the attempts used (a hash of it); null before the first. */
+  apiKeyTag: string | null;
+}
+
+/** What a send attempt is committed with before it leaves. */
+export interface Claim {
+  idempotencyKey: string;
+  apiKeyTag: string;
 }
 
 export interface Result {
@@ -42,6 +54,9 @@ interface Row {
   error_message: string | null;
   gateway_message_id: string | null;
   attempts: number;
+  idempotency_key: string | null;
+  first_sent_at: number | null;
+  api_key_tag: string | null;
 }
 
 /**
@@ -64,8 +79,14 @@ export function createJobStore(db: Db) {
   const due = db.prepare<[number, number], Row>(`
     SELECT * FROM jobs WHERE state IN ('queued', 'reporting') AND next_attempt_at <= ?
     ORDER BY next_attempt_at, id LIMIT ?`);
-  const toSending = db.prepare<[number, number]>(`
-    UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = ? WHERE id = ? AND state = 'queued'`);
+  // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
+  const toSending = db.prepare<[{ id: number; now: number; key: string | null; tag: string | null }]>(`
+    UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now,
+      idempotency_key = coalesce(idempotency_key, @key), api_key_tag = coalesce(api_key_tag, @tag),
+      first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at ELSE coalesce(first_sent_at, @now) END
+    WHERE id = @id AND state = 'queued'`);
+  const sendLater = db.prepare<[number, string, number, number]>(`
+    UPDATE jobs SET state = 'queued', next_attempt_at = ?, error_message = ?, updated_at = ? WHERE id = ? AND state = 'sending'`);
   const toReporting = db.prepare<[{ id: number; now: number } & Required<Omit<Result, "outcome">> & Pick<Result, "outcome">]>(`
     UPDATE jobs SET state = 'reporting', outcome = @outcome, error_code = nullif(@errorCode, ''),
       error_message = nullif(@errorMessage, ''), gateway_message_id = nullif(@gatewayMessageId, ''),
@@ -75,6 +96,11 @@ export function createJobStore(db: Db) {
   const retryLater = db.prepare<[number, string, number, number]>(`
     UPDATE jobs SET next_attempt_at = ?, attempts = attempts + 1, error_message = coalesce(error_message, ?), updated_at = ?
     WHERE id = ?`);
+  // Caught mid-send by a crash: with a key Cast still remembers, the same send again is
+  // safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
+  const resumeInterrupted = db.prepare<[{ now: number; since: number }]>(`
+    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now
+    WHERE state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since`);
   const interrupted = db.prepare<[{ now: number }]>(`
     UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = 'delivery_unknown',
       error_message = 'delivery unknown after restart', attempts = 0, next_attempt_at = @now, updated_at = @now
@@ -95,9 +121,17 @@ export function createJobStore(db: Db) {
     due(now: number, limit: number): Job[] {
       return due.all(now, limit).map(fromRow);
     },
-    /** Marks the job as being sent. Committed before the gateway call; false if another worker took it. */
-    claimForSending(id: number, now: number): boolean {
-      return toSending.run(now, id).changes > 0;
+    /**
+     * Marks the job as being sent, with the attempt's idempotency key (kept from the first
+     * attempt on). Committed before the gateway call; false if another worker took it.
+     * No claim: nothing goes to the gateway (the job is failed without a send).
+     */
+    claimForSending(id: number, now: number, claim?: Claim): boolean {
+      return toSending.run({ id, now, key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null }).changes > 0;
+    },
+    /** The send did not get a clear answer: queued again, with the same key, for `at`. */
+    sendLater(id: number, at: number, reason: string, now: number): void {
+      sendLater.run(at, reason, now, id);
     },
     recordResult(id: number, result: Result, now: number): void {
       toReporting.run({
@@ -115,9 +149,13 @@ export function createJobStore(db: Db) {
     retryLater(id: number, at: number, reason: string, now: number): void {
       retryLater.run(at, reason, now, id);
     },
-    /** Jobs a crash caught mid-send: reported failed, never resent (the SMS may have gone). */
-    recoverInterrupted(now: number): number {
-      return interrupted.run({ now }).changes;
+    /**
+     * Jobs a crash caught mid-send: sent again with their key when it was first used
+     * after `since` (Cast still remembers it); else reported failed, never resent.
+     */
+    recoverInterrupted(now: number, since: number): { resumed: number; failed: number } {
+      const resumed = resumeInterrupted.run({ now, since }).changes;
+      return { resumed, failed: interrupted.run({ now }).changes };
     },
     get(messageId: string): Job | undefined {
       const row = byMessage.get(messageId);
@@ -143,5 +181,8 @@ function fromRow(row: Row): Job {
     errorMessage: row.error_message,
     gatewayMessageId: row.gateway_message_id,
     attempts: row.attempts,
+    idempotencyKey: row.idempotency_key,
+    firstSentAt: row.first_sent_at,
+    apiKeyTag: row.api_key_tag,
   };
 }

@@ -56,4 +56,14 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE seen_messages (message_id TEXT PRIMARY KEY) STRICT, WITHOUT ROWID;
   INSERT INTO seen_messages (message_id) SELECT message_id FROM jobs;
   `,
+  `
+  -- Exactly once on Cast.ph: every attempt at a job's send carries the same
+  -- X-Idempotency-Key, fixed before the first one, so any retry (a timeout, a 5xx, a
+  -- crash mid-send) is answered from Cast's cache instead of sending again.
+  ALTER TABLE jobs ADD COLUMN idempotency_key TEXT;
+  -- When the first attempt went out: Cast remembers a key for 24 h.
+  ALTER TABLE jobs ADD COLUMN first_sent_at INTEGER;
+  -- Which API key the attempts used (a hash, never the key): keys are scoped to it.
+  ALTER TABLE jobs ADD COLUMN api_key_tag TEXT;
+  `,
 ];

@@ -20,7 +20,7 @@ test("SIGTERM lets in-flight sends finish, keeps the rest queued for the next st
   crm.grantLocation("code-stop", "loc-1");
   expect((await fetch(`${server.url}/oauth-callback?code=code-stop`)).status).toBe(200);
   // Each send takes 1.5 s, so SIGTERM finds a full set of sends in flight.
-  gateway.on("POST /api/sms/send", async () => {
+  gateway.on("POST /api/v1/sms/send", async () => {
     await new Promise((r) => setTimeout(r, 1500));
     return gateway.accept();
   });
@@ -39,7 +39,7 @@ test("SIGTERM lets in-flight sends finish, keeps the rest queued for the next st
   expect(gateway.sent().length).toBeLessThan(ids.length);
 
   // The rest was kept and goes out after the restart, each exactly once.
-  gateway.on("POST /api/sms/send", () => gateway.accept());
+  gateway.on("POST /api/v1/sms/send", () => gateway.accept());
   server = await startServe(env, dir);
   await waitFor(() => crm.statusReports().length === ids.length, 20_000);
   const texts = gateway.sent().map((s) => s.message);

@@ -262,7 +262,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     { name: "sms_api_key a number", raw: JSON.stringify({ sms_api_key: 12345 }) },
     { name: "sender_id null", raw: JSON.stringify({ sender_id: null }) },
     { name: "an unknown field", raw: JSON.stringify({ sender_id: "BRIDGE", senderId: "BRIDGE" }) },
-    { name: "sender_id of 12 characters", raw: JSON.stringify({ sender_id: "ABCDEFGHIJKL" }) },
+    { name: "sender_id of 21 characters", raw: JSON.stringify({ sender_id: "ABCDEFGHIJKLMNOPQRSTU" }) },
     { name: "sender_id of spaces only", raw: JSON.stringify({ sender_id: "   " }) },
     { name: "sender_id with a leading space", raw: JSON.stringify({ sender_id: " SHOP" }) },
     { name: "sender_id with a trailing space", raw: JSON.stringify({ sender_id: "SHOP " }) },

@@ -1,8 +1,11 @@
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
+import type { H3Event } from "h3";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { closedPort, jsonResponse } from "../helpers/http.ts";
+import { SEND } from "../helpers/fake-gateway.ts";
 
 let bridge: Bridge | undefined;
 
@@ -26,7 +29,7 @@ async function deliver(b: Bridge, messageId: string, fields: Record<string, unkn
   return b.crm.statusReports().filter((r) => r.messageId === messageId);
 }
 
-const sends = (b: Bridge) => b.gateway.received("POST /api/sms/send");
+const sends = (b: Bridge) => b.gateway.calls();
 const tokenCalls = (b: Bridge) => b.crm.received("POST /oauth/token");
 
 describe("sender ID and gateway key (per location, else global)", () => {
@@ -109,24 +112,34 @@ describe("what is sent", () => {
   });
 
   test.each([
-    { name: "450 characters: sent", message: "a".repeat(450), attachments: [], sent: true },
-    { name: "451 characters: refused", message: "a".repeat(451), attachments: [], sent: false },
-    { name: "440 characters plus an attachment line: refused", message: "a".repeat(440), attachments: ["https://x.io/1234"], sent: false },
-  ])("message length limit: $name", async ({ message, attachments, sent }) => {
+    { name: "1,530 GSM characters, 10 parts: sent", message: "a".repeat(1530), attachments: [], sent: true },
+    { name: "1,531 GSM characters, 11 parts: refused", message: "a".repeat(1531), attachments: [], sent: false },
+    { name: "670 Unicode characters, 10 parts: sent", message: "ā".repeat(670), attachments: [], sent: true },
+    { name: "671 Unicode characters, 11 parts: refused", message: "ā".repeat(671), attachments: [], sent: false },
+    { name: "1,520 characters plus an attachment line: refused", message: "a".repeat(1520), attachments: ["https://x.io/1234"], sent: false },
+  ])("SMS_MAX_PARTS (10 by default): $name", async ({ message, attachments, sent }) => {
     const b = await start();
     const reports = await deliver(b, "m-1", { message, attachments });
 
     expect(sends(b)).toHaveLength(sent ? 1 : 0);
     expect(reports.map((r) => r.body.status)).toEqual([sent ? "delivered" : "failed"]);
-    if (!sent) expect(reports[0]?.body.error).toMatchObject({ type: "saas", message: expect.stringMatching(/450/) });
+    if (!sent) expect(reports[0]?.body.error).toMatchObject({ code: "too_many_parts", type: "saas", message: "11 parts; at most 10 allowed" });
+  });
+
+  test("SMS_MAX_PARTS=100 lets a 10,000-character text through, and no more than 10,000", async () => {
+    const b = await start({ env: { SMS_MAX_PARTS: "100" } });
+    await deliver(b, "m-1", { message: "a".repeat(10_000) });
+    const reports = await deliver(b, "m-2", { message: "a".repeat(10_001) });
+    expect(b.gateway.sent().map((s) => s.message.length)).toEqual([10_000]);
+    expect(reports.at(-1)?.body.error).toMatchObject({ message: "the message is 10001 characters; the SMS gateway takes at most 10000" });
   });
 
   // CONTRACT.md 4 allows a 400 only for a missing id or phone: anything else the
   // gateway cannot take is accepted and reported failed, so the CRM shows why.
   test.each([
     { name: "a 20,000-character message", fields: { message: "a".repeat(20_000) }, says: /20000 characters/ },
-    { name: "30 attachments", fields: { attachments: Array.from({ length: 30 }, (_, i) => `https://x.io/${i}`) }, says: /450/ },
-    { name: "a 5,000-character attachment URL", fields: { attachments: [`https://x.io/${"a".repeat(5000)}`] }, says: /450/ },
+    { name: "300 attachments", fields: { attachments: Array.from({ length: 300 }, (_, i) => `https://x.io/${i}`) }, says: /parts; at most 10/ },
+    { name: "a 5,000-character attachment URL", fields: { attachments: [`https://x.io/${"a".repeat(5000)}`] }, says: /parts; at most 10/ },
     { name: "a 300-character phone", fields: { phone: `+63${"9".repeat(297)}` }, says: /^not a Philippine mobile number: \+639{37}…$/ },
   ])("$name: acknowledged, no SMS, reported failed", async ({ fields, says }) => {
     const b = await start();
@@ -160,7 +173,7 @@ describe("what is sent", () => {
 describe("when the database refuses writes for a while", () => {
   test("after the send: the result is stored once the disk takes it, reported delivered, sent once", async () => {
     const b = await start();
-    b.gateway.on("POST /api/sms/send", () => {
+    b.gateway.on(SEND, () => {
       b.core.db.pragma("query_only = ON"); // SQLite refuses every write: SQLITE_READONLY
       setTimeout(() => b.core.db.pragma("query_only = OFF"), 300);
       return b.gateway.accept();
@@ -176,7 +189,7 @@ describe("when the database refuses writes for a while", () => {
   test("after the send: the result is never given up while the process runs (writes refused longer than ~11 tries)", async () => {
     const b = await start({ tuning: { resultStoreRetryMs: 1 } }); // 1 ms doubling: 11 tries in ~2 s
     const failures = () => b.logs.filter((line) => /m-1: its result \(delivered, gateway id \S+\) could not be stored/.test(line));
-    b.gateway.on("POST /api/sms/send", () => {
+    b.gateway.on(SEND, () => {
       b.core.db.pragma("query_only = ON");
       // Writes work again after the 13th failed try (up to 11 logged before: 12 tries, 11 waits).
       void waitFor(() => failures().length >= 13, 9000).then(
@@ -218,7 +231,7 @@ describe("when the database refuses writes for a while", () => {
 describe("gateway answers", () => {
   test('201 {"success":true,"message_id":…}: delivered, ONE call', async () => {
     const b = await start();
-    b.gateway.on("POST /api/sms/send", () => jsonResponse({ success: true, message_id: "cast-201", parts: 1 }, 201));
+    b.gateway.on(SEND, () => jsonResponse({ success: true, message_id: "cast-201", parts: 1 }, 201));
 
     const reports = await deliver(b, "m-1");
 
@@ -229,7 +242,7 @@ describe("gateway answers", () => {
   test("429 with Retry-After: 0 twice, then 200: three calls and delivered", async () => {
     const b = await start();
     let calls = 0;
-    b.gateway.on("POST /api/sms/send", () =>
+    b.gateway.on(SEND, () =>
       ++calls <= 2 ? jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }) : b.gateway.accept(),
     );
 
@@ -239,21 +252,23 @@ describe("gateway answers", () => {
     expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   });
 
-  test("always 429: bounded calls (4 retries + 1), then failed", async () => {
-    const b = await start();
-    b.gateway.on("POST /api/sms/send", () => jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }));
+  test("always 429: 5 calls an attempt, attempts with back-off until SMS_HOLD_MAX, then failed", async () => {
+    const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sendBackoffMs: 100 } });
+    b.gateway.on(SEND, () => jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }));
 
     const reports = await deliver(b, "m-1");
 
-    expect(sends(b)).toHaveLength(5);
+    expect(sends(b).length % 5).toBe(0);
+    expect(sends(b).length).toBeGreaterThanOrEqual(10);
+    expect(new Set(b.gateway.keys()).size).toBe(1);
     expect(reports).toHaveLength(1);
-    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/429|rate/i) } });
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/429.*gave up after \d+ attempts/) } });
   });
 
   test("429 with Retry-After: 2 s: waited out before the next try, but not after the last one", async () => {
-    const b = await start({ tuning: { sms: { retries: 1 } } });
+    const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sms: { retries: 1 } } });
     const calls: number[] = [];
-    b.gateway.on("POST /api/sms/send", () => {
+    b.gateway.on(SEND, () => {
       calls.push(Date.now());
       return jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "2" });
     });
@@ -267,65 +282,115 @@ describe("gateway answers", () => {
     expect(reports[0]?.body).toMatchObject({ status: "failed", error: { message: expect.stringMatching(/429/) } });
   });
 
-  test.each([
-    { name: "500", answer: () => new Response("oops", { status: 500 }), says: /500/ },
-    { name: "200 with a garbage body", answer: () => new Response("<html>ok?</html>", { status: 200 }), says: /delivery unknown/ },
-    { name: "202 with an empty body (no refusal, no message_id)", answer: () => new Response(null, { status: 202 }), says: /202 without a message_id; delivery unknown/ },
-    {
-      name: '400 {"success":false,"error":"Invalid sender"}',
-      answer: () => jsonResponse({ success: false, error: "Invalid sender" }, 400),
-      says: /Invalid sender/,
-    },
-  ])("$name: ONE call, never resent, reported failed", async ({ answer, says }) => {
+  test('400 {"success":false,"error":"Invalid sender"}: ONE call, never resent, reported failed', async () => {
     const b = await start();
-    b.gateway.on("POST /api/sms/send", answer);
+    b.gateway.on(SEND, () => jsonResponse({ success: false, error: "Invalid sender" }, 400));
 
     const reports = await deliver(b, "m-1");
 
     expect(sends(b)).toHaveLength(1);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "gateway_rejected", type: "saas", message: expect.stringMatching(/Invalid sender/) } }]);
+  });
+
+  test.each([
+    { name: "500", answer: () => new Response("oops", { status: 500 }) },
+    { name: "503 SERVICE_UNAVAILABLE", answer: () => jsonResponse({ success: false, error: "down", error_code: "SERVICE_UNAVAILABLE" }, 503) },
+    {
+      name: "a dropped connection",
+      answer: (_: unknown, event: H3Event) => {
+        event.runtime?.node?.req.socket.destroy();
+        throw new Error("connection dropped before an answer");
+      },
+    },
+  ])("$name, then 200: tried again with the same idempotency key, delivered, one SMS", async ({ answer }) => {
+    const b = await start({ tuning: { sendBackoffMs: 50 } });
+    let calls = 0;
+    b.gateway.on(SEND, (req, event) => (++calls === 1 ? answer(req, event) : b.gateway.accept()));
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(2);
+    expect(new Set(b.gateway.keys()).size).toBe(1);
+    expect(b.gateway.keys()[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    expect(b.logs.join("")).toMatch(/\[warn\] message m-1 of location loc-1: .*; trying again in \d+ ms with the same idempotency key/);
+  });
+
+  test.each([
+    { name: "200 with a garbage body", answer: () => new Response("<html>ok?</html>", { status: 200 }), says: /delivery unknown/ },
+    { name: "202 with an empty body (no refusal, no message_id)", answer: () => new Response(null, { status: 202 }), says: /202 without a message_id; delivery unknown/ },
+  ])("$name, answered again from the cache: one SMS at most, failed once SMS_HOLD_MAX is over", async ({ answer, says }) => {
+    const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sendBackoffMs: 100 } });
+    b.gateway.on(SEND, answer);
+
+    const reports = await deliver(b, "m-1");
+
+    expect(b.gateway.sent()).toHaveLength(1);
+    expect(sends(b).length).toBeGreaterThanOrEqual(2);
     expect(reports).toHaveLength(1);
     expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(says) } });
   });
 
-  test("slower than the timeout: ONE call (the SMS may have gone), reported failed", async () => {
-    const b = await start({ tuning: { sms: { timeoutMs: 200 } } });
-    b.gateway.on("POST /api/sms/send", async () => {
+  test("slower than the timeout: tried again with the same key, the gateway answers from its cache, delivered, one SMS", async () => {
+    const b = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 50 } });
+    b.gateway.on(SEND, async () => {
       await sleep(1000);
       return b.gateway.accept();
     });
 
     const reports = await deliver(b, "m-1");
 
-    expect(sends(b)).toHaveLength(1);
-    expect(reports).toHaveLength(1);
-    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unknown/) } });
+    expect(b.gateway.sent()).toHaveLength(1);
+    expect(sends(b).length).toBeGreaterThanOrEqual(2);
+    expect(new Set(b.gateway.keys()).size).toBe(1);
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   });
 
-  test("unreachable gateway (closed port): retried, then reported failed, no crash", async () => {
-    const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${await closedPort()}` }, tuning: { sms: { retryDelayMs: 50 } } });
+  test("unreachable gateway (closed port): retried until SMS_HOLD_MAX, then reported failed, no crash", async () => {
+    const b = await start({
+      env: { SMS_API_URL: `http://127.0.0.1:${await closedPort()}`, SMS_HOLD_MAX: "1s" },
+      tuning: { sms: { retryDelayMs: 50 }, sendBackoffMs: 100 },
+    });
 
     const reports = await deliver(b, "m-1");
 
     expect(reports).toHaveLength(1);
-    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unreachable.*\(5 attempts\)$/) } });
+    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unreachable.*gave up after \d+ attempts/) } });
     expect(b.worker.running).toBe(true);
   });
 
-  test("gateway unreachable at first, then back: the never-sent request is retried and delivered once", async () => {
+  test("a gateway outage: connections refused, then back: delivered exactly once, never reported failed", async () => {
     const port = await closedPort();
-    const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${port}` }, tuning: { sms: { retryDelayMs: 400 } } });
+    const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${port}` }, tuning: { sms: { retryDelayMs: 20, retries: 1 }, sendBackoffMs: 100 } });
     const res = await b.webhook(outbound("m-1"));
     expect(res.status).toBe(200);
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "sending");
-    await sleep(100); // the first attempt (refused) is long over; the next comes 400 ms after it
+    // Several attempts fail while the gateway is down; the message waits, it is not failed.
+    await waitFor(() => (b.core.jobs.get("m-1")?.attempts ?? 0) >= 3, 10_000);
+    expect(b.crm.statusReports()).toEqual([]);
     const back = await gatewayOn(port);
     try {
-      await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+      await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 20_000);
       expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
       expect(back.bodies).toEqual([{ to: "09171234567", message: "hello m-1" }]);
     } finally {
       await back.close();
     }
+  });
+
+  test("the location's API key changed between two attempts without an answer: failed, delivery unknown, not sent on the new key", async () => {
+    const b = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 300 } });
+    b.gateway.on(SEND, async () => {
+      b.core.tokens.setConfig("loc-1", { smsApiKey: "new-location-key-0123" }, Date.now());
+      await sleep(1000);
+      return b.gateway.accept();
+    });
+
+    const reports = await deliver(b, "m-1");
+
+    expect(b.gateway.sent().map((s) => s.apiKey)).toEqual([GLOBAL_SMS_KEY]);
+    expect(reports.map((r) => r.body)).toEqual([
+      { status: "failed", error: { code: "delivery_unknown", type: "saas", message: expect.stringMatching(/API key changed.*delivery unknown/) } },
+    ]);
   });
 });
 
@@ -387,22 +452,44 @@ describe("status reports to the CRM", () => {
     expect(b.crm.statusReports().map((r) => r.messageId)).toEqual(["m-ok"]);
   });
 
-  test("a job a crash left in 'sending' is reported failed after restart and never resent", async () => {
+  test("a job a crash left in 'sending' after its first attempt went: sent again with its key, answered from the cache, one SMS", async () => {
     const b = await start({ worker: false });
-    const res = await b.webhook(outbound("m-1"));
-    expect(res.status).toBe(200);
-    const job = b.core.jobs.get("m-1");
-    expect(job?.state).toBe("queued");
-    expect(b.core.jobs.claimForSending(job?.id ?? -1, Date.now())).toBe(true);
+    expect((await b.webhook(outbound("m-1"))).status).toBe(200);
+    const job = b.core.jobs.get("m-1")!;
+    // The attempt the crash interrupted: it reached the gateway, its answer was lost.
+    const claim = { idempotencyKey: "key-before-crash", apiKeyTag: createHash("sha256").update(GLOBAL_SMS_KEY).digest("hex").slice(0, 16) };
+    expect(b.core.jobs.claimForSending(job.id, Date.now(), claim)).toBe(true);
+    const first = await fetch(`${b.gateway.url}/api/v1/sms/send`, {
+      method: "POST",
+      headers: { "x-api-key": GLOBAL_SMS_KEY, "x-idempotency-key": "key-before-crash", "content-type": "application/json" },
+      body: JSON.stringify({ to: "09171234567", message: "hello m-1" }),
+    });
+    expect(first.status).toBe(200);
+
+    b.worker.start();
+    await waitFor(() => b.core.jobs.get("m-1")?.state === "done");
+
+    expect(b.gateway.keys()).toEqual(["key-before-crash", "key-before-crash"]);
+    expect(b.gateway.sent()).toHaveLength(1);
+    expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    expect(b.logs.join("")).toContain("1 message(s) were being sent when bridge stopped; sending them again with the same idempotency key");
+  });
+
+  test("a job an older bridge left in 'sending' (no idempotency key) is reported failed and never resent", async () => {
+    const b = await start({ worker: false });
+    expect((await b.webhook(outbound("m-1"))).status).toBe(200);
+    const job = b.core.jobs.get("m-1")!;
+    expect(b.core.jobs.claimForSending(job.id, Date.now())).toBe(true);
 
     b.worker.start();
     await waitFor(() => b.core.jobs.get("m-1")?.state === "done");
 
     expect(sends(b)).toEqual([]);
     expect(b.crm.statusReports().map((r) => r.body)).toEqual([
-      { status: "failed", error: { code: expect.any(String), type: "saas", message: "delivery unknown after restart" } },
+      { status: "failed", error: { code: "delivery_unknown", type: "saas", message: "delivery unknown after restart" } },
     ]);
   });
+
 });
 
 /** A minimal Cast.ph on a given port, accepting every SMS. */

@@ -184,7 +184,7 @@ describe("a bad start lists every problem at once", () => {
     ["TRUSTED_PROXIES", "10.0.0.0/x"],
     ["TRUSTED_PROXIES", "10.0.0.1:8080"],
     ["TRUSTED_PROXIES", "fe80::1%eth0"],
-    ["SMS_SENDER_ID", "TWELVE_CHARS"],
+    ["SMS_SENDER_ID", "TWENTY_ONE_CHARACTERS"],
     ["SMS_SENDER_ID", "BAD!<>"],
     ["SMS_SENDER_ID", "   x"],
     ["SMS_API_KEY", "key with spaces"],

@@ -20,6 +20,8 @@ export interface SendRequest {
   message: string;
   /** "" lets the gateway use the account's default sender. */
   senderId: string;
+  /** X-Idempotency-Key: the same for every attempt at one message, so Cast sends it once. */
+  idempotencyKey: string;
 }
 
 export interface SendResult {
@@ -29,8 +31,8 @@ export interface SendResult {
 
 export type SmsGateway = ReturnType<typeof createCastClient>;
 
-/** Cast.ph's own limit on one message: 3 parts. */
-export const MAX_MESSAGE_LENGTH = 450;
+/** Cast.ph's own limit on one message's text. */
+export const MAX_MESSAGE_LENGTH = 10_000;
 
 export function createCastClient(options: GatewayOptions) {
   const timeout = options.timeoutMs ?? 30_000;
@@ -39,10 +41,15 @@ export function createCastClient(options: GatewayOptions) {
   async function attempt(req: SendRequest): Promise<SendResult> {
     let res;
     try {
-      res = await $http.raw<string, "text">("/api/sms/send", {
+      res = await $http.raw<string, "text">("/api/v1/sms/send", {
         baseURL: options.apiUrl,
         method: "POST",
-        headers: { "X-API-Key": req.apiKey, "Content-Type": "application/json", Accept: "application/json" },
+        headers: {
+          "X-API-Key": req.apiKey,
+          "X-Idempotency-Key": req.idempotencyKey,
+          "Content-Type": "application/json",
+          Accept: "application/json",
+        },
         body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
         timeout,
         retry: 0,
