@@ -20,6 +20,8 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   SMS_API_URL           default https://api.cast.ph
   SMS_API_KEY           default gateway API key (a location's own key wins)
   SMS_SENDER_ID         default sender ID (a location's own wins; empty: the gateway's)
+  SMS_MAX_PARTS         a message of more parts is refused, default 10
+  SMS_HOLD_MAX          longest a message is retried through a gateway outage, default 1h
   ALLOWED_COMPANY_IDS   companies allowed to install and use the defaults above; empty:
                         any may install, its locations wait for \`locations approve\`
   INBOUND_API_KEY       bearer key of /api/admin/* (serve): at least 24 characters
