@@ -23,7 +23,7 @@ export function openDb(path: string, options: { existing?: boolean } = {}): Db {
 }
 
 function open(path: string, existing: boolean): Db {
-  const binding = nativeBinding();
+  const binding = nativeBinding(path);
   // @types/better-sqlite3 only knows a path here; the library also takes the loaded addon.
   const options = binding ? { nativeBinding: binding as unknown as string } : {};
   if (path !== ":memory:") {

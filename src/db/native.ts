@@ -3,15 +3,37 @@
 // only loads builtins, so build.mjs embeds the addon as a SEA asset instead.
 // dlopen() can only load a real file, so we copy the asset to a cache directory
 // keyed by its hash (a new build never loads a stale addon) and load it there.
-import { lstatSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { isAbsolute, join } from "node:path";
+//
+// Whoever can write that file, or replace it or any directory above it, runs
+// code as bridge (as root, for a service started as root). So the cache is never
+// in a shared directory such as /tmp: every directory on its path must be owned
+// by us or root and writable by nobody else, the file is opened without following
+// symlinks, its bytes are compared with the embedded ones, and the file compared
+// is the file loaded.
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  type Stats,
+} from "node:fs";
+import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { getRawAsset, isSea } from "node:sea";
 import { errorMessage } from "../core/errors.ts";
 
 const ASSET = "better_sqlite3.node";
+const FIX =
+  "set XDG_CACHE_HOME to a private directory (it and every directory above it owned by you or root and writable only by its owner)";
 
-/** The asset's sha256 in hex, computed by build.mjs (an esbuild define); hashing 2 MB on every start would cost ~5 ms. */
+/** The asset's sha256 in hex, computed by build.mjs (an esbuild define). */
 declare const BRIDGE_ADDON_SHA256: string;
 
 let memo: { binding: object | undefined } | undefined;
@@ -19,77 +41,204 @@ let memo: { binding: object | undefined } | undefined;
 /**
  * The better-sqlite3 addon to pass as `new Database(file, { nativeBinding })`,
  * or undefined outside the single executable (better-sqlite3 then finds its
- * own prebuild in node_modules).
+ * own prebuild in node_modules). `dbPath`: the database about to be opened, the
+ * cache's last resort (see cacheRoot).
  */
-export function nativeBinding(): object | undefined {
+export function nativeBinding(dbPath: string): object | undefined {
   // A process can dlopen an addon only once, so every caller shares one.
-  memo ??= { binding: isSea() ? loadEmbedded() : undefined };
+  memo ??= { binding: isSea() ? loadEmbedded(dbPath) : undefined };
   return memo.binding;
 }
 
-function loadEmbedded(): object {
-  // The raw asset is a read-only view of the executable's own memory: fine to
-  // write out, never to modify.
-  const bytes = new Uint8Array(getRawAsset(ASSET));
-  const dir = join(cacheRoot(), "bridge", BRIDGE_ADDON_SHA256.slice(0, 16));
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-  } catch (cause) {
-    throw new Error(`cannot write the embedded SQLite addon (${errorMessage(cause)}): set XDG_CACHE_HOME to a directory bridge may write`, { cause });
+/**
+ * The directory under which bridge caches its addon: XDG_CACHE_HOME, else ~/.cache,
+ * else `.cache` beside the database (the service's home and state directory are
+ * usually that directory anyway). Never os.tmpdir(): anyone may create entries there.
+ */
+export function cacheRoot(env: Record<string, string | undefined>, dbPath: string): string {
+  const { XDG_CACHE_HOME, HOME } = env;
+  // The XDG spec says to ignore relative paths; HOME is unset under `env -i` and in some service managers.
+  if (XDG_CACHE_HOME && isAbsolute(XDG_CACHE_HOME)) return XDG_CACHE_HOME;
+  if (HOME && isAbsolute(HOME)) return join(HOME, ".cache");
+  if (dbPath === ":memory:" || dbPath === "") {
+    throw new Error(`an in-memory database has no directory to keep the SQLite addon beside: ${FIX}`);
   }
-  assertPrivate(dir);
-  const file = join(dir, ASSET);
+  return join(dirname(resolve(dbPath)), ".cache");
+}
 
-  // The file is trusted without re-hashing it: the directory is named by the
-  // content's hash and private to us, and a file only appears in it complete.
-  if (sizeOf(file) !== bytes.byteLength) {
-    // Write aside, then rename: rename is atomic, so a process starting at the
-    // same moment sees either no file or a complete one, never a partial one.
-    const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
-    try {
-      writeFileSync(temp, bytes, { mode: 0o700, flag: "wx" });
-      renameSync(temp, file);
-    } finally {
-      rmSync(temp, { force: true });
+/**
+ * Makes `path` a directory that only `uid` and root can change, creating what is
+ * missing (0700), and returns its real path. Every directory from / down must be
+ * owned by `uid` or root and not writable by group or others. A symlink on the way
+ * is followed only when owned by `uid` or root (its directory is already checked,
+ * so nobody else can have put it there or replace it); the real path is then
+ * checked the same way.
+ */
+export function privateDir(path: string, uid: number): string {
+  const absolute = resolve(path);
+  walk(absolute, absolute, uid);
+  const real = realpathSync(absolute);
+  if (real !== absolute) walk(real, absolute, uid);
+  return real;
+}
+
+/**
+ * Loads the addon `bytes` from `dir` (made by privateDir), first writing it there if
+ * it is missing or differs from `bytes` (stale or tampered with). Returns its exports.
+ */
+export function loadAddon(dir: string, bytes: Uint8Array, uid: number): object {
+  const file = join(dir, ASSET);
+  let fd = openIfSame(file, bytes, uid);
+  if (fd === undefined) {
+    writeAside(file, bytes);
+    fd = openIfSame(file, bytes, uid);
+    if (fd === undefined) {
+      throw new Error(`refusing to load the SQLite addon ${file}: it differs from the embedded one just after being written`);
     }
   }
-
-  const module = { exports: {} };
   try {
-    process.dlopen(module, file);
+    return dlopen(file, fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function loadEmbedded(dbPath: string): object {
+  const uid = process.getuid?.();
+  // build.mjs builds for Linux and macOS only.
+  if (uid === undefined) throw new Error("the single executable needs POSIX file owners to keep its SQLite addon private");
+  const dir = privateDir(join(cacheRoot(process.env, dbPath), "bridge", BRIDGE_ADDON_SHA256.slice(0, 16)), uid);
+  // The raw asset is a read-only view of the executable's own memory: fine to
+  // read and write out, never to modify.
+  return loadAddon(dir, new Uint8Array(getRawAsset(ASSET)), uid);
+}
+
+/** Checks each directory of `path` from / down, creating missing ones; `asked` is the path as given, for messages. */
+function walk(path: string, asked: string, uid: number): void {
+  let current: string = sep;
+  refuseUnsafe(current, lstatSync(current), uid, asked);
+  for (const name of path.split(sep).filter(Boolean)) {
+    current = join(current, name);
+    refuseUnsafe(current, lstatOrCreate(current), uid, asked);
+  }
+}
+
+function lstatOrCreate(dir: string): Stats {
+  try {
+    const st = lstatSync(dir, { throwIfNoEntry: false });
+    if (st) return st;
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code !== "EEXIST") throw cause; // EEXIST: another bridge was quicker
+    }
+    return lstatSync(dir);
   } catch (cause) {
-    // Typically a cache directory on a noexec mount (e.g. some /tmp setups).
-    throw new Error(
-      `cannot load the embedded SQLite addon from ${file} (set XDG_CACHE_HOME to a directory that allows executables)`,
-      { cause },
-    );
+    throw new Error(`cannot use ${dir} for the SQLite addon (${errorMessage(cause)}): ${FIX}`, { cause });
+  }
+}
+
+function refuseUnsafe(component: string, st: Stats, uid: number, asked: string): void {
+  const problem = directoryProblem(st, uid);
+  if (problem) throw new Error(`refusing to keep the SQLite addon in ${asked}: ${component} ${problem}; ${FIX}`);
+}
+
+function directoryProblem(st: Stats, uid: number): string | undefined {
+  if (st.uid !== uid && st.uid !== 0) return `is owned by uid ${st.uid}`;
+  if (st.isSymbolicLink()) return undefined; // A link's own mode means nothing; its target is checked by the real path.
+  if (!st.isDirectory()) return "is not a directory";
+  return writableByOthers(st);
+}
+
+function writableByOthers(st: Stats): string | undefined {
+  if ((st.mode & 0o022) === 0) return undefined;
+  // Even with the sticky bit (/tmp): others may create the entry before we do.
+  return `is writable by ${st.mode & 0o002 ? "others" : "its group"} (mode ${(st.mode & 0o7777).toString(8)})`;
+}
+
+/**
+ * An open descriptor of `file` when it holds exactly `bytes`; undefined when it is
+ * missing or holds something else. A file no one else should be able to make there
+ * (a symlink, a device, someone else's, writable by others) is refused.
+ */
+function openIfSame(file: string, bytes: Uint8Array, uid: number): number | undefined {
+  let fd: number;
+  try {
+    // NOFOLLOW: a symlink is refused (ELOOP), not followed. NONBLOCK: a FIFO does not hang us.
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    const problem = code === "ELOOP" ? "is a symbolic link" : `cannot be opened (${errorMessage(cause)})`;
+    throw new Error(`refusing to load the SQLite addon ${file}: it ${problem}; remove it`, { cause });
+  }
+  let same = false;
+  try {
+    const st = fstatSync(fd);
+    const problem = fileProblem(st, uid);
+    if (problem) throw new Error(`refusing to load the SQLite addon ${file}: it ${problem}; remove it`);
+    same = holds(fd, st.size, bytes);
+  } finally {
+    if (!same) closeSync(fd);
+  }
+  return same ? fd : undefined;
+}
+
+function fileProblem(st: Stats, uid: number): string | undefined {
+  if (!st.isFile()) return "is not a regular file";
+  if (st.uid !== uid && st.uid !== 0) return `is owned by uid ${st.uid}`;
+  return writableByOthers(st);
+}
+
+// Byte for byte against the embedded copy (the one build.mjs hashed) rather than
+// by sha256: as strict, and it spares every command loading node:crypto. Read in
+// small pieces: a buffer for the whole file costs more to fault in than the reads.
+function holds(fd: number, size: number, bytes: Uint8Array): boolean {
+  if (size !== bytes.byteLength) return false;
+  const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, size));
+  for (let position = 0; position < size; ) {
+    const n = readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
+    // n === 0: shorter than fstat said, so not ours.
+    if (n === 0 || !chunk.subarray(0, n).equals(bytes.subarray(position, position + n))) return false;
+    position += n;
+  }
+  return true;
+}
+
+// Write aside, then rename: rename is atomic, so a process starting at the same
+// moment sees the old file or the whole new one, never a partial one. No fsync:
+// a file a crash left short is found different at the next start and written again.
+function writeAside(file: string, bytes: Uint8Array): void {
+  const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o700);
+    try {
+      writeFileSync(fd, bytes);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, file);
+  } catch (cause) {
+    throw new Error(`cannot write the SQLite addon to ${file} (${errorMessage(cause)}): ${FIX}`, { cause });
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
+
+function dlopen(file: string, fd: number): object {
+  const module = { exports: {} };
+  // On Linux, load through our descriptor: the very file just compared, so nothing
+  // can be swapped in between. Elsewhere (macOS), by its path: privateDir made sure
+  // only we or root can change its directory, so no one else can swap it either.
+  const viaFd = `/proc/self/fd/${fd}`;
+  const target = process.platform === "linux" && existsSync(viaFd) ? viaFd : file;
+  try {
+    process.dlopen(module, target);
+  } catch (cause) {
+    // Typically a cache directory on a noexec mount.
+    throw new Error(`cannot load the embedded SQLite addon from ${file} (set XDG_CACHE_HOME to a directory that allows executables)`, {
+      cause,
+    });
   }
   return module.exports;
-}
-
-function cacheRoot(): string {
-  const { XDG_CACHE_HOME, HOME } = process.env;
-  // The XDG spec says to ignore relative paths; HOME is unset under `env -i`
-  // and in some service managers.
-  if (XDG_CACHE_HOME && isAbsolute(XDG_CACHE_HOME)) return XDG_CACHE_HOME;
-  if (HOME) return join(HOME, ".cache");
-  return tmpdir();
-}
-
-// We are about to execute code from this directory; in a shared location such
-// as /tmp, someone else could have created it first and could swap the file
-// between our hash check and dlopen().
-function assertPrivate(dir: string): void {
-  const uid = process.getuid?.();
-  if (uid === undefined) return; // Windows: no POSIX owner or mode bits.
-  const st = lstatSync(dir);
-  if (!st.isDirectory() || st.uid !== uid || (st.mode & 0o022) !== 0) {
-    throw new Error(
-      `refusing to load the SQLite addon from ${dir}: it must be a directory owned by uid ${uid} and not writable by others`,
-    );
-  }
-}
-
-function sizeOf(file: string): number | undefined {
-  return statSync(file, { throwIfNoEntry: false })?.size; // Missing: (re)write it.
 }

@@ -1,6 +1,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
 import { signBody, startWorld, waitFor } from "./bridge.ts";
 import { COMPANY_ID } from "./fake-crm.ts";
 
@@ -51,6 +52,9 @@ export async function e2eSetup(name: string, extraEnv: Record<string, string> = 
     SMS_API_KEY: `${name}-global-sms-key`,
     ALLOWED_COMPANY_IDS: COMPANY_ID,
     HOME: world.dir,
+    // The world's directory is under os.tmpdir(), on Linux /tmp, where bridge refuses to
+    // unpack its addon (anyone can write there); the tester's own cache is where theirs goes.
+    XDG_CACHE_HOME: join(homedir(), ".cache"),
     ...extraEnv,
   };
   return {
