@@ -82,8 +82,10 @@ setTimeout(() => {
 
 // One addon cache for every bridge process of this run: only the first start pays
 // for writing the embedded SQLite addon out, as on a real server after its first start.
-const CACHE = join(WORK, "cache");
-mkdirSync(CACHE, { mode: 0o700 });
+// bridge refuses to unpack its SQLite addon under a world-writable /tmp: the cache lives
+// in the user's own (private) cache directory.
+const CACHE = join(os.homedir(), ".cache", "bridge-bench");
+mkdirSync(CACHE, { recursive: true, mode: 0o700 });
 const openServers = new Set();
 
 // Run a private copy of the binary: dist/bridge is shared with everyone working in
