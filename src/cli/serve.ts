@@ -12,7 +12,14 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   const core = await openCore(io, globals, "serve");
   const { createApp, createWorker, listen } = await import("./heavy.ts");
   const { config, log } = core;
-  const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now: core.now, log });
+  const worker = createWorker({
+    jobs: core.jobs,
+    run: core.processOutbound,
+    lastServed: core.scheduler.lastServed,
+    readyAt: core.scheduler.readyAt,
+    now: core.now,
+    log,
+  });
   const app = createApp({ core, worker });
   const server = await listen(app, config.host, config.port).catch((error: unknown) => {
     core.close();

@@ -34,6 +34,10 @@ export interface ResolvedConfig {
     maxParts: number;
     /** Longest a message waits out a gateway outage (SMS_HOLD_MAX), in ms. */
     holdMaxMs: number;
+    /** Cast's limit on every request from this address, all keys together (CAST_REQUESTS_PER_SECOND). */
+    requestsPerSecond: number;
+    /** Cast's limit on messages per account, i.e. per API key (CAST_MESSAGES_PER_SECOND). */
+    messagesPerSecond: number;
   };
   /** Bearer keys of the admin API: one, or two during a rotation; [] disables it. Read by serve only. */
   inboundApiKeys: string[];
@@ -78,7 +82,9 @@ type EnvName =
   | "BRIDGE_ENCRYPTION_KEY"
   | "ALLOWED_COMPANY_IDS"
   | "SMS_MAX_PARTS"
-  | "SMS_HOLD_MAX";
+  | "SMS_HOLD_MAX"
+  | "CAST_REQUESTS_PER_SECOND"
+  | "CAST_MESSAGES_PER_SECOND";
 
 /**
  * Validates the environment once. Every problem (bad values, and missing values
@@ -125,6 +131,8 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
       senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
       maxParts: read("SMS_MAX_PARTS", wholeNumber(1, 1000), 10),
       holdMaxMs: read("SMS_HOLD_MAX", duration, 60 * 60_000),
+      requestsPerSecond: read("CAST_REQUESTS_PER_SECOND", rate, 30),
+      messagesPerSecond: read("CAST_MESSAGES_PER_SECOND", rate, 10),
     },
     // Only serve checks the bearer; a CLI command is not refused over a key it never uses.
     inboundApiKeys: need === "serve" ? read("INBOUND_API_KEY", adminKeys, []) : [],
@@ -155,6 +163,8 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
     SMS_MAX_PARTS: config.sms.maxParts,
     SMS_HOLD_MAX: `${config.sms.holdMaxMs / 1000} s`,
+    CAST_REQUESTS_PER_SECOND: config.sms.requestsPerSecond,
+    CAST_MESSAGES_PER_SECOND: config.sms.messagesPerSecond,
     INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
     TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For from TRUSTED_PROXIES" : "no",
     TRUSTED_PROXIES: config.trustedProxies.join(",") || "(none)",
@@ -297,6 +307,13 @@ function wholeNumber(min: number, max: number) {
     if (!/^\d+$/.test(value.trim()) || n < min || n > max) throw new Invalid(`must be a whole number from ${min} to ${max}`);
     return n;
   };
+}
+
+/** A rate per second: a positive number, fractions allowed (0.5 = one every 2 s). */
+function rate(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+(\.\d+)?$/.test(value.trim()) || n <= 0 || n > 10_000) throw new Invalid("must be a number per second above 0 (at most 10000)");
+  return n;
 }
 
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

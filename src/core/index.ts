@@ -7,7 +7,7 @@ import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.
 import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
-import { createPacer } from "./pacer.ts";
+import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
 import { createTokenService, type TokenService } from "./tokens.ts";
 import { createUninstaller, type Uninstaller } from "./uninstall.ts";
@@ -25,8 +25,10 @@ export interface Core {
   tokenService: TokenService;
   log: Logger;
   now: () => number;
-  /** processOutbound with its dependencies bound. */
-  processOutbound: (job: Job) => Promise<void>;
+  /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
+  processOutbound: (job: Job) => Promise<number | void>;
+  /** Cast's rate limits and the locations' turns. */
+  scheduler: Scheduler;
   /** Gap between the CRM calls of a bulk install. */
   bulkPaceMs: number;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
@@ -37,7 +39,6 @@ export interface Core {
 export interface Tuning {
   crm?: Partial<Pick<CrmOptions, "timeoutMs" | "retryDelayMs">>;
   sms?: Partial<Pick<GatewayOptions, "timeoutMs" | "retries" | "retryDelayMs">>;
-  pace?: { perSecond: number; burst: number };
   reportBackoffMs?: number;
   reportAttempts?: number;
   /** First wait before a send without a clear answer is tried again. */
@@ -65,8 +66,13 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     ...tuning.crm,
   });
   const sms = createCastClient({ apiUrl: config.sms.apiUrl, ...tuning.sms });
-  // Cast.ph allows 30 requests/s with a burst of 50 per key; stay a little under.
-  const pacer = createPacer({ perSecond: 29.5, burst: 48, ...tuning.pace });
+  const scheduler = createScheduler({
+    requestsPerSecond: config.sms.requestsPerSecond,
+    // Cast's documented burst is 50 at 30/s; scaled with the rate when it is set otherwise.
+    requestBurst: Math.max(1, Math.round((config.sms.requestsPerSecond * 5) / 3)),
+    messagesPerSecond: config.sms.messagesPerSecond,
+    // Wall-clock time, not the injected business clock: these are real requests a second.
+  });
   const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const deps: OutboundDeps = {
     tokens,
@@ -74,7 +80,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     commit,
     tokenService,
     sms,
-    pacer,
+    scheduler,
     crm,
     defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId },
     now,
@@ -98,6 +104,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     log,
     now,
     processOutbound: (job) => processOutbound(deps, job),
+    scheduler,
     bulkPaceMs: tuning.bulkPaceMs ?? 110,
     uninstall: createUninstaller({ tokens, tokenService, now, log }),
   };

@@ -3,15 +3,15 @@ import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
-import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
+import { MAX_MESSAGE_LENGTH, RateLimited, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
-import type { Pacer } from "./pacer.ts";
+import type { Scheduler } from "./scheduler.ts";
 import { smsParts } from "./parts.ts";
 import { toLocalPH } from "./phone.ts";
-import { backoffMs, sleep } from "./retry.ts";
+import { backoffMs } from "./retry.ts";
 import type { TokenService } from "./tokens.ts";
 
 export interface OutboundDeps {
@@ -21,8 +21,8 @@ export interface OutboundDeps {
   commit: Commit;
   tokenService: TokenService;
   sms: SmsGateway;
-  /** Paces gateway calls per API key to the gateway's own limit. */
-  pacer: Pacer;
+  /** Cast's rate limits: a send goes only with a token of both budgets. */
+  scheduler: Scheduler;
   crm: CrmClient;
   defaults: { apiKey: string; senderId: string };
   now: () => number;
@@ -61,12 +61,15 @@ const REPORT_MAX_DELAY_MS = 10 * 60_000;
  * before the gateway call; every later attempt carries the same key, so a timeout, a
  * 5xx or a crash mid-send is retried without a second SMS. Reports are idempotent too.
  */
-export async function processOutbound(deps: OutboundDeps, job: Job): Promise<void> {
+export async function processOutbound(deps: OutboundDeps, job: Job): Promise<number | void> {
   if (job.state === "queued") {
     const plan = prepare(deps, job);
-    // Wait for the gateway's rate limit before the claim: a crash while waiting
-    // must leave the job queued.
-    if ("request" in plan) await sleep(deps.pacer.delay(plan.request.apiKey));
+    // No budget yet: the job stays queued and the caller says when to look again,
+    // holding no worker meanwhile.
+    if ("request" in plan) {
+      const wait = deps.scheduler.trySend(plan.request.apiKey, job.message.locationId);
+      if (wait > 0) return wait;
+    }
     const claim: Claim | undefined = "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag } : undefined;
     const claimedAt = deps.now();
     if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
@@ -159,6 +162,8 @@ async function send(deps: OutboundDeps, job: Job, request: SendRequest): Promise
     return { outcome: "delivered", gatewayMessageId: sent.messageId };
   } catch (error) {
     const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
+    // Cast says how long its budget is spent: no send on this key before then.
+    if (error instanceof RateLimited) deps.scheduler.slowDown(request.apiKey, error.waitMs ?? 1000);
     if (error instanceof GatewayError && error.failure !== "rejected") {
       // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
       // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX.

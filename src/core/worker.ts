@@ -7,7 +7,12 @@ import { backoffMs, sleep } from "./retry.ts";
 
 export interface WorkerOptions {
   jobs: JobStore;
-  run: (job: Job) => Promise<void>;
+  /** Handles a job; a number: the ms until it may run again (it waits for a budget, not a failure). */
+  run: (job: Job) => Promise<number | void>;
+  /** When a location last got a send slot: the one served longest ago goes first (fair turns). */
+  lastServed?: (locationId: string) => number;
+  /** Before this time a location's queued job would only be told to wait: not started. */
+  readyAt?: (locationId: string) => number;
   now: () => number;
   log: Logger;
   /** Jobs handled at once. */
@@ -42,15 +47,21 @@ export function createWorker(options: WorkerOptions) {
   let loop: Promise<void> | undefined;
   let wake: (() => void) | undefined;
 
-  // Jobs whose last run threw (the database refused a write, say): when each may run
-  // again, and after how many failures. Without it the same job would run again at once.
+  // Jobs whose last run threw (the database refused a write, say), or that wait for the
+  // gateway's budget: when each may run again, and after how many failures. Without it
+  // the same job would run again at once.
   const failing = new Map<number, { failures: number; notBefore: number }>();
+  // The earliest time a job skipped in the last look may run: the next look then.
+  let nextLook = Infinity;
 
   function startJob(job: Job): void {
     const done = options
       .run(job)
       .then(
-        () => void failing.delete(job.id),
+        (waitMs) => {
+          if (typeof waitMs === "number" && waitMs > 0) failing.set(job.id, { failures: 0, notBefore: Date.now() + waitMs });
+          else failing.delete(job.id);
+        },
         (error) => {
           const failures = (failing.get(job.id)?.failures ?? 0) + 1;
           const delay = backoffMs(firstBackoffMs, failures - 1);
@@ -71,11 +82,28 @@ export function createWorker(options: WorkerOptions) {
     // Look past the jobs pausing, so they cannot hold up the rest; but only so far: a
     // look must stay cheap while many fail at once (a disk that refuses every write).
     const extra = Math.min(pausing(), concurrency * 2);
-    for (const job of jobs.due(now(), free + active.size + extra)) {
+    const at = Date.now();
+    nextLook = Infinity;
+    for (const job of inTurn(jobs.due(now(), free + active.size + extra))) {
       if (active.size >= concurrency) break;
-      if (active.has(job.id) || (failing.get(job.id)?.notBefore ?? 0) > Date.now()) continue;
+      if (active.has(job.id)) continue;
+      const notBefore = Math.max(failing.get(job.id)?.notBefore ?? 0, job.state === "queued" ? (options.readyAt?.(job.message.locationId) ?? 0) : 0);
+      if (notBefore > at) {
+        nextLook = Math.min(nextLook, notBefore);
+        continue;
+      }
       startJob(job);
     }
+  }
+
+  /**
+   * The due jobs come in turns (each location's first, then each one's second, …);
+   * within a turn, the location served longest ago goes first.
+   */
+  function inTurn(due: (Job & { turn: number })[]): Job[] {
+    const { lastServed } = options;
+    if (!lastServed) return due;
+    return due.toSorted((a, b) => a.turn - b.turn || lastServed(a.message.locationId) - lastServed(b.message.locationId));
   }
 
   /** How many jobs are pausing now; forgets those not seen for a minute after their pause. */
@@ -97,7 +125,7 @@ export function createWorker(options: WorkerOptions) {
         log.error(`queue: cannot read jobs: ${errorMessage(error)}`);
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
+        const timer = setTimeout(resolve, Math.max(1, Math.min(pollMs, nextLook - Date.now())));
         wake = () => {
           clearTimeout(timer);
           resolve();

@@ -76,9 +76,13 @@ export function createJobStore(db: Db) {
     if (remember.run(message.messageId).changes === 0) return false;
     return insert.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
   });
-  const due = db.prepare<[number, number], Row>(`
-    SELECT * FROM jobs WHERE state IN ('queued', 'reporting') AND next_attempt_at <= ?
-    ORDER BY next_attempt_at, id LIMIT ?`);
+  // In turns: each location's first due job, then each one's second, and so on, so a
+  // location's backlog (a bulk campaign) never stands between another location and its turn.
+  const due = db.prepare<[number, number], Row & { turn: number }>(`
+    SELECT * FROM (
+      SELECT *, row_number() OVER (PARTITION BY location_id ORDER BY next_attempt_at, id) AS turn
+      FROM jobs WHERE state IN ('queued', 'reporting') AND next_attempt_at <= ?
+    ) ORDER BY turn, next_attempt_at, id LIMIT ?`);
   // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
   const toSending = db.prepare<[{ id: number; now: number; key: string | null; tag: string | null }]>(`
     UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now,
@@ -118,8 +122,9 @@ export function createJobStore(db: Db) {
     enqueue(message: OutboundMessage, now: number): boolean {
       return enqueue(message, now);
     },
-    due(now: number, limit: number): Job[] {
-      return due.all(now, limit).map(fromRow);
+    /** Due jobs in turns between locations; `turn` 1 is each location's first. */
+    due(now: number, limit: number): (Job & { turn: number })[] {
+      return due.all(now, limit).map((row) => ({ ...fromRow(row), turn: row.turn }));
     },
     /**
      * Marks the job as being sent, with the attempt's idempotency key (kept from the first

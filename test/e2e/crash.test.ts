@@ -13,7 +13,9 @@ let server: Serve | undefined;
 const figures = { sent: 0, acknowledged: 0, crashes: 0, lost: 0, duplicated: 0, unknown: 0 };
 
 beforeAll(async () => {
-  e2e = await e2eSetup("crash");
+  // This fake gateway has no rate limit: let bridge send faster than Cast's default, so
+  // 1,000 messages drain within the test's time.
+  e2e = await e2eSetup("crash", { CAST_MESSAGES_PER_SECOND: "100", CAST_REQUESTS_PER_SECOND: "100" });
   // A slow gateway keeps many sends in flight when the server is killed.
   e2e.gateway.on(SEND, async () => {
     await new Promise((r) => setTimeout(r, 20 + Math.random() * 60));
@@ -71,7 +73,10 @@ test(`kill -9 during ${WEBHOOKS} webhooks: nothing acknowledged is lost, nothing
   expect(acknowledged.size).toBe(WEBHOOKS);
 
   // Every acknowledged message reaches a terminal status report.
-  await waitFor(() => [...acknowledged].every((id) => crm.statusReports().some((r) => r.messageId === id)), 60_000);
+  await waitFor(() => {
+    const reported = new Set(crm.statusReports().map((r) => r.messageId));
+    return [...acknowledged].every((id) => reported.has(id));
+  }, 60_000);
 
   const statuses = new Map<string, Set<string>>();
   for (const r of crm.statusReports()) {

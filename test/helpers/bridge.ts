@@ -92,7 +92,15 @@ export async function startBridge(options: BridgeOptions = {}) {
     tokenStoreRetryMs: 10,
     ...options.tuning,
   });
-  const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now, log, pollMs: 20 });
+  const worker = createWorker({
+    jobs: core.jobs,
+    run: core.processOutbound,
+    lastServed: core.scheduler.lastServed,
+    readyAt: core.scheduler.readyAt,
+    now,
+    log,
+    pollMs: 20,
+  });
   const unhandled: unknown[] = [];
   const app = createApp({ core, worker, onUnhandled: (error) => unhandled.push(error) });
   const server = await listen(app, "127.0.0.1", 0);

@@ -18,7 +18,26 @@ export async function startFakeGateway() {
   /** The requests that reached the handler: replays are not among them. */
   const handled: Recorded[] = [];
 
+  // Cast's per-account limit, when a test sets one: a token bucket per API key.
+  const limit = { perSecond: 0, burst: 0, rateLimited: 0 };
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  function overLimit(apiKey: string): boolean {
+    if (limit.perSecond <= 0) return false;
+    const t = performance.now();
+    const b = buckets.get(apiKey) ?? { tokens: limit.burst, at: t };
+    b.tokens = Math.min(limit.burst, b.tokens + ((t - b.at) * limit.perSecond) / 1000);
+    b.at = t;
+    buckets.set(apiKey, b);
+    if (b.tokens < 1) return true;
+    b.tokens -= 1;
+    return false;
+  }
+
   async function handle(req: Recorded, event: H3Event): Promise<Response> {
+    if (overLimit(req.headers["x-api-key"] ?? "")) {
+      limit.rateLimited++;
+      return jsonResponse({ success: false, error: "Rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "1" });
+    }
     const scope = `${req.headers["x-api-key"] ?? ""} ${req.headers["x-idempotency-key"] ?? ""}`;
     const kept = req.headers["x-idempotency-key"] ? answers.get(scope) : undefined;
     const replay = kept && (await kept);
@@ -49,6 +68,11 @@ export async function startFakeGateway() {
     /** The idempotency keys of the calls, in order. */
     keys: () => fake.received(SEND).map((r) => r.headers["x-idempotency-key"]),
     accept,
+    /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
+    limit(perSecond: number, burst = perSecond) {
+      Object.assign(limit, { perSecond, burst });
+      return limit;
+    },
   };
 }
 

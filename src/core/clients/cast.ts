@@ -91,7 +91,8 @@ export function createCastClient(options: GatewayOptions) {
   };
 }
 
-class RateLimited extends GatewayError {
+/** A 429 that says how long to wait. */
+export class RateLimited extends GatewayError {
   readonly waitMs: number | undefined;
   constructor(waitMs: number | undefined) {
     super("rate_limited", "gateway rate limit: still answering 429 after retries", { httpStatus: 429 });

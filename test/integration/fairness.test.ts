@@ -1,0 +1,67 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, expect, test } from "vitest";
+import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { SEND } from "../helpers/fake-gateway.ts";
+
+/** Cast's limits and fair turns between locations (CONTRACT.md 5.8-9), through real HTTP. */
+
+let b: Bridge | undefined;
+afterEach(async () => {
+  await b?.close();
+  b = undefined;
+});
+
+async function start(messagesPerSecond: number, latencyMs: number) {
+  b = await startBridge({ env: { CAST_MESSAGES_PER_SECOND: String(messagesPerSecond) } });
+  b.seed("loc-a");
+  b.seed("loc-b");
+  const gateway = b.gateway;
+  gateway.on(SEND, async () => {
+    await sleep(latencyMs);
+    return gateway.accept();
+  });
+  return b;
+}
+
+async function post(bridge: Bridge, ids: string[], locationId: string) {
+  for (const id of ids) expect((await bridge.webhook(outbound(id, { locationId, message: id }))).status).toBe(200);
+}
+
+test("a bulk campaign of one location does not hold up another's message on the same key", async () => {
+  const bridge = await start(20, 50);
+  await post(bridge, Array.from({ length: 150 }, (_, i) => `a-${i}`), "loc-a");
+  await waitFor(() => bridge.gateway.sent().length >= 30, 10_000); // the campaign is well under way
+
+  const sentWhenAcknowledged = bridge.gateway.sent().length;
+  await post(bridge, ["b-1"], "loc-b");
+  await waitFor(() => bridge.gateway.sent().some((s) => s.message === "b-1"), 10_000);
+  const order = bridge.gateway.sent().map((s) => s.message);
+  const campaignSendsBefore = order.indexOf("b-1") - sentWhenAcknowledged;
+
+  // At most the sends already under way and the next turn; before, it waited for the whole backlog.
+  expect(campaignSendsBefore).toBeLessThanOrEqual(3);
+  expect(order.filter((m) => m.startsWith("a-")).length).toBeLessThan(150);
+});
+
+test("sends keep to CAST_MESSAGES_PER_SECOND per key: a gateway enforcing it answers no 429", async () => {
+  const bridge = await start(20, 20);
+  // The fake allows what Cast allows, with two messages to spare for the jitter of loopback timing.
+  const limit = bridge.gateway.limit(20, 22);
+  await post(bridge, Array.from({ length: 80 }, (_, i) => `m-${i}`), "loc-a");
+  await waitFor(() => bridge.crm.statusReports().length >= 80, 20_000);
+
+  expect(limit.rateLimited).toBe(0);
+  expect(bridge.gateway.sent()).toHaveLength(80);
+  expect(bridge.crm.statusReports().every((r) => r.body.status === "delivered")).toBe(true);
+});
+
+test("messages waiting for the key's budget hold no worker: status reports and other keys go on", async () => {
+  const bridge = await start(1, 0);
+  bridge.core.tokens.setConfig("loc-b", { smsApiKey: "loc-b-own-key-0123" }, Date.now());
+  // 40 messages at 1 a second on the global key: far more than the worker's 16 slots.
+  await post(bridge, Array.from({ length: 40 }, (_, i) => `slow-${i}`), "loc-a");
+  await post(bridge, ["b-own-key"], "loc-b");
+
+  await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "b-own-key"), 5_000);
+  expect(bridge.gateway.sent().filter((s) => s.message.startsWith("slow-")).length).toBeLessThan(10);
+});

@@ -1,0 +1,48 @@
+import { expect, test } from "vitest";
+import { createScheduler } from "../../src/core/scheduler.ts";
+
+function make(messagesPerSecond = 10, requestsPerSecond = 30, requestBurst = 50) {
+  const clock = { t: 1_000_000 };
+  const s = createScheduler({ requestsPerSecond, requestBurst, messagesPerSecond, now: () => clock.t });
+  return { s, clock };
+}
+
+test("a key sends its burst at once, then one message per 1/rate s; nothing is taken while told to wait", () => {
+  const { s, clock } = make(10);
+  for (let i = 0; i < 10; i++) expect(s.trySend("k", "loc-a")).toBe(0);
+  expect(s.trySend("k", "loc-a")).toBe(100);
+  expect(s.trySend("k", "loc-a")).toBe(100); // asking again takes nothing
+  clock.t += 100;
+  expect(s.trySend("k", "loc-a")).toBe(0);
+  expect(s.trySend("k", "loc-a")).toBe(100);
+});
+
+test("keys have their own message budget, but share the process's request budget", () => {
+  const { s } = make(10, 30, 25);
+  for (let i = 0; i < 10; i++) expect(s.trySend("k1", "a")).toBe(0);
+  for (let i = 0; i < 10; i++) expect(s.trySend("k2", "b")).toBe(0);
+  for (let i = 0; i < 5; i++) expect(s.trySend("k3", "c")).toBe(0);
+  // k3 still has 5 messages of its own, but the process has spent its burst of 25.
+  expect(s.trySend("k3", "c")).toBe(34);
+});
+
+test("lastServed and readyAt tell the queue whose turn it is", () => {
+  const { s, clock } = make(1);
+  expect(s.lastServed("a")).toBe(0);
+  expect(s.trySend("k", "a")).toBe(0);
+  expect(s.lastServed("a")).toBe(clock.t);
+  expect(s.trySend("k", "b")).toBe(1000);
+  expect(s.readyAt("b")).toBe(clock.t + 1000);
+  clock.t += 1000;
+  expect(s.trySend("k", "b")).toBe(0);
+  expect(s.readyAt("b")).toBe(0);
+});
+
+test("a 429 pauses the key it hit for Retry-After", () => {
+  const { s, clock } = make(10);
+  s.slowDown("k", 2000);
+  expect(s.trySend("k", "a")).toBe(2000);
+  expect(s.trySend("other", "b")).toBe(0);
+  clock.t += 2000;
+  expect(s.trySend("k", "a")).toBe(0);
+});
