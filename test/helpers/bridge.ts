@@ -9,7 +9,7 @@ import { createLogger } from "../../src/core/log.ts";
 import { createWorker } from "../../src/core/worker.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
-import { listen } from "../../src/server/listen.ts";
+import { listen, type Timeouts } from "../../src/server/listen.ts";
 import { startFakeCrm } from "./fake-crm.ts";
 import { startFakeGateway } from "./fake-gateway.ts";
 import { captureStream } from "./stream.ts";
@@ -26,6 +26,8 @@ export interface BridgeOptions {
   now?: () => number;
   /** Start the queue worker (default true). */
   worker?: boolean;
+  /** The server's connection timeouts (default: serve's). */
+  timeouts?: Timeouts;
 }
 
 /**
@@ -93,7 +95,7 @@ export async function startBridge(options: BridgeOptions = {}) {
   const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now, log, pollMs: 20 });
   const unhandled: unknown[] = [];
   const app = createApp({ core, worker, onUnhandled: (error) => unhandled.push(error) });
-  const server = await listen(app, "127.0.0.1", 0);
+  const server = await listen(app, "127.0.0.1", 0, options.timeouts);
   if (options.worker !== false) worker.start();
   const url = server.url;
 
