@@ -2,8 +2,11 @@ import type { Readable } from "node:stream";
 import type { H3Event } from "h3";
 import { httpError } from "./app.ts";
 
-/** Requests larger than this are refused with 413 (CONTRACT.md section 3). */
-export const BODY_LIMIT = 1024 * 1024;
+/**
+ * Requests larger than this are refused with 413 (CONTRACT.md 12). A webhook is a
+ * few KiB and an admin config body a few hundred bytes, so one limit serves both.
+ */
+export const BODY_LIMIT = 256 * 1024;
 
 /**
  * The raw request body, read incrementally: a body over the limit is refused as
