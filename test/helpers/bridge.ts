@@ -9,6 +9,7 @@ import { createLogger } from "../../src/core/log.ts";
 import { createWorker } from "../../src/core/worker.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
+import { createBodyBudget } from "../../src/server/body.ts";
 import { listen, type Timeouts } from "../../src/server/listen.ts";
 import { startFakeCrm } from "./fake-crm.ts";
 import { startFakeGateway } from "./fake-gateway.ts";
@@ -94,7 +95,8 @@ export async function startBridge(options: BridgeOptions = {}) {
   });
   const worker = createWorker({ jobs: core.jobs, run: core.processOutbound, now, log, pollMs: 20 });
   const unhandled: unknown[] = [];
-  const app = createApp({ core, worker, onUnhandled: (error) => unhandled.push(error) });
+  const bodyBudget = createBodyBudget();
+  const app = createApp({ core, worker, bodyBudget, onUnhandled: (error) => unhandled.push(error) });
   const server = await listen(app, "127.0.0.1", 0, options.timeouts);
   if (options.worker !== false) worker.start();
   const url = server.url;
@@ -110,6 +112,8 @@ export async function startBridge(options: BridgeOptions = {}) {
     gateway,
     logs,
     unhandled,
+    /** The shared budget of unsigned webhook bodies: `used` is what is leased now. */
+    bodyBudget,
     signingKey: keys.privateKey,
     fetch: (path: string, init?: RequestInit) => fetch(url + path, init),
     /** POSTs a webhook signed with the configured key (or as told). */
