@@ -150,3 +150,42 @@ describe("unsigned bodies share one memory budget", () => {
     expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 });
+
+describe("OAuth code exchanges", () => {
+  const ctx = useBridge(() => ({ worker: false }));
+
+  test("a flood of 50 made-up codes makes at most 4 token calls at once; 16 wait, the rest are told to retry", async () => {
+    const { bridge } = ctx;
+    const { crm } = bridge;
+    const calls = { now: 0, peak: 0 };
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    crm.on("POST /oauth/token", async (req) => {
+      calls.peak = Math.max(calls.peak, ++calls.now);
+      await released;
+      calls.now--;
+      const answer = crm.codes.get(new URLSearchParams(req.body).get("code") ?? "");
+      return answer ? jsonResponse(answer) : jsonResponse({ error: "invalid_grant" }, 400);
+    });
+
+    const answers: { status: number; body: string; retryAfter: string | null }[] = [];
+    const flood = Array.from({ length: 50 }, async (_, i) => {
+      const res = await bridge.fetch(`/oauth-callback?code=made-up-${i}`);
+      answers.push({ status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") });
+    });
+    await waitFor(() => answers.length === 30 && calls.now === 4);
+    expect(answers).toEqual(
+      Array(30).fill({ status: 503, body: "too many installs in progress; retry in a moment", retryAfter: "5" }),
+    );
+
+    release();
+    await Promise.all(flood);
+    expect(calls.peak).toBe(4);
+    expect(crm.received("POST /oauth/token")).toHaveLength(20);
+    expect(answers.filter((a) => a.status === 500 && a.body.startsWith("token exchange failed: "))).toHaveLength(20);
+
+    // The flood is over: a real install goes through.
+    await bridge.install("loc-real");
+    expect(bridge.core.tokens.get("loc-real")).toBeDefined();
+  });
+});
