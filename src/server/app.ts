@@ -3,6 +3,7 @@ import { AppError } from "../core/errors.ts";
 import type { Core } from "../core/index.ts";
 import type { Worker } from "../core/worker.ts";
 import { adminRoutes } from "./admin.ts";
+import type { BodyBudget } from "./body.ts";
 import { healthRoutes } from "./health.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { webhookRoutes } from "./webhooks.ts";
@@ -11,6 +12,8 @@ export interface AppDeps {
   core: Core;
   /** The queue worker to wake on new jobs and to check for readiness. */
   worker?: Worker;
+  /** What unsigned webhook bodies may hold in memory together (a fresh budget when not given). */
+  bodyBudget?: BodyBudget;
   /** Called with every error no route handled (tests fail on any). */
   onUnhandled?: (error: unknown) => void;
 }

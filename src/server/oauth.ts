@@ -1,11 +1,19 @@
 import { getQuery, redirect, type H3 } from "h3";
 import { AppError } from "../core/errors.ts";
+import { createGate } from "../core/gate.ts";
 import { completeInstall, installUrl } from "../core/install.ts";
 import type { AppDeps } from "./app.ts";
 
 /** GET /install and GET /oauth-callback (spec 4.1). Answers are plain text or HTML, as the spec shows. */
 export function oauthRoutes(app: H3, { core }: AppDeps): void {
   const { config } = core;
+  // Anyone may call the callback, and each call sends the client secret to HighLevel
+  // with whatever code it brings: a flood of made-up codes made as many token calls
+  // at once. Real installs come one person at a time: a few run at once, a few more
+  // wait up to 10 s, the rest are told to retry (their code is not spent, so a reload
+  // works). An install keeps its place to the end, a company's bulk install too:
+  // those are rare, and fewer at once share HighLevel's rate limit better.
+  const installs = createGate({ concurrent: 4, queue: 16, maxWaitMs: 10_000 });
 
   app.get("/install", () => redirect(installUrl(config.crm.marketplaceUrl, config.baseUrl, config.crm.clientId), 302));
 
@@ -18,6 +26,8 @@ export function oauthRoutes(app: H3, { core }: AppDeps): void {
     if (error) return text(400, `authorization denied: ${error}`);
     const code = first(query.code);
     if (!code) return text(400, "missing authorization code");
+    const leave = await installs.enter();
+    if (!leave) return text(503, "too many installs in progress; retry in a moment", { "retry-after": "5" });
     try {
       const result = await completeInstall(
         {
@@ -37,6 +47,8 @@ export function oauthRoutes(app: H3, { core }: AppDeps): void {
       if (!(err instanceof AppError) || !err.status) throw err;
       core.log.warn(`install failed: ${err.message}`);
       return text(err.status, err.message);
+    } finally {
+      leave();
     }
   });
 }
@@ -47,8 +59,8 @@ function first(value: unknown): string {
   return typeof v === "string" ? v : "";
 }
 
-function text(status: number, body: string): Response {
-  return new Response(body, { status, headers: { "content-type": "text/plain; charset=utf-8" } });
+function text(status: number, body: string, headers: Record<string, string> = {}): Response {
+  return new Response(body, { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers } });
 }
 
 function page(title: string, message: string): Response {

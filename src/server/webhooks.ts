@@ -5,7 +5,7 @@ import { ID_PATTERN, ID_RULE } from "../core/ids.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../core/signature.ts";
 import type { OutboundMessage } from "../db/jobs.ts";
 import { httpError, type AppDeps } from "./app.ts";
-import { parseJson, readLimitedBody } from "./body.ts";
+import { createBodyBudget, parseJson, readLimitedBody } from "./body.ts";
 
 // A missing, empty or malformed id is refused alike: nothing that is not an id reaches a URL or a log.
 const id = z.string().trim().regex(ID_PATTERN, ID_RULE);
@@ -14,7 +14,7 @@ const id = z.string().trim().regex(ID_PATTERN, ID_RULE);
  * HighLevel's ProviderOutboundMessage, the fields bridge uses. Only a missing (or
  * unusable) id or phone is refused here (CONTRACT.md 4); a bad number or a text too
  * long for the gateway is accepted and reported `failed`, so the CRM shows why.
- * The 1 MiB body limit bounds the rest.
+ * The 256 KiB body limit bounds the rest.
  */
 const outboundSchema = z.object({
   type: z.literal("SMS"),
@@ -33,19 +33,28 @@ const eventSchema = z.object({ type: z.string() });
  * Verify over the raw bytes, then commit the job, then acknowledge: a 200 means the
  * message is on disk. Anything unsigned is refused before it is even parsed.
  */
-export function webhookRoutes(app: H3, { core, worker }: AppDeps): void {
+export function webhookRoutes(app: H3, { core, worker, bodyBudget = createBodyBudget() }: AppDeps): void {
   // Webhooks being read or verified: each may join the next group commit.
   let arriving = 0;
 
-  /** The raw body, once a signature over it checks out; 401 when none does. */
+  /**
+   * The raw body, once a signature over it checks out; 401 when none does. Until then
+   * anyone may have sent it, so its bytes count against the shared budget for
+   * unsigned bodies, given back however the reading or checking ends.
+   */
   async function readSigned(event: H3Event): Promise<Uint8Array> {
-    const raw = await readLimitedBody(event);
-    const signatures = SIGNATURE_HEADERS.map((name) => event.req.headers.get(name));
-    if (!(await verifyWebhook(raw, signatures, core.config.crm.webhookKeys))) {
-      core.log.warn(`webhook refused: invalid or missing signature`);
-      throw httpError(401, "invalid webhook signature");
+    const lease = bodyBudget.lease();
+    try {
+      const raw = await readLimitedBody(event, lease);
+      const signatures = SIGNATURE_HEADERS.map((name) => event.req.headers.get(name));
+      if (!(await verifyWebhook(raw, signatures, core.config.crm.webhookKeys))) {
+        core.log.warn(`webhook refused: invalid or missing signature`);
+        throw httpError(401, "invalid webhook signature");
+      }
+      return raw;
+    } finally {
+      lease.release();
     }
-    return raw;
   }
 
   app.post("/webhooks/crm", async (event) => {

@@ -9,7 +9,8 @@ import { createLogger } from "../../src/core/log.ts";
 import { createWorker } from "../../src/core/worker.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
-import { listen } from "../../src/server/listen.ts";
+import { createBodyBudget } from "../../src/server/body.ts";
+import { listen, type Timeouts } from "../../src/server/listen.ts";
 import { COMPANY_ID, startFakeCrm } from "./fake-crm.ts";
 import { startFakeGateway } from "./fake-gateway.ts";
 import { captureStream } from "./stream.ts";
@@ -26,6 +27,8 @@ export interface BridgeOptions {
   now?: () => number;
   /** Start the queue worker (default true). */
   worker?: boolean;
+  /** The server's connection timeouts (default: serve's). */
+  timeouts?: Timeouts;
 }
 
 /**
@@ -102,8 +105,9 @@ export async function startBridge(options: BridgeOptions = {}) {
     pollMs: 20,
   });
   const unhandled: unknown[] = [];
-  const app = createApp({ core, worker, onUnhandled: (error) => unhandled.push(error) });
-  const server = await listen(app, "127.0.0.1", 0);
+  const bodyBudget = createBodyBudget();
+  const app = createApp({ core, worker, bodyBudget, onUnhandled: (error) => unhandled.push(error) });
+  const server = await listen(app, "127.0.0.1", 0, options.timeouts);
   if (options.worker !== false) worker.start();
   const url = server.url;
 
@@ -118,6 +122,8 @@ export async function startBridge(options: BridgeOptions = {}) {
     gateway,
     logs,
     unhandled,
+    /** The shared budget of unsigned webhook bodies: `used` is what is leased now. */
+    bodyBudget,
     signingKey: keys.privateKey,
     fetch: (path: string, init?: RequestInit) => fetch(url + path, init),
     /** POSTs a webhook signed with the configured key (or as told). */

@@ -317,9 +317,11 @@ describe("webhook payloads (signed)", () => {
   test.each([
     { name: "with Content-Length", chunked: false },
     { name: "chunked, without Content-Length", chunked: true },
-  ])("a signed body of 1.5 MiB ($name) is refused with 413", async ({ chunked }) => {
+  ])("a signed body one byte over 256 KiB ($name) is refused with 413", async ({ chunked }) => {
     const { bridge } = ctx;
-    const raw = JSON.stringify(outbound("m-big", { message: "x".repeat(1.5 * 1024 * 1024) }));
+    const base = JSON.stringify(outbound("m-big", { message: "" }));
+    const raw = JSON.stringify(outbound("m-big", { message: "x".repeat(256 * 1024 + 1 - Buffer.byteLength(base)) }));
+    expect(Buffer.byteLength(raw)).toBe(256 * 1024 + 1);
     const headers = { "content-type": "application/json", "x-ghl-signature": signBody(raw, bridge.signingKey) };
     const body = chunked ? streamOf(raw, 64 * 1024) : raw;
     const res = await bridge.fetch("/webhooks/crm", { method: "POST", headers, body, duplex: "half" } as RequestInit);
@@ -350,11 +352,11 @@ describe("webhook payloads (signed)", () => {
     await expectAccepted(await bridge.webhook(outbound("m-after")));
   });
 
-  test("a signed body of exactly 1 MiB is within the limit and accepted", async () => {
+  test("a signed body of exactly 256 KiB is within the limit and accepted", async () => {
     const { bridge } = ctx;
     const base = JSON.stringify(outbound("m-edge", { padding: "" }));
-    const raw = JSON.stringify(outbound("m-edge", { padding: "p".repeat(1024 * 1024 - Buffer.byteLength(base)) }));
-    expect(Buffer.byteLength(raw)).toBe(1024 * 1024);
+    const raw = JSON.stringify(outbound("m-edge", { padding: "p".repeat(256 * 1024 - Buffer.byteLength(base)) }));
+    expect(Buffer.byteLength(raw)).toBe(256 * 1024);
     await expectAccepted(await bridge.webhook(undefined, { raw }));
     expect(bridge.core.jobs.get("m-edge")?.state).toBe("queued");
   });

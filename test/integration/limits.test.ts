@@ -1,0 +1,191 @@
+import { connect, type Socket } from "node:net";
+import { afterEach, describe, expect, test } from "vitest";
+import { BODY_LIMIT, UNSIGNED_BODY_BUDGET } from "../../src/server/body.ts";
+import { outbound, signBody, startBridge, useBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { jsonResponse, rawExchange } from "../helpers/http.ts";
+
+/** Limits before authentication (CONTRACT.md 12), through real sockets against the real app. */
+
+/** A raw connection that writes `data` and then holds; it records what comes back and when it closes. */
+function hold(url: string, data: string | Buffer = "") {
+  const { hostname, port } = new URL(url);
+  const socket: Socket = connect(Number(port), hostname);
+  const conn = { socket, answer: "", closedAt: 0, closed: new Promise<void>((resolve) => socket.once("close", () => resolve())) };
+  socket.once("close", () => (conn.closedAt = Date.now()));
+  socket.on("data", (chunk: Buffer) => (conn.answer += chunk.toString("latin1")));
+  socket.on("error", () => {}); // a reset after the server's answer is one way of closing
+  if (data.length) socket.write(data);
+  return conn;
+}
+
+const webhookHead = (framing: string) => `POST /webhooks/crm HTTP/1.1\r\nhost: bridge\r\ncontent-type: application/json\r\n${framing}\r\n`;
+const declared = (length: number) => webhookHead(`content-length: ${length}\r\n`);
+const chunked = webhookHead("transfer-encoding: chunked\r\n");
+const chunk = (bytes: number) => `${bytes.toString(16)}\r\n${"x".repeat(bytes)}\r\n`;
+
+async function expectAccepted(res: Response) {
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ status: "accepted" });
+}
+
+describe("a connection that sends nothing", () => {
+  let bridge: Bridge | undefined;
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  test("is closed by the server within 10 s (serve's default)", async () => {
+    bridge = await startBridge({ worker: false });
+    const opened = Date.now();
+    const silent = hold(bridge.url);
+    await silent.closed;
+    expect(silent.answer).toBe("");
+    expect(silent.closedAt - opened).toBeLessThan(10_000);
+  }, 15_000);
+
+  test("is closed, while a request whose handler outlasts that silence is still answered", async () => {
+    bridge = await startBridge({ worker: false, timeouts: { idleMs: 200 } });
+    const { crm } = bridge;
+    crm.grantLocation("code-slow", "loc-slow");
+    const answer = crm.codes.get("code-slow");
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    crm.on("POST /oauth/token", async () => {
+      await released;
+      return jsonResponse(answer);
+    });
+
+    const install = bridge.fetch("/oauth-callback?code=code-slow");
+    await waitFor(() => crm.received("POST /oauth/token").length === 1);
+    // The install now waits on the CRM: nothing moves on its connection either way.
+    // A silent connection opened now is closed once the idle time is over; only then
+    // does the CRM answer.
+    await hold(bridge.url).closed;
+    release();
+    const res = await install;
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain("bridge is installed");
+    expect(bridge.core.tokens.get("loc-slow")).toBeDefined();
+  });
+});
+
+describe("unsigned bodies share one memory budget", () => {
+  const ctx = useBridge(() => ({ worker: false }));
+  const atLimit = UNSIGNED_BODY_BUDGET / BODY_LIMIT;
+
+  test("uploads past the budget get 429 with Retry-After and a closed connection; hang-ups give it all back", async () => {
+    const { bridge } = ctx;
+    // Each declares a body at the limit, sends one byte of it and holds: the declared
+    // length is reserved up front, so the budget is spent before the bytes come.
+    const held = Array.from({ length: atLimit }, () => hold(bridge.url, `${declared(BODY_LIMIT)}{`));
+    await waitFor(() => bridge.bodyBudget.used === UNSIGNED_BODY_BUDGET);
+
+    const refused = await rawExchange(bridge.url, `${declared(1000)}{"type":`);
+    expect(refused).toMatch(/^HTTP\/1\.1 429 /);
+    expect(refused).toMatch(/\r\nretry-after: \d+\r\n/i);
+    expect(refused).toMatch(/\r\nconnection: close\r\n/i);
+    expect(refused).not.toMatch(/\(open\)$/); // closed: the rest of that upload is never read
+    // A real webhook now is refused the same way, and HighLevel retries a 429.
+    const busy = await bridge.webhook(outbound("m-busy"));
+    expect(busy.status).toBe(429);
+    expect(busy.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(held.every((conn) => conn.answer === "")).toBe(true);
+
+    for (const conn of held) conn.socket.destroy();
+    await waitFor(() => bridge.bodyBudget.used === 0);
+    await expectAccepted(await bridge.webhook(outbound("m-after")));
+    expect(bridge.bodyBudget.used).toBe(0);
+  });
+
+  test("a chunked upload is counted as its bytes arrive, and refused when they no longer fit", async () => {
+    const { bridge } = ctx;
+    // All but one body's worth reserved up front by uploads that hold...
+    const held = Array.from({ length: atLimit - 1 }, () => hold(bridge.url, `${declared(BODY_LIMIT)}{`));
+    await waitFor(() => bridge.bodyBudget.used === UNSIGNED_BODY_BUDGET - BODY_LIMIT);
+    // ...then one chunked upload takes 200 KiB of the last 256 KiB, as it sends them.
+    const first = hold(bridge.url, chunked);
+    for (let i = 0; i < 4; i++) first.socket.write(chunk(50 * 1024));
+    await waitFor(() => bridge.bodyBudget.used === UNSIGNED_BODY_BUDGET - BODY_LIMIT + 200 * 1024);
+    // A second one fits its first 50 KiB, not the next 10.
+    const second = hold(bridge.url, chunked + chunk(50 * 1024));
+    await waitFor(() => bridge.bodyBudget.used === UNSIGNED_BODY_BUDGET - 6 * 1024);
+    second.socket.write(chunk(10 * 1024));
+    await second.closed;
+    expect(second.answer).toMatch(/^HTTP\/1\.1 429 /);
+    expect(second.answer).toMatch(/\r\nconnection: close\r\n/i);
+    expect(first.answer).toBe("");
+
+    for (const conn of [...held, first]) conn.socket.destroy();
+    await waitFor(() => bridge.bodyBudget.used === 0);
+  });
+
+  test("every way a webhook ends gives its share back", async () => {
+    const { bridge } = ctx;
+    const raw = JSON.stringify(outbound("m-1"));
+    const signature = signBody(raw, bridge.signingKey);
+    await expectAccepted(await bridge.webhook(undefined, { raw }));
+    expect((await bridge.webhook(outbound("m-2"), { key: null })).status).toBe(401);
+    const notJson = "{not json";
+    const signedGarbage = await bridge.fetch("/webhooks/crm", {
+      method: "POST",
+      headers: { "x-ghl-signature": signBody(notJson, bridge.signingKey) },
+      body: notJson,
+    });
+    expect(signedGarbage.status).toBe(400);
+    expect(await rawExchange(bridge.url, declared(BODY_LIMIT + 1))).toMatch(/^HTTP\/1\.1 413 /);
+    const big = "x".repeat(BODY_LIMIT + 1);
+    const tooBig = await bridge.fetch("/webhooks/crm", { method: "POST", body: new Blob([big]).stream(), duplex: "half" } as RequestInit);
+    expect(tooBig.status).toBe(413);
+    expect(bridge.bodyBudget.used).toBe(0);
+
+    // Hang-ups mid-body, with a declared length and chunked.
+    const cut = [
+      hold(bridge.url, `${webhookHead(`x-ghl-signature: ${signature}\r\ncontent-length: ${raw.length}\r\n`)}${raw.slice(0, 20)}`),
+      hold(bridge.url, `${chunked}${chunk(100)}`),
+    ];
+    await waitFor(() => bridge.bodyBudget.used === raw.length + 100);
+    for (const conn of cut) conn.socket.destroy();
+    await waitFor(() => bridge.bodyBudget.used === 0);
+    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+  });
+});
+
+describe("OAuth code exchanges", () => {
+  const ctx = useBridge(() => ({ worker: false }));
+
+  test("a flood of 50 made-up codes makes at most 4 token calls at once; 16 wait, the rest are told to retry", async () => {
+    const { bridge } = ctx;
+    const { crm } = bridge;
+    const calls = { now: 0, peak: 0 };
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    crm.on("POST /oauth/token", async (req) => {
+      calls.peak = Math.max(calls.peak, ++calls.now);
+      await released;
+      calls.now--;
+      const answer = crm.codes.get(new URLSearchParams(req.body).get("code") ?? "");
+      return answer ? jsonResponse(answer) : jsonResponse({ error: "invalid_grant" }, 400);
+    });
+
+    const answers: { status: number; body: string; retryAfter: string | null }[] = [];
+    const flood = Array.from({ length: 50 }, async (_, i) => {
+      const res = await bridge.fetch(`/oauth-callback?code=made-up-${i}`);
+      answers.push({ status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") });
+    });
+    await waitFor(() => answers.length === 30 && calls.now === 4);
+    expect(answers).toEqual(
+      Array(30).fill({ status: 503, body: "too many installs in progress; retry in a moment", retryAfter: "5" }),
+    );
+
+    release();
+    await Promise.all(flood);
+    expect(calls.peak).toBe(4);
+    expect(crm.received("POST /oauth/token")).toHaveLength(20);
+    expect(answers.filter((a) => a.status === 500 && a.body.startsWith("token exchange failed: "))).toHaveLength(20);
+
+    // The flood is over: a real install goes through.
+    await bridge.install("loc-real");
+    expect(bridge.core.tokens.get("loc-real")).toBeDefined();
+  });
+});

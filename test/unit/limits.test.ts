@@ -1,0 +1,55 @@
+import { expect, test } from "vitest";
+import { createGate } from "../../src/core/gate.ts";
+import { createBodyBudget } from "../../src/server/body.ts";
+
+test("a lease grows to cover what it is asked for, never past the total, and gives all back once", () => {
+  const budget = createBodyBudget(100);
+  const a = budget.lease();
+  const b = budget.lease();
+  expect(a.cover(60)).toBe(true);
+  expect(a.cover(40)).toBe(true); // already covered: nothing more taken
+  expect(budget.used).toBe(60);
+  expect(b.cover(41)).toBe(false); // refused whole: nothing taken
+  expect(budget.used).toBe(60);
+  expect(b.cover(40)).toBe(true);
+  expect(a.cover(61)).toBe(false);
+  expect(budget.used).toBe(100);
+  a.release();
+  a.release();
+  expect(budget.used).toBe(40);
+  expect(a.cover(Number.NaN)).toBe(true); // an unreadable length takes nothing; the bytes are counted as they come
+  b.release();
+  expect(budget.used).toBe(0);
+});
+
+test("a gate lets `concurrent` in, queues `queue` more in order, and refuses the rest at once", async () => {
+  const gate = createGate({ concurrent: 2, queue: 2, maxWaitMs: 60_000 });
+  const order: number[] = [];
+  const entries = Array.from({ length: 5 }, async (_, i) => {
+    const leave = await gate.enter();
+    if (leave) order.push(i);
+    return leave;
+  });
+  expect(await entries[4]).toBeUndefined();
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 2, waiting: 2 });
+
+  const first = await entries[0];
+  first?.();
+  first?.(); // leaving twice lets only one more in
+  await entries[2];
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 2, waiting: 1 });
+  (await entries[1])?.();
+  (await entries[2])?.();
+  (await entries[3])?.();
+  expect(order).toEqual([0, 1, 2, 3]);
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 0, waiting: 0 });
+});
+
+test("a gate's waiter gives up after maxWaitMs and frees its place in the queue", async () => {
+  const gate = createGate({ concurrent: 1, queue: 1, maxWaitMs: 20 });
+  const leave = await gate.enter();
+  expect(await gate.enter()).toBeUndefined(); // waited 20 ms, then refused
+  expect(gate.waiting).toBe(0);
+  leave?.();
+  expect(await gate.enter()).toBeTypeOf("function");
+});
