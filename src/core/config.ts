@@ -34,6 +34,8 @@ export interface ResolvedConfig {
     maxParts: number;
     /** Longest a message waits out a gateway outage (SMS_HOLD_MAX), in ms. */
     holdMaxMs: number;
+    /** Longest bridge waits for a delivery receipt (DLR_WAIT), in ms; 0: it does not ask. */
+    dlrWaitMs: number;
     /** Cast's limit on every request from this address, all keys together (CAST_REQUESTS_PER_SECOND). */
     requestsPerSecond: number;
     /** Cast's limit on messages per account, i.e. per API key (CAST_MESSAGES_PER_SECOND). */
@@ -83,6 +85,7 @@ type EnvName =
   | "ALLOWED_COMPANY_IDS"
   | "SMS_MAX_PARTS"
   | "SMS_HOLD_MAX"
+  | "DLR_WAIT"
   | "CAST_REQUESTS_PER_SECOND"
   | "CAST_MESSAGES_PER_SECOND";
 
@@ -131,6 +134,7 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
       senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
       maxParts: read("SMS_MAX_PARTS", wholeNumber(1, 1000), 10),
       holdMaxMs: read("SMS_HOLD_MAX", duration, 60 * 60_000),
+      dlrWaitMs: read("DLR_WAIT", (value) => (value.trim() === "0" ? 0 : duration(value)), 30 * 60_000),
       requestsPerSecond: read("CAST_REQUESTS_PER_SECOND", rate, 30),
       messagesPerSecond: read("CAST_MESSAGES_PER_SECOND", rate, 10),
     },
@@ -163,6 +167,7 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
     SMS_MAX_PARTS: config.sms.maxParts,
     SMS_HOLD_MAX: `${config.sms.holdMaxMs / 1000} s`,
+    DLR_WAIT: config.sms.dlrWaitMs ? `${config.sms.dlrWaitMs / 1000} s` : "0 (receipts not asked for)",
     CAST_REQUESTS_PER_SECOND: config.sms.requestsPerSecond,
     CAST_MESSAGES_PER_SECOND: config.sms.messagesPerSecond,
     INBOUND_API_KEY: describeKeys(config.inboundApiKeys),

@@ -43,6 +43,8 @@ export interface Tuning {
   reportAttempts?: number;
   /** First wait before a send without a clear answer is tried again. */
   sendBackoffMs?: number;
+  /** First look for a delivery receipt after a send. */
+  receiptPollMs?: number;
   bulkPaceMs?: number;
   /** How long a write waits for others to share its commit. */
   commitWindowMs?: number;
@@ -91,6 +93,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     maxParts: config.sms.maxParts,
     holdMaxMs: config.sms.holdMaxMs,
     sendBackoffMs: tuning.sendBackoffMs,
+    dlrWaitMs: config.sms.dlrWaitMs,
+    receiptPollMs: tuning.receiptPollMs,
   };
   return {
     config,

@@ -8,6 +8,7 @@ import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
+import { awaitReceipt, firstLook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { smsParts } from "./parts.ts";
 import { toLocalPH } from "./phone.ts";
@@ -39,6 +40,10 @@ export interface OutboundDeps {
   holdMaxMs: number;
   /** First wait before a send without a clear answer is tried again; doubles up to a minute. */
   sendBackoffMs?: number;
+  /** Longest a delivery receipt is awaited before the report (DLR_WAIT); 0: not asked for. */
+  dlrWaitMs: number;
+  /** First look for a receipt after a send. */
+  receiptPollMs?: number;
 }
 
 /**
@@ -81,8 +86,18 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
       );
       return;
     }
-    await storeResult(deps, job, result);
+    const now = deps.now();
+    const receipt = result.gatewayMessageId && deps.dlrWaitMs > 0 ? { at: firstLook(deps, now), deadline: now + deps.dlrWaitMs } : undefined;
+    await storeResult(deps, job, result, receipt);
+    // With a receipt to wait for, the worker comes back for it when it is due.
+    if (receipt) return;
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
+  }
+  if (job.state === "reporting" && job.receiptDeadline !== null) {
+    const settled = await awaitReceipt(deps, job, receiptKey(deps, job));
+    if (typeof settled === "number") return settled;
+    if (!settled) return;
+    job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
   if (job.state === "reporting") await report(deps, job);
 }
@@ -147,6 +162,13 @@ function keyTag(apiKey: string): string {
   return createHash("sha256").update(apiKey).digest("hex").slice(0, 16);
 }
 
+/** The API key a sent message's receipt is asked with: the one its location sends with now. */
+function receiptKey(deps: OutboundDeps, job: Job): string {
+  const record = deps.tokens.get(job.message.locationId);
+  if (!record) return "";
+  return record.smsApiKey || (record.approved ? deps.defaults.apiKey : "");
+}
+
 /** A message that cannot go: the operator's log says why, as the CRM will. */
 function refused(deps: OutboundDeps, message: OutboundMessage, result: Result): Result {
   deps.log.warn(`message ${message.messageId} of location ${message.locationId} not sent: ${result.errorMessage}`);
@@ -190,9 +212,9 @@ async function send(deps: OutboundDeps, job: Job, request: SendRequest): Promise
  * full disk) is tried again until it is stored: 100 ms, doubling up to 30 s. If the
  * process stops first, the next start sends it again with its key (Cast replays the answer).
  */
-async function storeResult(deps: OutboundDeps, job: Job, result: Result): Promise<void> {
+async function storeResult(deps: OutboundDeps, job: Job, result: Result, receipt?: { at: number; deadline: number }): Promise<void> {
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
-  await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now()));
+  await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now(), receipt));
 }
 
 /** Commits `write`, trying again while the database refuses it. */

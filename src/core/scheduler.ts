@@ -42,6 +42,17 @@ export function createScheduler(options: SchedulerOptions) {
       ready.delete(locationId);
       return 0;
     },
+    /**
+     * 0 when a receipt poll may go now (its token taken); else the ms until one may.
+     * Polls leave a third of the process's burst to sends: sends come first.
+     */
+    tryPoll(): number {
+      const t = now();
+      const wait = waitFor(all, t, 1 + Math.floor(options.requestBurst / 3));
+      if (wait > 0) return wait;
+      all.tokens -= 1;
+      return 0;
+    },
     /** The gateway answered 429: nothing more on this key (or at all, without one) for `ms`. */
     slowDown(apiKey: string | undefined, ms: number): void {
       const b = apiKey === undefined ? all : keyBucket(apiKey, now());
@@ -72,10 +83,10 @@ function bucket(perSecond: number, burst: number, t: number): Bucket {
   return { perSecond, burst, tokens: burst, at: t, pausedUntil: 0 };
 }
 
-/** Refills `b` up to `t`; the ms until it holds a whole token (0: it does). */
-function waitFor(b: Bucket, t: number): number {
+/** Refills `b` up to `t`; the ms until it holds `need` tokens (0: it does). */
+function waitFor(b: Bucket, t: number, need = 1): number {
   b.tokens = Math.min(b.burst, b.tokens + ((t - b.at) * b.perSecond) / 1000);
   b.at = t;
   const paused = Math.max(0, b.pausedUntil - t);
-  return Math.max(paused, b.tokens >= 1 ? 0 : Math.ceil(((1 - b.tokens) * 1000) / b.perSecond));
+  return Math.max(paused, b.tokens >= need ? 0 : Math.ceil(((need - b.tokens) * 1000) / b.perSecond));
 }

@@ -28,6 +28,18 @@ export interface Job {
   firstSentAt: number | null;
   /** Which API key the attempts used (a hash of it); null before the first. */
   apiKeyTag: string | null;
+  /** Until then the carrier's receipt is awaited before the report; null: not awaited. */
+  receiptDeadline: number | null;
+  /** The carrier's final word, or "none" when none came in time. */
+  receipt: string | null;
+}
+
+/** What the carrier's receipt (or its absence) settles. */
+export interface Receipt {
+  outcome: Outcome;
+  receipt: string;
+  errorCode?: string;
+  errorMessage?: string;
 }
 
 /** What a send attempt is committed with before it leaves. */
@@ -57,6 +69,8 @@ interface Row {
   idempotency_key: string | null;
   first_sent_at: number | null;
   api_key_tag: string | null;
+  receipt_deadline: number | null;
+  receipt: string | null;
 }
 
 /**
@@ -91,9 +105,17 @@ export function createJobStore(db: Db) {
     WHERE id = @id AND state = 'queued'`);
   const sendLater = db.prepare<[number, string, number, number]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = ?, error_message = ?, updated_at = ? WHERE id = ? AND state = 'sending'`);
-  const toReporting = db.prepare<[{ id: number; now: number } & Required<Omit<Result, "outcome">> & Pick<Result, "outcome">]>(`
+  const toReporting = db.prepare<
+    [{ id: number; now: number; at: number; deadline: number | null } & Required<Omit<Result, "outcome">> & Pick<Result, "outcome">]
+  >(`
     UPDATE jobs SET state = 'reporting', outcome = @outcome, error_code = nullif(@errorCode, ''),
       error_message = nullif(@errorMessage, ''), gateway_message_id = nullif(@gatewayMessageId, ''),
+      attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline
+    WHERE id = @id`);
+  const receiptLater = db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
+  const toReceipt = db.prepare<[{ id: number; now: number; outcome: Outcome; receipt: string; errorCode: string; errorMessage: string }]>(`
+    UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL,
+      error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
       attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE id = @id`);
   const setState = db.prepare<[JobState, number, number]>("UPDATE jobs SET state = ?, updated_at = ? WHERE id = ?");
@@ -138,15 +160,26 @@ export function createJobStore(db: Db) {
     sendLater(id: number, at: number, reason: string, now: number): void {
       sendLater.run(at, reason, now, id);
     },
-    recordResult(id: number, result: Result, now: number): void {
+    /** The send's result; with `receipt`, the report waits for the carrier's receipt (first look at `receipt.at`). */
+    recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }): void {
       toReporting.run({
         id,
         now,
+        at: receipt?.at ?? now,
+        deadline: receipt?.deadline ?? null,
         outcome: result.outcome,
         errorCode: result.errorCode ?? "",
         errorMessage: result.errorMessage ?? "",
         gatewayMessageId: result.gatewayMessageId ?? "",
       });
+    },
+    /** No final receipt yet: look again at `at`. */
+    receiptLater(id: number, at: number, now: number): void {
+      receiptLater.run(at, now, id);
+    },
+    /** The receipt settled the outcome (or none came in time): the report goes next. */
+    recordReceipt(id: number, receipt: Receipt, now: number): void {
+      toReceipt.run({ id, now, errorCode: "", errorMessage: "", ...receipt });
     },
     finish(id: number, state: "done" | "dead", now: number): void {
       setState.run(state, now, id);
@@ -189,5 +222,7 @@ function fromRow(row: Row): Job {
     idempotencyKey: row.idempotency_key,
     firstSentAt: row.first_sent_at,
     apiKeyTag: row.api_key_tag,
+    receiptDeadline: row.receipt_deadline,
+    receipt: row.receipt,
   };
 }

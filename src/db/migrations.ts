@@ -66,4 +66,12 @@ export const MIGRATIONS: readonly string[] = [
   -- Which API key the attempts used (a hash, never the key): keys are scoped to it.
   ALTER TABLE jobs ADD COLUMN api_key_tag TEXT;
   `,
+  `
+  -- Cast's acceptance is not delivery: until this time bridge asks for the carrier's
+  -- receipt before it reports; NULL when no receipt is awaited.
+  ALTER TABLE jobs ADD COLUMN receipt_deadline INTEGER;
+  -- The carrier's final word (DELIVRD, REJECTD, UNDELIV, EXPIRED, …), or 'none' when
+  -- none came within DLR_WAIT.
+  ALTER TABLE jobs ADD COLUMN receipt TEXT;
+  `,
 ];

@@ -51,6 +51,8 @@ export async function e2eSetup(name: string, extraEnv: Record<string, string> = 
     CRM_CLIENT_SECRET: `${name}-client-secret`,
     SMS_API_KEY: `${name}-global-sms-key`,
     ALLOWED_COMPANY_IDS: COMPANY_ID,
+    // Report on the gateway's acceptance: the binary's receipt looks start 5 s after a send.
+    DLR_WAIT: "0",
     HOME: world.dir,
     // The world's directory is under os.tmpdir(), on Linux /tmp, where bridge refuses to
     // unpack its addon (anyone can write there); the tester's own cache is where theirs goes.

@@ -93,6 +93,7 @@ export async function startBridge(options: BridgeOptions = {}) {
     reportBackoffMs: 20,
     bulkPaceMs: 0,
     tokenStoreRetryMs: 10,
+    receiptPollMs: 10,
     ...options.tuning,
   });
   const worker = createWorker({

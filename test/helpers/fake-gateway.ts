@@ -2,6 +2,10 @@ import type { H3Event } from "h3";
 import { jsonResponse, startFake, type Handler, type Recorded } from "./http.ts";
 
 export const SEND = "POST /api/v1/sms/send";
+export const STATUS = "GET /api/v1/sms/status/:id";
+
+/** What the fake's status endpoint says of a message: Cast's `status` and the carrier's `dlr_status`. */
+export type Receipt = { status: string; dlr_status?: string; error_message?: string };
 
 /**
  * A fake Cast.ph v1: accepts every SMS unless a test swaps the handler, and honours
@@ -17,6 +21,10 @@ export async function startFakeGateway() {
   const answers = new Map<string, Promise<Kept | undefined>>();
   /** The requests that reached the handler: replays are not among them. */
   const handled: Recorded[] = [];
+  /** Each accepted message by its message_id: its text and when it was sent. */
+  const accepted = new Map<string, { message: string; sentAt: number }>();
+  // By default the carrier delivers at once; a test can make receipts late, or refusals.
+  let receiptOf: (message: string, sinceSendMs: number) => Receipt = () => ({ status: "delivered", dlr_status: "DELIVRD" });
 
   // Cast's per-account limit, when a test sets one: a token bucket per API key.
   const limit = { perSecond: 0, burst: 0, rateLimited: 0 };
@@ -43,12 +51,27 @@ export async function startFakeGateway() {
     const replay = kept && (await kept);
     if (replay) return new Response(replay.body, { status: replay.status, headers: { ...replay.headers, "x-idempotent-replay": "true" } });
     handled.push(req);
-    const answering = Promise.resolve(handler(req, event)).then(toResponse);
+    const answering = Promise.resolve(handler(req, event))
+      .then(toResponse)
+      .then(async (res) => {
+        const body = res.ok ? ((await res.clone().json().catch(() => undefined)) as { message_id?: unknown } | undefined) : undefined;
+        if (typeof body?.message_id === "string") {
+          accepted.set(body.message_id, { message: (JSON.parse(req.body) as { message: string }).message, sentAt: Date.now() });
+        }
+        return res;
+      });
     if (req.headers["x-idempotency-key"]) answers.set(scope, answering.then(keep, () => undefined));
     return (await answering).clone();
   }
 
-  const fake = await startFake({ [SEND]: handle });
+  function status(req: Recorded): Response {
+    const id = decodeURIComponent(req.path.split("/").at(-1) ?? "");
+    const sent = accepted.get(id);
+    if (!sent) return jsonResponse({ success: false, error: "Message not found", error_code: "NOT_FOUND" }, 404);
+    return jsonResponse({ success: true, message_id: id, ...receiptOf(sent.message, Date.now() - sent.sentAt) });
+  }
+
+  const fake = await startFake({ [SEND]: handle, [STATUS]: status });
   return {
     ...fake,
     /** Replace how a route answers; for the send route, behind the idempotency cache. */
@@ -68,6 +91,12 @@ export async function startFakeGateway() {
     /** The idempotency keys of the calls, in order. */
     keys: () => fake.received(SEND).map((r) => r.headers["x-idempotency-key"]),
     accept,
+    /** What the carrier says of each message (by its text, and the ms since it was sent). */
+    receipts(next: (message: string, sinceSendMs: number) => Receipt) {
+      receiptOf = next;
+    },
+    /** The delivery status look-ups, in order. */
+    statusCalls: () => fake.received("GET /api/v1/sms/status/"),
     /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
     limit(perSecond: number, burst = perSecond) {
       Object.assign(limit, { perSecond, burst });

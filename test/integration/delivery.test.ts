@@ -499,8 +499,9 @@ async function gatewayOn(port: number) {
     let raw = "";
     req.on("data", (chunk: Buffer) => (raw += chunk.toString()));
     req.on("end", () => {
-      bodies.push(JSON.parse(raw));
       res.writeHead(200, { "content-type": "application/json" });
+      if (req.method === "GET") return res.end(JSON.stringify({ success: true, message_id: "cast-back", status: "delivered", dlr_status: "DELIVRD" }));
+      bodies.push(JSON.parse(raw));
       res.end(JSON.stringify({ success: true, message_id: "cast-back", parts: 1 }));
     });
   });

@@ -21,7 +21,8 @@ let bridge: Bridge | undefined;
 const extraDbs: Db[] = [];
 
 async function start(options: BridgeOptions = {}): Promise<Bridge> {
-  bridge = await startBridge({ now: () => current, ...options });
+  // The clock stands still here, so no receipt would ever come due: report on acceptance.
+  bridge = await startBridge({ now: () => current, ...options, env: { DLR_WAIT: "0", ...options.env } });
   return bridge;
 }
 

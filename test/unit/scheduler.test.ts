@@ -46,3 +46,10 @@ test("a 429 pauses the key it hit for Retry-After", () => {
   clock.t += 2000;
   expect(s.trySend("k", "a")).toBe(0);
 });
+
+test("receipt polls leave a third of the process's burst to sends", () => {
+  const { s } = make(100, 30, 30);
+  for (let i = 0; i < 20; i++) expect(s.tryPoll()).toBe(0);
+  expect(s.tryPoll()).toBeGreaterThan(0); // 10 tokens left: reserved for sends
+  for (let i = 0; i < 10; i++) expect(s.trySend("k", "a")).toBe(0);
+});

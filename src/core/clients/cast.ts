@@ -29,6 +29,15 @@ export interface SendResult {
   parts: number;
 }
 
+/** Cast's word on one message (`GET /api/v1/sms/status/{id}`). */
+export interface DeliveryStatus {
+  /** sent, pending (carrier accepted), delivered, undelivered, failed. */
+  status: string;
+  /** The carrier's code: DELIVRD, REJECTD, UNDELIV, EXPIRED, …; "" when none yet. */
+  dlrStatus: string;
+  errorMessage: string;
+}
+
 export type SmsGateway = ReturnType<typeof createCastClient>;
 
 /** Cast.ph's own limit on one message's text. */
@@ -66,6 +75,35 @@ export function createCastClient(options: GatewayOptions) {
   }
 
   return {
+    /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */
+    async status(apiKey: string, messageId: string): Promise<DeliveryStatus> {
+      let res;
+      try {
+        res = await $http.raw<string, "text">(`/api/v1/sms/status/${encodeURIComponent(messageId)}`, {
+          baseURL: options.apiUrl,
+          method: "GET",
+          headers: { "X-API-Key": apiKey, Accept: "application/json" },
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        });
+      } catch (error) {
+        throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway status call failed: ${errorMessage(error)}`, { cause: error });
+      }
+      const text = res._data ?? "";
+      if (res.status === 429) throw new RateLimited(retryAfterMs(res.headers.get("retry-after"), Date.now()));
+      const body = parseBody(text) as (Body & { status?: unknown; dlr_status?: unknown; error_message?: unknown }) | undefined;
+      if (res.status !== 200 || typeof body?.status !== "string") {
+        throw new GatewayError("rejected", `gateway status call answered ${res.status}${detail(body, text)}`, { httpStatus: res.status });
+      }
+      return {
+        status: body.status,
+        dlrStatus: typeof body.dlr_status === "string" ? body.dlr_status : "",
+        errorMessage: typeof body.error_message === "string" ? body.error_message : "",
+      };
+    },
+
     /** Sends one SMS, retrying only what provably did not go out. */
     async send(req: SendRequest): Promise<SendResult> {
       let attempts = 0;

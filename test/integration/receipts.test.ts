@@ -1,0 +1,93 @@
+import { afterEach, expect, test } from "vitest";
+import { outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { STATUS } from "../helpers/fake-gateway.ts";
+import { jsonResponse } from "../helpers/http.ts";
+
+/** Delivery receipts (CONTRACT.md 5.7): Cast's acceptance is not delivery. */
+
+let b: Bridge | undefined;
+afterEach(async () => {
+  await b?.close();
+  b = undefined;
+});
+
+async function start(options: BridgeOptions = {}) {
+  b = await startBridge(options);
+  b.seed("loc-1");
+  return b;
+}
+
+async function deliver(bridge: Bridge, messageId: string) {
+  expect((await bridge.webhook(outbound(messageId))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get(messageId)?.state === "done", 10_000);
+  return bridge.crm.statusReports().filter((r) => r.messageId === messageId);
+}
+
+test("delivered is reported only once the carrier's receipt says so", async () => {
+  const bridge = await start();
+  bridge.gateway.receipts((_, since) => (since < 300 ? { status: "sent" } : { status: "delivered", dlr_status: "DELIVRD" }));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.gateway.statusCalls().length).toBeGreaterThanOrEqual(2);
+  expect(bridge.gateway.statusCalls()[0]?.path).toBe("/api/v1/sms/status/cast-1");
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
+});
+
+test.each([
+  { dlr: "REJECTD", status: "undelivered", says: "the carrier rejected the message (REJECTD)" },
+  { dlr: "UNDELIV", status: "undelivered", says: "the carrier could not deliver the message (UNDELIV)" },
+  { dlr: "EXPIRED", status: "undelivered", says: "the message expired before the carrier could deliver it (EXPIRED)" },
+])("accepted by Cast, then $dlr from the carrier: reported failed with the carrier's code, logged", async ({ dlr, status, says }) => {
+  const bridge = await start();
+  bridge.gateway.receipts(() => ({ status, dlr_status: dlr }));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: dlr, type: "saas", message: says } }]);
+  expect(bridge.gateway.sent()).toHaveLength(1);
+  expect(bridge.logs.join("")).toContain(`[warn] message m-1 of location loc-1 failed: ${says}`);
+});
+
+test("Cast's own failure after acceptance (credits refunded): reported failed", async () => {
+  const bridge = await start();
+  bridge.gateway.receipts(() => ({ status: "failed", error_message: "route unavailable" }));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports[0]?.body).toMatchObject({ status: "failed", error: { code: "FAILED", message: expect.stringMatching(/refunded \(FAILED\): route unavailable$/) } });
+});
+
+test("no final receipt within DLR_WAIT: reported delivered, and the job says no receipt came", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" } });
+  bridge.gateway.receipts(() => ({ status: "pending", dlr_status: "ACCEPTD" }));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+  expect(bridge.logs.join("")).toContain("message m-1 of location loc-1: no delivery receipt in time; reported delivered");
+});
+
+test("a status look-up that fails is asked again, never reported failed", async () => {
+  const bridge = await start();
+  let calls = 0;
+  bridge.gateway.on(STATUS, () =>
+    ++calls <= 2 ? jsonResponse({ success: false, error: "oops" }, 500) : jsonResponse({ success: true, status: "delivered", dlr_status: "DELIVRD" }),
+  );
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(calls).toBe(3);
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+});
+
+test("DLR_WAIT=0: reported on the gateway's acceptance, no receipt asked for", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "0" } });
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.gateway.statusCalls()).toEqual([]);
+});
