@@ -22,6 +22,7 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   SMS_SENDER_ID         default sender ID (a location's own wins; empty: the gateway's)
   SMS_MAX_PARTS         a message of more parts is refused, default 10
   SMS_HOLD_MAX          longest a message is retried through a gateway outage, default 1h
+  DLR_WAIT              longest wait for a delivery receipt, default 30m; 0: do not ask
   CAST_REQUESTS_PER_SECOND  Cast's limit on all requests of this server, default 30
   CAST_MESSAGES_PER_SECOND  Cast's limit on messages per API key, default 10
   ALLOWED_COMPANY_IDS   companies allowed to install and use the defaults above; empty:
