@@ -7,6 +7,7 @@ import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.
 import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
+import { createKeyHolds, type KeyHolds } from "./holds.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
 import { createTokenService, type TokenService } from "./tokens.ts";
@@ -29,6 +30,8 @@ export interface Core {
   processOutbound: (job: Job) => Promise<number | void>;
   /** Cast's rate limits and the locations' turns. */
   scheduler: Scheduler;
+  /** API keys Cast refused, waiting for a probe to succeed. */
+  holds: KeyHolds;
   /** Gap between the CRM calls of a bulk install. */
   bulkPaceMs: number;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
@@ -45,6 +48,8 @@ export interface Tuning {
   sendBackoffMs?: number;
   /** First look for a delivery receipt after a send. */
   receiptPollMs?: number;
+  /** How often a key Cast refused is probed. */
+  holdProbeMs?: number;
   bulkPaceMs?: number;
   /** How long a write waits for others to share its commit. */
   commitWindowMs?: number;
@@ -75,6 +80,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     messagesPerSecond: config.sms.messagesPerSecond,
     // Wall-clock time, not the injected business clock: these are real requests a second.
   });
+  const holds = createKeyHolds({ sms, log, now: Date.now, probeEveryMs: tuning.holdProbeMs });
   const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const deps: OutboundDeps = {
     tokens,
@@ -83,6 +89,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     tokenService,
     sms,
     scheduler,
+    holds,
     crm,
     defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId },
     now,
@@ -109,6 +116,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     now,
     processOutbound: (job) => processOutbound(deps, job),
     scheduler,
+    holds,
     bulkPaceMs: tuning.bulkPaceMs ?? 110,
     uninstall: createUninstaller({ tokens, tokenService, now, log }),
   };

@@ -8,6 +8,7 @@ import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
+import type { KeyHolds } from "./holds.ts";
 import { awaitReceipt, firstLook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { smsParts } from "./parts.ts";
@@ -24,6 +25,8 @@ export interface OutboundDeps {
   sms: SmsGateway;
   /** Cast's rate limits: a send goes only with a token of both budgets. */
   scheduler: Scheduler;
+  /** API keys Cast refused (401, 402, 403): their messages wait. */
+  holds: KeyHolds;
   crm: CrmClient;
   defaults: { apiKey: string; senderId: string };
   now: () => number;
@@ -68,7 +71,12 @@ const REPORT_MAX_DELAY_MS = 10 * 60_000;
  */
 export async function processOutbound(deps: OutboundDeps, job: Job): Promise<number | void> {
   if (job.state === "queued") {
-    const plan = prepare(deps, job);
+    let plan = prepare(deps, job);
+    if ("request" in plan) {
+      const held = heldTooLong(deps, job, plan.request.apiKey);
+      if (typeof held === "number") return held;
+      if (held) plan = { result: held };
+    }
     // No budget yet: the job stays queued and the caller says when to look again,
     // holding no worker meanwhile.
     if ("request" in plan) {
@@ -82,7 +90,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     if ("retryAt" in result) {
       await storeUntilDone(deps, `message ${job.message.messageId}: its next attempt`, () =>
-        deps.jobs.sendLater(job.id, result.retryAt, result.reason, deps.now()),
+        deps.jobs.sendLater(job.id, result.retryAt, result.reason, deps.now(), result.freshKey),
       );
       return;
     }
@@ -162,6 +170,17 @@ function keyTag(apiKey: string): string {
   return createHash("sha256").update(apiKey).digest("hex").slice(0, 16);
 }
 
+/**
+ * A message on a held key waits (the ms to wait), until it has waited SMS_HOLD_MAX since
+ * it was accepted: then it fails with the gateway's reason. Undefined: the key is not held.
+ */
+function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): number | Result | undefined {
+  const hold = deps.holds.check(apiKey);
+  if (!hold) return undefined;
+  if (deps.now() - job.createdAt < deps.holdMaxMs) return deps.holds.lookAgainMs;
+  return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
+}
+
 /** The API key a sent message's receipt is asked with: the one its location sends with now. */
 function receiptKey(deps: OutboundDeps, job: Job): string {
   const record = deps.tokens.get(job.message.locationId);
@@ -176,7 +195,11 @@ function refused(deps: OutboundDeps, message: OutboundMessage, result: Result): 
 }
 
 /** The send's result, or when to try again: a refusal is final, anything unclear is retried with the same key. */
-async function send(deps: OutboundDeps, job: Job, request: SendRequest): Promise<Result | { retryAt: number; reason: string }> {
+async function send(
+  deps: OutboundDeps,
+  job: Job,
+  request: SendRequest,
+): Promise<Result | { retryAt: number; reason: string; freshKey?: boolean }> {
   const { messageId, locationId } = job.message;
   try {
     const sent = await deps.sms.send(request);
@@ -186,6 +209,11 @@ async function send(deps: OutboundDeps, job: Job, request: SendRequest): Promise
     const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
     // Cast says how long its budget is spent: no send on this key before then.
     if (error instanceof RateLimited) deps.scheduler.slowDown(request.apiKey, error.waitMs ?? 1000);
+    // The key or the account, not this message: hold the key's messages until it works again.
+    if (error instanceof GatewayError && [401, 402, 403].includes(error.httpStatus ?? 0)) {
+      deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
+      return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: true };
+    }
     if (error instanceof GatewayError && error.failure !== "rejected") {
       // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
       // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX.

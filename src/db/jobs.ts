@@ -32,6 +32,8 @@ export interface Job {
   receiptDeadline: number | null;
   /** The carrier's final word, or "none" when none came in time. */
   receipt: string | null;
+  /** When the webhook was accepted. */
+  createdAt: number;
 }
 
 /** What the carrier's receipt (or its absence) settles. */
@@ -71,6 +73,7 @@ interface Row {
   api_key_tag: string | null;
   receipt_deadline: number | null;
   receipt: string | null;
+  created_at: number;
 }
 
 /**
@@ -103,8 +106,11 @@ export function createJobStore(db: Db) {
       idempotency_key = coalesce(idempotency_key, @key), api_key_tag = coalesce(api_key_tag, @tag),
       first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at ELSE coalesce(first_sent_at, @now) END
     WHERE id = @id AND state = 'queued'`);
-  const sendLater = db.prepare<[number, string, number, number]>(`
-    UPDATE jobs SET state = 'queued', next_attempt_at = ?, error_message = ?, updated_at = ? WHERE id = ? AND state = 'sending'`);
+  const sendLater = db.prepare<[{ id: number; at: number; reason: string; now: number; fresh: number }]>(`
+    UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now,
+      idempotency_key = CASE WHEN @fresh THEN NULL ELSE idempotency_key END,
+      api_key_tag = CASE WHEN @fresh THEN NULL ELSE api_key_tag END
+    WHERE id = @id AND state = 'sending'`);
   const toReporting = db.prepare<
     [{ id: number; now: number; at: number; deadline: number | null } & Required<Omit<Result, "outcome">> & Pick<Result, "outcome">]
   >(`
@@ -156,9 +162,13 @@ export function createJobStore(db: Db) {
     claimForSending(id: number, now: number, claim?: Claim): boolean {
       return toSending.run({ id, now, key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null }).changes > 0;
     },
-    /** The send did not get a clear answer: queued again, with the same key, for `at`. */
-    sendLater(id: number, at: number, reason: string, now: number): void {
-      sendLater.run(at, reason, now, id);
+    /**
+     * Queued again for `at`: with the same idempotency key after an unclear answer; with
+     * `freshKey` after a refusal that proves nothing was sent (Cast keeps a refusal's
+     * answer under its key too, so the old key could only be refused again).
+     */
+    sendLater(id: number, at: number, reason: string, now: number, freshKey = false): void {
+      sendLater.run({ id, at, reason, now, fresh: freshKey ? 1 : 0 });
     },
     /** The send's result; with `receipt`, the report waits for the carrier's receipt (first look at `receipt.at`). */
     recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }): void {
@@ -224,5 +234,6 @@ function fromRow(row: Row): Job {
     apiKeyTag: row.api_key_tag,
     receiptDeadline: row.receipt_deadline,
     receipt: row.receipt,
+    createdAt: row.created_at,
   };
 }

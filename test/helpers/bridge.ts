@@ -94,6 +94,7 @@ export async function startBridge(options: BridgeOptions = {}) {
     bulkPaceMs: 0,
     tokenStoreRetryMs: 10,
     receiptPollMs: 10,
+    holdProbeMs: 100,
     ...options.tuning,
   });
   const worker = createWorker({

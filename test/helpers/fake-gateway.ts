@@ -3,6 +3,7 @@ import { jsonResponse, startFake, type Handler, type Recorded } from "./http.ts"
 
 export const SEND = "POST /api/v1/sms/send";
 export const STATUS = "GET /api/v1/sms/status/:id";
+export const BALANCE = "GET /api/v1/account/balance";
 
 /** What the fake's status endpoint says of a message: Cast's `status` and the carrier's `dlr_status`. */
 export type Receipt = { status: string; dlr_status?: string; error_message?: string };
@@ -71,7 +72,11 @@ export async function startFakeGateway() {
     return jsonResponse({ success: true, message_id: id, ...receiptOf(sent.message, Date.now() - sent.sentAt) });
   }
 
-  const fake = await startFake({ [SEND]: handle, [STATUS]: status });
+  const fake = await startFake({
+    [SEND]: handle,
+    [STATUS]: status,
+    [BALANCE]: () => jsonResponse({ success: true, credits: 1000, currency: "PHP" }),
+  });
   return {
     ...fake,
     /** Replace how a route answers; for the send route, behind the idempotency cache. */

@@ -75,6 +75,30 @@ export function createCastClient(options: GatewayOptions) {
   }
 
   return {
+    /** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
+    async balance(apiKey: string): Promise<number> {
+      let res;
+      try {
+        res = await $http.raw<string, "text">("/api/v1/account/balance", {
+          baseURL: options.apiUrl,
+          method: "GET",
+          headers: { "X-API-Key": apiKey, Accept: "application/json" },
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        });
+      } catch (error) {
+        throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway balance call failed: ${errorMessage(error)}`, { cause: error });
+      }
+      const text = res._data ?? "";
+      const body = parseBody(text) as (Body & { credits?: unknown }) | undefined;
+      if (res.status !== 200 || typeof body?.credits !== "number") {
+        throw new GatewayError("rejected", `gateway balance call answered ${res.status}${detail(body, text)}`, { httpStatus: res.status });
+      }
+      return body.credits;
+    },
+
     /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */
     async status(apiKey: string, messageId: string): Promise<DeliveryStatus> {
       let res;

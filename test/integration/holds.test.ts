@@ -1,0 +1,72 @@
+import { afterEach, expect, test } from "vitest";
+import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
+import { jsonResponse } from "../helpers/http.ts";
+
+/** Account problems hold a key's messages; they don't burn the queue (CONTRACT.md 5.6). */
+
+let b: Bridge | undefined;
+afterEach(async () => {
+  await b?.close();
+  b = undefined;
+});
+
+async function start(options: BridgeOptions = {}) {
+  b = await startBridge(options);
+  b.seed("loc-1");
+  return b;
+}
+
+const OUT_OF_CREDIT = () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402);
+
+test("out of credit (402): the key's messages wait, the operator is told once, and they go when the balance is back", async () => {
+  const bridge = await start();
+  let credits = 0;
+  bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits, currency: "PHP" }));
+
+  for (const id of ["m-1", "m-2", "m-3"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  await waitFor(() => bridge.gateway.received(BALANCE).length >= 2, 5_000);
+  expect(bridge.crm.statusReports()).toEqual([]); // waiting, not failed
+  const refusals = bridge.gateway.calls().length;
+  expect(refusals).toBeLessThanOrEqual(3); // the queue is not burned one message at a time, again and again
+  const log = bridge.logs.join("");
+  expect(log.match(/SMS gateway refused key global-sms-k\.\.\. \(gateway rejected the message \(402\): Insufficient credits\): its messages wait/g)).toHaveLength(1);
+  expect(log).not.toContain(GLOBAL_SMS_KEY);
+
+  credits = 500;
+  await waitFor(() => bridge.crm.statusReports().length === 3, 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["delivered", "delivered", "delivered"]);
+  expect(bridge.gateway.sent().filter((s) => s.message.startsWith("hello"))).toHaveLength(refusals + 3);
+  expect(bridge.logs.join("")).toMatch(/SMS gateway key global-sms-k\.\.\. works again after \d+ s: its messages go out now/);
+});
+
+test("a revoked key (403) held longer than SMS_HOLD_MAX: its messages are reported failed with the reason", async () => {
+  const bridge = await start({ env: { SMS_HOLD_MAX: "1s" } });
+  const revoked = () => jsonResponse({ success: false, error: "API key revoked", error_code: "API_KEY_REVOKED" }, 403);
+  bridge.gateway.on(SEND, revoked);
+  bridge.gateway.on(BALANCE, revoked);
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.crm.statusReports().length === 1, 10_000);
+
+  expect(bridge.crm.statusReports()[0]?.body).toMatchObject({
+    status: "failed",
+    error: { message: expect.stringMatching(/refused this location's API key for longer than SMS_HOLD_MAX: .*API key revoked/) },
+  });
+});
+
+test("a held key holds only its own messages: another location's own key still sends", async () => {
+  const bridge = await start();
+  bridge.seed("loc-2");
+  bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc-2-own-key-0123" }, Date.now());
+  bridge.gateway.on(SEND, (req) => (req.headers["x-api-key"] === GLOBAL_SMS_KEY ? OUT_OF_CREDIT() : bridge.gateway.accept()));
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
+
+  expect((await bridge.webhook(outbound("m-held"))).status).toBe(200);
+  await waitFor(() => bridge.gateway.calls().length >= 1);
+  expect((await bridge.webhook(outbound("m-other", { locationId: "loc-2" }))).status).toBe(200);
+
+  await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "m-other"), 5_000);
+  expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-other"]);
+});
