@@ -8,6 +8,9 @@
 //   2. drain:    1,000 queued messages of one API key through a gateway that enforces Cast's
 //                10 messages/s per account, vs the most that limit allows; then
 //                ack-to-gateway latency when idle
+//   2b. fairness: 3,000 messages of one location queued on a key limited to 10/s (250 ms
+//                latency), then single messages of another location on the same key:
+//                acknowledgement -> gateway p99
 //   3. CLI:      `bridge locations list --json` on 1,000 locations vs `node -e 0`
 // Prints a table with "met"/"NOT met" per target and writes bench/results.json.
 // Exit code: 0 when the measurement ran (targets met or not), 1 when it could not.
@@ -25,7 +28,7 @@ import { killAll, sampleProcess, sleep, startListening, stop } from "./lib/procs
 import { filesystemOf, machine } from "./lib/machine.mjs";
 import { printTable, targets } from "./lib/report.mjs";
 import { median, percentile, round } from "./lib/stats.mjs";
-import { LOCATION_ID, PUBLIC_KEY_PEM, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
+import { LOCATION_ID, OTHER_LOCATION_ID, PUBLIC_KEY_PEM, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 process.chdir(ROOT);
@@ -41,6 +44,8 @@ const QUICK = process.env.BENCH_QUICK === "1";
 // `presigned`: bodies signed before each measured run, enough for 25,000 req/s.
 const INTAKE = { connections: 50, rounds: QUICK ? 1 : 5, warmupSec: QUICK ? 1 : 5, durationSec: QUICK ? 2 : 5, presigned: QUICK ? 5_000 : 125_000 };
 const DRAIN = { messages: QUICK ? 100 : 1000, posters: 20, ratePerSec: 10, burst: 10, capSec: 150 };
+// One location's campaign queued on the key, another location's single messages spread through its drain.
+const FAIRNESS = { backlog: QUICK ? 300 : 3000, singles: QUICK ? 5 : 20, spacingMs: 2500, latencyMs: 250, ratePerSec: 10, posters: 20 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
 const CLI = { locations: 1000, runs: QUICK ? 3 : 20 };
 const WATCHDOG_MS = 480_000; // everything is bounded on its own; this is the last resort
@@ -106,7 +111,7 @@ const results = {
   timestamp: new Date().toISOString(),
   machine: machine(),
   build: buildInfo(),
-  settings: { quick: QUICK, INTAKE, DRAIN, IDLE, CLI, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
+  settings: { quick: QUICK, INTAKE, DRAIN, FAIRNESS, IDLE, CLI, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
 };
 
 try {
@@ -114,6 +119,7 @@ try {
   log(`bench: dist/bridge ${results.build.version} built ${results.build.builtAt}; tree at ${results.build.commit}${results.build.dirty ? " + uncommitted changes" : ""}`);
   results.intake = await intake();
   results.drain = await drain();
+  results.fairness = await fairness();
   results.idleLatency = await idleLatency();
   results.cli = await cliStartup();
   results.targets = targets(results);
@@ -338,12 +344,66 @@ async function drain() {
       lastAtSec: round((Math.max(...reportsDone) - start) / 1000, 2),
       puts: crm.puts,
     },
+    // The fake's receipt is there once Cast accepted the message: this is the time from it to
+    // the status report at HighLevel (bridge's first look comes 5 s after the send).
+    receipts: receiptDelays(gateway, crm),
+    receiptPolls: gateway.stats.statusCalls,
+    receiptPollPct: round((100 * gateway.stats.statusCalls) / Math.max(1, gateway.stats.calls + gateway.stats.statusCalls), 2),
     // Per-second counts, to see the shape (a smooth 30/s or bursts and stalls).
     perSecond: perSecond(gateway, start, ended),
   };
   await stop(bridge.child, 3000); // jobs asleep in a retry may hold it; no need to wait for them
   await closeAll(crm, gateway);
   return result;
+}
+
+function receiptDelays(gateway, crm) {
+  const delays = [];
+  for (const [text, at] of gateway.acceptedAt) {
+    const id = text.replace(/^bench /, "");
+    const report = crm.reports.get(id);
+    if (report) delays.push(report.at - at);
+  }
+  return { measured: delays.length, p50Ms: round(percentile(delays, 50)), p99Ms: round(percentile(delays, 99)) };
+}
+
+// ==== 2b. fairness ==================================================================
+
+async function fairness() {
+  const F = FAIRNESS;
+  log(`\n[2b/4] fairness: ${F.backlog} messages of one location on a key limited to ${F.ratePerSec}/s (${F.latencyMs} ms a send), then ${F.singles} of another`);
+  phaseLoad("fairness");
+  const gatewayOptions = { limit: true, ratePerSec: F.ratePerSec, burst: F.ratePerSec, latencyMs: F.latencyMs };
+  const { bridge, crm, gateway } = await startBridge("fairness", gatewayOptions, [LOCATION_ID, OTHER_LOCATION_ID]);
+  let next = 0;
+  const poster = async () => {
+    while (next < F.backlog) await postWebhook(bridge.url, `campaign-${next++}`);
+  };
+  await Promise.all(Array.from({ length: F.posters }, poster));
+  const acks = new Map();
+  const t0 = performance.now();
+  for (let i = 0; i < F.singles; i++) {
+    await sleep(t0 + i * F.spacingMs - performance.now());
+    const id = `single-${i}`;
+    const { status, at } = await postWebhook(bridge.url, id, OTHER_LOCATION_ID);
+    if (status !== 200) throw new Error(`fairness webhook ${id} answered ${status}`);
+    acks.set(id, at);
+  }
+  const deadline = performance.now() + 10_000;
+  while ([...acks.keys()].some((id) => !gateway.acceptedAt.has(textOf(id))) && performance.now() < deadline) await sleep(20);
+  const waits = [...acks].filter(([id]) => gateway.acceptedAt.has(textOf(id))).map(([id, at]) => gateway.acceptedAt.get(textOf(id)) - at);
+  const campaignSent = [...gateway.acceptedAt.keys()].filter((t) => t.startsWith("bench campaign-")).length;
+  await stop(bridge.child, 3000);
+  await closeAll(crm, gateway);
+  return {
+    measured: waits.length,
+    missing: acks.size - waits.length,
+    p50Ms: round(percentile(waits, 50)),
+    p99Ms: round(percentile(waits, 99)),
+    maxMs: round(Math.max(...waits)),
+    campaignSentMeanwhile: campaignSent,
+    rateLimited429: gateway.stats.rateLimited,
+  };
 }
 
 function perSecond(gateway, start, end) {
@@ -476,8 +536,8 @@ function bridgeEnv(databasePath, crmUrl, smsUrl) {
   };
 }
 
-/** Fresh fakes, a fresh database, `dist/bridge serve`, and one location installed through OAuth. */
-async function startBridge(name, gatewayOptions = {}) {
+/** Fresh fakes, a fresh database, `dist/bridge serve`, and the locations installed through OAuth. */
+async function startBridge(name, gatewayOptions = {}, locations = [LOCATION_ID]) {
   const crm = await startFakeCrm();
   const gateway = await startFakeGateway(gatewayOptions);
   openServers.add(crm).add(gateway);
@@ -487,8 +547,10 @@ async function startBridge(name, gatewayOptions = {}) {
     cwd: dir,
     logFile: join(dir, "bridge.log"),
   });
-  const res = await fetch(`${bridge.url}/oauth-callback?code=code-${LOCATION_ID}`);
-  if (res.status !== 200) throw new Error(`install answered ${res.status}: ${await res.text()}\n${tail(bridge.logFile)}`);
+  for (const location of locations) {
+    const res = await fetch(`${bridge.url}/oauth-callback?code=code-${location}`);
+    if (res.status !== 200) throw new Error(`install answered ${res.status}: ${await res.text()}\n${tail(bridge.logFile)}`);
+  }
   return { bridge, crm, gateway };
 }
 

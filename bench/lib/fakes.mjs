@@ -88,15 +88,17 @@ export async function startFakeCrm() {
  * (refill `ratePerSec`, capacity `burst`, full from the start) and answers 429 with
  * Retry-After: 1 when empty, as the real gateway does. Every accepted SMS is timed
  * by the text it carries, so the benchmark can tie it to the webhook that asked for it.
+ * A send is answered after `latencyMs`; a delivery status look-up says DELIVRD (the
+ * carrier's receipt is there as soon as the message was accepted).
  */
-export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50 } = {}) {
+export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0 } = {}) {
   let tokens = burst;
   let last = performance.now();
   let serial = 0;
   const accepted = []; // { at, message }
   const acceptedAt = new Map(); // message text -> time the request arrived
   const rateLimitedAt = [];
-  const stats = { calls: 0, rateLimited: 0, duplicates: 0, replays: 0 };
+  const stats = { calls: 0, rateLimited: 0, duplicates: 0, replays: 0, statusCalls: 0 };
   // Cast's idempotency cache: a repeated X-Idempotency-Key gets the first answer again.
   const replies = new Map();
 
@@ -110,6 +112,10 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
 
   // `arrived`: the request's arrival, not the end of its body, is "the gateway received the call".
   const server = await listen((req, res, body, arrived) => {
+    if (req.method === "GET" && req.url.startsWith("/api/v1/sms/status/")) {
+      stats.statusCalls++;
+      return json(res, 200, { success: true, status: "delivered", dlr_status: "DELIVRD" });
+    }
     if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, { success: false, error: "not found" });
     stats.calls++;
     if (limit && !take(performance.now())) {
@@ -128,7 +134,8 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     accepted.push({ at: performance.now(), message });
     const answer = { success: true, message_id: `cast-${++serial}`, parts: 1 };
     if (key) replies.set(key, answer);
-    json(res, 200, answer);
+    if (latencyMs > 0) setTimeout(() => json(res, 200, answer), latencyMs);
+    else json(res, 200, answer);
   });
   return { ...server, accepted, acceptedAt, rateLimitedAt, stats };
 }

@@ -16,6 +16,13 @@ export function targets(r) {
       met: d.fractionOfAllowed >= 0.95 && d.delivered >= d.queued && !d.capped,
     },
     { name: "drain: 429s (% of gateway calls)", value: d.rateLimitedPct, target: "< 1", met: d.rateLimitedPct < 1 },
+    {
+      name: "fairness: other location's ack-to-gateway p99 (ms)",
+      value: r.fairness.p99Ms,
+      target: "<= 1500, none missing",
+      met: r.fairness.p99Ms <= 1500 && r.fairness.missing === 0,
+    },
+    { name: "drain: receipt polls (% of gateway calls)", value: d.receiptPollPct, target: "<= 15", met: d.receiptPollPct <= 15 },
     { name: "idle ack-to-gateway p50 (ms)", value: r.idleLatency.p50Ms, target: "< 20", met: r.idleLatency.p50Ms < 20 },
     { name: "CLI start-up ratio (bridge / node -e 0)", value: r.cli.ratio, target: "<= 1.5", met: r.cli.ratio <= 1.5 },
   ];
@@ -42,6 +49,9 @@ export function printTable(r, log) {
     ["drain: rate after the burst (msg/s)", d.afterBurstPerSec, DRAIN.ratePerSec, ratio(d.afterBurstPerSec, DRAIN.ratePerSec), "", ""],
     ["drain: 429s / gateway calls", `${d.rateLimited429} / ${d.gatewayCalls}`, "0", `${d.rateLimitedPct}%`, "< 1%", verdict("drain: 429s (% of gateway calls)")],
     ["drain: status reports deliv./failed", `${d.reports.delivered} / ${d.reports.failed}`, `${d.queued}`, "", "", ""],
+    ["drain: receipt -> report p50 / p99 (ms)", `${d.receipts.p50Ms} / ${d.receipts.p99Ms}`, `${d.receipts.measured} measured`, "", "", ""],
+    ["drain: receipt polls / all gateway calls", `${d.receiptPolls} / ${d.gatewayCalls + d.receiptPolls}`, "", `${d.receiptPollPct}%`, "<= 15%", verdict("drain: receipt polls (% of gateway calls)")],
+    ["fairness: other location ack -> gateway p50 / p99 (ms)", `${r.fairness.p50Ms} / ${r.fairness.p99Ms}`, `${r.fairness.campaignSentMeanwhile} campaign SMS sent`, "", "p99 <= 1500 ms", verdict("fairness: other location's ack-to-gateway p99 (ms)")],
     ["idle ack -> gateway p50 / p99 (ms)", `${l.p50Ms} / ${l.p99Ms}`, "", "", "p50 < 20 ms", verdict("idle ack-to-gateway p50 (ms)")],
     ["CLI locations list, median (ms)", c.bridge.medianMs, `${c.node.medianMs} (node -e 0)`, c.ratio, "<= 1.5x", verdict("CLI start-up ratio (bridge / node -e 0)")],
   ].map((row) => row.map(String));
@@ -56,7 +66,7 @@ export function printTable(r, log) {
       ` acknowledgement to the last SMS the gateway accepted (to the end of the phase if some never went out).` +
       ` That counts the burst as allowed, so 1.0 is the gateway's own ceiling. "rate after the burst" is` +
       ` (sent - ${DRAIN.burst}) / (time from the ${DRAIN.burst}th to the last SMS).` +
-      `\n*the gateway has no limit in the intake phase; bridge's own pacing (${DRAIN.burst} + ${DRAIN.ratePerSec}/s per API key) still applies.` +
+      `\n*the gateway has no limit in the intake phase; bridge's own pacing (Cast's 10 messages/s per API key, 30 requests/s in all) still applies.` +
       `\nRSS in MiB (2^20 bytes: the kernel's KiB / 1024); the target read as 120 million bytes would be 114.4 MiB.` +
       `\nidle latency: time from the client receiving 200 to the gateway receiving the SMS (negative: the SMS left first).` +
       `\nmachine: ${r.machine.cpu}, ${r.machine.cores} cores, ${r.machine.memoryGb} GB, node ${r.machine.node};` +

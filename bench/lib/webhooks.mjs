@@ -4,6 +4,8 @@ import { generateKeyPairSync, sign } from "node:crypto";
 import { performance } from "node:perf_hooks";
 
 export const LOCATION_ID = "loc-bench";
+/** A second location on the same API key, for the fairness phase. */
+export const OTHER_LOCATION_ID = "loc-bench-other";
 
 const keys = generateKeyPairSync("ed25519");
 export const PUBLIC_KEY_PEM = keys.publicKey.export({ type: "spki", format: "pem" }).toString();
@@ -16,10 +18,10 @@ export function signRaw(raw) {
 export const textOf = (messageId) => `bench ${messageId}`;
 
 /** A ProviderOutboundMessage body, as HighLevel sends it, serialized. */
-export function outboundRaw(messageId) {
+export function outboundRaw(messageId, locationId = LOCATION_ID) {
   return JSON.stringify({
     type: "SMS",
-    locationId: LOCATION_ID,
+    locationId,
     messageId,
     contactId: "contact-bench",
     phone: "+639171234567",
@@ -60,8 +62,8 @@ export function signedWebhookRequest(prefix, presigned = 0) {
  * POSTs one signed webhook with fetch. `at` is when the answer's head arrived: the
  * moment HighLevel would consider the message handed over.
  */
-export async function postWebhook(baseUrl, messageId) {
-  const raw = outboundRaw(messageId);
+export async function postWebhook(baseUrl, messageId, locationId = LOCATION_ID) {
+  const raw = outboundRaw(messageId, locationId);
   const res = await fetch(`${baseUrl}/webhooks/crm`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-ghl-signature": signRaw(raw) },

@@ -10,6 +10,8 @@ export interface SchedulerOptions {
   requestsPerSecond: number;
   requestBurst: number;
   messagesPerSecond: number;
+  /** Messages a key may send at once (default: one second's worth). */
+  messageBurst?: number;
   now?: () => number;
 }
 
@@ -22,7 +24,7 @@ export function createScheduler(options: SchedulerOptions) {
 
   function keyBucket(apiKey: string, t: number): Bucket {
     let b = perKey.get(apiKey);
-    if (!b) perKey.set(apiKey, (b = bucket(options.messagesPerSecond, options.messagesPerSecond, t)));
+    if (!b) perKey.set(apiKey, (b = bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t)));
     return b;
   }
 
