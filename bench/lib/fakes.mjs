@@ -88,8 +88,9 @@ export async function startFakeCrm() {
  * (refill `ratePerSec`, capacity `burst`, full from the start) and answers 429 with
  * Retry-After: 1 when empty, as the real gateway does. Every accepted SMS is timed
  * by the text it carries, so the benchmark can tie it to the webhook that asked for it.
- * A send is answered after `latencyMs`; a delivery status look-up says DELIVRD (the
- * carrier's receipt is there as soon as the message was accepted).
+ * A send is answered after `latencyMs`; a delivery status look-up and the log say DELIVRD
+ * (the carrier's receipt is there as soon as the message was accepted); both count as
+ * `statusCalls`. The rate limit covers sends only.
  */
 export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0 } = {}) {
   let tokens = burst;
@@ -101,6 +102,7 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
   const stats = { calls: 0, rateLimited: 0, duplicates: 0, replays: 0, statusCalls: 0 };
   // Cast's idempotency cache: a repeated X-Idempotency-Key gets the first answer again.
   const replies = new Map();
+  const ids = []; // message ids in the order sent, for the log
 
   function take(now) {
     tokens = Math.min(burst, tokens + ((now - last) * ratePerSec) / 1000);
@@ -115,6 +117,11 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/status/")) {
       stats.statusCalls++;
       return json(res, 200, { success: true, status: "delivered", dlr_status: "DELIVRD" });
+    }
+    if (req.method === "GET" && req.url.startsWith("/api/v1/sms/logs")) {
+      stats.statusCalls++;
+      const logs = ids.slice(-500).reverse().map((id) => ({ id, status: "delivered", dlr_status: "DELIVRD" }));
+      return json(res, 200, { success: true, count: ids.length, logs });
     }
     if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, { success: false, error: "not found" });
     stats.calls++;
@@ -133,6 +140,7 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     else acceptedAt.set(message, arrived);
     accepted.push({ at: performance.now(), message });
     const answer = { success: true, message_id: `cast-${++serial}`, parts: 1 };
+    ids.push(answer.message_id);
     if (key) replies.set(key, answer);
     if (latencyMs > 0) setTimeout(() => json(res, 200, answer), latencyMs);
     else json(res, 200, answer);

@@ -8,6 +8,7 @@ import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
+import { createReceiptBook } from "./receipts.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
 import { createTokenService, type TokenService } from "./tokens.ts";
@@ -50,6 +51,8 @@ export interface Tuning {
   receiptPollMs?: number;
   /** How often a key Cast refused is probed. */
   holdProbeMs?: number;
+  /** How long a key's log of statuses is used before it is read again. */
+  receiptBookMs?: number;
   bulkPaceMs?: number;
   /** How long a write waits for others to share its commit. */
   commitWindowMs?: number;
@@ -93,6 +96,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     sms,
     scheduler,
     holds,
+    receiptBook: createReceiptBook({ sms, scheduler, freshMs: tuning.receiptBookMs }),
     crm,
     defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId },
     now,

@@ -9,7 +9,7 @@ import { API_KEY } from "./config.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
-import { awaitReceipt, firstLook } from "./receipts.ts";
+import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { smsParts } from "./parts.ts";
 import { toLocalPH } from "./phone.ts";
@@ -27,6 +27,8 @@ export interface OutboundDeps {
   scheduler: Scheduler;
   /** API keys Cast refused (401, 402, 403): their messages wait. */
   holds: KeyHolds;
+  /** Delivery receipts read in batches from each key's log. */
+  receiptBook: ReceiptBook;
   crm: CrmClient;
   defaults: { apiKey: string; senderId: string };
   now: () => number;

@@ -7,6 +7,8 @@ import type { Scheduler } from "./scheduler.ts";
 
 export interface ReceiptDeps {
   sms: SmsGateway;
+  /** Each key's newest messages and their statuses, read in one call. */
+  receiptBook: ReceiptBook;
   jobs: JobStore;
   commit: Commit;
   scheduler: Scheduler;
@@ -38,11 +40,18 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
     deps.log.info(`message ${messageId} of location ${locationId}: no delivery receipt in time; reported delivered (the gateway accepted it)`);
     return settle(deps, job, { outcome: "delivered", receipt: "none" });
   }
-  const wait = deps.scheduler.tryPoll();
-  if (wait > 0) return wait;
   let status: DeliveryStatus | undefined;
   try {
-    status = await deps.sms.status(apiKey, job.gatewayMessageId);
+    const found = await deps.receiptBook.find(apiKey, job.gatewayMessageId, job.firstSentAt ?? now);
+    if (typeof found === "number") return found;
+    if (found === "ask") {
+      // Not on the newest page of the account's log: ask for this one message.
+      const wait = deps.scheduler.tryPoll();
+      if (wait > 0) return wait;
+      status = await deps.sms.status(apiKey, job.gatewayMessageId);
+    } else {
+      status = found;
+    }
   } catch (error) {
     deps.log.debug(`message ${messageId}: delivery status not read (${errorMessage(error)}); asking again later`);
   }
@@ -58,6 +67,58 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   await deps.commit(() => deps.jobs.receiptLater(job.id, at, deps.now()));
   return undefined;
 }
+
+/** A key's log is read again when older than this; one read settles every receipt on it. */
+const BOOK_FRESH_MS = 5_000;
+/** Past this since the send, a message not on the log's newest page is asked for by itself. */
+const ASK_ALONE_AFTER_MS = 60_000;
+const PAGE = 500;
+
+/**
+ * Receipts in batches (CONTRACT.md 5.7): `/api/v1/sms/logs` gives the newest 500 messages
+ * of an account with their statuses, so a drain of many messages costs a log read every
+ * few seconds per key instead of a status call per message.
+ */
+export function createReceiptBook(options: { sms: SmsGateway; scheduler: Scheduler; freshMs?: number }) {
+  const freshMs = options.freshMs ?? BOOK_FRESH_MS;
+  const books = new Map<string, { at: number; byId: Map<string, DeliveryStatus>; reading?: Promise<void> }>();
+
+  function read(apiKey: string, book: { at: number; byId: Map<string, DeliveryStatus>; reading?: Promise<void> }): Promise<void> {
+    book.reading ??= options.sms
+      .logs(apiKey, PAGE)
+      .then((byId) => {
+        book.byId = byId;
+        book.at = Date.now();
+      })
+      .finally(() => (book.reading = undefined));
+    return book.reading;
+  }
+
+  return {
+    /**
+     * The message's status from its key's log; "ask": ask for it alone (it is not on the
+     * newest page, or was sent long enough ago that it should be); undefined: not listed
+     * yet; a number: the ms to wait for the request budget.
+     */
+    async find(apiKey: string, messageId: string, sentAt: number): Promise<DeliveryStatus | "ask" | number | undefined> {
+      let book = books.get(apiKey);
+      if (!book) books.set(apiKey, (book = { at: 0, byId: new Map() }));
+      if (Date.now() - book.at >= freshMs) {
+        if (!book.reading) {
+          const wait = options.scheduler.tryPoll();
+          if (wait > 0) return wait;
+        }
+        await read(apiKey, book);
+      }
+      const found = book.byId.get(messageId);
+      if (found) return found;
+      const pageFull = book.byId.size >= PAGE;
+      return pageFull || Date.now() - sentAt > ASK_ALONE_AFTER_MS ? "ask" : undefined;
+    },
+  };
+}
+
+export type ReceiptBook = ReturnType<typeof createReceiptBook>;
 
 /** Cast's final statuses as HighLevel's; undefined while not final (sent, pending). */
 export function readReceipt(status: DeliveryStatus): Receipt | undefined {

@@ -95,6 +95,7 @@ export async function startBridge(options: BridgeOptions = {}) {
     tokenStoreRetryMs: 10,
     receiptPollMs: 10,
     holdProbeMs: 100,
+    receiptBookMs: 20,
     ...options.tuning,
   });
   const worker = createWorker({

@@ -4,6 +4,7 @@ import { jsonResponse, startFake, type Handler, type Recorded } from "./http.ts"
 export const SEND = "POST /api/v1/sms/send";
 export const STATUS = "GET /api/v1/sms/status/:id";
 export const BALANCE = "GET /api/v1/account/balance";
+export const LOGS = "GET /api/v1/sms/logs";
 
 /** What the fake's status endpoint says of a message: Cast's `status` and the carrier's `dlr_status`. */
 export type Receipt = { status: string; dlr_status?: string; error_message?: string };
@@ -23,7 +24,7 @@ export async function startFakeGateway() {
   /** The requests that reached the handler: replays are not among them. */
   const handled: Recorded[] = [];
   /** Each accepted message by its message_id: its text and when it was sent. */
-  const accepted = new Map<string, { message: string; sentAt: number }>();
+  const accepted = new Map<string, { message: string; sentAt: number; apiKey: string | undefined }>();
   // By default the carrier delivers at once; a test can make receipts late, or refusals.
   let receiptOf: (message: string, sinceSendMs: number) => Receipt = () => ({ status: "delivered", dlr_status: "DELIVRD" });
 
@@ -57,7 +58,8 @@ export async function startFakeGateway() {
       .then(async (res) => {
         const body = res.ok ? ((await res.clone().json().catch(() => undefined)) as { message_id?: unknown } | undefined) : undefined;
         if (typeof body?.message_id === "string") {
-          accepted.set(body.message_id, { message: (JSON.parse(req.body) as { message: string }).message, sentAt: Date.now() });
+          const { message } = JSON.parse(req.body) as { message: string };
+          accepted.set(body.message_id, { message, sentAt: Date.now(), apiKey: req.headers["x-api-key"] });
         }
         return res;
       });
@@ -72,9 +74,20 @@ export async function startFakeGateway() {
     return jsonResponse({ success: true, message_id: id, ...receiptOf(sent.message, Date.now() - sent.sentAt) });
   }
 
+  /** The account's newest messages first, with what the carrier said of each so far. */
+  function logs(req: Recorded): Response {
+    const limit = Math.min(500, Number(req.query.get("limit") ?? 50));
+    const offset = Number(req.query.get("offset") ?? 0);
+    const apiKey = req.headers["x-api-key"];
+    const mine = [...accepted].filter(([, sent]) => sent.apiKey === apiKey).reverse();
+    const page = mine.slice(offset, offset + limit).map(([id, sent]) => ({ id, message: sent.message, ...receiptOf(sent.message, Date.now() - sent.sentAt) }));
+    return jsonResponse({ success: true, count: mine.length, logs: page });
+  }
+
   const fake = await startFake({
     [SEND]: handle,
     [STATUS]: status,
+    [LOGS]: logs,
     [BALANCE]: () => jsonResponse({ success: true, credits: 1000, currency: "PHP" }),
   });
   return {
@@ -100,8 +113,10 @@ export async function startFakeGateway() {
     receipts(next: (message: string, sinceSendMs: number) => Receipt) {
       receiptOf = next;
     },
-    /** The delivery status look-ups, in order. */
+    /** The delivery status look-ups of single messages, in order. */
     statusCalls: () => fake.received("GET /api/v1/sms/status/"),
+    /** The reads of the account's log. */
+    logCalls: () => fake.received(LOGS),
     /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
     limit(perSecond: number, burst = perSecond) {
       Object.assign(limit, { perSecond, burst });

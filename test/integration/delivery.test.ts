@@ -500,7 +500,9 @@ async function gatewayOn(port: number) {
     req.on("data", (chunk: Buffer) => (raw += chunk.toString()));
     req.on("end", () => {
       res.writeHead(200, { "content-type": "application/json" });
-      if (req.method === "GET") return res.end(JSON.stringify({ success: true, message_id: "cast-back", status: "delivered", dlr_status: "DELIVRD" }));
+      const delivered = { status: "delivered", dlr_status: "DELIVRD" };
+      if (req.url?.startsWith("/api/v1/sms/logs")) return res.end(JSON.stringify({ success: true, count: 1, logs: [{ id: "cast-back", ...delivered }] }));
+      if (req.method === "GET") return res.end(JSON.stringify({ success: true, message_id: "cast-back", ...delivered }));
       bodies.push(JSON.parse(raw));
       res.end(JSON.stringify({ success: true, message_id: "cast-back", parts: 1 }));
     });

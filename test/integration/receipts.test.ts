@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "vitest";
 import { outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
-import { STATUS } from "../helpers/fake-gateway.ts";
+import { LOGS } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** Delivery receipts (CONTRACT.md 5.7): Cast's acceptance is not delivery. */
@@ -30,8 +30,8 @@ test("delivered is reported only once the carrier's receipt says so", async () =
   const reports = await deliver(bridge, "m-1");
 
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
-  expect(bridge.gateway.statusCalls().length).toBeGreaterThanOrEqual(2);
-  expect(bridge.gateway.statusCalls()[0]?.path).toBe("/api/v1/sms/status/cast-1");
+  expect(bridge.gateway.logCalls().length).toBeGreaterThanOrEqual(2);
+  expect(bridge.gateway.logCalls()[0]?.headers["x-api-key"]).toBe(bridge.env.SMS_API_KEY);
   expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
 });
 
@@ -70,11 +70,13 @@ test("no final receipt within DLR_WAIT: reported delivered, and the job says no 
   expect(bridge.logs.join("")).toContain("message m-1 of location loc-1: no delivery receipt in time; reported delivered");
 });
 
-test("a status look-up that fails is asked again, never reported failed", async () => {
+test("a log read that fails is tried again, never reported failed", async () => {
   const bridge = await start();
   let calls = 0;
-  bridge.gateway.on(STATUS, () =>
-    ++calls <= 2 ? jsonResponse({ success: false, error: "oops" }, 500) : jsonResponse({ success: true, status: "delivered", dlr_status: "DELIVRD" }),
+  bridge.gateway.on(LOGS, () =>
+    ++calls <= 2
+      ? jsonResponse({ success: false, error: "oops" }, 500)
+      : jsonResponse({ success: true, count: 1, logs: [{ id: "cast-1", status: "delivered", dlr_status: "DELIVRD" }] }),
   );
 
   const reports = await deliver(bridge, "m-1");
@@ -90,4 +92,25 @@ test("DLR_WAIT=0: reported on the gateway's acceptance, no receipt asked for", a
 
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   expect(bridge.gateway.statusCalls()).toEqual([]);
+});
+
+test("the receipts of many messages come from a few log reads, not a status call each", async () => {
+  const bridge = await start({ tuning: { receiptBookMs: 500 } });
+  const ids = Array.from({ length: 30 }, (_, i) => `m-${i}`);
+  for (const id of ids) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  await waitFor(() => bridge.crm.statusReports().length === 30, 10_000);
+
+  expect(bridge.crm.statusReports().every((r) => r.body.status === "delivered")).toBe(true);
+  expect(bridge.gateway.statusCalls()).toEqual([]);
+  expect(bridge.gateway.logCalls().length).toBeLessThan(10);
+});
+
+test("a message not on the log's newest page is asked for by itself", async () => {
+  const bridge = await start();
+  bridge.gateway.on(LOGS, () => jsonResponse({ success: true, count: 500, logs: Array.from({ length: 500 }, (_, i) => ({ id: `other-${i}`, status: "delivered" })) }));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.gateway.statusCalls().map((r) => r.path)).toEqual(["/api/v1/sms/status/cast-1"]);
 });

@@ -74,58 +74,59 @@ export function createCastClient(options: GatewayOptions) {
     return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
   }
 
+  /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
+  async function get(path: string, apiKey: string, what: string, query?: Record<string, number>): Promise<Answer> {
+    let res;
+    try {
+      res = await $http.raw<string, "text">(path, {
+        baseURL: options.apiUrl,
+        method: "GET",
+        headers: { "X-API-Key": apiKey, Accept: "application/json" },
+        query,
+        timeout,
+        retry: 0,
+        ignoreResponseError: true,
+        responseType: "text",
+      });
+    } catch (error) {
+      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${errorMessage(error)}`, { cause: error });
+    }
+    if (res.status === 429) throw new RateLimited(retryAfterMs(res.headers.get("retry-after"), Date.now()));
+    const text = res._data ?? "";
+    return { status: res.status, text, body: parseBody(text) };
+  }
+
   return {
     /** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
     async balance(apiKey: string): Promise<number> {
-      let res;
-      try {
-        res = await $http.raw<string, "text">("/api/v1/account/balance", {
-          baseURL: options.apiUrl,
-          method: "GET",
-          headers: { "X-API-Key": apiKey, Accept: "application/json" },
-          timeout,
-          retry: 0,
-          ignoreResponseError: true,
-          responseType: "text",
-        });
-      } catch (error) {
-        throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway balance call failed: ${errorMessage(error)}`, { cause: error });
-      }
-      const text = res._data ?? "";
-      const body = parseBody(text) as (Body & { credits?: unknown }) | undefined;
-      if (res.status !== 200 || typeof body?.credits !== "number") {
-        throw new GatewayError("rejected", `gateway balance call answered ${res.status}${detail(body, text)}`, { httpStatus: res.status });
-      }
-      return body.credits;
+      const res = await get("/api/v1/account/balance", apiKey, "balance call");
+      const credits = (res.body as { credits?: unknown } | undefined)?.credits;
+      if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
+      return credits;
     },
 
     /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */
     async status(apiKey: string, messageId: string): Promise<DeliveryStatus> {
-      let res;
-      try {
-        res = await $http.raw<string, "text">(`/api/v1/sms/status/${encodeURIComponent(messageId)}`, {
-          baseURL: options.apiUrl,
-          method: "GET",
-          headers: { "X-API-Key": apiKey, Accept: "application/json" },
-          timeout,
-          retry: 0,
-          ignoreResponseError: true,
-          responseType: "text",
-        });
-      } catch (error) {
-        throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway status call failed: ${errorMessage(error)}`, { cause: error });
+      const res = await get(`/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey, "status call");
+      const status = res.status === 200 ? readStatus(res.body) : undefined;
+      if (!status) throw refused("status call", res);
+      return status;
+    },
+
+    /**
+     * The newest `limit` (at most 500) messages of the account with their statuses, by
+     * message id (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
+     */
+    async logs(apiKey: string, limit = 500): Promise<Map<string, DeliveryStatus>> {
+      const res = await get("/api/v1/sms/logs", apiKey, "logs call", { limit, offset: 0 });
+      const logs = (res.body as { logs?: unknown } | undefined)?.logs;
+      if (res.status !== 200 || !Array.isArray(logs)) throw refused("logs call", res);
+      const byId = new Map<string, DeliveryStatus>();
+      for (const entry of logs as Record<string, unknown>[]) {
+        const status = readStatus(entry);
+        if (typeof entry.id === "string" && status) byId.set(entry.id, status);
       }
-      const text = res._data ?? "";
-      if (res.status === 429) throw new RateLimited(retryAfterMs(res.headers.get("retry-after"), Date.now()));
-      const body = parseBody(text) as (Body & { status?: unknown; dlr_status?: unknown; error_message?: unknown }) | undefined;
-      if (res.status !== 200 || typeof body?.status !== "string") {
-        throw new GatewayError("rejected", `gateway status call answered ${res.status}${detail(body, text)}`, { httpStatus: res.status });
-      }
-      return {
-        status: body.status,
-        dlrStatus: typeof body.dlr_status === "string" ? body.dlr_status : "",
-        errorMessage: typeof body.error_message === "string" ? body.error_message : "",
-      };
+      return byId;
     },
 
     /** Sends one SMS, retrying only what provably did not go out. */
@@ -179,6 +180,27 @@ function readAnswer(status: number, text: string, retryAfter: string | null): Se
     throw new GatewayError("unknown", `gateway answered ${status} without a message_id; delivery unknown`, { httpStatus: status });
   }
   return { messageId: body.message_id, parts: typeof body.parts === "number" ? body.parts : 1 };
+}
+
+interface Answer {
+  status: number;
+  text: string;
+  body: Body | undefined;
+}
+
+function refused(what: string, res: Answer): GatewayError {
+  return new GatewayError("rejected", `gateway ${what} answered ${res.status}${detail(res.body, res.text)}`, { httpStatus: res.status });
+}
+
+/** A status as Cast writes it (the status call, or a logs entry); undefined when it has none. */
+function readStatus(body: unknown): DeliveryStatus | undefined {
+  const b = body as { status?: unknown; dlr_status?: unknown; error_message?: unknown } | undefined;
+  if (typeof b?.status !== "string") return undefined;
+  return {
+    status: b.status,
+    dlrStatus: typeof b.dlr_status === "string" ? b.dlr_status : "",
+    errorMessage: typeof b.error_message === "string" ? b.error_message : "",
+  };
 }
 
 interface Body {
