@@ -1,5 +1,5 @@
 import { setImmediate } from "node:timers/promises";
-import type { Job, JobStore } from "../db/jobs.ts";
+import type { DueJob, Job, JobStore } from "../db/jobs.ts";
 import { errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import { RESEND_WINDOW_MS } from "./outbound.ts";
@@ -24,6 +24,12 @@ export interface WorkerOptions {
   /** How long a finished job is kept: as long, a repeated messageId is not queued again. */
   retentionMs?: number;
 }
+
+/**
+ * New jobs wake the worker at most this often: under a flood of webhooks, one look at
+ * the queue serves many of them (each look reads every waiting location).
+ */
+const FILL_GAP_MS = 5;
 
 /** Finished jobs are looked for this often, and deleted this many per statement. */
 const PRUNE_EVERY_MS = 60 * 60_000;
@@ -53,8 +59,13 @@ export function createWorker(options: WorkerOptions) {
   const failing = new Map<number, { failures: number; notBefore: number }>();
   // The earliest time a job skipped in the last look may run: the next look then.
   let nextLook = Infinity;
+  // When the queue was last looked at: a burst of new jobs wakes it at most every FILL_GAP_MS.
+  let lastFill = 0;
+  let deferred: ReturnType<typeof setTimeout> | undefined;
 
-  function startJob(job: Job): void {
+  function startJob(due: DueJob): void {
+    const job = jobs.byId(due.id);
+    if (!job) return; // finished and pruned meanwhile
     const done = options
       .run(job)
       .then(
@@ -84,10 +95,17 @@ export function createWorker(options: WorkerOptions) {
     const extra = Math.min(pausing(), concurrency * 2);
     const at = Date.now();
     nextLook = Infinity;
-    for (const job of inTurn(jobs.due(now(), free + active.size + extra))) {
+    // A location whose sends wait for the gateway's budget is not looked at until then.
+    const waiting = (locationId: string) => {
+      const ready = options.readyAt?.(locationId) ?? 0;
+      if (ready > at) nextLook = Math.min(nextLook, ready);
+      return ready > at;
+    };
+    lastFill = at;
+    for (const job of inTurn(jobs.due(now(), free + active.size + extra, options.readyAt && waiting))) {
       if (active.size >= concurrency) break;
       if (active.has(job.id)) continue;
-      const notBefore = Math.max(failing.get(job.id)?.notBefore ?? 0, job.state === "queued" ? (options.readyAt?.(job.message.locationId) ?? 0) : 0);
+      const notBefore = Math.max(failing.get(job.id)?.notBefore ?? 0, job.state === "queued" ? (options.readyAt?.(job.locationId) ?? 0) : 0);
       if (notBefore > at) {
         nextLook = Math.min(nextLook, notBefore);
         continue;
@@ -100,10 +118,10 @@ export function createWorker(options: WorkerOptions) {
    * The due jobs come in turns (each location's first, then each one's second, …);
    * within a turn, the location served longest ago goes first.
    */
-  function inTurn(due: (Job & { turn: number })[]): Job[] {
+  function inTurn(due: DueJob[]): DueJob[] {
     const { lastServed } = options;
     if (!lastServed) return due;
-    return due.toSorted((a, b) => a.turn - b.turn || lastServed(a.message.locationId) - lastServed(b.message.locationId));
+    return due.toSorted((a, b) => a.turn - b.turn || lastServed(a.locationId) - lastServed(b.locationId));
   }
 
   /** How many jobs are pausing now; forgets those not seen for a minute after their pause. */
@@ -169,9 +187,14 @@ export function createWorker(options: WorkerOptions) {
       pruner = setInterval(() => void pruneFinished(), PRUNE_EVERY_MS);
       pruner.unref();
     },
-    /** A job was committed: look at the queue now. */
+    /** A job was committed: look at the queue now, or in a moment if it was just looked at. */
     notify(): void {
-      wake?.();
+      const gap = lastFill + FILL_GAP_MS - Date.now();
+      if (gap <= 0) return void wake?.();
+      deferred ??= setTimeout(() => {
+        deferred = undefined;
+        wake?.();
+      }, gap);
     },
     get running(): boolean {
       return running;
@@ -180,6 +203,7 @@ export function createWorker(options: WorkerOptions) {
     async stop(graceMs: number): Promise<number> {
       running = false;
       clearInterval(pruner);
+      clearTimeout(deferred);
       wake?.();
       await loop;
       await Promise.race([Promise.allSettled(active.values()), sleep(graceMs)]);

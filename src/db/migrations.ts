@@ -74,4 +74,8 @@ export const MIGRATIONS: readonly string[] = [
   -- none came within DLR_WAIT.
   ALTER TABLE jobs ADD COLUMN receipt TEXT;
   `,
+  `
+  -- The queue is read in turns between locations: each location's due jobs in order.
+  CREATE INDEX jobs_due_by_location ON jobs (location_id, next_attempt_at, id) WHERE state IN ('queued', 'reporting');
+  `,
 ];
