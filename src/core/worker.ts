@@ -95,7 +95,7 @@ export function createWorker(options: WorkerOptions) {
     const extra = Math.min(pausing(), concurrency * 2);
     const at = Date.now();
     nextLook = Infinity;
-    // A location whose sends wait for the gateway's budget is not looked at until then.
+    // A location whose sends wait for the gateway's budget: only its reports are read now.
     const waiting = (locationId: string) => {
       const ready = options.readyAt?.(locationId) ?? 0;
       if (ready > at) nextLook = Math.min(nextLook, ready);

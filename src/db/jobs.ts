@@ -111,9 +111,9 @@ export function createJobStore(db: Db) {
       SELECT (SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting') AND location_id > next.location_id)
       FROM next WHERE next.location_id IS NOT NULL
     ) SELECT location_id FROM next WHERE location_id IS NOT NULL`);
-  const dueOf = db.prepare<[string, number, number], { id: number; state: JobState; next_attempt_at: number }>(`
+  const dueOf = db.prepare<[string, JobState, number, number], { id: number; state: JobState; next_attempt_at: number }>(`
     SELECT id, state, next_attempt_at FROM jobs INDEXED BY jobs_due_by_location
-    WHERE location_id = ? AND state IN ('queued', 'reporting') AND next_attempt_at <= ?
+    WHERE location_id = ? AND state IN ('queued', 'reporting') AND state = ? AND next_attempt_at <= ?
     ORDER BY next_attempt_at, id LIMIT ?`);
   // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
   const toSending = db.prepare<[{ id: number; now: number; key: string | null; tag: string | null }]>(`
@@ -167,16 +167,24 @@ export function createJobStore(db: Db) {
       return enqueue(message, now);
     },
     /** Due jobs in turns between locations; `turn` 1 is each location's first. */
-    /** `skip`: locations not to look at now (their sends wait for a budget). */
-    due(now: number, limit: number, skip?: (locationId: string) => boolean): DueJob[] {
-      // In turns: each location's first due job, then each one's second, and so on, so a
-      // location's backlog (a bulk campaign) never stands between another and its turn.
-      const locations = skip ? waitingLocations.all().filter((l) => !skip(l.location_id)) : waitingLocations.all();
+    /**
+     * Due jobs in turns between locations: each location's first, then each one's second,
+     * and so on, so a location's backlog (a bulk campaign) never stands between another
+     * and its turn. `waiting`: locations whose sends wait for a budget; only their reports
+     * are read now.
+     */
+    due(now: number, limit: number, waiting?: (locationId: string) => boolean): DueJob[] {
+      const locations = waitingLocations.all();
       const each = Math.ceil(limit / Math.max(1, locations.length)) + 1;
-      const rows = locations.flatMap(({ location_id }) =>
-        dueOf.all(location_id, now, each).map((row, i) => ({ ...row, locationId: location_id, turn: i + 1 })),
-      );
-      rows.sort((a, b) => a.turn - b.turn || a.next_attempt_at - b.next_attempt_at || a.id - b.id);
+      const rows = locations.flatMap(({ location_id: locationId }) => {
+        const reports = dueOf.all(locationId, "reporting", now, each);
+        const sends = waiting?.(locationId) ? [] : dueOf.all(locationId, "queued", now, each);
+        return [...reports, ...sends]
+          .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id)
+          .slice(0, each)
+          .map(({ id, state, next_attempt_at }, i) => ({ id, state, locationId, turn: i + 1, at: next_attempt_at }));
+      });
+      rows.sort((a, b) => a.turn - b.turn || a.at - b.at || a.id - b.id);
       return rows.slice(0, limit).map(({ id, state, locationId, turn }) => ({ id, state, locationId, turn }));
     },
     /** The whole job, to run it. */

@@ -75,7 +75,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN receipt TEXT;
   `,
   `
-  -- The queue is read in turns between locations: each location's due jobs in order.
-  CREATE INDEX jobs_due_by_location ON jobs (location_id, next_attempt_at, id) WHERE state IN ('queued', 'reporting');
+  -- The queue is read in turns between locations: each location's due sends and due
+  -- reports in order (a report never waits behind the location's backlog of sends).
+  CREATE INDEX jobs_due_by_location ON jobs (location_id, state, next_attempt_at, id) WHERE state IN ('queued', 'reporting');
   `,
 ];

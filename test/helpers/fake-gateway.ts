@@ -28,26 +28,34 @@ export async function startFakeGateway() {
   // By default the carrier delivers at once; a test can make receipts late, or refusals.
   let receiptOf: (message: string, sinceSendMs: number) => Receipt = () => ({ status: "delivered", dlr_status: "DELIVRD" });
 
-  // Cast's per-account limit, when a test sets one: a token bucket per API key.
-  const limit = { perSecond: 0, burst: 0, rateLimited: 0 };
+  // Cast's limits, when a test sets them: a token bucket per API key for sends, and one
+  // for every request from this (the only) address.
+  const limit = { perSecond: 0, burst: 0, requestsPerSecond: 0, requestBurst: 0, rateLimited: 0 };
   const buckets = new Map<string, { tokens: number; at: number }>();
-  function overLimit(apiKey: string): boolean {
-    if (limit.perSecond <= 0) return false;
+  function over(name: string, perSecond: number, burst: number): boolean {
+    if (perSecond <= 0) return false;
     const t = performance.now();
-    const b = buckets.get(apiKey) ?? { tokens: limit.burst, at: t };
-    b.tokens = Math.min(limit.burst, b.tokens + ((t - b.at) * limit.perSecond) / 1000);
+    const b = buckets.get(name) ?? { tokens: burst, at: t };
+    b.tokens = Math.min(burst, b.tokens + ((t - b.at) * perSecond) / 1000);
     b.at = t;
-    buckets.set(apiKey, b);
+    buckets.set(name, b);
     if (b.tokens < 1) return true;
     b.tokens -= 1;
     return false;
   }
+  function rateLimited(): Response {
+    limit.rateLimited++;
+    return jsonResponse({ success: false, error: "Rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "1" });
+  }
+  /** `handler` behind the per-address limit. */
+  const limited =
+    (handler: Handler): Handler =>
+    (req, event) =>
+      over("address", limit.requestsPerSecond, limit.requestBurst) ? rateLimited() : handler(req, event);
 
   async function handle(req: Recorded, event: H3Event): Promise<Response> {
-    if (overLimit(req.headers["x-api-key"] ?? "")) {
-      limit.rateLimited++;
-      return jsonResponse({ success: false, error: "Rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "1" });
-    }
+    if (over("address", limit.requestsPerSecond, limit.requestBurst)) return rateLimited();
+    if (over(`key ${req.headers["x-api-key"] ?? ""}`, limit.perSecond, limit.burst)) return rateLimited();
     const scope = `${req.headers["x-api-key"] ?? ""} ${req.headers["x-idempotency-key"] ?? ""}`;
     const kept = req.headers["x-idempotency-key"] ? answers.get(scope) : undefined;
     const replay = kept && (await kept);
@@ -86,16 +94,16 @@ export async function startFakeGateway() {
 
   const fake = await startFake({
     [SEND]: handle,
-    [STATUS]: status,
-    [LOGS]: logs,
-    [BALANCE]: () => jsonResponse({ success: true, credits: 1000, currency: "PHP" }),
+    [STATUS]: limited(status),
+    [LOGS]: limited(logs),
+    [BALANCE]: limited(() => jsonResponse({ success: true, credits: 1000, currency: "PHP" })),
   });
   return {
     ...fake,
     /** Replace how a route answers; for the send route, behind the idempotency cache. */
     on(route: string, next: Handler) {
       if (route === SEND) handler = next;
-      else fake.on(route, next);
+      else fake.on(route, limited(next));
     },
     /** Every call to the send endpoint, replays included. */
     calls: () => fake.received(SEND),
@@ -120,6 +128,11 @@ export async function startFakeGateway() {
     /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
     limit(perSecond: number, burst = perSecond) {
       Object.assign(limit, { perSecond, burst });
+      return limit;
+    },
+    /** Enforces Cast's requests a second per address, every kind of call together. */
+    limitRequests(requestsPerSecond: number, requestBurst: number) {
+      Object.assign(limit, { requestsPerSecond, requestBurst });
       return limit;
     },
   };

@@ -65,3 +65,29 @@ test("messages waiting for the key's budget hold no worker: status reports and o
   await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "b-own-key"), 5_000);
   expect(bridge.gateway.sent().filter((s) => s.message.startsWith("slow-")).length).toBeLessThan(10);
 });
+
+test("four keys together keep to CAST_REQUESTS_PER_SECOND: a gateway enforcing it per address answers no 429", async () => {
+  b = await startBridge({ env: { CAST_MESSAGES_PER_SECOND: "20", CAST_REQUESTS_PER_SECOND: "30" } });
+  const bridge = b;
+  // Cast's 30 a second, burst 50, for all calls from this address, with two to spare for loopback jitter.
+  const limit = bridge.gateway.limitRequests(30, 52);
+  const locations = ["loc-1", "loc-2", "loc-3", "loc-4"];
+  for (const [i, location] of locations.entries()) {
+    bridge.seed(location);
+    bridge.core.tokens.setConfig(location, { smsApiKey: `key-of-${location}-0123` }, Date.now());
+    await post(bridge, Array.from({ length: 40 }, (_, n) => `${i}-${n}`), location);
+  }
+  await waitFor(() => bridge.crm.statusReports().length >= 160, 30_000);
+
+  expect(limit.rateLimited).toBe(0);
+  expect(new Set(bridge.gateway.sent().map((s) => s.apiKey)).size).toBe(4);
+  expect(bridge.crm.statusReports().every((r) => r.body.status === "delivered")).toBe(true);
+});
+
+test("status reports do not wait behind their location's backlog of sends", async () => {
+  const bridge = await start(5, 0);
+  await post(bridge, Array.from({ length: 60 }, (_, i) => `m-${i}`), "loc-a");
+  await waitFor(() => bridge.crm.statusReports().length >= 5, 10_000);
+  // Reported while most of the campaign still waits for the key's budget.
+  expect(bridge.gateway.sent().length).toBeLessThan(40);
+});
