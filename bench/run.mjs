@@ -45,9 +45,12 @@ const QUICK = process.env.BENCH_QUICK === "1";
 const INTAKE = { connections: 50, rounds: QUICK ? 1 : 5, warmupSec: QUICK ? 1 : 5, durationSec: QUICK ? 2 : 5, presigned: QUICK ? 5_000 : 125_000 };
 const DRAIN = { messages: QUICK ? 100 : 1000, posters: 20, ratePerSec: 10, burst: 10, capSec: 150 };
 // One location's campaign queued on the key, another location's single messages spread through its drain.
+// Four locations, each with its own key, draining together through Cast's per-address limit.
+const KEYS = { keys: 4, messagesPerKey: QUICK ? 50 : 300, ratePerSec: 30, burst: 50, capSec: 150 };
 const FAIRNESS = { backlog: QUICK ? 300 : 3000, singles: QUICK ? 5 : 20, spacingMs: 2500, latencyMs: 250, ratePerSec: 10, posters: 20 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
 const CLI = { locations: 1000, runs: QUICK ? 3 : 20 };
+const ADMIN_KEY = "bench-admin-key-0123456789abcdef";
 const WATCHDOG_MS = 480_000; // everything is bounded on its own; this is the last resort
 
 const started = performance.now();
@@ -111,7 +114,7 @@ const results = {
   timestamp: new Date().toISOString(),
   machine: machine(),
   build: buildInfo(),
-  settings: { quick: QUICK, INTAKE, DRAIN, FAIRNESS, IDLE, CLI, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
+  settings: { quick: QUICK, INTAKE, DRAIN, KEYS, FAIRNESS, IDLE, CLI, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
 };
 
 try {
@@ -119,6 +122,7 @@ try {
   log(`bench: dist/bridge ${results.build.version} built ${results.build.builtAt}; tree at ${results.build.commit}${results.build.dirty ? " + uncommitted changes" : ""}`);
   results.intake = await intake();
   results.drain = await drain();
+  results.keys = await fourKeys();
   results.fairness = await fairness();
   results.idleLatency = await idleLatency();
   results.cli = await cliStartup();
@@ -367,6 +371,54 @@ function receiptDelays(gateway, crm) {
   return { measured: delays.length, p50Ms: round(percentile(delays, 50)), p99Ms: round(percentile(delays, 99)) };
 }
 
+// ==== 2c. four keys =================================================================
+
+async function fourKeys() {
+  const K = KEYS;
+  const locations = Array.from({ length: K.keys }, (_, i) => `loc-key-${i}`);
+  log(`\n[2c/4] four keys: ${K.messagesPerKey} messages on each of ${K.keys} keys through Cast's ${K.ratePerSec} requests/s per address, burst ${K.burst}`);
+  phaseLoad("keys");
+  const { bridge, crm, gateway } = await startBridge("keys", { limit: true, ratePerSec: K.ratePerSec, burst: K.burst, perAddress: true }, locations);
+  for (const [i, location] of locations.entries()) {
+    const res = await fetch(`${bridge.url}/api/admin/locations/${location}/config`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ sms_api_key: `bench-key-${i}-0123456789` }),
+    });
+    if (res.status !== 200) throw new Error(`config of ${location} answered ${res.status}`);
+  }
+  const total = K.keys * K.messagesPerKey;
+  let next = 0;
+  let firstAck;
+  const poster = async () => {
+    while (next < total) {
+      const n = next++;
+      const { at } = await postWebhook(bridge.url, `keys-${n}`, locations[n % K.keys]);
+      firstAck ??= at;
+    }
+  };
+  await Promise.all(Array.from({ length: 20 }, poster));
+  const deadline = performance.now() + K.capSec * 1000;
+  while (crm.reports.size < total && performance.now() < deadline) await sleep(100);
+  const times = gateway.accepted.map((a) => a.at).sort((a, b) => a - b);
+  const windowSec = ((times.at(-1) ?? performance.now()) - Math.min(firstAck, times[0] ?? Infinity)) / 1000;
+  const pollsPerSec = gateway.stats.statusCalls / windowSec;
+  // The budget left for sends: the per-address rate (plus its burst, spent once) less the receipt reads.
+  const allowed = K.burst + (K.ratePerSec - pollsPerSec) * windowSec;
+  await stop(bridge.child, 3000);
+  await closeAll(crm, gateway);
+  return {
+    sent: gateway.acceptedAt.size,
+    total,
+    windowSec: round(windowSec, 2),
+    allowed: round(allowed),
+    fractionOfAllowed: round(gateway.acceptedAt.size / allowed, 3),
+    receiptPollsPerSec: round(pollsPerSec, 2),
+    rateLimited429: gateway.stats.rateLimited,
+    reports: crm.reports.size,
+  };
+}
+
 // ==== 2b. fairness ==================================================================
 
 async function fairness() {
@@ -529,6 +581,7 @@ function bridgeEnv(databasePath, crmUrl, smsUrl) {
     SMS_API_URL: smsUrl,
     SMS_API_KEY: "bench-sms-api-key-0123456789",
     ALLOWED_COMPANY_IDS: "company-bench",
+    INBOUND_API_KEY: ADMIN_KEY,
     DATABASE_PATH: databasePath,
     HOST: "127.0.0.1",
     PORT: "0",

@@ -92,7 +92,7 @@ export async function startFakeCrm() {
  * (the carrier's receipt is there as soon as the message was accepted); both count as
  * `statusCalls`. The rate limit covers sends only.
  */
-export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0 } = {}) {
+export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0, perAddress = false } = {}) {
   let tokens = burst;
   let last = performance.now();
   let serial = 0;
@@ -114,6 +114,11 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
 
   // `arrived`: the request's arrival, not the end of its body, is "the gateway received the call".
   const server = await listen((req, res, body, arrived) => {
+    // `perAddress`: the limit is Cast's 30 requests/s for every call from this address.
+    if (perAddress && req.method === "GET" && limit && !take(performance.now())) {
+      stats.rateLimited++;
+      return json(res, 429, { success: false, error: "rate limit exceeded" }, { "retry-after": "1" });
+    }
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/status/")) {
       stats.statusCalls++;
       return json(res, 200, { success: true, status: "delivered", dlr_status: "DELIVRD" });

@@ -17,6 +17,13 @@ export function targets(r) {
     },
     { name: "drain: 429s (% of gateway calls)", value: d.rateLimitedPct, target: "< 1", met: d.rateLimitedPct < 1 },
     {
+      name: "four keys: sent / per-address budget left after receipt reads",
+      value: r.keys.fractionOfAllowed,
+      target: ">= 0.95, all sent",
+      met: r.keys.fractionOfAllowed >= 0.95 && r.keys.sent >= r.keys.total,
+    },
+    { name: "four keys: 429s", value: r.keys.rateLimited429, target: "< 1 %", met: r.keys.rateLimited429 < 0.01 * r.keys.total },
+    {
       name: "fairness: other location's ack-to-gateway p99 (ms)",
       value: r.fairness.p99Ms,
       target: "<= 1500, none missing",
@@ -51,6 +58,8 @@ export function printTable(r, log) {
     ["drain: status reports deliv./failed", `${d.reports.delivered} / ${d.reports.failed}`, `${d.queued}`, "", "", ""],
     ["drain: receipt -> report p50 / p99 (ms)", `${d.receipts.p50Ms} / ${d.receipts.p99Ms}`, `${d.receipts.measured} measured`, "", "", ""],
     ["drain: receipt polls / all gateway calls", `${d.receiptPolls} / ${d.gatewayCalls + d.receiptPolls}`, "", `${d.receiptPollPct}%`, "<= 15%", verdict("drain: receipt polls (% of gateway calls)")],
+    ["four keys: sent in window", `${r.keys.sent} / ${r.keys.total} in ${r.keys.windowSec} s`, `${r.keys.allowed} allowed`, r.keys.fractionOfAllowed, ">= 0.95", verdict("four keys: sent / per-address budget left after receipt reads")],
+    ["four keys: receipt reads/s, 429s", `${r.keys.receiptPollsPerSec}/s, ${r.keys.rateLimited429}`, "", "", "429s < 1%", verdict("four keys: 429s")],
     ["fairness: other location ack -> gateway p50 / p99 (ms)", `${r.fairness.p50Ms} / ${r.fairness.p99Ms}`, `${r.fairness.campaignSentMeanwhile} campaign SMS sent`, "", "p99 <= 1500 ms", verdict("fairness: other location's ack-to-gateway p99 (ms)")],
     ["idle ack -> gateway p50 / p99 (ms)", `${l.p50Ms} / ${l.p99Ms}`, "", "", "p50 < 20 ms", verdict("idle ack-to-gateway p50 (ms)")],
     ["CLI locations list, median (ms)", c.bridge.medianMs, `${c.node.medianMs} (node -e 0)`, c.ratio, "<= 1.5x", verdict("CLI start-up ratio (bridge / node -e 0)")],
