@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
-import type { TokenStore } from "../db/tokens.ts";
+import type { TokenRecord, TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, RateLimited, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config.ts";
@@ -139,7 +139,7 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   if (parts > deps.maxParts) return { result: failed("too_many_parts", `${parts} parts; at most ${deps.maxParts} allowed`) };
   // The operator's own key and sender ID serve only approved locations (CONTRACT.md 12):
   // whoever can authorize the app must not send on the operator's account and brand.
-  const shared = record.approved ? deps.defaults : { apiKey: "", senderId: "" };
+  const shared = sharedDefaults(deps, record);
   if (!record.smsApiKey && !record.approved && deps.defaults.apiKey) {
     return { result: failed("not_approved", `location ${locationId} is not approved to use the shared gateway key`) };
   }
@@ -186,8 +186,12 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): number | Res
 /** The API key a sent message's receipt is asked with: the one its location sends with now. */
 function receiptKey(deps: OutboundDeps, job: Job): string {
   const record = deps.tokens.get(job.message.locationId);
-  if (!record) return "";
-  return record.smsApiKey || (record.approved ? deps.defaults.apiKey : "");
+  return record ? record.smsApiKey || sharedDefaults(deps, record).apiKey : "";
+}
+
+/** The operator's key and sender ID, for the locations approved to use them. */
+function sharedDefaults(deps: OutboundDeps, record: TokenRecord): { apiKey: string; senderId: string } {
+  return record.approved ? deps.defaults : { apiKey: "", senderId: "" };
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */
