@@ -401,10 +401,13 @@ async function fourKeys() {
   const deadline = performance.now() + K.capSec * 1000;
   while (crm.reports.size < total && performance.now() < deadline) await sleep(100);
   const times = gateway.accepted.map((a) => a.at).sort((a, b) => a - b);
-  const windowSec = ((times.at(-1) ?? performance.now()) - Math.min(firstAck, times[0] ?? Infinity)) / 1000;
-  const pollsPerSec = gateway.stats.statusCalls / windowSec;
-  // The budget left for sends: the per-address rate (plus its burst, spent once) less the receipt reads.
-  const allowed = K.burst + (K.ratePerSec - pollsPerSec) * windowSec;
+  const start = Math.min(firstAck, times[0] ?? Infinity);
+  const end = times.at(-1) ?? performance.now();
+  const windowSec = (end - start) / 1000;
+  const reads = gateway.readsAt.filter((at) => at >= start && at <= end).length;
+  const pollsPerSec = reads / windowSec;
+  // The budget left for sends in the window: the per-address allowance less the receipt reads made in it.
+  const allowed = K.burst + K.ratePerSec * windowSec - reads;
   await stop(bridge.child, 3000);
   await closeAll(crm, gateway);
   return {

@@ -102,7 +102,8 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
   const stats = { calls: 0, rateLimited: 0, duplicates: 0, replays: 0, statusCalls: 0 };
   // Cast's idempotency cache: a repeated X-Idempotency-Key gets the first answer again.
   const replies = new Map();
-  const ids = []; // message ids in the order sent, for the log
+  const ids = []; // { id, key } in the order sent, for each account's log
+  const readsAt = []; // when each status or log read arrived
 
   function take(now) {
     tokens = Math.min(burst, tokens + ((now - last) * ratePerSec) / 1000);
@@ -119,14 +120,16 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
       stats.rateLimited++;
       return json(res, 429, { success: false, error: "rate limit exceeded" }, { "retry-after": "1" });
     }
+    if (req.method === "GET") readsAt.push(performance.now());
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/status/")) {
       stats.statusCalls++;
       return json(res, 200, { success: true, status: "delivered", dlr_status: "DELIVRD" });
     }
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/logs")) {
       stats.statusCalls++;
-      const logs = ids.slice(-500).reverse().map((id) => ({ id, status: "delivered", dlr_status: "DELIVRD" }));
-      return json(res, 200, { success: true, count: ids.length, logs });
+      const mine = ids.filter((sent) => sent.key === req.headers["x-api-key"]);
+      const logs = mine.slice(-500).reverse().map(({ id }) => ({ id, status: "delivered", dlr_status: "DELIVRD" }));
+      return json(res, 200, { success: true, count: mine.length, logs });
     }
     if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, { success: false, error: "not found" });
     stats.calls++;
@@ -145,12 +148,12 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     else acceptedAt.set(message, arrived);
     accepted.push({ at: performance.now(), message });
     const answer = { success: true, message_id: `cast-${++serial}`, parts: 1 };
-    ids.push(answer.message_id);
+    ids.push({ id: answer.message_id, key: req.headers["x-api-key"] });
     if (key) replies.set(key, answer);
     if (latencyMs > 0) setTimeout(() => json(res, 200, answer), latencyMs);
     else json(res, 200, answer);
   });
-  return { ...server, accepted, acceptedAt, rateLimitedAt, stats };
+  return { ...server, accepted, acceptedAt, rateLimitedAt, readsAt, stats };
 }
 
 function safeParse(text) {
