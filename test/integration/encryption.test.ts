@@ -23,7 +23,7 @@ test("with BRIDGE_ENCRYPTION_KEY, tokens and API keys are sealed on disk and wor
     .prepare("SELECT access_token, refresh_token, sms_api_key FROM tokens")
     .get() as Record<string, string>;
   const record = bridge.core.tokens.get("loc-1")!;
-  for (const value of Object.values(raw)) expect(value).toMatch(/^enc:v1:/);
+  for (const value of Object.values(raw)) expect(value).toMatch(/^enc:v2:/);
   const onDisk = JSON.stringify(raw);
   for (const secret of [record.accessToken, record.refreshToken, "sealed-api-key-123456"]) expect(onDisk).not.toContain(secret);
 });
@@ -85,7 +85,7 @@ test("values written before the key was set stay readable, and are sealed on the
   } finally {
     db.close();
   }
-  for (const value of Object.values(onDisk())) expect(value).toMatch(/^enc:v1:/);
+  for (const value of Object.values(onDisk())) expect(value).toMatch(/^enc:v2:/);
   expect(JSON.stringify(onDisk())).not.toMatch(/at-new|rt-new|plain-api-key/);
 });
 
@@ -137,3 +137,55 @@ test("a status report that meets such a secret is tried again, not given up, and
   expect(reports).toBe(2);
   expect(bridge.gateway.sent()).toHaveLength(1);
 });
+
+test("a refresh token's ciphertext copied into sms_api_key is refused, never sent to the gateway as an API key", async () => {
+  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  await bridge.install("loc-1");
+  const { refreshToken } = bridge.core.tokens.get("loc-1")!;
+  sql(bridge, "UPDATE tokens SET sms_api_key = refresh_token WHERE location_id = 'loc-1'");
+
+  expect((await bridge.webhook(outbound("e-swapped"))).status).toBe(200);
+  const misplaced = "tokens.sms_api_key: the stored value was sealed for another row or column, or altered, so it is not used";
+  await waitFor(() => bridge.logs.some((line) => line.includes(`job for message e-swapped failed: ${misplaced}`)));
+  expect(bridge.gateway.sent()).toEqual([]);
+  expect(bridge.core.jobs.get("e-swapped")?.state).toBe("queued"); // it waits for an operator, nothing is lost
+  const res = await bridge.admin("/api/admin/locations");
+  expect(res.status).toBe(503);
+  expect(await res.json()).toEqual({ error: `${misplaced}; store it again` });
+
+  // Setting the key again mends it; the waiting message goes out with that key.
+  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "mended-api-key-123456" }, Date.now());
+  await waitFor(() => bridge.core.jobs.get("e-swapped")?.state === "done", 10_000);
+  expect(bridge.gateway.sent().map((s) => s.apiKey)).toEqual(["mended-api-key-123456"]);
+  expect(bridge.logs.join("")).not.toContain(refreshToken);
+});
+
+test("a ciphertext copied into another row or another column fails to open; the key still passes the start check", async () => {
+  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  await bridge.install("loc-1");
+  await bridge.install("loc-2");
+  sql(bridge, "UPDATE tokens SET refresh_token = (SELECT refresh_token FROM tokens WHERE location_id = 'loc-1') WHERE location_id = 'loc-2'");
+  sql(bridge, "UPDATE tokens SET access_token = refresh_token WHERE location_id = 'loc-1'");
+
+  for (const [id, column] of [["loc-2", "refresh_token"], ["loc-1", "access_token"]]) {
+    expect(() => bridge.core.tokens.get(id!)).toThrow(`tokens.${column}: the stored value was sealed for another row or column, or altered`);
+  }
+  const db = openDb(bridge.config.databasePath);
+  try {
+    // Whichever row the check meets first: one bad row must not stop every location, or the CLI that mends it.
+    expect(() => createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))).checkKey()).not.toThrow();
+    expect(() => createTokenStore(db, createSealer(randomBytes(32))).checkKey()).toThrow("is not the key");
+  } finally {
+    db.close();
+  }
+});
+
+/** Changes the database behind bridge's back, as someone with write access to the file could. */
+function sql(b: Bridge, statement: string): void {
+  const raw = new Database(b.config.databasePath);
+  try {
+    expect(raw.prepare(statement).run().changes).toBe(1);
+  } finally {
+    raw.close();
+  }
+}
