@@ -4,6 +4,7 @@ import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config
 import type { Core } from "../core/index.ts";
 import { createSealer } from "../core/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
+import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { UsageError, type Io } from "./io.ts";
 
@@ -62,8 +63,10 @@ export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenS
   const config = commandConfig(io, options, "store");
   const db = openExisting(config, "store");
   try {
-    const tokens = createTokenStore(db, createSealer(config.encryptionKey));
+    const sealer = createSealer(config.encryptionKey);
+    const tokens = createTokenStore(db, sealer);
     tokens.checkKey();
+    if (config.encryptionKey) resealV1(db, sealer);
     return fn(tokens, config);
   } finally {
     db.close();

@@ -1,18 +1,11 @@
-import { createCipheriv, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { createSealer, type SealContext } from "../../src/core/sealer.ts";
+import { sealV1 } from "../helpers/sealer.ts";
 
 const KEY = randomBytes(32);
 const sealer = createSealer(KEY);
 const at = (column: string, row: string, table = "tokens"): SealContext => ({ table, column, row });
-
-/** A value as bridge sealed it before values were bound to their place (no associated data). */
-function sealV1(plain: string, key = KEY): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv("aes-256-gcm", key, iv);
-  const data = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
-  return `enc:v1:${iv.toString("base64")}:${cipher.getAuthTag().toString("base64")}:${data.toString("base64")}`;
-}
 
 describe("seal and open", () => {
   test.each([
@@ -65,13 +58,13 @@ describe("seal and open", () => {
     const none = createSealer(undefined);
     expect(none.seal("plain", at("sms_api_key", "loc-1"))).toBe("plain");
     expect(none.open("plain", at("sms_api_key", "loc-1"))).toBe("plain");
-    for (const stored of [sealer.seal("x", at("sms_api_key", "loc-1")), sealV1("x")]) {
+    for (const stored of [sealer.seal("x", at("sms_api_key", "loc-1")), sealV1("x", KEY)]) {
       expect(() => none.open(stored, at("sms_api_key", "loc-1"))).toThrow("the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
     }
   });
 
   test("a v1 value (sealed before values were bound) still opens, in any place, with the right key only", () => {
-    const stored = sealV1("old-refresh-token");
+    const stored = sealV1("old-refresh-token", KEY);
     expect(sealer.open(stored, at("refresh_token", "loc-1"))).toBe("old-refresh-token");
     expect(() => createSealer(randomBytes(32)).open(stored, at("refresh_token", "loc-1"))).toThrow("is not the key");
   });
