@@ -4,6 +4,7 @@ import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config
 import type { Core } from "../core/index.ts";
 import { createSealer } from "../core/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
+import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { UsageError, type Io } from "./io.ts";
 
@@ -35,11 +36,12 @@ export function commandConfig(io: Io, options: GlobalOptions, need: ConfigNeed):
 /** Config, database and core for one command; `close` when done. */
 export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed): Promise<Core & { close(): void }> {
   const config = commandConfig(io, options, need);
-  const db = openExisting(config, need);
   // Loaded here, not at start-up: commands that only read the store never need the HTTP clients.
   const { createCore, createLogger } = await import("./heavy.ts");
+  const log = createLogger(config.logLevel);
+  const db = openExisting(config, need, (message) => log.warn(message));
   try {
-    const core = createCore(config, db, createLogger(config.logLevel));
+    const core = createCore(config, db, log);
     return { ...core, close: () => db.close() };
   } catch (error) {
     db.close();
@@ -60,20 +62,22 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 /** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
 export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenStore, config: ResolvedConfig) => T): T {
   const config = commandConfig(io, options, "store");
-  const db = openExisting(config, "store");
+  const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`));
   try {
-    const tokens = createTokenStore(db, createSealer(config.encryptionKey));
+    const sealer = createSealer(config.encryptionKey);
+    const tokens = createTokenStore(db, sealer);
     tokens.checkKey();
+    if (config.encryptionKey) resealV1(db, sealer);
     return fn(tokens, config);
   } finally {
     db.close();
   }
 }
 
-function openExisting(config: ResolvedConfig, need: ConfigNeed): Db {
+function openExisting(config: ResolvedConfig, need: ConfigNeed, warn: (message: string) => void): Db {
   // Only the server creates the database; a typo in --db should not make a new, empty one.
   if (need !== "serve" && !existsSync(config.databasePath)) {
     throw new Error(`database not found: ${config.databasePath} (set DATABASE_PATH or --db)`);
   }
-  return openDb(config.databasePath, { existing: need !== "serve" });
+  return openDb(config.databasePath, { existing: need !== "serve", warn });
 }

@@ -1,6 +1,7 @@
 import { createGroupCommit, type Commit } from "../db/commit.ts";
 import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
+import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
@@ -63,8 +64,11 @@ export interface Tuning {
 }
 
 export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
-  const tokens = createTokenStore(db, createSealer(config.encryptionKey));
+  const sealer = createSealer(config.encryptionKey);
+  const tokens = createTokenStore(db, sealer);
   tokens.checkKey();
+  const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
+  if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);
   const commit = createGroupCommit(db, tuning.commitWindowMs);
   const crm = createCrmClient({

@@ -1,11 +1,40 @@
 import { AppError } from "./errors.ts";
 
-/** Marks a value sealed with AES-256-GCM; anything else is stored plain. */
-const PREFIX = "enc:v1:";
+/** Sealed by bridge before values were bound to their place: no associated data. Read, never written. */
+const V1 = "enc:v1:";
+/** Sealed with AES-256-GCM, bound to its table, column and row: `enc:v2:<key id>:<iv>:<tag>:<data>`. */
+const V2 = "enc:v2:";
+
+/**
+ * Where a sealed value is stored; it opens only there. Table and column are names
+ * from the code (no dots), so `table.column.row`, the associated data, is unambiguous.
+ */
+export interface SealContext {
+  table: string;
+  column: string;
+  row: string;
+}
 
 export interface Sealer {
-  seal(plain: string): string;
-  open(stored: string): string;
+  seal(plain: string, context: SealContext): string;
+  open(stored: string, context: SealContext): string;
+}
+
+/**
+ * Why a sealed value cannot be opened. All three are 503 with code ENCRYPTION_KEY: a job
+ * that meets one waits and is tried again until an operator mends it, nothing is lost.
+ * "misplaced": the key is right but the value was sealed for another row or column (or
+ * altered), so it is refused: a refresh token copied into `sms_api_key` must never
+ * travel to the gateway as an API key.
+ */
+export class SealError extends AppError {
+  readonly reason: "no_key" | "wrong_key" | "misplaced";
+
+  constructor(reason: SealError["reason"], message: string) {
+    super("ENCRYPTION_KEY", message, { status: 503 });
+    this.name = "SealError";
+    this.reason = reason;
+  }
 }
 
 /**
@@ -18,33 +47,54 @@ export function createSealer(key: Buffer | undefined): Sealer {
     return {
       seal: (plain) => plain,
       open(stored) {
-        if (stored.startsWith(PREFIX)) throw sealError("the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
+        if (stored.startsWith(V1) || stored.startsWith(V2)) {
+          throw new SealError("no_key", "the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
+        }
         return stored;
       },
     };
   }
   // Loaded only when there is a key: node:crypto costs ~5 ms of every CLI command's start-up.
-  const { createCipheriv, createDecipheriv, randomBytes } = process.getBuiltinModule("node:crypto");
+  const crypto = process.getBuiltinModule("node:crypto");
+  const secret = key;
+  // Names the key without revealing it, so a value sealed with another key is told
+  // apart from one moved to another row (both fail GCM's check alike).
+  const keyId = crypto.createHmac("sha256", key).update("bridge sealer key id").digest().subarray(0, 6).toString("base64");
+  const wrongKey = () => new SealError("wrong_key", "BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
   return {
-    seal(plain) {
+    seal(plain, context) {
       if (plain === "") return plain;
-      const iv = randomBytes(12);
-      const cipher = createCipheriv("aes-256-gcm", key, iv);
+      const iv = crypto.randomBytes(12);
+      const cipher = crypto.createCipheriv("aes-256-gcm", secret, iv).setAAD(associatedData(context));
       const sealed = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
-      return `${PREFIX}${iv.toString("base64")}:${cipher.getAuthTag().toString("base64")}:${sealed.toString("base64")}`;
+      return `${V2}${keyId}:${iv.toString("base64")}:${cipher.getAuthTag().toString("base64")}:${sealed.toString("base64")}`;
     },
-    open(stored) {
-      if (!stored.startsWith(PREFIX)) return stored;
-      const [iv = "", tag = "", data = ""] = stored.slice(PREFIX.length).split(":");
-      try {
-        const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64"));
-        decipher.setAuthTag(Buffer.from(tag, "base64"));
-        return Buffer.concat([decipher.update(Buffer.from(data, "base64")), decipher.final()]).toString("utf8");
-      } catch {
-        throw sealError("BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
+    open(stored, context) {
+      if (stored.startsWith(V1)) {
+        const plain = decrypt(stored.slice(V1.length).split(":"), undefined);
+        if (plain === undefined) throw wrongKey();
+        return plain;
       }
+      if (!stored.startsWith(V2)) return stored;
+      const [id, ...parts] = stored.slice(V2.length).split(":");
+      if (id !== keyId) throw wrongKey();
+      const plain = decrypt(parts, associatedData(context));
+      if (plain === undefined) throw misplaced(context);
+      return plain;
     },
   };
+
+  /** The plain text, or undefined when GCM's check fails. */
+  function decrypt([iv = "", tag = "", data = ""]: string[], aad: Buffer | undefined): string | undefined {
+    try {
+      const decipher = crypto.createDecipheriv("aes-256-gcm", secret, Buffer.from(iv, "base64"));
+      if (aad) decipher.setAAD(aad);
+      decipher.setAuthTag(Buffer.from(tag, "base64"));
+      return Buffer.concat([decipher.update(Buffer.from(data, "base64")), decipher.final()]).toString("utf8");
+    } catch {
+      return undefined;
+    }
+  }
 }
 
 /** A 32-byte key written as 64 hex characters or as base64; undefined when unreadable. */
@@ -53,11 +103,12 @@ export function parseEncryptionKey(text: string): Buffer | undefined {
   return key.length === 32 ? key : undefined;
 }
 
-/**
- * 503 when the server meets it: a CLI command run with the key sealed a value that a
- * `serve` started without it cannot read. Its jobs wait (and are retried) until
- * `serve` restarts with the key; nothing is lost.
- */
-function sealError(message: string): AppError {
-  return new AppError("ENCRYPTION_KEY", message, { status: 503 });
+function associatedData({ table, column, row }: SealContext): Buffer {
+  return Buffer.from(`${table}.${column}.${row}`, "utf8");
+}
+
+// The row (a location id) is left out of the message: the caller's log line names it.
+function misplaced({ table, column }: SealContext): SealError {
+  const why = "the stored value was sealed for another row or column, or altered, so it is not used; store it again";
+  return new SealError("misplaced", `${table}.${column}: ${why}`);
 }

@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import { errorMessage } from "../core/errors.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import { nativeBinding } from "./native.ts";
+import { makeFilesPrivate, refuseOthersFiles } from "./private-files.ts";
 
 export type Db = Database.Database;
 
@@ -10,10 +11,20 @@ export type Db = Database.Database;
  * Opens (creating it 0600 if needed) the one SQLite file bridge keeps, and brings
  * its schema up to date. The server and every CLI command open the same file.
  * Another program's database is refused untouched; `existing`: so is a new or empty file.
+ * So are files of another user (the database, its -wal and -shm); ours that other users
+ * may read or write are made 0600, and `warn` is told.
  */
-export function openDb(path: string, options: { existing?: boolean } = {}): Db {
+export function openDb(path: string, options: { existing?: boolean; warn?: (message: string) => void } = {}): Db {
   try {
-    return open(path, options.existing ?? false);
+    refuseOthersFiles(path);
+    const db = open(path, options.existing ?? false);
+    try {
+      for (const change of makeFilesPrivate(path)) options.warn?.(change);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    return db;
   } catch (error) {
     const reason = errorMessage(error);
     // SQLite's own words name neither the file nor what to check.

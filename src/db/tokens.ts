@@ -1,4 +1,4 @@
-import { createSealer, type Sealer } from "../core/sealer.ts";
+import { createSealer, SealError, type SealContext, type Sealer } from "../core/sealer.ts";
 import type { Db } from "./index.ts";
 
 /** One CRM location's token record (spec 2.1). Times are ms since the epoch. */
@@ -112,9 +112,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     UPDATE tokens SET refresh_lease_until = ?
     WHERE location_id = ? AND token_serial = ? AND refresh_lease_until < ?`);
   // Tokens and API keys are sealed on their next write once a key is set: either may be first.
-  const anySealed = db.prepare<[], { v: string }>(`
-    SELECT CASE WHEN refresh_token LIKE 'enc:v1:%' THEN refresh_token ELSE sms_api_key END AS v FROM tokens
-    WHERE refresh_token LIKE 'enc:v1:%' OR sms_api_key LIKE 'enc:v1:%' LIMIT 1`);
+  const anySealed = db.prepare<[], { location_id: string; secret_column: SecretColumn; v: string }>(`
+    SELECT location_id, CASE WHEN refresh_token LIKE 'enc:%' THEN 'refresh_token' ELSE 'sms_api_key' END AS secret_column,
+      CASE WHEN refresh_token LIKE 'enc:%' THEN refresh_token ELSE sms_api_key END AS v FROM tokens
+    WHERE refresh_token LIKE 'enc:%' OR sms_api_key LIKE 'enc:%' LIMIT 1`);
   // Only our own lease: a newer token write (serial) means it was already released.
   const unlease = db.prepare<[string, string, number]>(`
     UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ? AND token_serial = ?`);
@@ -126,7 +127,11 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
      */
     save(token: NewToken, now: number, approved = false): void {
       if (!token.locationId) throw new Error("refusing to store a token record without a location_id");
-      const sealed = { accessToken: sealer.seal(token.accessToken), refreshToken: sealer.seal(token.refreshToken) };
+      const { locationId } = token;
+      const sealed = {
+        accessToken: sealer.seal(token.accessToken, sealedIn("access_token", locationId)),
+        refreshToken: sealer.seal(token.refreshToken, sealedIn("refresh_token", locationId)),
+      };
       upsert.run({ ...token, ...sealed, now, approved: approved ? 1 : 0 });
     },
     get(locationId: string): TokenRecord | undefined {
@@ -139,14 +144,16 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     listings(): LocationListing[] {
       const listings = selectListings.all();
       for (const listing of listings) {
-        listing.sms_api_key = sealer.open(listing.sms_api_key);
+        listing.sms_api_key = sealer.open(listing.sms_api_key, sealedIn("sms_api_key", listing.location_id));
         listing.approved = Boolean(listing.approved);
       }
       return listings;
     },
     /** Stores a refreshed pair; false when the location is gone. */
     updateTokens(locationId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
-      return updatePair.run(sealer.seal(accessToken), sealer.seal(refreshToken), expiresAt, now, locationId).changes > 0;
+      const access = sealer.seal(accessToken, sealedIn("access_token", locationId));
+      const refresh = sealer.seal(refreshToken, sealedIn("refresh_token", locationId));
+      return updatePair.run(access, refresh, expiresAt, now, locationId).changes > 0;
     },
     delete(locationId: string): boolean {
       return remove.run(locationId).changes > 0;
@@ -161,7 +168,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     },
     /** Sets what is given; an absent field keeps its value. False when the location is unknown. */
     setConfig(locationId: string, change: { senderId?: string; smsApiKey?: string }, now: number): boolean {
-      const smsApiKey = change.smsApiKey === undefined ? null : sealer.seal(change.smsApiKey);
+      const smsApiKey = change.smsApiKey === undefined ? null : sealer.seal(change.smsApiKey, sealedIn("sms_api_key", locationId));
       const params = { id: locationId, senderId: change.senderId ?? null, smsApiKey, now };
       return updateConfig.run(params).changes > 0;
     },
@@ -171,12 +178,28 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     releaseLease(locationId: string, serial: number, refreshError = ""): void {
       unlease.run(refreshError, locationId, serial);
     },
-    /** Throws now, at start, if sealed secrets cannot be opened with the configured key. */
+    /**
+     * Throws now, at start, if sealed secrets cannot be opened with the configured key.
+     * A value sealed for another row proves the key right all the same: it is refused
+     * where it is used, and does not stop every other location (or the CLI that mends it).
+     */
     checkKey(): void {
       const row = anySealed.get();
-      if (row) sealer.open(row.v);
+      try {
+        if (row) sealer.open(row.v, sealedIn(row.secret_column, row.location_id));
+      } catch (error) {
+        if (!(error instanceof SealError && error.reason === "misplaced")) throw error;
+      }
     },
   };
+}
+
+/** The columns of `tokens` that hold secrets. */
+export type SecretColumn = "access_token" | "refresh_token" | "sms_api_key";
+
+/** Where a secret of `tokens` is sealed: it opens only in the same column of the same row. */
+export function sealedIn(column: SecretColumn, locationId: string): SealContext {
+  return { table: "tokens", column, row: locationId };
 }
 
 /**
@@ -191,13 +214,13 @@ function fromRow(row: Row, sealer: Sealer): TokenRecord {
   return {
     locationId: row.location_id,
     companyId: row.company_id,
-    accessToken: sealer.open(row.access_token),
-    refreshToken: sealer.open(row.refresh_token),
+    accessToken: sealer.open(row.access_token, sealedIn("access_token", row.location_id)),
+    refreshToken: sealer.open(row.refresh_token, sealedIn("refresh_token", row.location_id)),
     expiresAt: row.expires_at,
     installedAt: row.installed_at,
     updatedAt: row.updated_at,
     senderId: row.sender_id,
-    smsApiKey: sealer.open(row.sms_api_key),
+    smsApiKey: sealer.open(row.sms_api_key, sealedIn("sms_api_key", row.location_id)),
     refreshError: row.refresh_error,
     serial: row.token_serial,
     approved: row.approved === 1,

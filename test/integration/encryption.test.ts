@@ -1,11 +1,16 @@
 import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import { afterEach, expect, test } from "vitest";
+import { run } from "../../src/cli/index.ts";
 import { loadConfig } from "../../src/core/config.ts";
+import { createCore } from "../../src/core/index.ts";
+import { createLogger } from "../../src/core/log.ts";
 import { createSealer } from "../../src/core/sealer.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
 import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { sealV1 } from "../helpers/sealer.ts";
+import { captureStream } from "../helpers/stream.ts";
 
 const KEY = randomBytes(32).toString("hex");
 let bridge: Bridge;
@@ -23,7 +28,7 @@ test("with BRIDGE_ENCRYPTION_KEY, tokens and API keys are sealed on disk and wor
     .prepare("SELECT access_token, refresh_token, sms_api_key FROM tokens")
     .get() as Record<string, string>;
   const record = bridge.core.tokens.get("loc-1")!;
-  for (const value of Object.values(raw)) expect(value).toMatch(/^enc:v1:/);
+  for (const value of Object.values(raw)) expect(value).toMatch(/^enc:v2:/);
   const onDisk = JSON.stringify(raw);
   for (const secret of [record.accessToken, record.refreshToken, "sealed-api-key-123456"]) expect(onDisk).not.toContain(secret);
 });
@@ -85,7 +90,7 @@ test("values written before the key was set stay readable, and are sealed on the
   } finally {
     db.close();
   }
-  for (const value of Object.values(onDisk())) expect(value).toMatch(/^enc:v1:/);
+  for (const value of Object.values(onDisk())) expect(value).toMatch(/^enc:v2:/);
   expect(JSON.stringify(onDisk())).not.toMatch(/at-new|rt-new|plain-api-key/);
 });
 
@@ -137,3 +142,107 @@ test("a status report that meets such a secret is tried again, not given up, and
   expect(reports).toBe(2);
   expect(bridge.gateway.sent()).toHaveLength(1);
 });
+
+test("a refresh token's ciphertext copied into sms_api_key is refused, never sent to the gateway as an API key", async () => {
+  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  await bridge.install("loc-1");
+  const { refreshToken } = bridge.core.tokens.get("loc-1")!;
+  sql(bridge, "UPDATE tokens SET sms_api_key = refresh_token WHERE location_id = 'loc-1'");
+
+  expect((await bridge.webhook(outbound("e-swapped"))).status).toBe(200);
+  const misplaced = "tokens.sms_api_key: the stored value was sealed for another row or column, or altered, so it is not used";
+  await waitFor(() => bridge.logs.some((line) => line.includes(`job for message e-swapped failed: ${misplaced}`)));
+  expect(bridge.gateway.sent()).toEqual([]);
+  expect(bridge.core.jobs.get("e-swapped")?.state).toBe("queued"); // it waits for an operator, nothing is lost
+  const res = await bridge.admin("/api/admin/locations");
+  expect(res.status).toBe(503);
+  expect(await res.json()).toEqual({ error: `${misplaced}; store it again` });
+
+  // Setting the key again mends it; the waiting message goes out with that key.
+  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "mended-api-key-123456" }, Date.now());
+  await waitFor(() => bridge.core.jobs.get("e-swapped")?.state === "done", 10_000);
+  expect(bridge.gateway.sent().map((s) => s.apiKey)).toEqual(["mended-api-key-123456"]);
+  expect(bridge.logs.join("")).not.toContain(refreshToken);
+});
+
+test("a ciphertext copied into another row or another column fails to open; the key still passes the start check", async () => {
+  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  await bridge.install("loc-1");
+  await bridge.install("loc-2");
+  sql(bridge, "UPDATE tokens SET refresh_token = (SELECT refresh_token FROM tokens WHERE location_id = 'loc-1') WHERE location_id = 'loc-2'");
+  sql(bridge, "UPDATE tokens SET access_token = refresh_token WHERE location_id = 'loc-1'");
+
+  for (const [id, column] of [["loc-2", "refresh_token"], ["loc-1", "access_token"]]) {
+    expect(() => bridge.core.tokens.get(id!)).toThrow(`tokens.${column}: the stored value was sealed for another row or column, or altered`);
+  }
+  const db = openDb(bridge.config.databasePath);
+  try {
+    // Whichever row the check meets first: one bad row must not stop every location, or the CLI that mends it.
+    expect(() => createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))).checkKey()).not.toThrow();
+    expect(() => createTokenStore(db, createSealer(randomBytes(32))).checkKey()).toThrow("is not the key");
+  } finally {
+    db.close();
+  }
+});
+
+test("enc:v1 values (sealed before values were bound) still open, and the first process with the key seals them as v2", async () => {
+  bridge = await startBridge(); // the values are written plain, then sealed as an earlier bridge did
+  for (const id of ["loc-1", "loc-2"]) await bridge.install(id);
+  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "old-api-key-123456" }, Date.now());
+  const before = bridge.core.tokens.list();
+  const key = Buffer.from(KEY, "hex");
+  const toV1 = (id: string) => {
+    const plain = before.find((record) => record.locationId === id)!;
+    const v1 = (value: string) => (value ? `'${sealV1(value, key)}'` : "''");
+    const values = `access_token = ${v1(plain.accessToken)}, refresh_token = ${v1(plain.refreshToken)}, sms_api_key = ${v1(plain.smsApiKey)}`;
+    sql(bridge, `UPDATE tokens SET ${values} WHERE location_id = '${id}'`);
+  };
+  toV1("loc-1");
+  toV1("loc-2");
+  expect(Object.values(onDiskOf(bridge, "loc-1"))).toEqual(Array(3).fill(expect.stringMatching(/^enc:v1:/)));
+  const keyed = createSealer(key);
+  const db = openDb(bridge.config.databasePath);
+  try {
+    expect(createTokenStore(db, keyed).list()).toEqual(before); // v1 still opens
+
+    // Any command with the key: here `bridge locations list`.
+    const out: string[] = [];
+    const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: { BRIDGE_ENCRYPTION_KEY: KEY } };
+    expect(await run(["--db", bridge.config.databasePath, "locations", "list", "--json"], io)).toBe(0);
+    expect(out.join("")).toContain('"sms_api_key": "old-api-key-..."');
+    for (const id of ["loc-1", "loc-2"]) {
+      for (const value of Object.values(onDiskOf(bridge, id))) expect(value).toMatch(/^(enc:v2:|$)/);
+    }
+    expect(createTokenStore(db, keyed).list()).toEqual(before);
+
+    // And `serve` (createCore), which says so in its log.
+    toV1("loc-2");
+    const logs: string[] = [];
+    const config = loadConfig({ ...bridge.env, BRIDGE_ENCRYPTION_KEY: KEY }, "serve");
+    createCore(config, db, createLogger("info", captureStream(logs)));
+    expect(logs.join("")).toContain("secrets of 1 location(s) sealed again, now bound to their row and column");
+    expect(Object.values(onDiskOf(bridge, "loc-2"))).toEqual([expect.stringMatching(/^enc:v2:/), expect.stringMatching(/^enc:v2:/), ""]);
+    expect(createTokenStore(db, keyed).list()).toEqual(before);
+  } finally {
+    db.close();
+  }
+});
+
+function onDiskOf(b: Bridge, locationId: string): Record<string, string> {
+  const raw = new Database(b.config.databasePath, { readonly: true });
+  try {
+    return raw.prepare("SELECT access_token, refresh_token, sms_api_key FROM tokens WHERE location_id = ?").get(locationId) as Record<string, string>;
+  } finally {
+    raw.close();
+  }
+}
+
+/** Changes the database behind bridge's back, as someone with write access to the file could. */
+function sql(b: Bridge, statement: string): void {
+  const raw = new Database(b.config.databasePath);
+  try {
+    expect(raw.prepare(statement).run().changes).toBe(1);
+  } finally {
+    raw.close();
+  }
+}
