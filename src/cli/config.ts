@@ -20,17 +20,34 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .command("set <locationId>")
     .description('set a location\'s sender ID and/or SMS API key ("" clears one back to the global default)')
     .option("--sender-id <value>", "sender ID for this location's messages (default: SMS_SENDER_ID)")
-    .option("--sms-api-key <value>", "Cast.ph API key for this location (default: SMS_API_KEY)")
+    .option(
+      "--sms-api-key <value>",
+      'Cast.ph API key for this location (default: SMS_API_KEY); "-" (recommended) reads it from standard input, ' +
+        "one line, not echoed on a terminal: a key on the command line is visible to every user in the process list",
+    )
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { senderId?: string; smsApiKey?: string; json?: boolean }) => {
       locationArg(locationId);
       if (options.senderId === undefined && options.smsApiKey === undefined) {
         throw new UsageError("config set needs --sender-id and/or --sms-api-key");
       }
+      const smsApiKey = options.smsApiKey === "-" ? await keyFromStdin(io) : options.smsApiKey;
       const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("./heavy.ts")]);
-      const change = { sender_id: options.senderId, sms_api_key: options.smsApiKey };
+      const change = { sender_id: options.senderId, sms_api_key: smsApiKey };
       print(io, withStore(io, globals(), (tokens) => setLocationConfig(tokens, locationId, change, Date.now())), options.json);
     });
+}
+
+/**
+ * `--sms-api-key -`. An empty line is refused rather than taken as "clear the key": it is
+ * more often an unset variable piped in, and clearing sends the location's messages with
+ * the shared key. Clearing stays explicit: `--sms-api-key ""`.
+ */
+async function keyFromStdin(io: Io): Promise<string> {
+  if (!io.readLine) throw new UsageError("--sms-api-key -: there is no standard input to read the key from");
+  const key = await io.readLine("SMS API key (not shown): ");
+  if (key === "") throw new UsageError('--sms-api-key -: no key on standard input (to clear the key, use --sms-api-key "")');
+  return key;
 }
 
 function print(io: Io, config: LocationConfig, asJson: boolean | undefined): void {

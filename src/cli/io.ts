@@ -1,17 +1,24 @@
 import { writeSync } from "node:fs";
 import { ID_RULE, isId } from "../core/ids.ts";
+import { readStdinLine } from "./stdin.ts";
 
 /** Where a command writes and what environment it sees; tests pass their own. */
 export interface Io {
   out(text: string): void;
   err(text: string): void;
   env: Record<string, string | undefined>;
+  /**
+   * One line of standard input without its line ending; from a terminal, typed after
+   * `prompt` without echo. Absent: this Io has no standard input.
+   */
+  readLine?(prompt: string): Promise<string>;
 }
 
 export const processIo: Io = {
   out: (text) => writeAll(1, text),
   err: (text) => writeAll(2, text),
   env: process.env,
+  readLine: readStdinLine,
 };
 
 /** A usage mistake: exit code 2, like commander's own. */

@@ -66,6 +66,15 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(bad.stderr).toContain('not a location id: "loc-1\\n[error] forged"');
   });
 
+  test("config set --sms-api-key - takes the key from standard input, not the command line", async () => {
+    const child = spawn(BINARY, ["config", "set", "loc-1", "--sms-api-key", "-", "--json"], { env: e2e.env, cwd: e2e.dir });
+    let out = "";
+    child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stdin?.end("stdin-api-key-0123456789\n");
+    expect(await exited(child)).toBe(0);
+    expect(JSON.parse(out)).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "stdin-api-ke..." });
+  });
+
   test("config set takes effect on the running server's next message, without a restart", async () => {
     const set = await bridge("config", "set", "loc-1", "--sender-id", "BRIDGE", "--sms-api-key", "loc1-secret-api-key-xyz");
     expect(set.code).toBe(0);
