@@ -176,6 +176,23 @@ export async function startBridge(options: BridgeOptions = {}) {
 
 export type Bridge = Awaited<ReturnType<typeof startBridge>>;
 
+/**
+ * For tests that each start their bridge with options of their own: the returned
+ * function starts one (and seeds `locations`), and the last one is closed after each test.
+ */
+export function bridgePerTest() {
+  let current: Bridge | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return async (options: BridgeOptions = {}, ...locations: string[]) => {
+    current = await startBridge(options);
+    for (const locationId of locations) current.seed(locationId);
+    return current;
+  };
+}
+
 /** Starts a fresh bridge before each test of the enclosing describe and closes it after. */
 export function useBridge(options: () => BridgeOptions = () => ({})) {
   const ctx = {} as { bridge: Bridge };

@@ -1,21 +1,12 @@
-import { afterEach, expect, test } from "vitest";
-import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { expect, test } from "vitest";
+import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type BridgeOptions } from "../helpers/bridge.ts";
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** Account problems hold a key's messages; they don't burn the queue (CONTRACT.md 5.6). */
 
-let b: Bridge | undefined;
-afterEach(async () => {
-  await b?.close();
-  b = undefined;
-});
-
-async function start(options: BridgeOptions = {}) {
-  b = await startBridge(options);
-  b.seed("loc-1");
-  return b;
-}
+const startWith = bridgePerTest();
+const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");
 
 const OUT_OF_CREDIT = () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402);
 

@@ -1,21 +1,12 @@
-import { afterEach, expect, test } from "vitest";
-import { outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { expect, test } from "vitest";
+import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { LOGS } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** Delivery receipts (CONTRACT.md 5.7): Cast's acceptance is not delivery. */
 
-let b: Bridge | undefined;
-afterEach(async () => {
-  await b?.close();
-  b = undefined;
-});
-
-async function start(options: BridgeOptions = {}) {
-  b = await startBridge(options);
-  b.seed("loc-1");
-  return b;
-}
+const startWith = bridgePerTest();
+const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");
 
 async function deliver(bridge: Bridge, messageId: string) {
   expect((await bridge.webhook(outbound(messageId))).status).toBe(200);
