@@ -36,6 +36,11 @@ Environment (also read from ./.env or --env-file; the real environment wins):
   DATABASE_PATH         SQLite file, default ./bridge.db (--db)
   HOST, PORT            where serve listens, default 0.0.0.0:3000
   LOG_LEVEL             silent|error|warn|info|debug|trace, default info
+  LOG_FORMAT            text|json (one JSON object per line), default text
+  RETENTION_DAYS        how long the message log keeps a finished message, default 30
+  LOW_BALANCE_CREDITS   warn when a Cast key's balance is below this, default 500; 0: never
+  METRICS_TOKEN         bearer of GET /metrics (serve), at least 24 characters;
+                        unset: no /metrics
   BRIDGE_ENCRYPTION_KEY 32-byte key (64 hex or base64): encrypt tokens and API keys at rest
 
 Exit codes: 0 success, 1 failure, 2 usage error.`;

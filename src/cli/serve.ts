@@ -19,6 +19,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
     readyAt: core.scheduler.readyAt,
     now: core.now,
     log,
+    retentionMs: config.retentionMs,
   });
   const app = createApp({ core, worker });
   const server = await listen(app, config.host, config.port).catch((error: unknown) => {

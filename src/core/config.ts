@@ -58,10 +58,21 @@ export interface ResolvedConfig {
    * install, and its locations start pending (CONTRACT.md 12).
    */
   allowedCompanyIds: string[];
+  /** `text` lines, or one JSON object per line (LOG_FORMAT). */
+  logFormat: LogFormat;
+  /** How long the message log keeps a finished message (RETENTION_DAYS), in ms. */
+  retentionMs: number;
+  /** Below this many credits on a Cast key, a warning (LOW_BALANCE_CREDITS); 0: never. */
+  lowBalanceCredits: number;
+  /** Bearer of GET /metrics (METRICS_TOKEN); "" : no /metrics. */
+  metricsToken: string;
 }
 
 export const LOG_LEVELS = ["silent", "error", "warn", "info", "debug", "trace"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const LOG_FORMATS = ["text", "json"] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 type EnvName =
   | "BASE_URL"
@@ -87,7 +98,11 @@ type EnvName =
   | "SMS_HOLD_MAX"
   | "DLR_WAIT"
   | "CAST_REQUESTS_PER_SECOND"
-  | "CAST_MESSAGES_PER_SECOND";
+  | "CAST_MESSAGES_PER_SECOND"
+  | "LOG_FORMAT"
+  | "RETENTION_DAYS"
+  | "LOW_BALANCE_CREDITS"
+  | "METRICS_TOKEN";
 
 /**
  * Validates the environment once. Every problem (bad values, and missing values
@@ -148,6 +163,10 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
     logLevel: read("LOG_LEVEL", oneOf(LOG_LEVELS), "info"),
     encryptionKey: read("BRIDGE_ENCRYPTION_KEY", encryptionKey, undefined),
     allowedCompanyIds: read("ALLOWED_COMPANY_IDS", idList, []),
+    logFormat: read("LOG_FORMAT", oneOf(LOG_FORMATS), "text"),
+    retentionMs: read("RETENTION_DAYS", wholeNumber(1, 3650), 30) * 86_400_000,
+    lowBalanceCredits: read("LOW_BALANCE_CREDITS", wholeNumber(0, 1_000_000_000), 500),
+    metricsToken: read("METRICS_TOKEN", metricsToken, ""),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -179,6 +198,10 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     BRIDGE_ENCRYPTION_KEY: config.encryptionKey ? "(set: tokens and keys encrypted at rest)" : "(unset)",
     ALLOWED_COMPANY_IDS:
       config.allowedCompanyIds.join(",") || "(unset: any company may install; its locations wait for approval)",
+    LOG_FORMAT: config.logFormat,
+    RETENTION_DAYS: config.retentionMs / 86_400_000,
+    LOW_BALANCE_CREDITS: config.lowBalanceCredits || "0 (no warning)",
+    METRICS_TOKEN: config.metricsToken ? "(set: /metrics enabled)" : "(unset: no /metrics)",
   };
 }
 
@@ -275,6 +298,13 @@ function adminKeys(value: string): string[] {
     }
   }
   return keys;
+}
+
+/** METRICS_TOKEN: a bearer like the admin key, as long, so it cannot be guessed either. */
+function metricsToken(value: string): string {
+  obeying(API_KEY)(value);
+  if (value.length < ADMIN_KEY_MIN) throw new Invalid(`must be at least ${ADMIN_KEY_MIN} characters; make one with \`openssl rand -hex 24\``);
+  return value;
 }
 
 function describeKeys(keys: string[]): string {

@@ -46,6 +46,10 @@ describe("defaults", () => {
     ["SMS_API_KEY", (c) => c.sms.apiKey, ""],
     ["SMS_SENDER_ID", (c) => c.sms.senderId, ""],
     ["INBOUND_API_KEY", (c) => c.inboundApiKeys.length, 0],
+    ["LOG_FORMAT", (c) => c.logFormat, "text"],
+    ["RETENTION_DAYS", (c) => c.retentionMs, 30 * 86_400_000],
+    ["LOW_BALANCE_CREDITS", (c) => c.lowBalanceCredits, 500],
+    ["METRICS_TOKEN", (c) => c.metricsToken, ""],
   ])("%s defaults", (_, pick, expected) => {
     expect(pick(config)).toBe(expected);
   });
@@ -284,6 +288,7 @@ describe("describeConfig", () => {
     CRM_CLIENT_SECRET: "crm-secret-d41d8cd98f00b204",
     SMS_API_KEY: "sms-key-e9800998ecf8427e",
     INBOUND_API_KEY: "inbound-key-5eb63bbbe01eeed0",
+    METRICS_TOKEN: "metrics-token-7d793037a0760186",
   };
   const described = JSON.stringify(describeConfig(loadConfig({ ...full, ...secrets }, "serve")));
 
@@ -299,5 +304,25 @@ describe("describeConfig", () => {
   test("shows non-secret values as they are", () => {
     const shown = describeConfig(loadConfig({ ...full, ...secrets }, "serve"));
     expect(shown).toMatchObject({ BASE_URL: full.BASE_URL, CRM_CLIENT_ID: CLIENT_ID, PORT: 3000, TRUSTED_PROXIES: "127.0.0.1,::1" });
+  });
+});
+
+describe("operator's view settings", () => {
+  test.each([
+    ["LOG_FORMAT", "xml", "must be one of text, json"],
+    ["RETENTION_DAYS", "0", "whole number from 1"],
+    ["LOW_BALANCE_CREDITS", "-5", "whole number from 0"],
+    ["METRICS_TOKEN", "short", "at least 24 characters"],
+    ["METRICS_TOKEN", "has a space in it 0123456789", "printable ASCII"],
+  ])("%s=%s is refused: %s", (name, value, says) => {
+    const problems = problemsOf({ [name]: value }, "store");
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(name);
+    expect(problems[0]).toContain(says);
+  });
+
+  test("values are read", () => {
+    const config = loadConfig({ LOG_FORMAT: "json", RETENTION_DAYS: "7", LOW_BALANCE_CREDITS: "0", METRICS_TOKEN: "m".repeat(24) }, "store");
+    expect(config).toMatchObject({ logFormat: "json", retentionMs: 7 * 86_400_000, lowBalanceCredits: 0, metricsToken: "m".repeat(24) });
   });
 });
