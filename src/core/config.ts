@@ -1,4 +1,5 @@
 import type { KeyObject } from "node:crypto";
+import { durationMs } from "./duration.ts";
 import { ConfigError } from "./errors.ts";
 import { ID_RULE, isId } from "./ids.ts";
 import { parseEncryptionKey } from "./sealer.ts";
@@ -351,13 +352,11 @@ function rate(value: string): number {
   return n;
 }
 
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
 /** A duration such as `90s`, `30m`, `1h` or `2d`. */
 function duration(value: string): number {
-  const match = /^(\d+)\s*([smhd])$/.exec(value.trim());
-  if (!match) throw new Invalid("must be a duration such as 90s, 30m, 1h or 2d");
-  return Number(match[1]) * (UNIT_MS[match[2] ?? "s"] ?? 1000);
+  const ms = durationMs(value);
+  if (ms === undefined) throw new Invalid("must be a duration such as 90s, 30m, 1h or 2d");
+  return ms;
 }
 
 function yesNo(value: string): boolean {

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
-import type { Claim, Job, JobStore, OutboundMessage, Result } from "../db/jobs.ts";
+import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../db/jobs.ts";
 import type { TokenRecord, TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, RateLimited, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
@@ -11,7 +11,7 @@ import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
-import { smsParts } from "./parts.ts";
+import { composeText, smsParts } from "./parts.ts";
 import { toLocalPH } from "./phone.ts";
 import { backoffMs } from "./retry.ts";
 import type { TokenService } from "./tokens.ts";
@@ -85,14 +85,15 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
       const wait = deps.scheduler.trySend(plan.request.apiKey, job.message.locationId);
       if (wait > 0) return wait;
     }
-    const claim: Claim | undefined = "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag } : undefined;
+    const claim: Claim | undefined =
+      "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId } : undefined;
     const claimedAt = deps.now();
     if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
     const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
     const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     if ("retryAt" in result) {
       await storeUntilDone(deps, `message ${job.message.messageId}: its next attempt`, () =>
-        deps.jobs.sendLater(job.id, result.retryAt, result.reason, deps.now(), result.freshKey),
+        deps.jobs.sendLater(job.id, result.retryAt, result.reason, deps.now(), result),
       );
       return;
     }
@@ -110,11 +111,6 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
   if (job.state === "reporting") await report(deps, job);
-}
-
-/** The text as sent: the message, then each attachment URL on its own line. */
-export function composeText(message: OutboundMessage): string {
-  return [message.message, ...message.attachments].filter((part) => part !== "").join("\n");
 }
 
 /** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
@@ -179,7 +175,8 @@ function keyTag(apiKey: string): string {
 function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): number | Result | undefined {
   const hold = deps.holds.check(apiKey);
   if (!hold) return undefined;
-  if (deps.now() - job.createdAt < deps.holdMaxMs) return deps.holds.lookAgainMs;
+  // An operator's retry starts the wait anew.
+  if (deps.now() - (job.requeuedAt ?? job.createdAt) < deps.holdMaxMs) return deps.holds.lookAgainMs;
   return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
 }
 
@@ -205,12 +202,12 @@ async function send(
   deps: OutboundDeps,
   job: Job,
   request: SendRequest,
-): Promise<Result | { retryAt: number; reason: string; freshKey?: boolean }> {
+): Promise<Result | ({ retryAt: number; reason: string } & SendLater)> {
   const { messageId, locationId } = job.message;
   try {
     const sent = await deps.sms.send(request);
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
-    return { outcome: "delivered", gatewayMessageId: sent.messageId };
+    return { outcome: "delivered", gatewayMessageId: sent.messageId, parts: sent.parts };
   } catch (error) {
     const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
     // Cast says how long its budget is spent: no send on this key before then.
@@ -218,7 +215,7 @@ async function send(
     // The key or the account, not this message: hold the key's messages until it works again.
     if (error instanceof GatewayError && [401, 402, 403].includes(error.httpStatus ?? 0)) {
       deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
-      return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: true };
+      return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: true, held: true };
     }
     if (error instanceof GatewayError && error.failure !== "rejected") {
       // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
@@ -229,7 +226,7 @@ async function send(
       if (retryAt - first <= Math.min(deps.holdMaxMs, RESEND_WINDOW_MS)) {
         const log = job.attempts === 0 ? deps.log.warn : deps.log.debug;
         log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with the same idempotency key`);
-        return { retryAt, reason: errorMessage(error) };
+        return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" };
       }
       const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
       deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
@@ -278,7 +275,7 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
   try {
     ({ accessToken } = await deps.tokenService.validToken(locationId));
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
-    await deps.commit(() => deps.jobs.finish(job.id, "done", deps.now()));
+    await deps.commit(() => deps.jobs.reported(job.id, status.status, deps.now()));
     deps.log.debug(`message ${messageId}: reported ${status.status}`);
   } catch (error) {
     // 401: the CRM no longer takes this access token (revoked or rotated elsewhere);
@@ -295,7 +292,7 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
   const { messageId, locationId } = job.message;
   const attempt = job.attempts + 1;
   if (!reportRetryable(error) || attempt >= (deps.reportAttempts ?? REPORT_ATTEMPTS)) {
-    await deps.commit(() => deps.jobs.finish(job.id, "dead", deps.now()));
+    await deps.commit(() => deps.jobs.giveUp(job.id, deps.now(), errorMessage(error)));
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }

@@ -1,3 +1,10 @@
+import type { OutboundMessage } from "../db/jobs.ts";
+
+/** The text as sent: the message, then each attachment URL on its own line. */
+export function composeText(message: OutboundMessage): string {
+  return [message.message, ...message.attachments].filter((part) => part !== "").join("\n");
+}
+
 /**
  * How many SMS parts a text costs (each part is one Cast credit). GSM 03.38 text:
  * 160 septets in one part, 153 per part once split; the extension characters take two

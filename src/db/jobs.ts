@@ -34,6 +34,8 @@ export interface Job {
   receipt: string | null;
   /** When the webhook was accepted. */
   createdAt: number;
+  /** When an operator queued it again after it failed; null if never. */
+  requeuedAt: number | null;
 }
 
 /** A due job as the queue sees it before it runs one: no payload read yet. */
@@ -57,6 +59,8 @@ export interface Receipt {
 export interface Claim {
   idempotencyKey: string;
   apiKeyTag: string;
+  /** The sender ID it goes with ("" : the gateway's default), for the message log. */
+  senderId?: string;
 }
 
 export interface Result {
@@ -64,6 +68,18 @@ export interface Result {
   errorCode?: string;
   errorMessage?: string;
   gatewayMessageId?: string;
+  /** SMS parts, as the gateway counted them. */
+  parts?: number;
+}
+
+/** Why a send goes back to the queue: each is recorded in the message log differently. */
+export interface SendLater {
+  /** A refusal that proves nothing was sent: the next attempt takes a fresh key. */
+  freshKey?: boolean;
+  /** The gateway refused the API key itself: the message is held, not failed. */
+  held?: boolean;
+  /** No clear answer: the SMS may have left (an operator may then never retry it). */
+  unclear?: boolean;
 }
 
 export type JobStore = ReturnType<typeof createJobStore>;
@@ -83,6 +99,7 @@ interface Row {
   receipt_deadline: number | null;
   receipt: string | null;
   created_at: number;
+  requeued_at: number | null;
 }
 
 /**
@@ -116,42 +133,91 @@ export function createJobStore(db: Db) {
     WHERE location_id = ? AND state IN ('queued', 'reporting') AND state = ? AND next_attempt_at <= ?
     ORDER BY next_attempt_at, id LIMIT ?`);
   // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
-  const toSending = db.prepare<[{ id: number; now: number; key: string | null; tag: string | null }]>(`
-    UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now,
+  const toSending = db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null }]>(`
+    UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now, held = 0,
+      sender_id = coalesce(@sender, sender_id),
       idempotency_key = coalesce(idempotency_key, @key), api_key_tag = coalesce(api_key_tag, @tag),
       first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at ELSE coalesce(first_sent_at, @now) END
     WHERE id = @id AND state = 'queued'`);
-  const sendLater = db.prepare<[{ id: number; at: number; reason: string; now: number; fresh: number }]>(`
+  const sendLater = db.prepare<[{ id: number; at: number; reason: string; now: number; fresh: number; held: number; unclear: number }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now,
       idempotency_key = CASE WHEN @fresh THEN NULL ELSE idempotency_key END,
-      api_key_tag = CASE WHEN @fresh THEN NULL ELSE api_key_tag END
+      api_key_tag = CASE WHEN @fresh THEN NULL ELSE api_key_tag END,
+      held = @held, unclear = max(unclear, @unclear)
     WHERE id = @id AND state = 'sending'`);
+  const lastReason = db.prepare<[number], string | null>("SELECT error_message FROM jobs WHERE id = ?").pluck();
+  const addEvent = db.prepare<[number, number, EventKind, string]>("INSERT INTO job_events (job_id, at, kind, detail) VALUES (?, ?, ?, ?)");
+  const lastEvent = db.prepare<[number, EventKind], string>(
+    "SELECT detail FROM job_events WHERE job_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+  ).pluck();
+  // A wait is logged when its reason changes, not at every try of a long outage.
+  const queueAgain = db.transaction((id: number, at: number, reason: string, now: number, how: SendLater) => {
+    const before = lastReason.get(id);
+    const flags = { fresh: how.freshKey ? 1 : 0, held: how.held ? 1 : 0, unclear: how.unclear ? 1 : 0 };
+    if (sendLater.run({ id, at, reason, now, ...flags }).changes === 0) return;
+    if (before !== reason) addEvent.run(id, now, how.held ? "held" : "retry", reason);
+  });
   const toReporting = db.prepare<
-    [{ id: number; now: number; at: number; deadline: number | null } & Required<Omit<Result, "outcome">> & Pick<Result, "outcome">]
+    [
+      { id: number; now: number; at: number; deadline: number | null; parts: number | null } & Required<Omit<Result, "outcome" | "parts">> &
+        Pick<Result, "outcome">,
+    ]
   >(`
     UPDATE jobs SET state = 'reporting', outcome = @outcome, error_code = nullif(@errorCode, ''),
       error_message = nullif(@errorMessage, ''), gateway_message_id = nullif(@gatewayMessageId, ''),
-      attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline
+      attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline, held = 0,
+      sent_at = CASE WHEN @gatewayMessageId <> '' THEN @now END, parts = coalesce(@parts, parts),
+      unclear = max(unclear, @errorCode IN ('gateway_unknown', 'delivery_unknown'))
     WHERE id = @id`);
+  const record = db.transaction((row: Parameters<typeof toReporting.run>[0]) => {
+    toReporting.run(row);
+    if (row.outcome === "failed") addEvent.run(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
+  });
   const receiptLater = db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
   const toReceipt = db.prepare<[{ id: number; now: number; outcome: Outcome; receipt: string; errorCode: string; errorMessage: string }]>(`
-    UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL,
+    UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL, receipt_at = @now,
       error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
       attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE id = @id`);
-  const setState = db.prepare<[JobState, number, number]>("UPDATE jobs SET state = ?, updated_at = ? WHERE id = ?");
+  const settle = db.transaction((row: Parameters<typeof toReceipt.run>[0]) => {
+    toReceipt.run(row);
+    if (row.outcome === "failed") addEvent.run(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
+  });
+  const reported = db.prepare<[{ id: number; status: string; now: number }]>(`
+    UPDATE jobs SET state = 'done', reported_status = @status, reported_at = @now, updated_at = @now WHERE id = @id`);
+  const setDead = db.prepare<[number, number]>("UPDATE jobs SET state = 'dead', updated_at = ? WHERE id = ?");
+  const giveUp = db.transaction((id: number, now: number, reason: string) => {
+    setDead.run(now, id);
+    addEvent.run(id, now, "report_failed", `status not reported: ${reason}`);
+  });
   const retryLater = db.prepare<[number, string, number, number]>(`
     UPDATE jobs SET next_attempt_at = ?, attempts = attempts + 1, error_message = coalesce(error_message, ?), updated_at = ?
     WHERE id = ?`);
+  const reportLater = db.transaction((id: number, at: number, reason: string, now: number) => {
+    retryLater.run(at, reason, now, id);
+    if (lastEvent.get(id, "report_retry") !== reason) addEvent.run(id, now, "report_retry", reason);
+  });
   // Caught mid-send by a crash: with a key Cast still remembers, the same send again is
   // safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
+  const resumable = "state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since";
+  const logResumed = db.prepare<[{ now: number; since: number }]>(`
+    INSERT INTO job_events (job_id, at, kind, detail)
+    SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`);
   const resumeInterrupted = db.prepare<[{ now: number; since: number }]>(`
-    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now
-    WHERE state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since`);
+    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now WHERE ${resumable}`);
+  const logInterrupted = db.prepare<[{ now: number }]>(`
+    INSERT INTO job_events (job_id, at, kind, detail)
+    SELECT id, @now, 'failed', 'delivery_unknown: delivery unknown after restart' FROM jobs WHERE state = 'sending'`);
   const interrupted = db.prepare<[{ now: number }]>(`
-    UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = 'delivery_unknown',
+    UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = 'delivery_unknown', unclear = 1,
       error_message = 'delivery unknown after restart', attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE state = 'sending'`);
+  const recover = db.transaction((now: number, since: number) => {
+    logResumed.run({ now, since });
+    const resumed = resumeInterrupted.run({ now, since }).changes;
+    logInterrupted.run({ now });
+    return { resumed, failed: interrupted.run({ now }).changes };
+  });
   const byMessage = db.prepare<[string], Row>("SELECT * FROM jobs WHERE message_id = ?");
   const byId = db.prepare<[number], Row>("SELECT * FROM jobs WHERE id = ?");
   const counts = db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state");
@@ -198,19 +264,20 @@ export function createJobStore(db: Db) {
      * No claim: nothing goes to the gateway (the job is failed without a send).
      */
     claimForSending(id: number, now: number, claim?: Claim): boolean {
-      return toSending.run({ id, now, key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null }).changes > 0;
+      const row = { id, now, key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null, sender: claim?.senderId ?? null };
+      return toSending.run(row).changes > 0;
     },
     /**
      * Queued again for `at`: with the same idempotency key after an unclear answer; with
      * `freshKey` after a refusal that proves nothing was sent (Cast keeps a refusal's
      * answer under its key too, so the old key could only be refused again).
      */
-    sendLater(id: number, at: number, reason: string, now: number, freshKey = false): void {
-      sendLater.run({ id, at, reason, now, fresh: freshKey ? 1 : 0 });
+    sendLater(id: number, at: number, reason: string, now: number, how: SendLater = {}): void {
+      queueAgain(id, at, reason, now, how);
     },
     /** The send's result; with `receipt`, the report waits for the carrier's receipt (first look at `receipt.at`). */
     recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }): void {
-      toReporting.run({
+      record({
         id,
         now,
         at: receipt?.at ?? now,
@@ -219,6 +286,7 @@ export function createJobStore(db: Db) {
         errorCode: result.errorCode ?? "",
         errorMessage: result.errorMessage ?? "",
         gatewayMessageId: result.gatewayMessageId ?? "",
+        parts: result.parts ?? null,
       });
     },
     /** No final receipt yet: look again at `at`. */
@@ -227,21 +295,26 @@ export function createJobStore(db: Db) {
     },
     /** The receipt settled the outcome (or none came in time): the report goes next. */
     recordReceipt(id: number, receipt: Receipt, now: number): void {
-      toReceipt.run({ id, now, errorCode: "", errorMessage: "", ...receipt });
+      settle({ id, now, errorCode: "", errorMessage: "", ...receipt });
     },
-    finish(id: number, state: "done" | "dead", now: number): void {
-      setState.run(state, now, id);
+    /** HighLevel took the status: the job is done. */
+    reported(id: number, status: string, now: number): void {
+      reported.run({ id, status, now });
     },
+    /** The status report is given up (`reason`): the job is dead. */
+    giveUp(id: number, now: number, reason: string): void {
+      giveUp(id, now, reason);
+    },
+    /** The status report failed for `reason`: try again at `at`. */
     retryLater(id: number, at: number, reason: string, now: number): void {
-      retryLater.run(at, reason, now, id);
+      reportLater(id, at, reason, now);
     },
     /**
      * Jobs a crash caught mid-send: sent again with their key when it was first used
      * after `since` (Cast still remembers it); else reported failed, never resent.
      */
     recoverInterrupted(now: number, since: number): { resumed: number; failed: number } {
-      const resumed = resumeInterrupted.run({ now, since }).changes;
-      return { resumed, failed: interrupted.run({ now }).changes };
+      return recover(now, since);
     },
     get(messageId: string): Job | undefined {
       const row = byMessage.get(messageId);
@@ -273,5 +346,13 @@ function fromRow(row: Row): Job {
     receiptDeadline: row.receipt_deadline,
     receipt: row.receipt,
     createdAt: row.created_at,
+    requeuedAt: row.requeued_at,
   };
+}
+
+/** What the message log records besides the columns: each with its time. */
+export type EventKind = "retry" | "held" | "failed" | "report_retry" | "report_failed" | "restart" | "requeued";
+
+function describe(code: string, message: string): string {
+  return code ? `${code}: ${message}` : message;
 }

@@ -79,4 +79,52 @@ export const MIGRATIONS: readonly string[] = [
   -- reports in order (a report never waits behind the location's backlog of sends).
   CREATE INDEX jobs_due_by_location ON jobs (location_id, state, next_attempt_at, id) WHERE state IN ('queued', 'reporting');
   `,
+  `
+  -- The message log (CONTRACT.md 8): what each message went out with and what became
+  -- of it. The happy path fills columns; errors, holds and an operator's retry are
+  -- events of their own, each with its time.
+  ALTER TABLE jobs ADD COLUMN gateway TEXT NOT NULL DEFAULT 'cast';
+  ALTER TABLE jobs ADD COLUMN sender_id TEXT;
+  ALTER TABLE jobs ADD COLUMN parts INTEGER;
+  -- When the gateway accepted the message, and when its final receipt (or its absence) settled it.
+  ALTER TABLE jobs ADD COLUMN sent_at INTEGER;
+  ALTER TABLE jobs ADD COLUMN receipt_at INTEGER;
+  -- What HighLevel was told, and when.
+  ALTER TABLE jobs ADD COLUMN reported_status TEXT;
+  ALTER TABLE jobs ADD COLUMN reported_at INTEGER;
+  -- Queued again because the gateway refused the API key (401, 402, 403): held, not failed.
+  ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1));
+  -- An attempt got no clear answer, so the SMS may have left: an operator may not retry it.
+  -- Jobs from before this log kept no record of their attempts: any attempt counts.
+  ALTER TABLE jobs ADD COLUMN unclear INTEGER NOT NULL DEFAULT 0 CHECK (unclear IN (0, 1));
+  UPDATE jobs SET unclear = 1 WHERE first_sent_at IS NOT NULL;
+  -- When an operator queued a failed message again (its hold time counts from then).
+  ALTER TABLE jobs ADD COLUMN requeued_at INTEGER;
+
+  CREATE TABLE job_events (
+    id INTEGER PRIMARY KEY,
+    job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+  ) STRICT;
+  CREATE INDEX job_events_by_job ON job_events (job_id, id);
+
+  -- Newest first, for all locations or one.
+  CREATE INDEX jobs_by_time ON jobs (created_at);
+  CREATE INDEX jobs_by_location_time ON jobs (location_id, created_at);
+
+  -- Gateway API keys as the operator's view knows them, by a hash of the key (never the
+  -- key): whether the gateway holds it, and its last known balance.
+  CREATE TABLE gateway_keys (
+    key_tag TEXT PRIMARY KEY,
+    key_masked TEXT NOT NULL,
+    held_since INTEGER,
+    held_status INTEGER,
+    held_reason TEXT,
+    balance REAL,
+    balance_at INTEGER,
+    balance_error TEXT
+  ) STRICT;
+  `,
 ];

@@ -46,10 +46,10 @@ test("finished jobs older than the retention are removed at start, a batch at a 
   const today = 100 * DAY;
   const add = (id: string, at: number) => (jobs.enqueue({ messageId: id, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] }, at), jobs.get(id)!.id);
   db.transaction(() => {
-    for (let i = 0; i < 2500; i++) jobs.finish(add(`old-done-${i}`, 0), "done", today - 31 * DAY);
+    for (let i = 0; i < 2500; i++) jobs.reported(add(`old-done-${i}`, 0), "delivered", today - 31 * DAY);
   })();
-  jobs.finish(add("old-dead", 0), "dead", today - 31 * DAY);
-  jobs.finish(add("recent-done", 0), "done", today - 29 * DAY);
+  jobs.giveUp(add("old-dead", 0), today - 31 * DAY, "HighLevel refused");
+  jobs.reported(add("recent-done", 0), "delivered", today - 29 * DAY);
   jobs.retryLater(add("old-queued", 0), today + DAY, "paced", today - 60 * DAY); // still to send
   const reporting = add("old-reporting", 0);
   jobs.recordResult(reporting, { outcome: "delivered", gatewayMessageId: "g-1" }, today - 60 * DAY);

@@ -1,0 +1,211 @@
+import type { Db } from "./index.ts";
+import type { EventKind, JobState, OutboundMessage, Outcome } from "./jobs.ts";
+
+/** A message's status as the operator sees it (CONTRACT.md 8). */
+export const MESSAGE_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed"] as const;
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
+
+/** One message of the log, as stored (times in ms since the epoch). */
+export interface LoggedMessage {
+  id: number;
+  message: OutboundMessage;
+  state: JobState;
+  status: MessageStatus;
+  outcome: Outcome | null;
+  gateway: string;
+  senderId: string | null;
+  parts: number | null;
+  gatewayMessageId: string | null;
+  idempotencyKey: string | null;
+  receipt: string | null;
+  reportedStatus: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  attempts: number;
+  /** An attempt got no clear answer: the SMS may have left. */
+  unclear: boolean;
+  createdAt: number;
+  firstSentAt: number | null;
+  sentAt: number | null;
+  receiptAt: number | null;
+  reportedAt: number | null;
+  requeuedAt: number | null;
+  updatedAt: number;
+}
+
+export interface MessageEvent {
+  at: number;
+  kind: EventKind;
+  detail: string;
+}
+
+export interface MessageFilter {
+  locationId?: string;
+  status?: MessageStatus;
+  /** Received at or after this time. */
+  since?: number;
+  /** Only messages older than this one (the last of the previous page). */
+  before?: { createdAt: number; id: number };
+  limit: number;
+}
+
+/** Unfinished work of one location. */
+export interface Backlog {
+  locationId: string;
+  waiting: number;
+  /** When the oldest of them was received. */
+  oldest: number;
+}
+
+export type MessageLog = ReturnType<typeof createMessageLog>;
+
+/**
+ * The operator's derived status: a job's state, whether its key is held, and whether a
+ * receipt is still awaited. One expression, so lists, filters and counts agree.
+ */
+const STATUS = `CASE
+  WHEN state = 'queued' THEN CASE held WHEN 1 THEN 'held' ELSE 'queued' END
+  WHEN state = 'sending' THEN 'sending'
+  WHEN outcome = 'failed' THEN 'failed'
+  WHEN receipt_deadline IS NOT NULL THEN 'sent'
+  ELSE 'delivered' END`;
+
+const COLUMNS = `id, payload, state, ${STATUS} AS status, outcome, gateway, sender_id, parts, gateway_message_id,
+  idempotency_key, receipt, reported_status, error_code, error_message, attempts, unclear, created_at,
+  first_sent_at, sent_at, receipt_at, reported_at, requeued_at, updated_at`;
+
+interface Row {
+  id: number;
+  payload: string;
+  state: JobState;
+  status: MessageStatus;
+  outcome: Outcome | null;
+  gateway: string;
+  sender_id: string | null;
+  parts: number | null;
+  gateway_message_id: string | null;
+  idempotency_key: string | null;
+  receipt: string | null;
+  reported_status: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  attempts: number;
+  unclear: number;
+  created_at: number;
+  first_sent_at: number | null;
+  sent_at: number | null;
+  receipt_at: number | null;
+  reported_at: number | null;
+  requeued_at: number | null;
+  updated_at: number;
+}
+
+/**
+ * The message log over the jobs table: what the operator lists, shows and retries.
+ * Newest first by the time a message was received (indexed, for one location or all).
+ */
+export function createMessageLog(db: Db) {
+  const byMessageId = db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM jobs WHERE message_id = ?`);
+  const events = db.prepare<[number], MessageEvent>("SELECT at, kind, detail FROM job_events WHERE job_id = ? ORDER BY id");
+  const counts = db.prepare<[], { status: MessageStatus; n: number }>(`SELECT ${STATUS} AS status, count(*) AS n FROM jobs GROUP BY 1`);
+  const backlog = db.prepare<[], { location_id: string; waiting: number; oldest: number }>(`
+    SELECT location_id, count(*) AS waiting, min(created_at) AS oldest FROM jobs
+    WHERE state IN ('queued', 'sending') GROUP BY location_id ORDER BY oldest`);
+  const addEvent = db.prepare<[number, number, EventKind, string]>("INSERT INTO job_events (job_id, at, kind, detail) VALUES (?, ?, ?, ?)");
+  // Guarded by `updated_at`: a job the server changed since the operator's look is left alone.
+  const requeue = db.prepare<{ id: number; now: number; seen: number }>(`
+    UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
+      next_attempt_at = @now, idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, sender_id = NULL,
+      parts = NULL, receipt_deadline = NULL, receipt = NULL, receipt_at = NULL, sent_at = NULL, held = 0,
+      reported_status = NULL, reported_at = NULL, requeued_at = @now, updated_at = @now
+    WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
+  const requeueLogged = db.transaction((message: LoggedMessage, now: number, detail: string): boolean => {
+    if (requeue.run({ id: message.id, now, seen: message.updatedAt }).changes === 0) return false;
+    addEvent.run(message.id, now, "requeued", detail);
+    return true;
+  });
+
+  return {
+    list(filter: MessageFilter): LoggedMessage[] {
+      const { where, params } = conditions(filter);
+      const sql = `SELECT ${COLUMNS} FROM jobs ${where} ORDER BY created_at DESC, id DESC LIMIT ?`;
+      return db.prepare<unknown[], Row>(sql).all(...params, filter.limit).map(fromRow);
+    },
+    get(messageId: string): LoggedMessage | undefined {
+      const row = byMessageId.get(messageId);
+      return row && fromRow(row);
+    },
+    /** What happened to the message besides its columns: errors, holds, retries. */
+    events(id: number): MessageEvent[] {
+      return events.all(id);
+    },
+    /** How many messages of the log are in each status. */
+    counts(): Record<MessageStatus, number> {
+      const all = Object.fromEntries(MESSAGE_STATUSES.map((s) => [s, 0])) as Record<MessageStatus, number>;
+      for (const { status, n } of counts.all()) all[status] = n;
+      return all;
+    },
+    /** Each location with messages still to send, the longest waiting first. */
+    backlog(): Backlog[] {
+      return backlog.all().map((r) => ({ locationId: r.location_id, waiting: r.waiting, oldest: r.oldest }));
+    },
+    /**
+     * Queues a failed message again, as new: a fresh idempotency key, its hold time from
+     * now. False when the job changed since `message` was read. The caller decides
+     * whether it may be retried at all (core/messages.ts).
+     */
+    requeue(message: LoggedMessage, now: number, detail: string): boolean {
+      return requeueLogged(message, now, detail);
+    },
+  };
+}
+
+function conditions(filter: MessageFilter): { where: string; params: unknown[] } {
+  const clauses: string[] = [];
+  const params: unknown[] = [];
+  if (filter.locationId !== undefined) {
+    clauses.push("location_id = ?");
+    params.push(filter.locationId);
+  }
+  if (filter.status !== undefined) {
+    clauses.push(`${STATUS} = ?`);
+    params.push(filter.status);
+  }
+  if (filter.since !== undefined) {
+    clauses.push("created_at >= ?");
+    params.push(filter.since);
+  }
+  if (filter.before !== undefined) {
+    clauses.push("(created_at, id) < (?, ?)");
+    params.push(filter.before.createdAt, filter.before.id);
+  }
+  return { where: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
+}
+
+function fromRow(row: Row): LoggedMessage {
+  return {
+    id: row.id,
+    message: JSON.parse(row.payload) as OutboundMessage,
+    state: row.state,
+    status: row.status,
+    outcome: row.outcome,
+    gateway: row.gateway,
+    senderId: row.sender_id,
+    parts: row.parts,
+    gatewayMessageId: row.gateway_message_id,
+    idempotencyKey: row.idempotency_key,
+    receipt: row.receipt,
+    reportedStatus: row.reported_status,
+    errorCode: row.error_code,
+    errorMessage: row.error_message,
+    attempts: row.attempts,
+    unclear: row.unclear === 1,
+    createdAt: row.created_at,
+    firstSentAt: row.first_sent_at,
+    sentAt: row.sent_at,
+    receiptAt: row.receipt_at,
+    reportedAt: row.reported_at,
+    requeuedAt: row.requeued_at,
+    updatedAt: row.updated_at,
+  };
+}
