@@ -74,6 +74,17 @@ export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenS
   }
 }
 
+/** Runs `fn` with the database alone (the message log needs no secrets). */
+export function withDb<T>(io: Io, options: GlobalOptions, fn: (db: Db, config: ResolvedConfig) => T): T {
+  const config = commandConfig(io, options, "store");
+  const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`));
+  try {
+    return fn(db, config);
+  } finally {
+    db.close();
+  }
+}
+
 function openExisting(config: ResolvedConfig, need: ConfigNeed, warn: (message: string) => void): Db {
   // Only the server creates the database; a typo in --db should not make a new, empty one.
   if (need !== "serve" && !existsSync(config.databasePath)) {

@@ -6,6 +6,7 @@ import type { GlobalOptions } from "./context.ts";
 import { installUrlCommand } from "./install-url.ts";
 import { processIo, UsageError, type Io } from "./io.ts";
 import { locationsCommand } from "./locations.ts";
+import { messagesCommand } from "./messages.ts";
 import { tokenCommand } from "./token.ts";
 
 const ENVIRONMENT_HELP = `
@@ -66,6 +67,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
       exitCode = await serveCommand(io, globals());
     });
   locationsCommand(program, io, globals);
+  messagesCommand(program, io, globals);
   configCommand(program, io, globals);
   tokenCommand(program, io, globals);
   installUrlCommand(program, io, globals);

@@ -1,6 +1,7 @@
 import { createGroupCommit, type Commit } from "../db/commit.ts";
 import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
+import { createMessageLog, type MessageLog } from "../db/messages.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
@@ -21,6 +22,8 @@ export interface Core {
   db: Db;
   tokens: TokenStore;
   jobs: JobStore;
+  /** The message log: what the operator lists, shows and retries. */
+  messages: MessageLog;
   /** Group commit for the job table's writes: the webhooks' and the queue worker's. */
   commit: Commit;
   crm: CrmClient;
@@ -119,6 +122,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     db,
     tokens,
     jobs,
+    messages: createMessageLog(db),
     commit,
     crm,
     sms,

@@ -2,12 +2,13 @@ import { getRouterParam, type H3, type H3Event } from "h3";
 import { setLocationConfig } from "../core/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { approveLocation, getLocationConfig, listLocations } from "../core/locations.ts";
+import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
 import { httpError, type AppDeps } from "./app.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
 /** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
-export function adminRoutes(app: H3, { core }: AppDeps): void {
+export function adminRoutes(app: H3, { core, worker }: AppDeps): void {
   const auth = createAdminAuth(core);
 
   app.get("/api/admin/locations", (event) => {
@@ -30,16 +31,42 @@ export function adminRoutes(app: H3, { core }: AppDeps): void {
     auth(event);
     return approveLocation(core.tokens, locationParam(event), core.now());
   });
+
+  app.get("/api/admin/messages", (event) => {
+    auth(event);
+    const q = event.url.searchParams;
+    const query = Object.fromEntries(["location", "status", "since", "limit", "cursor"].flatMap((k) => (q.has(k) ? [[k, q.get(k) ?? ""]] : [])));
+    return listMessages(core.messages, messageFilter(query, core.now()));
+  });
+
+  app.get("/api/admin/messages/:messageId", (event) => {
+    auth(event);
+    return showMessage(core.messages, idParam(event, "messageId", "message"));
+  });
+
+  app.post("/api/admin/messages/:messageId/retry", (event) => {
+    auth(event);
+    const messageId = idParam(event, "messageId", "message");
+    if (!core.messages.get(messageId)) throw messageNotFound(messageId);
+    const refusal = retryMessages(core.messages, [messageId], core.now()).refused[0];
+    if (refusal) throw httpError(409, `message ${messageId} may not be retried: ${refusal.reason}`);
+    worker?.notify();
+    return { message_id: messageId, queued: true };
+  });
 }
 
 function locationParam(event: H3Event): string {
-  const raw = getRouterParam(event, "locationId") ?? "";
+  return idParam(event, "locationId", "location");
+}
+
+function idParam(event: H3Event, param: string, what: string): string {
+  const raw = getRouterParam(event, param) ?? "";
   let id: string;
   try {
     id = decodeURIComponent(raw);
   } catch {
-    throw httpError(400, "malformed location id in the path");
+    throw httpError(400, `malformed ${what} id in the path`);
   }
-  if (!isId(id)) throw httpError(400, `invalid location id: it ${ID_RULE}`);
+  if (!isId(id)) throw httpError(400, `invalid ${what} id: it ${ID_RULE}`);
   return id;
 }

@@ -1,0 +1,138 @@
+import type { Command } from "commander";
+import type { MessageDetail, MessageQuery, MessageView, RetryOutcome } from "../core/messages.ts";
+import { ID_RULE, isId } from "../core/ids.ts";
+import type { GlobalOptions } from "./context.ts";
+import { json, table, UsageError, type Io } from "./io.ts";
+
+const STATUSES = "queued, held, sending, sent, delivered, failed";
+const SINCE = "received since: an ISO time (2026-11-24T08:00:00Z) or a duration back from now (15m, 2h, 7d)";
+
+/** `bridge messages list|show|retry`: the message log, read and acted on offline (CONTRACT.md 8). */
+export function messagesCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
+  const messages = program
+    .command("messages")
+    .description("the message log: every message bridge took, what became of it, and why")
+    .addHelpText("after", `\nA finished message is kept RETENTION_DAYS (default 30); phones are masked in lists.`);
+
+  messages
+    .command("list")
+    .description("messages, newest first")
+    .option("--location <id>", "only this location's")
+    .option("--status <status>", `only those in this status: ${STATUSES}`)
+    .option("--since <time>", SINCE)
+    .option("--limit <n>", "at most this many (default 50)")
+    .option("--json", 'machine-readable: {"messages":[…]} with the admin API\'s field names')
+    .action(async (options: MessageQuery & { json?: boolean }) => {
+      const { messages: list } = await withLog(io, globals(), (log, lib) =>
+        lib.listMessages(log, filterOf(lib, { ...options, cursor: undefined }, 100_000)),
+      );
+      if (options.json) return io.out(json({ messages: list }));
+      if (list.length === 0) return io.out("no messages\n");
+      io.out(table(["RECEIVED", "MESSAGE", "LOCATION", "PHONE", "STATUS", "PARTS", "WHY"], list.map(row)));
+    });
+
+  messages
+    .command("show <messageId>")
+    .description("one message and its timeline: received, sent, receipt, reported, each error")
+    .option("--json", "machine-readable output")
+    .action(async (messageId: string, options: { json?: boolean }) => {
+      messageArg(messageId);
+      const detail = await withLog(io, globals(), (log, lib) => lib.showMessage(log, messageId));
+      io.out(options.json ? json(detail) : describe(detail));
+    });
+
+  messages
+    .command("retry [messageId...]")
+    .description("queue again failed messages that never reached the carrier (never one it delivered or may have)")
+    .option("--failed", "every failed message that may be retried (with --since, --location)")
+    .option("--since <time>", `with --failed: ${SINCE}`)
+    .option("--location <id>", "with --failed: only this location's")
+    .option("--json", 'machine-readable: {"queued":[…],"refused":[{message_id,reason}]}')
+    .addHelpText("after", "\nA running `bridge serve` sends them within a second; otherwise they go at its next start.")
+    .action(async (ids: string[], options: { failed?: boolean; since?: string; location?: string; json?: boolean }) => {
+      if (options.failed && ids.length > 0) throw new UsageError("name message ids or use --failed, not both");
+      if (!options.failed && ids.length === 0) throw new UsageError("name the message ids to retry, or use --failed");
+      if (!options.failed && (options.since || options.location)) throw new UsageError("--since and --location go with --failed");
+      for (const id of ids) messageArg(id);
+      const outcome = await withLog(io, globals(), (log, lib) =>
+        options.failed
+          ? lib.retryFailed(log, filterOf(lib, { since: options.since, location: options.location }), Date.now())
+          : lib.retryMessages(log, ids, Date.now()),
+      );
+      io.out(options.json ? json(outcome) : describeRetry(outcome, options.failed === true));
+      // A message named and not queued is a failure for a script; with --failed, refusals are expected.
+      if (outcome.refused.length > 0 && !options.failed) throw new Error(`${outcome.refused.length} message(s) not queued`);
+    });
+}
+
+type Lib = typeof import("../core/messages.ts");
+type Log = import("../db/messages.ts").MessageLog;
+
+async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib) => T): Promise<T> {
+  const [{ withDb }, lib, { createMessageLog }] = await Promise.all([
+    import("./context.ts"),
+    import("../core/messages.ts"),
+    import("../db/messages.ts"),
+  ]);
+  return withDb(io, globals, (db) => fn(createMessageLog(db), lib));
+}
+
+/** The log's own query checks, as usage errors (exit 2). */
+function filterOf(lib: Lib, query: MessageQuery, maxLimit?: number) {
+  try {
+    return lib.messageFilter(query, Date.now(), maxLimit);
+  } catch (error) {
+    throw new UsageError(`--${(error as Error).message}`);
+  }
+}
+
+function messageArg(value: string): string {
+  if (!isId(value)) throw new UsageError(`not a message id: ${JSON.stringify(value.slice(0, 70))} (it ${ID_RULE})`);
+  return value;
+}
+
+function row(m: MessageView): string[] {
+  return [m.received_at.slice(0, 19).replace("T", " "), m.message_id, m.location_id, m.phone, m.status, String(m.parts), why(m)];
+}
+
+/** The short reason beside a status: an error, a receipt, or what it waits for. */
+function why(m: MessageView): string {
+  if (m.status === "failed" || m.status === "held" || (m.status === "queued" && m.attempts > 0)) return clipped(m.error_message ?? m.error_code ?? "");
+  if (m.status === "sent") return "waiting for the delivery receipt";
+  if (m.status === "delivered" && m.receipt === "none") return "no delivery receipt came";
+  return "";
+}
+
+function clipped(text: string): string {
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
+}
+
+function describe(d: MessageDetail): string {
+  const fields: [string, string | number | null][] = [
+    ["message", d.message_id],
+    ["location", d.location_id],
+    ["contact", d.contact_id],
+    ["phone", d.phone],
+    ["status", d.status],
+    ["text", `${d.length} characters, ${d.parts} part(s)`],
+    ["sender ID", d.sender_id === null ? null : d.sender_id || "(gateway default)"],
+    ["gateway", `${d.gateway}${d.gateway_message_id ? ` ${d.gateway_message_id}` : ""}`],
+    ["receipt", d.receipt],
+    ["reported", d.reported_status && `${d.reported_status} at ${d.reported_at}`],
+    ["error", d.error_code && `${d.error_code}: ${d.error_message ?? ""}`],
+    ["attempts", d.attempts],
+    ["idempotency key", d.idempotency_key],
+  ];
+  const shown = fields.filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${`${k}:`.padEnd(17)}${v}`);
+  const timeline = d.timeline.map((t) => `  ${t.at}  ${t.event.padEnd(13)} ${t.detail}`);
+  return [...shown, "", "timeline:", ...timeline].join("\n") + "\n";
+}
+
+function describeRetry(outcome: RetryOutcome, all: boolean): string {
+  const lines = [
+    ...outcome.queued.map((id) => `queued ${id}: it goes again with a new idempotency key`),
+    ...outcome.refused.map(({ message_id, reason }) => `refused ${message_id}: ${reason}`),
+  ];
+  if (all) lines.push(`${outcome.queued.length} queued, ${outcome.refused.length} refused`);
+  return `${lines.join("\n")}\n`;
+}
