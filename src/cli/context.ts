@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config.ts";
-import type { Core } from "../core/index.ts";
+import type { Core, Tuning } from "../core/index.ts";
 import { createSealer } from "../core/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
 import { resealV1 } from "../db/reseal.ts";
@@ -34,14 +34,14 @@ export function commandConfig(io: Io, options: GlobalOptions, need: ConfigNeed):
 }
 
 /** Config, database and core for one command; `close` when done. */
-export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed): Promise<Core & { close(): void }> {
+export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed, tuning?: Tuning): Promise<Core & { close(): void }> {
   const config = commandConfig(io, options, need);
   // Loaded here, not at start-up: commands that only read the store never need the HTTP clients.
   const { createCore, createLogger } = await import("./heavy.ts");
   const log = createLogger(config.logLevel);
   const db = openExisting(config, need, (message) => log.warn(message));
   try {
-    const core = createCore(config, db, log);
+    const core = createCore(config, db, log, Date.now, tuning);
     return { ...core, close: () => db.close() };
   } catch (error) {
     db.close();
@@ -50,8 +50,8 @@ export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed)
 }
 
 /** Runs `fn` with an open core and always closes the database after. */
-export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNeed, fn: (core: Core) => T | Promise<T>): Promise<T> {
-  const core = await openCore(io, options, need);
+export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNeed, fn: (core: Core) => T | Promise<T>, tuning?: Tuning): Promise<T> {
+  const core = await openCore(io, options, need, tuning);
   try {
     return await fn(core);
   } finally {

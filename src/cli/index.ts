@@ -7,6 +7,7 @@ import { installUrlCommand } from "./install-url.ts";
 import { processIo, UsageError, type Io } from "./io.ts";
 import { locationsCommand } from "./locations.ts";
 import { messagesCommand } from "./messages.ts";
+import { statusCommand } from "./status.ts";
 import { tokenCommand } from "./token.ts";
 
 const ENVIRONMENT_HELP = `
@@ -68,6 +69,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     });
   locationsCommand(program, io, globals);
   messagesCommand(program, io, globals);
+  statusCommand(program, io, globals);
   configCommand(program, io, globals);
   tokenCommand(program, io, globals);
   installUrlCommand(program, io, globals);

@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { describeConfig } from "../core/config.ts";
+import { apiKeysInUse } from "../core/status.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
 
@@ -27,6 +28,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
     throw error;
   });
   worker.start();
+  core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
+  core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
   await withoutMaglev();
   log.info(`bridge listening on ${server.url}`, describeConfig(config));
   if (config.allowedCompanyIds.length === 0) {
@@ -39,6 +42,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   });
   log.info(`${signal}: no longer accepting requests; finishing messages in flight`);
   await server.close();
+  core.balances.stop();
   const left = await worker.stop(STOP_GRACE_MS);
   if (left > 0) log.warn(`${left} message(s) still in flight at exit: those caught mid-send are reported failed (delivery unknown) on the next start, the others resume then`);
   core.close();

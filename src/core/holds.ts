@@ -11,6 +11,8 @@ export interface KeyHoldsOptions {
   probeEveryMs?: number;
   /** How often the operator is reminded while a key is held. */
   remindEveryMs?: number;
+  /** Told of each hold and release, so that other processes (`bridge status`) see them. */
+  record?: { held(apiKey: string, hold: Hold): void; released(apiKey: string): void };
 }
 
 export interface Hold {
@@ -41,11 +43,21 @@ export function createKeyHolds(options: KeyHoldsOptions) {
       const credits = await sms.balance(apiKey);
       if (hold.status === 402 && credits <= 0) return;
       held.delete(apiKey);
+      tell(() => options.record?.released(apiKey));
       log.info(`SMS gateway key ${maskSecret(apiKey)} works again after ${Math.round((now() - hold.since) / 1000)} s: its messages go out now`);
     } catch (error) {
       if (error instanceof GatewayError && error.httpStatus) hold.reason = errorMessage(error);
     } finally {
       hold.probing = false;
+    }
+  }
+
+  /** The record is for the operator's eyes: failing to write it must not stop a hold. */
+  function tell(write: () => void): void {
+    try {
+      write();
+    } catch (error) {
+      log.warn(`held keys: cannot record for bridge status: ${errorMessage(error)}`);
     }
   }
 
@@ -56,11 +68,13 @@ export function createKeyHolds(options: KeyHoldsOptions) {
     hold(apiKey: string, status: number, reason: string): void {
       const current = held.get(apiKey);
       if (current) {
+        if (current.reason !== reason) tell(() => options.record?.held(apiKey, { ...current, reason }));
         current.reason = reason;
         return;
       }
       const t = now();
       held.set(apiKey, { reason, status, since: t, probedAt: t, remindedAt: t, probing: false });
+      tell(() => options.record?.held(apiKey, { reason, status, since: t }));
       log.error(`SMS gateway refused key ${maskSecret(apiKey)} (${reason}): its messages wait, not failed; an operator must act (top up, or set a working key). Probing it every ${probeEveryMs / 1000} s`);
     },
     /** The hold on `apiKey`, if any; starts a probe, or reminds the operator, when one is due. */

@@ -1,7 +1,9 @@
 import { createGroupCommit, type Commit } from "../db/commit.ts";
 import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
+import { createGatewayKeys, type GatewayKeys } from "../db/gateway-keys.ts";
 import { createMessageLog, type MessageLog } from "../db/messages.ts";
+import { createBalances, type Balances } from "./balances.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
@@ -10,6 +12,8 @@ import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
+import { keyTag } from "./key-tag.ts";
+import { maskSecret } from "./mask.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
@@ -37,6 +41,10 @@ export interface Core {
   scheduler: Scheduler;
   /** API keys Cast refused, waiting for a probe to succeed. */
   holds: KeyHolds;
+  /** What the operator's view knows of each gateway key: holds and balances. */
+  gatewayKeys: GatewayKeys;
+  /** Each gateway key's balance, read every few minutes by serve; warns when low. */
+  balances: Balances;
   /** Gap between the CRM calls of a bulk install. */
   bulkPaceMs: number;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
@@ -93,7 +101,17 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
   });
-  const holds = createKeyHolds({ sms, log, now: Date.now, probeEveryMs: tuning.holdProbeMs });
+  const gatewayKeys = createGatewayKeys(db);
+  const holds = createKeyHolds({
+    sms,
+    log,
+    now: Date.now,
+    probeEveryMs: tuning.holdProbeMs,
+    record: {
+      held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
+      released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
+    },
+  });
   const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const deps: OutboundDeps = {
     tokens,
@@ -132,6 +150,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     processOutbound: (job) => processOutbound(deps, job),
     scheduler,
     holds,
+    gatewayKeys,
+    balances: createBalances({ sms, keys: gatewayKeys, log, now, lowCredits: config.lowBalanceCredits }),
     bulkPaceMs: tuning.bulkPaceMs ?? 110,
     uninstall: createUninstaller({ tokens, tokenService, now, log }),
   };

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../db/jobs.ts";
@@ -12,6 +12,7 @@ import type { KeyHolds } from "./holds.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
+import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
 import { backoffMs } from "./retry.ts";
 import type { TokenService } from "./tokens.ts";
@@ -76,7 +77,11 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     let plan = prepare(deps, job);
     if ("request" in plan) {
       const held = heldTooLong(deps, job, plan.request.apiKey);
-      if (typeof held === "number") return held;
+      if (held && "waitMs" in held) {
+        // Shown as held in the message log, once, with the gateway's reason.
+        if (!job.held) await deps.commit(() => deps.jobs.markHeld(job.id, held.reason, deps.now()));
+        return held.waitMs;
+      }
       if (held) plan = { result: held };
     }
     // No budget yet: the job stays queued and the caller says when to look again,
@@ -163,20 +168,15 @@ function lostAttempt(deps: OutboundDeps, job: Job, tag: string): string | undefi
   return undefined;
 }
 
-/** Which API key a job's attempts used, without storing the key. */
-function keyTag(apiKey: string): string {
-  return createHash("sha256").update(apiKey).digest("hex").slice(0, 16);
-}
-
 /**
  * A message on a held key waits (the ms to wait), until it has waited SMS_HOLD_MAX since
  * it was accepted: then it fails with the gateway's reason. Undefined: the key is not held.
  */
-function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): number | Result | undefined {
+function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: number; reason: string } | Result | undefined {
   const hold = deps.holds.check(apiKey);
   if (!hold) return undefined;
   // An operator's retry starts the wait anew.
-  if (deps.now() - (job.requeuedAt ?? job.createdAt) < deps.holdMaxMs) return deps.holds.lookAgainMs;
+  if (deps.now() - (job.requeuedAt ?? job.createdAt) < deps.holdMaxMs) return { waitMs: deps.holds.lookAgainMs, reason: hold.reason };
   return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
 }
 

@@ -36,6 +36,8 @@ export interface Job {
   createdAt: number;
   /** When an operator queued it again after it failed; null if never. */
   requeuedAt: number | null;
+  /** Waiting because the gateway refused its API key. */
+  held: boolean;
 }
 
 /** A due job as the queue sees it before it runs one: no payload read yet. */
@@ -100,6 +102,7 @@ interface Row {
   receipt: string | null;
   created_at: number;
   requeued_at: number | null;
+  held: number;
 }
 
 /**
@@ -150,6 +153,11 @@ export function createJobStore(db: Db) {
   const lastEvent = db.prepare<[number, EventKind], string>(
     "SELECT detail FROM job_events WHERE job_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
   ).pluck();
+  const markHeld = db.prepare<[{ id: number; reason: string; now: number }]>(`
+    UPDATE jobs SET held = 1, error_message = @reason, updated_at = @now WHERE id = @id AND state = 'queued' AND held = 0`);
+  const hold = db.transaction((id: number, reason: string, now: number) => {
+    if (markHeld.run({ id, reason, now }).changes > 0) addEvent.run(id, now, "held", reason);
+  });
   // A wait is logged when its reason changes, not at every try of a long outage.
   const queueAgain = db.transaction((id: number, at: number, reason: string, now: number, how: SendLater) => {
     const before = lastReason.get(id);
@@ -289,6 +297,10 @@ export function createJobStore(db: Db) {
         parts: result.parts ?? null,
       });
     },
+    /** Waits, never tried, on a key the gateway refused: shown as held, with `reason`. */
+    markHeld(id: number, reason: string, now: number): void {
+      hold(id, reason, now);
+    },
     /** No final receipt yet: look again at `at`. */
     receiptLater(id: number, at: number, now: number): void {
       receiptLater.run(at, now, id);
@@ -347,6 +359,7 @@ function fromRow(row: Row): Job {
     receipt: row.receipt,
     createdAt: row.created_at,
     requeuedAt: row.requeued_at,
+    held: row.held === 1,
   };
 }
 

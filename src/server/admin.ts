@@ -3,6 +3,7 @@ import { setLocationConfig } from "../core/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { approveLocation, getLocationConfig, listLocations } from "../core/locations.ts";
 import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
+import { bridgeStatus } from "../core/status.ts";
 import { httpError, type AppDeps } from "./app.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
@@ -30,6 +31,11 @@ export function adminRoutes(app: H3, { core, worker }: AppDeps): void {
   app.post("/api/admin/locations/:locationId/approve", (event) => {
     auth(event);
     return approveLocation(core.tokens, locationParam(event), core.now());
+  });
+
+  app.get("/api/admin/status", (event) => {
+    auth(event);
+    return bridgeStatus({ ...core, lowCredits: core.config.lowBalanceCredits, now: core.now() });
   });
 
   app.get("/api/admin/messages", (event) => {

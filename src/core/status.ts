@@ -1,0 +1,74 @@
+import type { GatewayKeys } from "../db/gateway-keys.ts";
+import type { MessageLog, MessageStatus } from "../db/messages.ts";
+import type { TokenStore } from "../db/tokens.ts";
+
+/** `bridge status` and `GET /api/admin/status` (CONTRACT.md 8). Times are ISO 8601. */
+export interface StatusView {
+  generated_at: string;
+  /** Messages of the log in each status. */
+  queue: Record<MessageStatus, number>;
+  /** Locations with messages still to send, the longest waiting first. */
+  backlog: { location_id: string; waiting: number; oldest_received_at: string; oldest_wait_seconds: number }[];
+  /** Gateway keys Cast refused: their messages wait. */
+  held_keys: { key: string; status: number | null; reason: string | null; since: string }[];
+  /** Locations whose messages cannot be sent or reported until someone acts. */
+  needs_attention: { location_id: string; reason: string }[];
+  /** Each key's last balance read (at most a few minutes old when bridge status ran). */
+  balances: { key: string; credits: number | null; checked_at: string | null; low: boolean; error: string | null }[];
+}
+
+export interface StatusDeps {
+  messages: MessageLog;
+  tokens: TokenStore;
+  gatewayKeys: GatewayKeys;
+  /** LOW_BALANCE_CREDITS; 0: never low. */
+  lowCredits: number;
+  now: number;
+}
+
+export function bridgeStatus(deps: StatusDeps): StatusView {
+  const { now } = deps;
+  const keys = deps.gatewayKeys.list();
+  return {
+    generated_at: iso(now),
+    queue: deps.messages.counts(),
+    backlog: deps.messages.backlog().map((b) => ({
+      location_id: b.locationId,
+      waiting: b.waiting,
+      oldest_received_at: iso(b.oldest),
+      oldest_wait_seconds: Math.max(0, Math.round((now - b.oldest) / 1000)),
+    })),
+    held_keys: keys.flatMap((k) =>
+      k.heldSince === null ? [] : [{ key: k.keyMasked, status: k.heldStatus, reason: k.heldReason, since: iso(k.heldSince) }],
+    ),
+    needs_attention: deps.tokens.listings().flatMap((l) => {
+      if (l.uninstalled_at) return [{ location_id: l.location_id, reason: `uninstalled at ${l.uninstalled_at}: reinstall the app to send again` }];
+      if (l.refresh_error) return [{ location_id: l.location_id, reason: `needs a reinstall: ${l.refresh_error}` }];
+      if (!l.approved && !l.sms_api_key) return [{ location_id: l.location_id, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+      return [];
+    }),
+    balances: keys.flatMap((k) =>
+      k.balanceAt === null
+        ? []
+        : [
+            {
+              key: k.keyMasked,
+              credits: k.balance,
+              checked_at: iso(k.balanceAt),
+              low: deps.lowCredits > 0 && k.balance !== null && k.balance < deps.lowCredits,
+              error: k.balanceError,
+            },
+          ],
+    ),
+  };
+}
+
+/** The gateway keys messages go out with now: the operator's, and each location's own. */
+export function apiKeysInUse(tokens: TokenStore, defaultKey: string): string[] {
+  const own = tokens.listings().flatMap((l) => (l.sms_api_key && !l.uninstalled_at ? [l.sms_api_key] : []));
+  return [...new Set([...(defaultKey ? [defaultKey] : []), ...own])];
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}

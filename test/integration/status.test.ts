@@ -1,0 +1,83 @@
+import { expect, test } from "vitest";
+import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
+import { jsonResponse } from "../helpers/http.ts";
+
+/** GET /api/admin/status (CONTRACT.md 8), and the balance warning (LOW_BALANCE_CREDITS). */
+
+const start = bridgePerTest();
+
+async function status(bridge: Bridge) {
+  const res = await bridge.admin("/api/admin/status");
+  expect(res.status).toBe(200);
+  return (await res.json()) as Record<string, any>;
+}
+
+test("the queue by status, each location's backlog with its oldest message, and a held key with its reason", async () => {
+  const bridge = await start({ tuning: { holdProbeMs: 60_000 } }, "loc-1", "loc-2");
+  bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc2-own-key-0123456789" }, Date.now());
+  bridge.gateway.on(SEND, (req) =>
+    req.headers["x-api-key"] === "loc2-own-key-0123456789"
+      ? jsonResponse({ success: false, error: "API key revoked", error_code: "API_KEY_REVOKED" }, 403)
+      : bridge.gateway.accept(),
+  );
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 5000);
+  for (const id of ["m-2", "m-3"]) expect((await bridge.webhook(outbound(id, { locationId: "loc-2" }))).status).toBe(200);
+  await waitFor(() => bridge.core.messages.get("m-3")?.status === "held", 5000);
+
+  const view = await status(bridge);
+
+  expect(view.queue).toEqual({ queued: 0, held: 2, sending: 0, sent: 0, delivered: 1, failed: 0 });
+  expect(view.backlog).toEqual([
+    { location_id: "loc-2", waiting: 2, oldest_received_at: expect.any(String), oldest_wait_seconds: expect.any(Number) },
+  ]);
+  expect(view.held_keys).toEqual([{ key: "loc2-own-key...", status: 403, reason: expect.stringContaining("API key revoked"), since: expect.any(String) }]);
+  expect(JSON.stringify(view)).not.toContain("loc2-own-key-0123456789");
+});
+
+test("locations that need attention: uninstalled, refused refresh token, pending without a key", async () => {
+  const bridge = await start({}, "loc-ok", "loc-gone", "loc-stale");
+  bridge.core.tokens.markUninstalled("loc-gone", Date.now());
+  const stale = bridge.core.tokens.get("loc-stale")!;
+  expect(bridge.core.tokens.tryLease("loc-stale", stale.serial, Date.now(), Date.now() + 1000)).toBe(true);
+  bridge.core.tokens.releaseLease("loc-stale", stale.serial, "token endpoint returned 400: invalid_grant");
+  bridge.core.tokens.save({ locationId: "loc-new", companyId: "other", accessToken: "a", refreshToken: "r", expiresAt: Date.now() + 3_600_000 }, Date.now(), false);
+
+  const view = await status(bridge);
+
+  expect(view.needs_attention).toEqual([
+    { location_id: "loc-gone", reason: expect.stringMatching(/^uninstalled at .*: reinstall the app to send again$/) },
+    { location_id: "loc-new", reason: "pending: not approved to use SMS_API_KEY and has no key of its own" },
+    { location_id: "loc-stale", reason: "needs a reinstall: token endpoint returned 400: invalid_grant" },
+  ]);
+});
+
+test("balances: read for every key in use, shown low below LOW_BALANCE_CREDITS, warned at most hourly", async () => {
+  const bridge = await start({ env: { LOW_BALANCE_CREDITS: "100" } }, "loc-1", "loc-2");
+  bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc2-own-key-0123456789" }, Date.now());
+  bridge.gateway.on(BALANCE, (req) => jsonResponse({ success: true, credits: req.headers["x-api-key"] === "loc2-own-key-0123456789" ? 40 : 900, currency: "PHP" }));
+  const keys = [bridge.env.SMS_API_KEY!, "loc2-own-key-0123456789"];
+
+  await bridge.core.balances.refresh(keys);
+  await bridge.core.balances.refresh(keys); // fresh: not read again
+
+  expect(bridge.gateway.received(BALANCE)).toHaveLength(2);
+  const { balances } = await status(bridge);
+  expect(balances).toEqual(
+    expect.arrayContaining([
+      { key: "global-sms-k...", credits: 900, checked_at: expect.any(String), low: false, error: null },
+      { key: "loc2-own-key...", credits: 40, checked_at: expect.any(String), low: true, error: null },
+    ]),
+  );
+  const warnings = bridge.logs.filter((l) => l.includes("[warn] SMS gateway key loc2-own-key... has 40 credits left, below LOW_BALANCE_CREDITS (100)"));
+  expect(warnings).toHaveLength(1);
+});
+
+test("a balance that cannot be read is shown with the reason, not as a number", async () => {
+  const bridge = await start({}, "loc-1");
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: false, error: "Invalid API key", error_code: "INVALID_API_KEY" }, 401));
+  await bridge.core.balances.refresh([bridge.env.SMS_API_KEY!]);
+  const { balances } = await status(bridge);
+  expect(balances).toEqual([{ key: "global-sms-k...", credits: null, checked_at: expect.any(String), low: false, error: expect.stringContaining("401") }]);
+});
