@@ -11,7 +11,8 @@
 //   2b. fairness: 3,000 messages of one location queued on a key limited to 10/s (250 ms
 //                latency), then single messages of another location on the same key:
 //                acknowledgement -> gateway p99
-//   3. CLI:      `bridge locations list --json` on 1,000 locations vs `node -e 0`
+//   3. CLI:      `bridge locations list --json` on 1,000 locations vs `node -e 0`; and
+//                `bridge messages list --json` on 100,000 messages vs that locations list
 // Prints a table with "met"/"NOT met" per target and writes bench/results.json.
 // Exit code: 0 when the measurement ran (targets met or not), 1 when it could not.
 import { spawnSync } from "node:child_process";
@@ -49,7 +50,7 @@ const DRAIN = { messages: QUICK ? 100 : 1000, posters: 20, ratePerSec: 10, burst
 const KEYS = { keys: 4, messagesPerKey: QUICK ? 50 : 300, ratePerSec: 30, burst: 50, capSec: 150 };
 const FAIRNESS = { backlog: QUICK ? 300 : 3000, singles: QUICK ? 5 : 20, spacingMs: 2500, latencyMs: 250, ratePerSec: 10, posters: 20 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
-const CLI = { locations: 1000, runs: QUICK ? 3 : 20 };
+const CLI = { locations: 1000, messages: QUICK ? 10_000 : 100_000, runs: QUICK ? 3 : 20 };
 const ADMIN_KEY = "bench-admin-key-0123456789abcdef";
 const WATCHDOG_MS = 480_000; // everything is bounded on its own; this is the last resort
 
@@ -531,12 +532,26 @@ async function cliStartup() {
       insert.run(`loc-${i}`, "company-bench", `at-${i}`, `rt-${i}`, now + 86_400_000, now, now, `SENDER${i % 10}`, `sms-key-${i}-0123456789abcdef`);
     }
   })();
+  // A month of finished messages across 50 locations, one in 20 failed.
+  const job = sqlite.prepare(`INSERT INTO jobs (message_id, location_id, payload, state, outcome, error_code, error_message,
+    gateway_message_id, next_attempt_at, created_at, updated_at, sent_at, reported_status, reported_at, sender_id, parts, receipt)
+    VALUES (@id, @loc, @payload, 'done', @outcome, @code, @why, @gid, @at, @at, @at, @sent, @outcome, @at, 'SENDER', 1, @receipt)`);
+  sqlite.transaction(() => {
+    for (let i = 0; i < CLI.messages; i++) {
+      const at = now - (CLI.messages - i) * 25_000;
+      const failed = i % 20 === 0;
+      const loc = `loc-${i % 50}`;
+      const payload = JSON.stringify({ messageId: `msg-${i}`, locationId: loc, contactId: `c-${i}`, phone: "+639171234567", message: `bench message ${i}`, attachments: [] });
+      job.run({ id: `msg-${i}`, loc, payload, outcome: failed ? "failed" : "delivered", code: failed ? "REJECTD" : null, why: failed ? "the carrier rejected the message (REJECTD)" : null, gid: `cast-${i}`, at, sent: at, receipt: failed ? "REJECTD" : "DELIVRD" });
+    }
+  })();
   sqlite.close();
 
   const env = { XDG_CACHE_HOME: CACHE };
   const commands = {
     bridge: [BRIDGE, ["locations", "list", "--json", "--db", db]],
     node: [NODE, ["-e", "0"]],
+    messages: [BRIDGE, ["messages", "list", "--json", "--db", db]],
   };
   // stdout goes to a file, not a pipe: a file takes the whole document in one write, so
   // every run does the same work whatever this process is doing meanwhile.
@@ -555,11 +570,14 @@ async function cliStartup() {
   const listed = JSON.parse(timed("bridge").stdout).locations?.length;
   if (listed !== CLI.locations) throw new Error(`locations list --json listed ${listed} locations, expected ${CLI.locations}`);
   timed("node");
+  const shown = JSON.parse(timed("messages").stdout).messages?.length;
+  if (shown !== 50) throw new Error(`messages list --json listed ${shown} messages, expected the default page of 50`);
 
-  const ms = { bridge: [], node: [] };
+  const ms = { bridge: [], node: [], messages: [] };
   for (let i = 0; i < CLI.runs; i++) {
-    // Interleaved, alternating which goes first, so drift in the machine hits both alike.
-    const order = i % 2 === 0 ? ["bridge", "node"] : ["node", "bridge"];
+    // Interleaved, rotating which goes first, so drift in the machine hits all alike.
+    const names = ["bridge", "node", "messages"];
+    const order = [...names.slice(i % 3), ...names.slice(0, i % 3)];
     for (const name of order) ms[name].push(timed(name).ms);
   }
   const summary = (xs) => ({ medianMs: round(median(xs), 1), minMs: round(Math.min(...xs), 1), p90Ms: round(percentile(xs, 90), 1) });
@@ -567,7 +585,8 @@ async function cliStartup() {
     bridge: summary(ms.bridge),
     node: summary(ms.node),
     ratio: round(median(ms.bridge) / median(ms.node), 2),
-    runsMs: { bridge: ms.bridge.map((x) => round(x, 1)), node: ms.node.map((x) => round(x, 1)) },
+    messages: { ...summary(ms.messages), count: CLI.messages, ratio: round(median(ms.messages) / median(ms.bridge), 2) },
+    runsMs: { bridge: ms.bridge.map((x) => round(x, 1)), node: ms.node.map((x) => round(x, 1)), messages: ms.messages.map((x) => round(x, 1)) },
   };
 }
 

@@ -32,6 +32,12 @@ export function targets(r) {
     { name: "drain: receipt polls (% of gateway calls)", value: d.receiptPollPct, target: "<= 15", met: d.receiptPollPct <= 15 },
     { name: "idle ack-to-gateway p50 (ms)", value: r.idleLatency.p50Ms, target: "< 20", met: r.idleLatency.p50Ms < 20 },
     { name: "CLI start-up ratio (bridge / node -e 0)", value: r.cli.ratio, target: "<= 1.5", met: r.cli.ratio <= 1.5 },
+    {
+      name: "messages list ratio (100,000 messages / 1,000 locations)",
+      value: r.cli.messages.ratio,
+      target: "<= 2",
+      met: r.cli.messages.ratio <= 2,
+    },
   ];
 }
 
@@ -63,6 +69,7 @@ export function printTable(r, log) {
     ["fairness: other location ack -> gateway p50 / p99 (ms)", `${r.fairness.p50Ms} / ${r.fairness.p99Ms}`, `${r.fairness.campaignSentMeanwhile} campaign SMS sent`, "", "p99 <= 1500 ms", verdict("fairness: other location's ack-to-gateway p99 (ms)")],
     ["idle ack -> gateway p50 / p99 (ms)", `${l.p50Ms} / ${l.p99Ms}`, "", "", "p50 < 20 ms", verdict("idle ack-to-gateway p50 (ms)")],
     ["CLI locations list, median (ms)", c.bridge.medianMs, `${c.node.medianMs} (node -e 0)`, c.ratio, "<= 1.5x", verdict("CLI start-up ratio (bridge / node -e 0)")],
+    [`CLI messages list on ${c.messages.count}, median (ms)`, c.messages.medianMs, `${c.bridge.medianMs} (locations list)`, c.messages.ratio, "<= 2x", verdict("messages list ratio (100,000 messages / 1,000 locations)")],
   ].map((row) => row.map(String));
   const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => row[col].length)));
   log("");
