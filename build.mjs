@@ -89,12 +89,11 @@ async function main() {
         disableExperimentalSEAWarning: true,
         useCodeCache: true,
         // Memory under load (docs/PERFORMANCE.md has the measurements):
-        // - a young generation of 2 MB a space, from the start: under load V8 otherwise
-        //   grows it to tens of MB a space, and a command starting at 1 MB collects twice;
-        // - a 256 MB old generation: V8 picks how far the heap may grow past what is
-        //   live from this limit, ~1.3x here against ~4x under the default limit this
-        //   machine's RAM gives. bridge's live heap is 15-19 MB, and a request body
-        //   (up to 1 MB) is a buffer outside it until its signature has been checked;
+        // - a small young generation, fixed from the start: under load V8 otherwise grows
+        //   it many times over, and a command starting smaller collects more often;
+        // - a modest old-generation limit: V8 picks how far the heap may grow past what is
+        //   live from it, and the default (from the machine's RAM) lets it grow far past
+        //   bridge's small live heap; request bodies are buffers outside it;
         // - one V8 helper thread instead of four: each keeps its own malloc arena.
         // Not every V8 flag can go here: one that changes V8's flag hash (such as
         // --heap-growing-percent) makes it reject the code cache, and every command
@@ -181,8 +180,8 @@ async function bundleEntry(entryPoint, outfile, addonSha256, plugins) {
 }
 
 // esbuild escapes non-ASCII characters, but not in regular expression literals, and
-// one such character (a router's /[\w$\x80-\uFFFC]/) made V8 hold the whole 1 MB
-// source as a two-byte string: 2 MB of the server's heap instead of 1. A \uXXXX
+// one such character (a router's /[\w$\x80-\uFFFC]/) made V8 hold the whole source
+// as a two-byte string, twice its size in the server's heap. A \uXXXX
 // escape means the same in a regular expression literal as in a string literal.
 async function escapeNonAscii(file) {
   const code = await readFile(file, "utf8");
@@ -190,7 +189,7 @@ async function escapeNonAscii(file) {
   if (ascii !== code) await writeFile(file, ascii);
 }
 
-// commander imports node:child_process, which loads net, dgram and more (~4 ms of every
+// commander imports node:child_process, which loads net, dgram and more (slowing every
 // command's start-up), only to run subcommands that are separate executables; bridge has
 // none. Hand it a stand-in that loads the real module on first use.
 function lazyChildProcess() {

@@ -50,7 +50,7 @@ export function json(value: unknown): string {
  * Writes straight to the file descriptor, so output is complete when the call
  * returns (`bridge locations list --json | jq` gets all of it even though the
  * process exits right after), and a command never loads node's stream machinery
- * (~3 ms of its start-up).
+ * (part of every command's start-up).
  */
 function writeAll(fd: number, text: string): void {
   let bytes = Buffer.from(text);

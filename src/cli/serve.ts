@@ -51,15 +51,12 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
 }
 
 /**
- * No Maglev, V8's mid-tier compiler, in the server: under load it compiled ~1,000
- * functions on V8's helper thread, and glibc kept their freed compile memory, 10-12 MiB,
- * which set peak RSS anywhere from 104 to 124 MiB. Without it (Sparkplug, then TurboFan
- * for what stays hot, as in Node 20) the peak was ~100 MiB and intake within the noise
- * (docs/PERFORMANCE.md). Set here, not among the executable's execArgv: there it would
- * change V8's flag hash for every command, and V8 would reject the code caches of Node's
- * own modules (and of the main bundle) and compile them from source at each start. For
- * the same reason it is set once the server is up: builtins loaded after it would be
- * compiled from source (+5 MiB idle when set before start-up).
+ * No Maglev, V8's mid-tier compiler, in the server: under load its compile memory, freed
+ * but kept by glibc, set how high peak RSS went, and turning it off cost no intake
+ * (docs/PERFORMANCE.md). Not among the executable's execArgv: there it would change V8's
+ * flag hash for every command, and V8 would reject the code caches of Node's own modules
+ * and compile them from source at each start. For the same reason it is set once the
+ * server is up: builtins loaded after it would be compiled from source.
  */
 async function withoutMaglev(): Promise<void> {
   const { setFlagsFromString } = await import("node:v8");
@@ -67,12 +64,10 @@ async function withoutMaglev(): Promise<void> {
 }
 
 /**
- * Webhook signatures are verified on libuv's thread pool (CPU-bound, ~100 µs each).
- * More pool threads than cores only take turns with the event loop: on this 2-core
- * machine 2 threads instead of libuv's default 4 gave +9 to +16 % intake in three A/Bs
- * (docs/PERFORMANCE.md). At least 2, so that one slow DNS lookup (also run on the pool)
- * cannot hold up every verification. An operator's own UV_THREADPOOL_SIZE wins; libuv
- * reads it when the pool first starts, which is after this.
+ * Webhook signatures are verified on libuv's thread pool (CPU-bound). More pool threads
+ * than cores only take turns with the event loop. At least 2, so that one slow DNS lookup
+ * (also run on the pool) cannot hold up every verification. An operator's own
+ * UV_THREADPOOL_SIZE wins; libuv reads it when the pool first starts, which is after this.
  */
 function sizeThreadPool(): void {
   process.env.UV_THREADPOOL_SIZE ??= String(Math.max(2, availableParallelism()));

@@ -17,7 +17,7 @@ export function createLogger(level: LogLevel, stream: NodeJS.WritableStream = pr
 /**
  * One line per entry: `2026-11-21T14:21:33.123Z [warn] message`. consola's own
  * reporters print a locale time without the date and lay lines out for a terminal;
- * formatting that time also loaded ~5 MB of ICU's locale data into the server.
+ * formatting that time also loaded ICU's locale data into the server.
  */
 function lineReporter(stream: NodeJS.WritableStream): ConsolaReporter {
   ignoreWriteErrors(stream);

@@ -54,7 +54,7 @@ export function createSealer(key: Buffer | undefined): Sealer {
       },
     };
   }
-  // Loaded only when there is a key: node:crypto costs ~5 ms of every CLI command's start-up.
+  // Loaded only when there is a key: node:crypto would otherwise slow every CLI command's start-up.
   const crypto = process.getBuiltinModule("node:crypto");
   const secret = key;
   // Names the key without revealing it, so a value sealed with another key is told

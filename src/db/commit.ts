@@ -18,10 +18,10 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * Group commit. With synchronous=FULL every commit waits for the disk, and on a busy
  * machine for a core again after it, with the event loop stopped. So the writes queued
  * within `windowMs` of the first one waiting (the webhooks' new jobs and the queue
- * worker's state changes alike) share one transaction and one fsync. A 1 ms window
- * instead of one turn of the event loop made intake ~15 % faster in `npm run bench`;
- * 3 ms made it 23 % slower: each webhook waits that much longer for its answer. And
- * when the caller knows no one else could join (`now`), the batch commits at once.
+ * worker's state changes alike) share one transaction and one fsync. The window is
+ * short because each webhook waits that long for its answer (docs/PERFORMANCE.md has
+ * the windows tried). And when the caller knows no one else could join (`now`), the
+ * batch commits at once.
  *
  * Each caller's promise settles only after the commit, never before: with its write's
  * result, or its own error. A write must be a single statement (or all-or-nothing

@@ -50,9 +50,8 @@ function open(path: string, existing: boolean): Db {
   // The server and a CLI process may write at once; wait instead of failing.
   db.pragma("busy_timeout = 5000");
   db.pragma("foreign_keys = ON");
-  // SQLite's own default page cache, 2 MB. better-sqlite3 builds it with 16 MB, which
-  // the server filled under load: its main malloc arena peaked at 22 MB with 16 MB of
-  // cache and at 12 MB with 2 MB, for the same intake (docs/PERFORMANCE.md).
+  // SQLite's own default page cache. better-sqlite3 builds it eight times larger, and the
+  // server filled that under load with rows long since answered, for no more intake.
   db.pragma("cache_size = -2000");
   migrate(db);
   return db;

@@ -83,9 +83,9 @@ export async function readLimitedBody(event: H3Event, lease?: BodyLease, limit =
 }
 
 /**
- * Node's own request stream, read with its events. In `npm run bench`, reading it
- * as a web ReadableStream cost ~7 % of intake, and `for await` over it ~10 %
- * (its async iterator, end-of-stream watcher and promise per chunk).
+ * Node's own request stream, read with its events: a web ReadableStream, or `for await`
+ * over the stream (an async iterator, an end-of-stream watcher and a promise per chunk),
+ * cost intake measurably (docs/PERFORMANCE.md).
  */
 function readNode(req: Readable, limit: number, lease: BodyLease | undefined): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {

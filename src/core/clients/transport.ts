@@ -10,8 +10,8 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 /**
  * ofetch for the clients in this folder, over `nodeFetch` below instead of Node's
  * built-in fetch. Node's fetch is undici, whose HTTP parser is WebAssembly: in a
- * long-running server it cost ~25 MB of memory once warm (measured with 3,000
- * requests: 109 MB RSS against 88 MB over node:http), against a 120 MB budget.
+ * long-running server it cost more memory once warm than the rest of the clients
+ * together (docs/PERFORMANCE.md).
  */
 export const $http = createFetch({ fetch: nodeFetch });
 
