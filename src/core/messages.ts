@@ -77,7 +77,9 @@ export function showMessage(log: MessageLog, messageId: string): MessageDetail {
  */
 export function retryRefusal(message: LoggedMessage): string | undefined {
   if (message.outcome !== "failed") return `it has not failed (it is ${message.status})`;
-  if (message.gatewayMessageId !== null || message.receipt !== null) {
+  // Cast's own FAILED receipt: it never handed the message to a carrier (credits refunded).
+  const neverSubmitted = message.receipt === "FAILED";
+  if (!neverSubmitted && (message.gatewayMessageId !== null || message.receipt !== null)) {
     const answer = message.receipt ? ` and the carrier answered ${message.receipt}` : "";
     return `the gateway accepted it${answer}: it reached the carrier`;
   }

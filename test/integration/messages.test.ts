@@ -153,6 +153,20 @@ test.each([
   expect(bridge.gateway.calls()).toHaveLength(sends);
 });
 
+test("retry: Cast's own FAILED receipt (never submitted to a carrier, credits refunded) may be retried", async () => {
+  const bridge = await start();
+  let failOnce = true;
+  bridge.gateway.receipts(() => (failOnce ? { status: "failed", error_message: "route unavailable" } : { status: "delivered", dlr_status: "DELIVRD" }));
+  await settle(bridge, "m-1");
+  failOnce = false;
+
+  const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
+  expect(res.status).toBe(200);
+  await waitFor(() => bridge.crm.statusReports().length === 2, 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["failed", "delivered"]);
+  expect(bridge.gateway.sent()).toHaveLength(2);
+});
+
 test("a delivered message may not be retried", async () => {
   const bridge = await start();
   await settle(bridge, "m-1");
