@@ -1,8 +1,8 @@
-import { setImmediate } from "node:timers/promises";
 import type { DueJob, Job, JobStore } from "../db/jobs.ts";
 import { errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
-import { RESEND_WINDOW_MS } from "./outbound.ts";
+import { createPruner } from "./prune.ts";
+import { recoverInterrupted } from "./recovery.ts";
 import { backoffMs, sleep } from "./retry.ts";
 
 export interface WorkerOptions {
@@ -31,23 +31,19 @@ export interface WorkerOptions {
  */
 const FILL_GAP_MS = 5;
 
-/** Finished jobs are looked for this often, and deleted this many per statement. */
-const PRUNE_EVERY_MS = 60 * 60_000;
-const PRUNE_BATCH = 1000;
-
 export type Worker = ReturnType<typeof createWorker>;
 
 /**
  * The in-process queue worker: drains due jobs from SQLite with bounded concurrency.
  * A new job wakes it at once (`notify`); otherwise it looks again after `pollMs`.
+ * Crash recovery (recovery.ts) and pruning (prune.ts) are started and stopped with it.
  */
 export function createWorker(options: WorkerOptions) {
   const { jobs, log, now } = options;
   const concurrency = options.concurrency ?? 16;
   const pollMs = options.pollMs ?? 500;
   const firstBackoffMs = options.backoffMs ?? 1000;
-  const retentionMs = options.retentionMs ?? 30 * 24 * 60 * 60_000;
-  let pruner: ReturnType<typeof setInterval> | undefined;
+  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000 });
   const active = new Map<number, Promise<void>>();
   let running = false;
   let loop: Promise<void> | undefined;
@@ -153,39 +149,14 @@ export function createWorker(options: WorkerOptions) {
     }
   }
 
-  /** Deletes finished jobs past retention, a batch at a time, letting requests in between. */
-  async function pruneFinished(): Promise<void> {
-    const before = now() - retentionMs;
-    let deleted = 0;
-    try {
-      let batch: number;
-      do {
-        batch = jobs.prune(before, PRUNE_BATCH);
-        deleted += batch;
-        await setImmediate();
-      } while (batch === PRUNE_BATCH && running);
-    } catch (error) {
-      log.error(`queue: cannot remove finished jobs: ${errorMessage(error)}`);
-    }
-    if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
-  }
-
   return {
-    /** Reports jobs a crash caught mid-send, then starts draining (and pruning, hourly). */
+    /** Recovers the sends a crash caught mid-way, then starts draining (and pruning, hourly). */
     start(): void {
       if (running) return;
-      const { resumed, failed } = jobs.recoverInterrupted(now(), now() - RESEND_WINDOW_MS);
-      if (resumed > 0) {
-        log.info(`${resumed} message(s) were being sent when bridge stopped; sending them again with the same idempotency key (the gateway sends each once)`);
-      }
-      if (failed > 0) {
-        log.warn(`${failed} message(s) were being sent when bridge stopped without an idempotency key; reporting them failed (delivery unknown)`);
-      }
+      recoverInterrupted(jobs, log, now());
       running = true;
       loop = run();
-      void pruneFinished();
-      pruner = setInterval(() => void pruneFinished(), PRUNE_EVERY_MS);
-      pruner.unref();
+      pruner.start();
     },
     /** A job was committed: look at the queue now, or in a moment if it was just looked at. */
     notify(): void {
@@ -202,7 +173,7 @@ export function createWorker(options: WorkerOptions) {
     /** Stops taking jobs and waits up to `graceMs` for those in flight. Returns how many were left. */
     async stop(graceMs: number): Promise<number> {
       running = false;
-      clearInterval(pruner);
+      pruner.stop();
       clearTimeout(deferred);
       wake?.();
       await loop;
