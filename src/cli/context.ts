@@ -61,17 +61,13 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 
 /** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
 export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenStore, config: ResolvedConfig) => T): T {
-  const config = commandConfig(io, options, "store");
-  const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`));
-  try {
+  return withDb(io, options, (db, config) => {
     const sealer = createSealer(config.encryptionKey);
     const tokens = createTokenStore(db, sealer);
     tokens.checkKey();
     if (config.encryptionKey) resealV1(db, sealer);
     return fn(tokens, config);
-  } finally {
-    db.close();
-  }
+  });
 }
 
 /** Runs `fn` with the database alone (the message log needs no secrets). */
