@@ -6,6 +6,7 @@ import type { GlobalOptions } from "./context.ts";
 import { installUrlCommand } from "./install-url.ts";
 import { processIo, UsageError, type Io } from "./io.ts";
 import { locationsCommand } from "./locations.ts";
+import { opsCommands } from "./ops.ts";
 import { tokenCommand } from "./token.ts";
 
 const ENVIRONMENT_HELP = `
@@ -69,6 +70,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   configCommand(program, io, globals);
   tokenCommand(program, io, globals);
   installUrlCommand(program, io, globals);
+  opsCommands(program, io, globals);
 
   let exitCode = 0;
   try {

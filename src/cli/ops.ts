@@ -1,0 +1,9 @@
+import type { Command } from "commander";
+import type { GlobalOptions } from "./context.ts";
+import type { Io } from "./io.ts";
+import { migrateCommand } from "./migrate.ts";
+
+/** The operator's commands on the database as a whole: upgrades, backups, checks, key rotation. */
+export function opsCommands(program: Command, io: Io, globals: () => GlobalOptions): void {
+  migrateCommand(program, io, globals);
+}
