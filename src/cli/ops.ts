@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { backupCommand } from "./backup.ts";
 import type { GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
 import { migrateCommand } from "./migrate.ts";
@@ -6,4 +7,5 @@ import { migrateCommand } from "./migrate.ts";
 /** The operator's commands on the database as a whole: upgrades, backups, checks, key rotation. */
 export function opsCommands(program: Command, io: Io, globals: () => GlobalOptions): void {
   migrateCommand(program, io, globals);
+  backupCommand(program, io, globals);
 }

@@ -11,6 +11,7 @@ import type { Db } from "./index.ts";
  */
 export async function writeBackup(db: Db, file: string, options: { force?: boolean } = {}): Promise<string> {
   if (!options.force && existsSync(file)) throw new Error(`${file} already exists; not overwriting it (choose another name, or --force)`);
+  if (!existsSync(dirname(file))) throw new Error(`cannot write ${file}: directory ${dirname(file)} does not exist`);
   const temp = join(dirname(file), `.${basename(file)}.${process.pid}.partial`);
   closeSync(openSync(temp, "wx", 0o600));
   try {
