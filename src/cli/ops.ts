@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { backupCommand } from "./backup.ts";
 import type { GlobalOptions } from "./context.ts";
+import { doctorCommand } from "./doctor.ts";
 import type { Io } from "./io.ts";
 import { migrateCommand } from "./migrate.ts";
 
@@ -8,4 +9,5 @@ import { migrateCommand } from "./migrate.ts";
 export function opsCommands(program: Command, io: Io, globals: () => GlobalOptions): void {
   migrateCommand(program, io, globals);
   backupCommand(program, io, globals);
+  doctorCommand(program, io, globals);
 }

@@ -61,6 +61,14 @@ describe("upgrading the database", () => {
     expect(existsSync(`${path}.backup-v${OLD}`)).toBe(false);
   });
 
+  test("doctor names an older schema as a fail, and changes nothing", async () => {
+    const path = oldDatabase("doctor.db");
+    const { code, stdout } = await bridge("--db", path, "doctor");
+    expect(code).toBe(1);
+    expect(stdout).toContain(`fail  database schema: at schema version ${OLD}; this bridge needs ${NOW}: stop bridge serve, then run \`bridge migrate\``);
+    expect(version(path)).toBe(OLD);
+  });
+
   test("serve migrates an older schema after a 0600 backup that opens at the old version", async () => {
     const path = oldDatabase("served.db");
     const server = await startServe({ ...e2e.env, DATABASE_PATH: path }, e2e.dir);
