@@ -5,6 +5,7 @@ import type { Core, Tuning } from "../core/index.ts";
 import { createSealer } from "../core/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
 import { resealV1 } from "../db/reseal.ts";
+import { upgradeDb } from "../db/upgrade.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { UsageError, type Io } from "./io.ts";
 
@@ -41,6 +42,8 @@ export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed,
   const log = createLogger(config.logLevel);
   const db = openExisting(config, need, (message) => log.warn(message));
   try {
+    // Only serve (and `bridge migrate`) change the schema, after a backup.
+    if (need === "serve") await upgradeDb(db, config.databasePath, (message) => log.info(message));
     const core = createCore(config, db, log, Date.now, tuning);
     return { ...core, close: () => db.close() };
   } catch (error) {
@@ -70,7 +73,7 @@ export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenS
   });
 }
 
-/** Runs `fn` with the database alone (the message log needs no secrets). */
+/** Runs `fn` with the database alone, at this bridge's schema (the message log needs no secrets). */
 export function withDb<T>(io: Io, options: GlobalOptions, fn: (db: Db, config: ResolvedConfig) => T): T {
   const config = commandConfig(io, options, "store");
   const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`));
@@ -81,10 +84,29 @@ export function withDb<T>(io: Io, options: GlobalOptions, fn: (db: Db, config: R
   }
 }
 
-function openExisting(config: ResolvedConfig, need: ConfigNeed, warn: (message: string) => void): Db {
+/**
+ * Runs `fn` with the database itself, for commands that work on the file (backup,
+ * migrate, rekey); `keepOlderSchema` lets them open one an older bridge made.
+ */
+export async function withFile<T>(
+  io: Io,
+  options: GlobalOptions,
+  open: { keepOlderSchema?: boolean },
+  fn: (db: Db, config: ResolvedConfig) => T | Promise<T>,
+): Promise<T> {
+  const config = commandConfig(io, options, "store");
+  const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`), open.keepOlderSchema);
+  try {
+    return await fn(db, config);
+  } finally {
+    db.close();
+  }
+}
+
+function openExisting(config: ResolvedConfig, need: ConfigNeed, warn: (message: string) => void, keepOlderSchema = need === "serve"): Db {
   // Only the server creates the database; a typo in --db should not make a new, empty one.
   if (need !== "serve" && !existsSync(config.databasePath)) {
     throw new Error(`database not found: ${config.databasePath} (set DATABASE_PATH or --db)`);
   }
-  return openDb(config.databasePath, { existing: need !== "serve", warn });
+  return openDb(config.databasePath, { existing: need !== "serve", warn, keepOlderSchema });
 }

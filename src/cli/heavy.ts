@@ -1,4 +1,4 @@
-// Everything that only `serve`, `token refresh` and `config set` use: the HTTP stack, the
+// Everything that only `serve`, `token refresh`, `config set` and `doctor` use: the HTTP stack, the
 // CRM and gateway clients, zod and consola, about nine tenths of bridge's code. Commands
 // load it with `await import("./heavy.ts")`. In dist/bridge it is a second script that
 // is compiled only then (build.mjs), so `locations list` and `config get` start without it.
@@ -7,6 +7,7 @@
 // imports. So it imports nothing from src/cli, and nothing that crosses back to the CLI
 // may depend on class identity: the CLI treats its errors as plain Errors.
 export { createCore } from "../core/index.ts";
+export { runDoctor } from "../core/doctor.ts";
 export { setLocationConfig } from "../core/location-config.ts";
 export { createLogger } from "../core/log.ts";
 export { createWorker } from "../core/worker.ts";

@@ -7,6 +7,7 @@ import { installUrlCommand } from "./install-url.ts";
 import { processIo, UsageError, type Io } from "./io.ts";
 import { locationsCommand } from "./locations.ts";
 import { messagesCommand } from "./messages.ts";
+import { opsCommands } from "./ops.ts";
 import { statusCommand } from "./status.ts";
 import { tokenCommand } from "./token.ts";
 
@@ -73,6 +74,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   configCommand(program, io, globals);
   tokenCommand(program, io, globals);
   installUrlCommand(program, io, globals);
+  opsCommands(program, io, globals);
 
   let exitCode = 0;
   try {

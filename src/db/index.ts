@@ -1,23 +1,36 @@
 import { closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import { errorMessage } from "../core/errors.ts";
-import { MIGRATIONS } from "./migrations.ts";
 import { nativeBinding } from "./native.ts";
 import { makeFilesPrivate, refuseOthersFiles } from "./private-files.ts";
+import { migrate, SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "./schema.ts";
 
 export type Db = Database.Database;
 
+export interface OpenOptions {
+  /** Refuse a new or empty file too: only `serve` makes the database. */
+  existing?: boolean;
+  warn?: (message: string) => void;
+  /**
+   * Open a database of an older schema as it is, for the caller to back it up and
+   * migrate it (`upgradeDb`); otherwise it is refused with what to do.
+   */
+  keepOlderSchema?: boolean;
+}
+
 /**
- * Opens (creating it 0600 if needed) the one SQLite file bridge keeps, and brings
- * its schema up to date. The server and every CLI command open the same file.
+ * Opens (creating it 0600 if needed) the one SQLite file bridge keeps; a new file gets
+ * the schema at once. The server and every CLI command open the same file.
+ * An existing file of an older schema is refused unless `keepOlderSchema`; one of a
+ * newer schema always is.
  * Another program's database is refused untouched; `existing`: so is a new or empty file.
  * So are files of another user (the database, its -wal and -shm); ours that other users
  * may read or write are made 0600, and `warn` is told.
  */
-export function openDb(path: string, options: { existing?: boolean; warn?: (message: string) => void } = {}): Db {
+export function openDb(path: string, options: OpenOptions = {}): Db {
   try {
     refuseOthersFiles(path);
-    const db = open(path, options.existing ?? false);
+    const db = open(path, options.existing ?? false, options.keepOlderSchema ?? false);
     try {
       for (const change of makeFilesPrivate(path)) options.warn?.(change);
     } catch (error) {
@@ -26,6 +39,7 @@ export function openDb(path: string, options: { existing?: boolean; warn?: (mess
     }
     return db;
   } catch (error) {
+    if (error instanceof SchemaBehindError) throw error; // it names the file and what to do
     const reason = errorMessage(error);
     // SQLite's own words name neither the file nor what to check.
     const hint = /unable to open|readonly|read-only/.test(reason) ? " (bridge needs to read and write the file and its directory)" : "";
@@ -33,7 +47,7 @@ export function openDb(path: string, options: { existing?: boolean; warn?: (mess
   }
 }
 
-function open(path: string, existing: boolean): Db {
+function open(path: string, existing: boolean, keepOlderSchema: boolean): Db {
   const binding = nativeBinding(path);
   // @types/better-sqlite3 only knows a path here; the library also takes the loaded addon.
   const options = binding ? { nativeBinding: binding as unknown as string } : {};
@@ -53,8 +67,23 @@ function open(path: string, existing: boolean): Db {
   // SQLite's own default page cache. better-sqlite3 builds it eight times larger, and the
   // server filled that under load with rows long since answered, for no more intake.
   db.pragma("cache_size = -2000");
-  migrate(db);
+  try {
+    checkSchema(db, path, keepOlderSchema);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   return db;
+}
+
+function checkSchema(db: Db, path: string, keepOlderSchema: boolean): void {
+  const version = schemaVersion(db);
+  if (version > SCHEMA_VERSION) {
+    throw new Error(`database schema version ${version} is newer than this bridge (${SCHEMA_VERSION}); upgrade bridge`);
+  }
+  // A new file holds nothing to lose or to roll back to: no backup, no refusal.
+  if (version === 0) migrate(db);
+  else if (version < SCHEMA_VERSION && !keepOlderSchema) throw new SchemaBehindError(path, version);
 }
 
 /**
@@ -71,17 +100,4 @@ function refuseForeign(path: string, existing: boolean, options: Database.Option
   } finally {
     probe.close();
   }
-}
-
-/** Applies the migrations newer than the file's user_version, all in one transaction. */
-function migrate(db: Db): void {
-  const current = db.pragma("user_version", { simple: true }) as number;
-  if (current > MIGRATIONS.length) {
-    throw new Error(`database schema version ${current} is newer than this bridge (${MIGRATIONS.length}); upgrade bridge`);
-  }
-  if (current === MIGRATIONS.length) return;
-  db.transaction(() => {
-    for (const sql of MIGRATIONS.slice(current)) db.exec(sql);
-    db.pragma(`user_version = ${MIGRATIONS.length}`);
-  }).immediate();
 }

@@ -5,6 +5,10 @@ export const SEND = "POST /api/v1/sms/send";
 export const STATUS = "GET /api/v1/sms/status/:id";
 export const BALANCE = "GET /api/v1/account/balance";
 export const LOGS = "GET /api/v1/sms/logs";
+export const SENDER_IDS = "GET /api/v1/account/sender-ids";
+
+/** One approved sender ID as Cast lists it. */
+export type ApprovedSender = { sender_id: string; label: string; channel: "sms" | "sim" };
 
 /** What the fake's status endpoint says of a message: Cast's `status` and the carrier's `dlr_status`. */
 export type Receipt = { status: string; dlr_status?: string; error_message?: string };
@@ -92,11 +96,15 @@ export async function startFakeGateway() {
     return jsonResponse({ success: true, count: mine.length, logs: page });
   }
 
+  // The account's approved sender IDs, the same for every key unless a test swaps the route.
+  let approvedSenders: ApprovedSender[] = [{ sender_id: "BRIDGE", label: "Bridge", channel: "sms" }];
+
   const fake = await startFake({
     [SEND]: handle,
     [STATUS]: limited(status),
     [LOGS]: limited(logs),
     [BALANCE]: limited(() => jsonResponse({ success: true, credits: 1000, currency: "PHP" })),
+    [SENDER_IDS]: limited(() => jsonResponse({ success: true, sender_ids: approvedSenders })),
   });
   return {
     ...fake,
@@ -125,6 +133,10 @@ export async function startFakeGateway() {
     statusCalls: () => fake.received("GET /api/v1/sms/status/"),
     /** The reads of the account's log. */
     logCalls: () => fake.received(LOGS),
+    /** Sets the approved sender IDs the sender-ids endpoint lists. */
+    senderIds(list: ApprovedSender[]) {
+      approvedSenders = list;
+    },
     /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
     limit(perSecond: number, burst = perSecond) {
       Object.assign(limit, { perSecond, burst });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { openDb } from "../../src/db/index.ts";
+import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
 import { GLOBAL_SMS_KEY, outbound, useBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
@@ -143,8 +144,9 @@ test("the migration approves the locations that exist when it ships, and remembe
     old.prepare("INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at) VALUES ('m-old', 'loc-old', '{}', 1, 1, 1)").run();
     old.close();
 
-    const db = openDb(path);
+    const db = openDb(path, { keepOlderSchema: true });
     try {
+      migrate(db);
       expect(createTokenStore(db).get("loc-old")).toMatchObject({ approved: true, uninstalledAt: 0 });
       expect(db.prepare("SELECT message_id FROM seen_messages").pluck().all()).toEqual(["m-old"]);
     } finally {

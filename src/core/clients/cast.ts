@@ -38,6 +38,14 @@ export interface DeliveryStatus {
   errorMessage: string;
 }
 
+/** A sender ID approved on the account (`GET /api/v1/account/sender-ids`). */
+export interface SenderId {
+  senderId: string;
+  label: string;
+  /** "sms" or "sim": the channel it sends on. */
+  channel: string;
+}
+
 export type SmsGateway = ReturnType<typeof createCastClient>;
 
 /** Cast.ph's own limit on one message's text. */
@@ -103,6 +111,20 @@ export function createCastClient(options: GatewayOptions) {
       const credits = (res.body as { credits?: unknown } | undefined)?.credits;
       if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
       return credits;
+    },
+
+    /** The sender IDs approved on the key's account. Throws GatewayError. */
+    async senderIds(apiKey: string): Promise<SenderId[]> {
+      const res = await get("/api/v1/account/sender-ids", apiKey, "sender-ids call");
+      const list = (res.body as { sender_ids?: unknown } | undefined)?.sender_ids;
+      if (res.status !== 200 || !Array.isArray(list)) throw refused("sender-ids call", res);
+      return (list as Record<string, unknown>[])
+        .filter((entry) => typeof entry?.sender_id === "string")
+        .map((entry) => ({
+          senderId: entry.sender_id as string,
+          label: typeof entry.label === "string" ? entry.label : "",
+          channel: typeof entry.channel === "string" ? entry.channel : "sms",
+        }));
     },
 
     /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */

@@ -1,0 +1,28 @@
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import type { GlobalOptions } from "./context.ts";
+import { json, type Io } from "./io.ts";
+
+/** `bridge backup FILE [--force] [--json]`: a consistent copy of the live database, mode 0600. */
+export function backupCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
+  program
+    .command("backup <file>")
+    .description("copy the database (safe while serve runs: SQLite's online backup) to FILE, mode 0600")
+    .option("--force", "overwrite FILE if it exists")
+    .option("--json", "machine-readable output")
+    .action(async (file: string, options: { force?: boolean; json?: boolean }) => {
+      const [{ withFile }, { writeBackup }, { statSync }] = await Promise.all([
+        import("./context.ts"),
+        import("../db/backup.ts"),
+        import("node:fs"),
+      ]);
+      const result = await withFile(io, globals(), { keepOlderSchema: true }, async (db, config) => {
+        if (resolve(file) === resolve(config.databasePath)) throw new Error(`${file} is the database itself; name another file`);
+        await writeBackup(db, file, { force: options.force });
+        const version = db.pragma("user_version", { simple: true }) as number;
+        return { database: config.databasePath, backup: file, bytes: statSync(file).size, schema_version: version };
+      });
+      if (options.json) return io.out(json(result));
+      io.out(`backed up ${result.database} to ${result.backup} (${result.bytes} bytes, schema version ${result.schema_version}, mode 0600)\n`);
+    });
+}
