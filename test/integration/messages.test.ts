@@ -115,7 +115,7 @@ test("retry: a message refused before reaching the gateway goes again, once, wit
   const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual({ message_id: "m-1", queued: true });
-  await waitFor(() => bridge.crm.statusReports().length === 2, 10_000);
+  await waitFor(() => bridge.crm.statusReports().length === 2 && bridge.core.jobs.get("m-1")?.state === "done", 10_000);
 
   expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["failed", "delivered"]);
   expect(bridge.gateway.sent()).toHaveLength(2); // the refused attempt and the retry: one SMS left
@@ -162,7 +162,7 @@ test("retry: Cast's own FAILED receipt (never submitted to a carrier, credits re
 
   const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
   expect(res.status).toBe(200);
-  await waitFor(() => bridge.crm.statusReports().length === 2, 10_000);
+  await waitFor(() => bridge.crm.statusReports().length === 2 && bridge.core.jobs.get("m-1")?.state === "done", 10_000);
   expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["failed", "delivered"]);
   expect(bridge.gateway.sent()).toHaveLength(2);
 });
