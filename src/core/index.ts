@@ -1,4 +1,5 @@
 import { createGroupCommit, type Commit } from "../db/commit.ts";
+import { createCompanyStore, type CompanyStore } from "../db/companies.ts";
 import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
 import { resealV1 } from "../db/reseal.ts";
@@ -6,13 +7,16 @@ import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
 import type { ResolvedConfig } from "./config.ts";
+import { createExchanges, type Exchanges } from "./exchanges.ts";
+import { completeInstall, type InstallDeps, type InstallResult } from "./install.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
 import { createReceiptBook } from "./receipts.ts";
+import { createPacer, type Pacer } from "./pace.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
-import { createTokenService, type TokenService } from "./tokens.ts";
+import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./tokens.ts";
 import { createUninstaller, type Uninstaller } from "./uninstall.ts";
 
 /** Everything the server and the CLI share, built once from config and a database. */
@@ -20,12 +24,15 @@ export interface Core {
   config: ResolvedConfig;
   db: Db;
   tokens: TokenStore;
+  /** Agencies' own tokens, kept to follow the locations they add later. */
+  companies: CompanyStore;
   jobs: JobStore;
   /** Group commit for the job table's writes: the webhooks' and the queue worker's. */
   commit: Commit;
   crm: CrmClient;
   sms: SmsGateway;
   tokenService: TokenService;
+  companyTokens: CompanyTokens;
   log: Logger;
   now: () => number;
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
@@ -34,8 +41,12 @@ export interface Core {
   scheduler: Scheduler;
   /** API keys Cast refused, waiting for a probe to succeed. */
   holds: KeyHolds;
-  /** Gap between the CRM calls of a bulk install. */
-  bulkPaceMs: number;
+  /** Spaces the CRM calls of installs and reconciliation (HighLevel: 100 requests per 10 s). */
+  pace: Pacer;
+  /** OAuth code exchanges in progress. */
+  exchanges: Exchanges;
+  /** Completes an install from an OAuth code (the callback). */
+  install: (code: string) => Promise<InstallResult>;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
   uninstall: Uninstaller;
 }
@@ -67,6 +78,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const sealer = createSealer(config.encryptionKey);
   const tokens = createTokenStore(db, sealer);
   tokens.checkKey();
+  const companies = createCompanyStore(db, sealer);
+  companies.checkKey();
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);
@@ -92,6 +105,17 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   });
   const holds = createKeyHolds({ sms, log, now: Date.now, probeEveryMs: tuning.holdProbeMs });
   const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
+  const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
+  const installDeps: InstallDeps = {
+    crm,
+    tokens,
+    companies,
+    exchanges: createExchanges(),
+    now,
+    log,
+    pace: createPacer(tuning.bulkPaceMs ?? 110),
+    allowedCompanyIds: config.allowedCompanyIds,
+  };
   const deps: OutboundDeps = {
     tokens,
     jobs,
@@ -118,17 +142,21 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     config,
     db,
     tokens,
+    companies,
     jobs,
     commit,
     crm,
     sms,
     tokenService,
+    companyTokens,
     log,
     now,
     processOutbound: (job) => processOutbound(deps, job),
     scheduler,
     holds,
-    bulkPaceMs: tuning.bulkPaceMs ?? 110,
+    pace: installDeps.pace,
+    exchanges: installDeps.exchanges,
+    install: (code) => completeInstall(installDeps, code),
     uninstall: createUninstaller({ tokens, tokenService, now, log }),
   };
 }

@@ -1,0 +1,116 @@
+import { randomBytes } from "node:crypto";
+import { afterEach, describe, expect, test } from "vitest";
+import { createCore } from "../../src/core/index.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { openDb, type Db } from "../../src/db/index.ts";
+import { CLIENT_ID, startBridge, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { COMPANY_ID } from "../helpers/fake-crm.ts";
+
+/** Agencies' own tokens (CONTRACT.md 9): kept after the install, refreshed single-flight. */
+
+const MINUTE = 60_000;
+let clock = Date.parse("2030-03-01T08:00:00Z");
+let bridge: Bridge | undefined;
+const extraDbs: Db[] = [];
+
+async function start(options: BridgeOptions = {}): Promise<Bridge> {
+  bridge = await startBridge({ now: () => clock, ...options });
+  return bridge;
+}
+
+afterEach(async () => {
+  for (const db of extraDbs.splice(0)) db.close();
+  await bridge?.close();
+  bridge = undefined;
+  clock = Date.parse("2030-03-01T08:00:00Z");
+});
+
+async function agencyInstall(b: Bridge, installedLocations = ["a", "b"]) {
+  const granted = b.crm.grantCompany("code-co", { installedLocations });
+  const res = await b.fetch("/oauth-callback?code=code-co");
+  return { granted, status: res.status, body: await res.text() };
+}
+
+function companyRefreshCalls(b: Bridge) {
+  return b.crm
+    .received("POST /oauth/token")
+    .map((r) => Object.fromEntries(new URLSearchParams(r.body)))
+    .filter((form) => form.grant_type === "refresh_token");
+}
+
+describe("an agency install keeps the company's token", () => {
+  test("stored once per company, sealed on disk bound to the companies table", async () => {
+    const b = await start({ env: { BRIDGE_ENCRYPTION_KEY: randomBytes(32).toString("hex") } });
+    const { granted, status } = await agencyInstall(b);
+    expect(status).toBe(200);
+
+    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
+    expect(b.core.companies.get(COMPANY_ID)).toMatchObject({
+      accessToken: granted.access_token,
+      refreshToken: granted.refresh_token,
+      expiresAt: clock + 86_399_000,
+    });
+    const raw = b.core.db.prepare("SELECT access_token, refresh_token FROM companies").get() as Record<string, string>;
+    expect(raw.access_token).toMatch(/^enc:v2:/);
+    expect(raw.refresh_token).toMatch(/^enc:v2:/);
+    expect(JSON.stringify(raw)).not.toContain(granted.refresh_token);
+
+    // Installing again from the agency replaces the token: still one row.
+    const again = await agencyInstall(b);
+    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
+    expect(b.core.companies.get(COMPANY_ID)?.refreshToken).toBe(again.granted.refresh_token);
+  });
+
+  test("an outsider's agency install stores no company token", async () => {
+    const b = await start({ env: { ALLOWED_COMPANY_IDS: "someoneElse" } });
+    expect((await agencyInstall(b)).status).toBe(403);
+    expect(b.core.companies.ids()).toEqual([]);
+  });
+});
+
+describe("company token refresh", () => {
+  test("asks for user_type=Company and stores the new pair", async () => {
+    const b = await start();
+    const { granted } = await agencyInstall(b);
+    clock += 86_399_000 - MINUTE; // a minute before it expires
+
+    const record = await b.core.companyTokens.validToken(COMPANY_ID);
+
+    expect(companyRefreshCalls(b)).toEqual([
+      expect.objectContaining({ client_id: CLIENT_ID, user_type: "Company", refresh_token: granted.refresh_token }),
+    ]);
+    expect(record.refreshToken).not.toBe(granted.refresh_token);
+    expect(b.core.companies.get(COMPANY_ID)).toMatchObject({ accessToken: record.accessToken, expiresAt: clock + 86_399_000 });
+  });
+
+  test("the server and a CLI process refreshing at once: ONE token call, both get the same new pair", async () => {
+    const b = await start();
+    await agencyInstall(b);
+    clock += 86_399_000 - MINUTE;
+    const db = openDb(b.config.databasePath);
+    extraDbs.push(db);
+    const cli = createCore(b.config, db, createLogger("silent"), () => clock);
+
+    const [mine, theirs] = await Promise.all([
+      b.core.companyTokens.validToken(COMPANY_ID),
+      cli.companyTokens.validToken(COMPANY_ID),
+      b.core.companyTokens.validToken(COMPANY_ID),
+    ]);
+
+    expect(companyRefreshCalls(b)).toHaveLength(1);
+    expect({ at: theirs.accessToken, rt: theirs.refreshToken }).toEqual({ at: mine.accessToken, rt: mine.refreshToken });
+  });
+
+  test("a refresh token HighLevel refuses is noted: the company needs an install from the agency", async () => {
+    const b = await start();
+    await agencyInstall(b);
+    b.crm.uninstallCompany();
+    clock += 86_399_000;
+
+    await expect(b.core.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/refresh token failed: token endpoint returned 400/);
+    expect(b.core.companies.get(COMPANY_ID)?.refreshError).toMatch(/install the app again from the agency/);
+    // Refused before: not presented again unless forced.
+    await expect(b.core.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/install the app again from the agency/);
+    expect(companyRefreshCalls(b)).toHaveLength(1);
+  });
+});
