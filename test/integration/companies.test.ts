@@ -5,6 +5,7 @@ import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
 import { CLIENT_ID, startBridge, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
+import { jsonResponse } from "../helpers/http.ts";
 
 /** Agencies' own tokens (CONTRACT.md 9): kept after the install, refreshed single-flight. */
 
@@ -65,6 +66,22 @@ describe("an agency install keeps the company's token", () => {
     const b = await start({ env: { ALLOWED_COMPANY_IDS: "someoneElse" } });
     expect((await agencyInstall(b)).status).toBe(403);
     expect(b.core.companies.ids()).toEqual([]);
+  });
+
+  test("the page names each location that failed, and why, escaped", async () => {
+    const b = await start();
+    b.crm.on("POST /oauth/locationToken", (req) => {
+      const { locationId } = JSON.parse(req.body) as { locationId: string };
+      if (locationId === "b") return jsonResponse({ message: "<script>alert(1)</script> not allowed" }, 403);
+      return jsonResponse({ access_token: "at", refresh_token: "rt", expires_in: 3600, locationId, companyId: COMPANY_ID });
+    });
+    const { status, body } = await agencyInstall(b, ["a", "b", "c"]);
+    expect(status).toBe(200);
+    expect(body).toContain("connected to 2 location(s) of 3");
+    expect(body).toContain("1 location(s) could not be connected");
+    expect(body).toMatch(/<li><code>b<\/code>: locationToken endpoint returned 403: .*&#60;script&#62;alert\(1\)&#60;\/script&#62; not allowed/);
+    expect(body).not.toContain("<script>");
+    expect(body).toContain("bridge locations sync");
   });
 });
 
