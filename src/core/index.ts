@@ -9,6 +9,7 @@ import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.
 import type { ResolvedConfig } from "./config.ts";
 import { createExchanges, type Exchanges } from "./exchanges.ts";
 import { completeInstall, type InstallDeps, type InstallResult } from "./install.ts";
+import { createLaterInstaller, type LaterInstaller } from "./install-later.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
@@ -47,6 +48,8 @@ export interface Core {
   exchanges: Exchanges;
   /** Completes an install from an OAuth code (the callback). */
   install: (code: string) => Promise<InstallResult>;
+  /** An INSTALL webhook: the location's token through a stored company token. */
+  installLocation: LaterInstaller;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
   uninstall: Uninstaller;
 }
@@ -66,6 +69,8 @@ export interface Tuning {
   /** How long a key's log of statuses is used before it is read again. */
   receiptBookMs?: number;
   bulkPaceMs?: number;
+  /** How long an INSTALL webhook waits for a code exchange in progress. */
+  installWaitMs?: number;
   /** How long a write waits for others to share its commit. */
   commitWindowMs?: number;
   /** First wait before storing a refreshed token pair again. */
@@ -157,6 +162,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     pace: installDeps.pace,
     exchanges: installDeps.exchanges,
     install: (code) => completeInstall(installDeps, code),
+    installLocation: createLaterInstaller({ ...installDeps, companyTokens, waitMs: tuning.installWaitMs }),
     uninstall: createUninstaller({ tokens, tokenService, now, log }),
   };
 }
