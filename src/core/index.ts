@@ -19,6 +19,7 @@ import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
 import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./tokens.ts";
 import { createUninstaller, type Uninstaller } from "./uninstall.ts";
+import { createCompanyUninstaller, type CompanyUninstaller } from "./uninstall-company.ts";
 
 /** Everything the server and the CLI share, built once from config and a database. */
 export interface Core {
@@ -52,6 +53,8 @@ export interface Core {
   installLocation: LaterInstaller;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
   uninstall: Uninstaller;
+  /** An agency-level UNINSTALL, applied once HighLevel confirms it. */
+  uninstallCompany: CompanyUninstaller;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -111,6 +114,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const holds = createKeyHolds({ sms, log, now: Date.now, probeEveryMs: tuning.holdProbeMs });
   const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
+  const uninstall = createUninstaller({ tokens, tokenService, now, log });
   const installDeps: InstallDeps = {
     crm,
     tokens,
@@ -163,6 +167,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     exchanges: installDeps.exchanges,
     install: (code) => completeInstall(installDeps, code),
     installLocation: createLaterInstaller({ ...installDeps, companyTokens, waitMs: tuning.installWaitMs }),
-    uninstall: createUninstaller({ tokens, tokenService, now, log }),
+    uninstall,
+    uninstallCompany: createCompanyUninstaller({ tokens, companies, companyTokens, uninstall, now, log }),
   };
 }

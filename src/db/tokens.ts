@@ -59,6 +59,14 @@ export interface NewToken {
   name?: string;
 }
 
+/** What reconciliation compares of a company's stored location: no secret. */
+export interface CompanyLocation {
+  locationId: string;
+  name: string;
+  uninstalledAt: number;
+  refreshError: string;
+}
+
 export type TokenStore = ReturnType<typeof createTokenStore>;
 
 interface Row {
@@ -106,6 +114,9 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
     WHERE location_id = ?`);
   const remove = db.prepare<[string]>("DELETE FROM tokens WHERE location_id = ?");
+  const selectOfCompany = db.prepare<[string], CompanyLocation>(`
+    SELECT location_id AS locationId, location_name AS name, uninstalled_at AS uninstalledAt, refresh_error AS refreshError
+    FROM tokens WHERE company_id = ? ORDER BY location_id`);
   const rename = db.prepare<[{ id: string; name: string }]>(
     "UPDATE tokens SET location_name = @name WHERE location_id = @id AND location_name <> @name",
   );
@@ -168,6 +179,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     },
     delete(locationId: string): boolean {
       return remove.run(locationId).changes > 0;
+    },
+    /** The company's stored locations, installed or not. */
+    ofCompany(companyId: string): CompanyLocation[] {
+      return selectOfCompany.all(companyId);
     },
     /** Records the location's name in HighLevel (shown in listings only). */
     setName(locationId: string, name: string): void {

@@ -134,10 +134,7 @@ export function webhookRoutes(app: H3, { core, worker, bodyBudget = createBodyBu
     if (!event) return { status: "ignored" };
     const { locationId, companyId } = event;
     const what = locationId ? `location ${locationId}` : `company ${companyId ?? "(none)"}`;
-    if (!locationId) {
-      core.log.warn(`UNINSTALL of ${what} (agency-wide) ignored: bridge removes locations one UNINSTALL at a time`);
-      return { status: "ignored" };
-    }
+    if (!locationId) return uninstallCompany(companyId);
     let verdict;
     try {
       verdict = await core.uninstall(locationId);
@@ -150,6 +147,28 @@ export function webhookRoutes(app: H3, { core, worker, bodyBudget = createBodyBu
       return { status: "ignored" };
     }
     if (verdict === "not_installed") core.log.info(`UNINSTALL of ${what}: it was not installed`);
+    return { status: "ok" };
+  }
+
+  /** An agency-level UNINSTALL: core applies it once HighLevel confirms it. */
+  async function uninstallCompany(companyId: string | undefined) {
+    if (!companyId) {
+      core.log.warn("UNINSTALL with neither locationId nor companyId ignored");
+      return { status: "ignored" };
+    }
+    const what = `company ${companyId} (agency-wide)`;
+    let result;
+    try {
+      result = await core.uninstallCompany(companyId);
+    } catch (error) {
+      core.log.warn(`UNINSTALL of ${what} not applied yet: HighLevel could not confirm it (${errorMessage(error)}); it will be sent again`);
+      throw notStored("could not apply the uninstall");
+    }
+    if (result.verdict === "still_installed") {
+      core.log.warn(`UNINSTALL of ${what} ignored: HighLevel still accepts its token (a replayed or stale event)`);
+      return { status: "ignored" };
+    }
+    if (result.verdict === "not_installed") core.log.info(`UNINSTALL of ${what}: bridge holds neither its token nor a location of it`);
     return { status: "ok" };
   }
 }

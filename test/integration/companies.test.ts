@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
-import { CLIENT_ID, startBridge, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { APP_ID, CLIENT_ID, startBridge, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
@@ -129,5 +129,56 @@ describe("company token refresh", () => {
     // Refused before: not presented again unless forced.
     await expect(b.core.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/install the app again from the agency/);
     expect(companyRefreshCalls(b)).toHaveLength(1);
+  });
+});
+
+describe("an agency-level UNINSTALL (no locationId)", () => {
+  const uninstall = { type: "UNINSTALL", appId: APP_ID, companyId: COMPANY_ID };
+
+  test("confirmed by HighLevel refusing the company token: token removed, its locations marked (kept), others untouched, logged", async () => {
+    const b = await start();
+    await agencyInstall(b);
+    b.core.tokens.setConfig("a", { senderId: "BRAND" }, clock);
+    b.seed("solo");
+    b.core.db.prepare("UPDATE tokens SET company_id = 'otherCo' WHERE location_id = 'solo'").run();
+    b.crm.uninstallCompany();
+
+    const res = await b.webhook(uninstall);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok" });
+    expect(b.core.companies.ids()).toEqual([]);
+    expect(b.core.tokens.get("a")).toMatchObject({ senderId: "BRAND", uninstalledAt: clock });
+    expect(b.core.tokens.get("b")).toMatchObject({ uninstalledAt: clock });
+    expect(b.core.tokens.get("solo")).toMatchObject({ uninstalledAt: 0 });
+    expect(b.logs.join("")).toContain(`company ${COMPANY_ID} uninstalled the app: HighLevel no longer accepts its token; its token removed, 2 location(s) marked uninstalled`);
+
+    // Delivered again: nothing left to do, still 200.
+    expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ok" });
+  });
+
+  test("a replayed one while the agency still has the app: ignored, one refresh a minute however many come", async () => {
+    const b = await start();
+    await agencyInstall(b);
+    for (let i = 0; i < 3; i++) expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ignored" });
+    expect(companyRefreshCalls(b)).toHaveLength(1);
+    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
+    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
+    expect(b.logs.join("")).toContain(`UNINSTALL of company ${COMPANY_ID} (agency-wide) ignored: HighLevel still accepts its token`);
+  });
+
+  test("when HighLevel cannot be asked: 429 with Retry-After, nothing changed; the retry applies it", async () => {
+    const b = await start();
+    await agencyInstall(b);
+    b.crm.uninstallCompany();
+    const tokenRoute = b.crm.received("POST /oauth/token").length;
+    b.crm.on("POST /oauth/token", () => jsonResponse({ message: "unavailable" }, 503));
+    const res = await b.webhook(uninstall);
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBeTruthy();
+    expect(b.crm.received("POST /oauth/token").length).toBe(tokenRoute + 1);
+    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
+    b.crm.on("POST /oauth/token", () => jsonResponse({ error: "invalid_grant" }, 400));
+    expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ok" });
+    expect(b.core.tokens.get("a")!.uninstalledAt).toBeGreaterThan(0);
   });
 });
