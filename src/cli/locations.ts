@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "./context.ts";
 import { json, locationArg, table, type Io } from "./io.ts";
+import { syncCommand } from "./sync.ts";
 
-/** `bridge locations list [--json]`: the installed locations, keys masked, never a token. */
+/** `bridge locations list|approve|sync`: the installed locations, keys masked, never a token. */
 export function locationsCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   const locations = program.command("locations").description("installed CRM locations");
   locations
@@ -37,6 +38,8 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
       if (options.json) return io.out(json({ locations: approved }));
       for (const { location_id } of approved) io.out(`approved ${location_id}: it may use the global SMS_API_KEY and SMS_SENDER_ID\n`);
     });
+
+  syncCommand(locations, io, globals);
 }
 
 function status(location: { refresh_error: string; uninstalled_at: string | null }): string {

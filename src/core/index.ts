@@ -17,6 +17,7 @@ import { createReceiptBook } from "./receipts.ts";
 import { createPacer, type Pacer } from "./pace.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
+import { createSync, type Sync } from "./sync.ts";
 import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./tokens.ts";
 import { createUninstaller, type Uninstaller } from "./uninstall.ts";
 import { createCompanyUninstaller, type CompanyUninstaller } from "./uninstall-company.ts";
@@ -55,6 +56,8 @@ export interface Core {
   uninstall: Uninstaller;
   /** An agency-level UNINSTALL, applied once HighLevel confirms it. */
   uninstallCompany: CompanyUninstaller;
+  /** Reconciliation: each stored company's installed locations against the store. */
+  sync: Sync;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -169,5 +172,6 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     installLocation: createLaterInstaller({ ...installDeps, companyTokens, waitMs: tuning.installWaitMs }),
     uninstall,
     uninstallCompany: createCompanyUninstaller({ tokens, companies, companyTokens, uninstall, now, log }),
+    sync: createSync({ ...installDeps, companyTokens }),
   };
 }
