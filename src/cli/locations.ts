@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "./context.ts";
-import { json, locationArg, table, type Io } from "./io.ts";
+import { json, locationArg, table, UsageError, type Io } from "./io.ts";
 import { syncCommand } from "./sync.ts";
 
-/** `bridge locations list|approve|sync`: the installed locations, keys masked, never a token. */
+/** `bridge locations list|approve|sync|remove`: the installed locations, keys masked, never a token. */
 export function locationsCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   const locations = program.command("locations").description("installed CRM locations");
   locations
@@ -40,6 +40,20 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     });
 
   syncCommand(locations, io, globals);
+
+  locations
+    .command("remove <locationId>")
+    .description("remove a location's record: its token and settings (its messages stay in the log)")
+    .option("--yes", "really remove it")
+    .action(async (id: string, options: { yes?: boolean }) => {
+      locationArg(id);
+      if (!options.yes) {
+        throw new UsageError(`this would remove location ${id}: its token, sender ID, API key and approval (its messages stay in the log); run again with --yes`);
+      }
+      const [{ withStore }, { removeLocation }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+      withStore(io, globals(), (tokens) => removeLocation(tokens, id));
+      io.out(`removed ${id}; if the app is still installed there in HighLevel, the next sync or INSTALL brings it back (uninstall it in HighLevel first)\n`);
+    });
 }
 
 function status(location: { refresh_error: string; uninstalled_at: string | null }): string {
