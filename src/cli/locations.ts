@@ -17,6 +17,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
       if (list.length === 0) return io.out("no locations installed\n");
       const rows = list.map((l) => [
         l.location_id,
+        l.name || "-",
         l.company_id,
         l.sender_id || "(default)",
         l.sms_api_key || "(default)",
@@ -24,7 +25,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
         l.expires_at,
         status(l),
       ]);
-      io.out(table(["LOCATION", "COMPANY", "SENDER ID", "SMS API KEY", "APPROVED", "TOKEN EXPIRES", "STATUS"], rows));
+      io.out(table(["LOCATION", "NAME", "COMPANY", "SENDER ID", "SMS API KEY", "APPROVED", "TOKEN EXPIRES", "STATUS"], rows));
     });
 
   locations

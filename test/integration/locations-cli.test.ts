@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
-/** `bridge locations remove` on a running bridge's database, run in this process. */
+/** `bridge locations list` and `remove` on a running bridge's database, run in this process. */
 
 const start = bridgePerTest();
 
@@ -12,6 +12,30 @@ async function cli(b: Bridge, ...args: string[]) {
   const code = await run(args, { out: (t) => (stdout += t), err: (t) => (stderr += t), env: b.env });
   return { code, stdout, stderr };
 }
+
+test("list shows each location's name when known, and whether its token works", async () => {
+  const b = await start({}, "loc-ok", "loc-dead", "loc-gone");
+  b.core.tokens.setName("loc-ok", "Main Street Clinic");
+  b.core.db.prepare("UPDATE tokens SET refresh_error = 'refused' WHERE location_id = 'loc-dead'").run();
+  b.core.tokens.markUninstalled("loc-gone", Date.now());
+
+  const table = await cli(b, "locations", "list");
+  expect(table.code).toBe(0);
+  const lines = table.stdout.trimEnd().split("\n");
+  expect(lines[0]).toMatch(/^LOCATION\s+NAME\s+COMPANY\s+.*STATUS$/);
+  expect(lines.find((l) => l.startsWith("loc-ok"))).toMatch(/^loc-ok\s+Main Street Clinic\s+company-1\s.*\sok$/);
+  expect(lines.find((l) => l.startsWith("loc-dead"))).toMatch(/^loc-dead\s+-\s.*\sneeds reinstall$/);
+  expect(lines.find((l) => l.startsWith("loc-gone"))).toMatch(/\suninstalled$/);
+
+  const listed = JSON.parse((await cli(b, "locations", "list", "--json")).stdout) as { locations: { location_id: string; name: string }[] };
+  expect(listed.locations.map((l) => [l.location_id, l.name])).toEqual([
+    ["loc-dead", ""],
+    ["loc-gone", ""],
+    ["loc-ok", "Main Street Clinic"],
+  ]);
+  const admin = (await (await b.admin("/api/admin/locations")).json()) as { locations: { name: string }[] };
+  expect(admin.locations.map((l) => l.name)).toEqual(["", "", "Main Street Clinic"]);
+});
 
 test("remove without --yes: exit 2 saying what it would remove, nothing removed", async () => {
   const b = await start({}, "loc-1");
