@@ -1,10 +1,8 @@
-import type { CompanyStore } from "../db/companies.ts";
 import { errorMessage } from "./errors.ts";
 import { admitted, connectLocation, pendingNote, type InstallDeps } from "./install.ts";
 import type { CompanyTokens } from "./tokens.ts";
 
-export interface LaterInstallDeps extends Omit<InstallDeps, "companies"> {
-  companies: CompanyStore;
+export interface LaterInstallDeps extends InstallDeps {
   companyTokens: CompanyTokens;
   /** How long an INSTALL waits for a code exchange in progress. */
   waitMs?: number;
