@@ -10,6 +10,7 @@ export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/doctor.ts";
 export { setLocationConfig } from "../core/location-config.ts";
 export { createLogger } from "../core/log.ts";
+export { scheduleSync } from "../core/sync.ts";
 export { createWorker } from "../core/worker.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

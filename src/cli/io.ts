@@ -12,6 +12,8 @@ export interface Io {
    * `prompt` without echo. Absent: this Io has no standard input.
    */
   readLine?(prompt: string): Promise<string>;
+  /** True when standard error is a terminal (progress is shown there only then). */
+  errIsTerminal?(): boolean;
 }
 
 export const processIo: Io = {
@@ -19,6 +21,8 @@ export const processIo: Io = {
   err: (text) => writeAll(2, text),
   env: process.env,
   readLine: readStdinLine,
+  // Loaded when asked: node:tty is not needed by commands that show no progress.
+  errIsTerminal: () => process.getBuiltinModule("node:tty").isatty(2),
 };
 
 /** A usage mistake: exit code 2, like commander's own. */

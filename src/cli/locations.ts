@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import type { GlobalOptions } from "./context.ts";
-import { json, locationArg, table, type Io } from "./io.ts";
+import { json, locationArg, table, UsageError, type Io } from "./io.ts";
+import { syncCommand } from "./sync.ts";
 
-/** `bridge locations list [--json]`: the installed locations, keys masked, never a token. */
+/** `bridge locations list|approve|sync|remove`: the installed locations, keys masked, never a token. */
 export function locationsCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   const locations = program.command("locations").description("installed CRM locations");
   locations
@@ -16,6 +17,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
       if (list.length === 0) return io.out("no locations installed\n");
       const rows = list.map((l) => [
         l.location_id,
+        l.name || "-",
         l.company_id,
         l.sender_id || "(default)",
         l.sms_api_key || "(default)",
@@ -23,7 +25,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
         l.expires_at,
         status(l),
       ]);
-      io.out(table(["LOCATION", "COMPANY", "SENDER ID", "SMS API KEY", "APPROVED", "TOKEN EXPIRES", "STATUS"], rows));
+      io.out(table(["LOCATION", "NAME", "COMPANY", "SENDER ID", "SMS API KEY", "APPROVED", "TOKEN EXPIRES", "STATUS"], rows));
     });
 
   locations
@@ -36,6 +38,22 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
       const approved = withStore(io, globals(), (tokens) => ids.map((id) => approveLocation(tokens, id, Date.now())));
       if (options.json) return io.out(json({ locations: approved }));
       for (const { location_id } of approved) io.out(`approved ${location_id}: it may use the global SMS_API_KEY and SMS_SENDER_ID\n`);
+    });
+
+  syncCommand(locations, io, globals);
+
+  locations
+    .command("remove <locationId>")
+    .description("remove a location's record: its token and settings (its messages stay in the log)")
+    .option("--yes", "really remove it")
+    .action(async (id: string, options: { yes?: boolean }) => {
+      locationArg(id);
+      if (!options.yes) {
+        throw new UsageError(`this would remove location ${id}: its token, sender ID, API key and approval (its messages stay in the log); run again with --yes`);
+      }
+      const [{ withStore }, { removeLocation }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+      withStore(io, globals(), (tokens) => removeLocation(tokens, id));
+      io.out(`removed ${id}; if the app is still installed there in HighLevel, the next sync or INSTALL brings it back (uninstall it in HighLevel first)\n`);
     });
 }
 

@@ -6,12 +6,15 @@ import type { Io } from "./io.ts";
 
 /** In-flight sends get this long to finish on SIGTERM (systemd waits 90 s). */
 const STOP_GRACE_MS = 30_000;
+/** Reconciliation with HighLevel's installed locations: hourly, the first soon after start (missed INSTALLs while down). */
+const SYNC_EVERY_MS = 3_600_000;
+const FIRST_SYNC_MS = 60_000;
 
 /** `bridge serve`: HTTP server plus queue worker, until SIGTERM or SIGINT. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
-  const { createApp, createWorker, listen } = await import("./heavy.ts");
+  const { createApp, createWorker, listen, scheduleSync } = await import("./heavy.ts");
   const { config, log } = core;
   const worker = createWorker({
     jobs: core.jobs,
@@ -30,6 +33,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   worker.start();
   core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
   core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
+  const reconciliation = scheduleSync(core.sync, log, SYNC_EVERY_MS, FIRST_SYNC_MS);
   await withoutMaglev();
   log.info(`bridge listening on ${server.url}`, describeConfig(config));
   if (config.allowedCompanyIds.length === 0) {
@@ -43,6 +47,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   log.info(`${signal}: no longer accepting requests; finishing messages in flight`);
   await server.close();
   core.balances.stop();
+  await reconciliation.stop();
   const left = await worker.stop(STOP_GRACE_MS);
   if (left > 0) log.warn(`${left} message(s) still in flight at exit: those caught mid-send are reported failed (delivery unknown) on the next start, the others resume then`);
   core.close();

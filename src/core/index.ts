@@ -1,4 +1,5 @@
 import { createGroupCommit, type Commit } from "../db/commit.ts";
+import { createCompanyStore, type CompanyStore } from "../db/companies.ts";
 import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
 import { createGatewayKeys, type GatewayKeys } from "../db/gateway-keys.ts";
@@ -9,22 +10,30 @@ import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
 import type { ResolvedConfig } from "./config.ts";
+import { createExchanges, type Exchanges } from "./exchanges.ts";
+import { completeInstall, type InstallDeps, type InstallResult } from "./install.ts";
+import { createLaterInstaller, type LaterInstaller } from "./install-later.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
 import { keyTag } from "./key-tag.ts";
 import { maskSecret } from "./mask.ts";
 import { createReceiptBook } from "./receipts.ts";
+import { createPacer, type Pacer } from "./pace.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
-import { createTokenService, type TokenService } from "./tokens.ts";
+import { createSync, type Sync } from "./sync.ts";
+import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./tokens.ts";
 import { createUninstaller, type Uninstaller } from "./uninstall.ts";
+import { createCompanyUninstaller, type CompanyUninstaller } from "./uninstall-company.ts";
 
 /** Everything the server and the CLI share, built once from config and a database. */
 export interface Core {
   config: ResolvedConfig;
   db: Db;
   tokens: TokenStore;
+  /** Agencies' own tokens, kept to follow the locations they add later. */
+  companies: CompanyStore;
   jobs: JobStore;
   /** The message log: what the operator lists, shows and retries. */
   messages: MessageLog;
@@ -33,6 +42,7 @@ export interface Core {
   crm: CrmClient;
   sms: SmsGateway;
   tokenService: TokenService;
+  companyTokens: CompanyTokens;
   log: Logger;
   now: () => number;
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
@@ -45,10 +55,20 @@ export interface Core {
   gatewayKeys: GatewayKeys;
   /** Each gateway key's balance, read every few minutes by serve; warns when low. */
   balances: Balances;
-  /** Gap between the CRM calls of a bulk install. */
-  bulkPaceMs: number;
+  /** Spaces the CRM calls of installs and reconciliation (HighLevel: 100 requests per 10 s). */
+  pace: Pacer;
+  /** OAuth code exchanges in progress. */
+  exchanges: Exchanges;
+  /** Completes an install from an OAuth code (the callback). */
+  install: (code: string) => Promise<InstallResult>;
+  /** An INSTALL webhook: the location's token through a stored company token. */
+  installLocation: LaterInstaller;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
   uninstall: Uninstaller;
+  /** An agency-level UNINSTALL, applied once HighLevel confirms it. */
+  uninstallCompany: CompanyUninstaller;
+  /** Reconciliation: each stored company's installed locations against the store. */
+  sync: Sync;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -66,6 +86,8 @@ export interface Tuning {
   /** How long a key's log of statuses is used before it is read again. */
   receiptBookMs?: number;
   bulkPaceMs?: number;
+  /** How long an INSTALL webhook waits for a code exchange in progress. */
+  installWaitMs?: number;
   /** How long a write waits for others to share its commit. */
   commitWindowMs?: number;
   /** First wait before storing a refreshed token pair again. */
@@ -78,6 +100,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const sealer = createSealer(config.encryptionKey);
   const tokens = createTokenStore(db, sealer);
   tokens.checkKey();
+  const companies = createCompanyStore(db, sealer);
+  companies.checkKey();
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);
@@ -113,6 +137,18 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     },
   });
   const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
+  const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
+  const uninstall = createUninstaller({ tokens, tokenService, now, log });
+  const installDeps: InstallDeps = {
+    crm,
+    tokens,
+    companies,
+    exchanges: createExchanges(),
+    now,
+    log,
+    pace: createPacer(tuning.bulkPaceMs ?? 110),
+    allowedCompanyIds: config.allowedCompanyIds,
+  };
   const deps: OutboundDeps = {
     tokens,
     jobs,
@@ -139,12 +175,14 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     config,
     db,
     tokens,
+    companies,
     jobs,
     messages: createMessageLog(db),
     commit,
     crm,
     sms,
     tokenService,
+    companyTokens,
     log,
     now,
     processOutbound: (job) => processOutbound(deps, job),
@@ -152,7 +190,12 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     holds,
     gatewayKeys,
     balances: createBalances({ sms, keys: gatewayKeys, log, now, lowCredits: config.lowBalanceCredits }),
-    bulkPaceMs: tuning.bulkPaceMs ?? 110,
-    uninstall: createUninstaller({ tokens, tokenService, now, log }),
+    pace: installDeps.pace,
+    exchanges: installDeps.exchanges,
+    install: (code) => completeInstall(installDeps, code),
+    installLocation: createLaterInstaller({ ...installDeps, companyTokens, waitMs: tuning.installWaitMs }),
+    uninstall,
+    uninstallCompany: createCompanyUninstaller({ tokens, companies, companyTokens, uninstall, now, log }),
+    sync: createSync({ ...installDeps, companyTokens }),
   };
 }

@@ -26,6 +26,11 @@ export function approveLocation(tokens: TokenStore, locationId: string, now: num
   return { location_id: locationId, approved: true };
 }
 
+/** Deletes a location's record (token, settings); its messages stay in the log. */
+export function removeLocation(tokens: TokenStore, locationId: string): void {
+  if (!tokens.delete(locationId)) throw notFound(locationId);
+}
+
 export function getLocationConfig(tokens: TokenStore, locationId: string): LocationConfig {
   const record = tokens.get(locationId);
   if (!record) throw notFound(locationId);

@@ -127,4 +127,22 @@ export const MIGRATIONS: readonly string[] = [
     balance_error TEXT
   ) STRICT;
   `,
+  `
+  -- An agency (company) install's own token, kept after the install: it fetches the
+  -- token of each location the agency adds later (INSTALL webhooks, reconciliation).
+  -- Refreshed like a location's, with the same lease between processes.
+  CREATE TABLE companies (
+    company_id TEXT PRIMARY KEY CHECK (company_id <> ''),
+    access_token TEXT NOT NULL,
+    refresh_token TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    installed_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    token_serial INTEGER NOT NULL DEFAULT 0,
+    refresh_lease_until INTEGER NOT NULL DEFAULT 0,
+    refresh_error TEXT NOT NULL DEFAULT ''
+  ) STRICT;
+  -- The location's name in HighLevel, when known (from /oauth/installedLocations).
+  ALTER TABLE tokens ADD COLUMN location_name TEXT NOT NULL DEFAULT '';
+  `,
 ];

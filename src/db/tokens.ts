@@ -22,6 +22,8 @@ export interface TokenRecord {
   approved: boolean;
   /** When HighLevel confirmed the app uninstalled from it; 0 while installed. */
   uninstalledAt: number;
+  /** The location's name in HighLevel; "" when not known. */
+  name: string;
 }
 
 /**
@@ -30,6 +32,8 @@ export interface TokenRecord {
  */
 export interface LocationListing {
   location_id: string;
+  /** The location's name in HighLevel; "" when not known. */
+  name: string;
   company_id: string;
   sender_id: string;
   /** Opened here; `listLocations` masks it before anything shows it. */
@@ -51,6 +55,16 @@ export interface NewToken {
   accessToken: string;
   refreshToken: string;
   expiresAt: number;
+  /** The location's name, when known; a save without one keeps the name stored. */
+  name?: string;
+}
+
+/** What reconciliation compares of a company's stored location: no secret. */
+export interface CompanyLocation {
+  locationId: string;
+  name: string;
+  uninstalledAt: number;
+  refreshError: string;
 }
 
 export type TokenStore = ReturnType<typeof createTokenStore>;
@@ -69,6 +83,7 @@ interface Row {
   token_serial: number;
   approved: number;
   uninstalled_at: number;
+  location_name: string;
 }
 
 /**
@@ -78,18 +93,19 @@ interface Row {
 export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined)) {
   // A reinstall keeps the settings and an approval given before, and clears the
   // uninstalled mark.
-  const upsert = db.prepare<[NewToken & { now: number; approved: number }]>(`
-    INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at, approved)
-    VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now, @approved)
+  const upsert = db.prepare<[NewToken & { now: number; approved: number; name: string }]>(`
+    INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at, approved, location_name)
+    VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now, @approved, @name)
     ON CONFLICT (location_id) DO UPDATE SET
       company_id = excluded.company_id, access_token = excluded.access_token,
       refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
       updated_at = excluded.updated_at, refresh_error = '', refresh_lease_until = 0,
-      token_serial = token_serial + 1, approved = max(approved, excluded.approved), uninstalled_at = 0`);
+      token_serial = token_serial + 1, approved = max(approved, excluded.approved), uninstalled_at = 0,
+      location_name = CASE WHEN excluded.location_name <> '' THEN excluded.location_name ELSE location_name END`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
   const selectListings = db.prepare<[], LocationListing>(`
-    SELECT location_id, company_id, sender_id, sms_api_key, ${isoTime("expires_at")} AS expires_at,
+    SELECT location_id, location_name AS name, company_id, sender_id, sms_api_key, ${isoTime("expires_at")} AS expires_at,
       ${isoTime("installed_at")} AS installed_at, ${isoTime("updated_at")} AS updated_at, refresh_error,
       approved, CASE WHEN uninstalled_at > 0 THEN ${isoTime("uninstalled_at")} END AS uninstalled_at
     FROM tokens ORDER BY location_id`);
@@ -98,6 +114,12 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
     WHERE location_id = ?`);
   const remove = db.prepare<[string]>("DELETE FROM tokens WHERE location_id = ?");
+  const selectOfCompany = db.prepare<[string], CompanyLocation>(`
+    SELECT location_id AS locationId, location_name AS name, uninstalled_at AS uninstalledAt, refresh_error AS refreshError
+    FROM tokens WHERE company_id = ? ORDER BY location_id`);
+  const rename = db.prepare<[{ id: string; name: string }]>(
+    "UPDATE tokens SET location_name = @name WHERE location_id = @id AND location_name <> @name",
+  );
   const approve = db.prepare<[number, string]>("UPDATE tokens SET approved = 1, updated_at = ? WHERE location_id = ?");
   const uninstalled = db.prepare<[number, number, string]>(
     "UPDATE tokens SET uninstalled_at = ?, updated_at = ? WHERE location_id = ? AND uninstalled_at = 0",
@@ -132,7 +154,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
         accessToken: sealer.seal(token.accessToken, sealedIn("access_token", locationId)),
         refreshToken: sealer.seal(token.refreshToken, sealedIn("refresh_token", locationId)),
       };
-      upsert.run({ ...token, ...sealed, now, approved: approved ? 1 : 0 });
+      upsert.run({ ...token, ...sealed, now, approved: approved ? 1 : 0, name: token.name ?? "" });
     },
     get(locationId: string): TokenRecord | undefined {
       const row = selectOne.get(locationId);
@@ -157,6 +179,14 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     },
     delete(locationId: string): boolean {
       return remove.run(locationId).changes > 0;
+    },
+    /** The company's stored locations, installed or not. */
+    ofCompany(companyId: string): CompanyLocation[] {
+      return selectOfCompany.all(companyId);
+    },
+    /** Records the location's name in HighLevel (shown in listings only). */
+    setName(locationId: string, name: string): void {
+      if (name) rename.run({ id: locationId, name });
     },
     /** Lets the location use the global key and sender ID; false when it is unknown. */
     approve(locationId: string, now: number): boolean {
@@ -225,5 +255,6 @@ function fromRow(row: Row, sealer: Sealer): TokenRecord {
     serial: row.token_serial,
     approved: row.approved === 1,
     uninstalledAt: row.uninstalled_at,
+    name: row.location_name,
   };
 }

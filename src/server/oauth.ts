@@ -1,7 +1,7 @@
 import { getQuery, redirect, type H3 } from "h3";
 import { AppError } from "../core/errors.ts";
 import { createGate } from "../core/gate.ts";
-import { completeInstall, installUrl } from "../core/install.ts";
+import { installUrl, type InstallResult } from "../core/install.ts";
 import type { AppDeps } from "./app.ts";
 
 /** GET /install and GET /oauth-callback (spec 4.1). Answers are plain text or HTML, as the spec shows. */
@@ -29,20 +29,10 @@ export function oauthRoutes(app: H3, { core }: AppDeps): void {
     const leave = await installs.enter();
     if (!leave) return text(503, "too many installs in progress; retry in a moment", { "retry-after": "5" });
     try {
-      const result = await completeInstall(
-        {
-          crm: core.crm,
-          tokens: core.tokens,
-          now: core.now,
-          log: core.log,
-          paceMs: core.bulkPaceMs,
-          allowedCompanyIds: config.allowedCompanyIds,
-        },
-        code,
-      );
+      const result = await core.install(code);
       return result.kind === "location"
         ? page("bridge is installed", "The SMS provider is connected to this location. You can close this tab.")
-        : page("bridge is installed", `The SMS provider is connected to ${result.saved} location(s). You can close this tab.`);
+        : companyPage(result);
     } catch (err) {
       if (!(err instanceof AppError) || !err.status) throw err;
       core.log.warn(`install failed: ${err.message}`);
@@ -63,10 +53,28 @@ function text(status: number, body: string, headers: Record<string, string> = {}
   return new Response(body, { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers } });
 }
 
-function page(title: string, message: string): Response {
+/**
+ * What an agency sees after its install: how many locations were connected, and each
+ * that was not, with why (HighLevel's words, escaped), so nobody has to read the log.
+ */
+function companyPage(result: Extract<InstallResult, { kind: "company" }>): Response {
+  const { saved, total, failed } = result;
+  const summary = `The SMS provider is connected to ${saved} location(s) of ${total}.`;
+  if (failed.length === 0) return page("bridge is installed", `${summary} You can close this tab.`);
+  const items = failed.map((f) => `<li><code>${escape(f.locationId)}</code>: ${escape(f.reason)}</li>`).join("\n");
+  const more = `<p>${escape(`${failed.length} location(s) could not be connected:`)}</p>
+<ul>
+${items}
+</ul>
+<p>bridge tries them again at its next reconciliation (hourly, or now with <code>bridge locations sync</code>); installing again from the agency retries them too.</p>`;
+  return page("bridge is installed", summary, more);
+}
+
+/** `extra` is HTML already escaped by the caller. */
+function page(title: string, message: string, extra = ""): Response {
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title></head>
-<body><h1>${escape(title)}</h1><p>${escape(message)}</p></body></html>
+<body><h1>${escape(title)}</h1><p>${escape(message)}</p>${extra}</body></html>
 `;
   return new Response(html, { status: 200, headers: { "content-type": "text/html; charset=utf-8" } });
 }

@@ -67,6 +67,8 @@ export function webhookRoutes(app: H3, { core, worker, bodyBudget = createBodyBu
     switch (kind.data.type) {
       case "SMS":
         return accept(readOutbound(body));
+      case "INSTALL":
+        return install(body);
       case "UNINSTALL":
         return uninstall(body);
       default:
@@ -90,23 +92,49 @@ export function webhookRoutes(app: H3, { core, worker, bodyBudget = createBodyBu
   }
 
   /**
+   * INSTALL of a location HighLevel added the app to after the agency's install. Only
+   * our own appId counts, as for UNINSTALL. Core decides; "retry" becomes a 429, which
+   * HighLevel sends again, so an INSTALL that came too early is not lost.
+   */
+  async function install(body: unknown) {
+    const event = appEvent("INSTALL", body);
+    if (!event) return { status: "ignored" };
+    const { locationId, companyId } = event;
+    if (!locationId) {
+      // The agency-level install itself: its OAuth callback brings the company token.
+      core.log.info(`INSTALL of company ${companyId ?? "(none)"} (agency-wide): its locations come with the agency's install`);
+      return { status: "ok" };
+    }
+    const verdict = await core.installLocation(locationId, companyId);
+    if (verdict === "retry") throw notStored("the install could not be applied yet");
+    return { status: verdict === "installed" || verdict === "already_installed" ? "ok" : "ignored" };
+  }
+
+  /** An app event's ids, or undefined when it is another app's (logged). Bad ids: 400. */
+  function appEvent(type: string, body: unknown): { locationId?: string; companyId?: string } | undefined {
+    const event = z.object({ appId: z.unknown().optional(), locationId: id.optional(), companyId: id.optional() }).safeParse(body);
+    if (!event.success) throw httpError(400, `invalid ${type} event: locationId and companyId ${ID_RULE}`);
+    const { appId, locationId, companyId } = event.data;
+    if (typeof appId === "string" && appId.toLowerCase() === core.config.crm.appId.toLowerCase()) return { locationId, companyId };
+    const what = locationId ? `location ${locationId}` : `company ${companyId ?? "(none)"}`;
+    // Another app's INSTALL is routine (HighLevel sends every app's); another's UNINSTALL is worth a look.
+    const note = `${type} of ${what} ignored: its appId ${JSON.stringify(appId)?.slice(0, 100) ?? "(none)"} is not this app's`;
+    if (type === "INSTALL") core.log.info(note);
+    else core.log.warn(note);
+    return undefined;
+  }
+
+  /**
    * HighLevel signs every marketplace app's webhooks with the same key, so the signature
    * does not say the event is about this app: only our own appId counts. Even then the
    * event may be a replay: core.uninstall applies it only once HighLevel confirms it.
    */
   async function uninstall(body: unknown) {
-    const event = z.object({ appId: z.unknown().optional(), locationId: id.optional(), companyId: id.optional() }).safeParse(body);
-    if (!event.success) throw httpError(400, `invalid UNINSTALL event: locationId and companyId ${ID_RULE}`);
-    const { appId, locationId, companyId } = event.data;
+    const event = appEvent("UNINSTALL", body);
+    if (!event) return { status: "ignored" };
+    const { locationId, companyId } = event;
     const what = locationId ? `location ${locationId}` : `company ${companyId ?? "(none)"}`;
-    if (typeof appId !== "string" || appId.toLowerCase() !== core.config.crm.appId.toLowerCase()) {
-      core.log.warn(`UNINSTALL of ${what} ignored: its appId ${JSON.stringify(appId)?.slice(0, 100) ?? "(none)"} is not this app's`);
-      return { status: "ignored" };
-    }
-    if (!locationId) {
-      core.log.warn(`UNINSTALL of ${what} (agency-wide) ignored: bridge removes locations one UNINSTALL at a time`);
-      return { status: "ignored" };
-    }
+    if (!locationId) return uninstallCompany(companyId);
     let verdict;
     try {
       verdict = await core.uninstall(locationId);
@@ -119,6 +147,28 @@ export function webhookRoutes(app: H3, { core, worker, bodyBudget = createBodyBu
       return { status: "ignored" };
     }
     if (verdict === "not_installed") core.log.info(`UNINSTALL of ${what}: it was not installed`);
+    return { status: "ok" };
+  }
+
+  /** An agency-level UNINSTALL: core applies it once HighLevel confirms it. */
+  async function uninstallCompany(companyId: string | undefined) {
+    if (!companyId) {
+      core.log.warn("UNINSTALL with neither locationId nor companyId ignored");
+      return { status: "ignored" };
+    }
+    const what = `company ${companyId} (agency-wide)`;
+    let result;
+    try {
+      result = await core.uninstallCompany(companyId);
+    } catch (error) {
+      core.log.warn(`UNINSTALL of ${what} not applied yet: HighLevel could not confirm it (${errorMessage(error)}); it will be sent again`);
+      throw notStored("could not apply the uninstall");
+    }
+    if (result.verdict === "still_installed") {
+      core.log.warn(`UNINSTALL of ${what} ignored: HighLevel still accepts its token (a replayed or stale event)`);
+      return { status: "ignored" };
+    }
+    if (result.verdict === "not_installed") core.log.info(`UNINSTALL of ${what}: bridge holds neither its token nor a location of it`);
     return { status: "ok" };
   }
 }

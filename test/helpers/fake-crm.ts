@@ -5,7 +5,8 @@ export const COMPANY_ID = "company-1";
 /**
  * A fake HighLevel API that behaves like the real one where bridge depends on it:
  * codes exchange for tokens, refresh tokens are single-use and rotate, company
- * tokens exchange for location tokens, installed locations come in pages.
+ * tokens exchange for location tokens, installed locations come in pages. Company
+ * tokens refresh (`user_type=Company`) and are revoked with the agency's uninstall.
  */
 export async function startFakeCrm() {
   let serial = 0;
@@ -15,6 +16,34 @@ export async function startFakeCrm() {
   const refreshTokens = new Map<string, string>();
   /** What /oauth/installedLocations lists, and how many per page at most. */
   const installed = { ids: [] as string[], pageSize: 100 };
+  /** Live company refresh tokens and their company. */
+  const companyRefreshTokens = new Map<string, string>();
+  /** Every company access token issued, and its company. */
+  const companyAccessTokens = new Map<string, string>();
+  /** Company access tokens HighLevel no longer accepts (the agency uninstalled the app). */
+  const revoked = new Set<string>();
+  /** While set, code exchanges wait for it: an exchange still running when an INSTALL arrives. */
+  let exchangeHeld: Promise<void> | undefined;
+
+  function issueCompany(companyId: string, extra: Record<string, unknown> = {}) {
+    serial++;
+    const refresh = `company-rt-${serial}`;
+    companyRefreshTokens.set(refresh, companyId);
+    companyAccessTokens.set(`company-at-${serial}`, companyId);
+    return {
+      access_token: `company-at-${serial}`,
+      refresh_token: refresh,
+      expires_in: 86399,
+      userType: "Company",
+      companyId,
+      locationId: null,
+      ...extra,
+    };
+  }
+
+  function refused(req: { headers: Record<string, string> }): boolean {
+    return revoked.has((req.headers.authorization ?? "").replace(/^Bearer /, ""));
+  }
 
   function issue(locationId: string, extra: Record<string, unknown> = {}) {
     serial++;
@@ -33,11 +62,18 @@ export async function startFakeCrm() {
   }
 
   const fake = await startFake({
-    "POST /oauth/token": (req) => {
+    "POST /oauth/token": async (req) => {
       const form = new URLSearchParams(req.body);
       if (form.get("grant_type") === "authorization_code") {
+        await exchangeHeld;
         const answer = codes.get(form.get("code") ?? "");
         return answer ? jsonResponse(answer) : jsonResponse({ error: "invalid_grant" }, 400);
+      }
+      if (form.get("user_type") === "Company") {
+        const companyId = companyRefreshTokens.get(form.get("refresh_token") ?? "");
+        if (!companyId) return jsonResponse({ error: "invalid_grant", error_description: "Invalid refresh token" }, 400);
+        companyRefreshTokens.delete(form.get("refresh_token") ?? ""); // single-use
+        return jsonResponse(issueCompany(companyId));
       }
       const locationId = refreshTokens.get(form.get("refresh_token") ?? "");
       if (!locationId) return jsonResponse({ error: "invalid_grant", error_description: "Invalid refresh token" }, 400);
@@ -45,10 +81,12 @@ export async function startFakeCrm() {
       return jsonResponse(issue(locationId));
     },
     "POST /oauth/locationToken": (req) => {
+      if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
       const { locationId } = JSON.parse(req.body) as { locationId: string };
       return jsonResponse(issue(locationId));
     },
     "GET /oauth/installedLocations": (req) => {
+      if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
       if (!req.query.get("appId")) return jsonResponse({ message: "appId must be a string" }, 422);
       const skip = Number(req.query.get("skip") ?? 0);
       const limit = Math.min(Number(req.query.get("limit") ?? 100), installed.pageSize);
@@ -62,7 +100,23 @@ export async function startFakeCrm() {
     ...fake,
     codes,
     refreshTokens,
+    companyRefreshTokens,
     installed,
+    /** Code exchanges wait until the returned function is called. */
+    holdExchanges(): () => void {
+      let release = () => {};
+      exchangeHeld = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        exchangeHeld = undefined;
+        release();
+      };
+    },
+    /** The agency uninstalled the app: its company tokens are refused, no location is listed. */
+    uninstallCompany(companyId = COMPANY_ID) {
+      for (const [token, owner] of companyRefreshTokens) if (owner === companyId) companyRefreshTokens.delete(token);
+      for (const [token, owner] of companyAccessTokens) if (owner === companyId) revoked.add(token);
+      installed.ids = [];
+    },
     /** Makes `code` exchange for a fresh token of `locationId`; returns that response. */
     grantLocation(code: string, locationId: string, extra: Record<string, unknown> = {}) {
       const answer = issue(locationId, extra);
@@ -75,16 +129,9 @@ export async function startFakeCrm() {
     },
     /** Makes `code` exchange for a company-scoped token. */
     grantCompany(code: string, extra: Record<string, unknown> = {}) {
-      serial++;
-      codes.set(code, {
-        access_token: `company-at-${serial}`,
-        refresh_token: `company-rt-${serial}`,
-        expires_in: 86399,
-        userType: "Company",
-        companyId: COMPANY_ID,
-        locationId: null,
-        ...extra,
-      });
+      const answer = issueCompany(String(extra.companyId ?? COMPANY_ID), extra);
+      codes.set(code, answer);
+      return answer;
     },
     /** The status reports received, as parsed bodies with their message id. */
     statusReports() {

@@ -5,6 +5,7 @@ import { beforeEach, describe, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
 import { createSealer } from "../../src/core/sealer.ts";
+import { createCompanyStore } from "../../src/db/companies.ts";
 import { SEALED_COLUMNS } from "../../src/db/rekey.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
 import { useTempDb } from "../helpers/db.ts";
@@ -59,6 +60,15 @@ describe("bridge rekey", () => {
     expect(readAll(NEW)).toEqual(PLAIN);
     expect(() => readAll(OLD)).toThrow("BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
     for (const row of stored()) for (const value of [row.access_token, row.refresh_token]) expect(value).toMatch(/^enc:v2:/);
+  });
+
+  test("agencies' company tokens are sealed again too", async () => {
+    createCompanyStore(t.db, createSealer(OLD)).save({ companyId: "co-1", accessToken: "at-co-1", refreshToken: "rt-co-1", expiresAt: 1 }, 1);
+    const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+    expect(result).toMatchObject({ code: 0, err: "" });
+    expect(result.out).toContain("re-encrypted 7 secret(s) under the new key");
+    expect(createCompanyStore(t.db, createSealer(NEW)).get("co-1")).toMatchObject({ accessToken: "at-co-1", refreshToken: "rt-co-1" });
+    expect(() => createCompanyStore(t.db, createSealer(OLD)).get("co-1")).toThrow();
   });
 
   test("a wrong current key changes nothing", async () => {

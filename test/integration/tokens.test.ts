@@ -292,6 +292,7 @@ describe("listings", () => {
     expect(tokens.listings()).toEqual([
       {
         location_id: "loc-1",
+        name: "",
         company_id: "co-1",
         sender_id: "BRIDGE",
         sms_api_key: "sms-key",

@@ -570,13 +570,13 @@ describe("webhook processing with the worker running", () => {
     expect(bridge.gateway.sent()).toEqual([]);
   });
 
-  test("an agency-wide UNINSTALL (no locationId) is logged and changes nothing", async () => {
+  test("an agency-wide UNINSTALL (no locationId) HighLevel does not confirm is logged and changes nothing", async () => {
     const { bridge } = ctx;
     await bridge.install("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, companyId: "company-1" });
     expect(await res.json()).toEqual({ status: "ignored" });
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
-    expect(bridge.logs.join("")).toContain("UNINSTALL of company company-1 (agency-wide) ignored");
+    expect(bridge.logs.join("")).toContain("UNINSTALL of company company-1 (agency-wide) ignored: HighLevel still accepts its token");
   });
 
   test("a messageId seen before is never sent again, even after its job was cleaned up", async () => {

@@ -30,6 +30,13 @@ export interface TokenResponse {
   installedLocations: string[];
 }
 
+/** A location where the app is installed, as /oauth/installedLocations lists it. */
+export interface InstalledLocation {
+  id: string;
+  /** "" when HighLevel gave none. */
+  name: string;
+}
+
 export type MessageStatus =
   | { status: "delivered" }
   | { status: "failed"; error: { code: string; type: "saas"; message: string } };
@@ -93,8 +100,9 @@ export function createCrmClient(options: CrmOptions) {
       return tokenGrant({ grant_type: "authorization_code", code, redirect_uri: options.redirectUri });
     },
 
-    refreshToken(refreshToken: string): Promise<TokenResponse> {
-      return tokenGrant({ grant_type: "refresh_token", refresh_token: refreshToken, user_type: "Location" });
+    /** A location's token (`Location`, the default) or an agency's (`Company`). */
+    refreshToken(refreshToken: string, userType: "Location" | "Company" = "Location"): Promise<TokenResponse> {
+      return tokenGrant({ grant_type: "refresh_token", refresh_token: refreshToken, user_type: userType });
     },
 
     /** Exchanges a company token for one location's token. */
@@ -113,24 +121,24 @@ export function createCrmClient(options: CrmOptions) {
     },
 
     /** Every location of the company where this app is installed, following the pages. */
-    async listInstalledLocations(companyToken: string, companyId: string): Promise<string[]> {
-      const ids: string[] = [];
+    async listInstalledLocations(companyToken: string, companyId: string): Promise<InstalledLocation[]> {
+      const found: InstalledLocation[] = [];
       for (let page = 0; page < MAX_PAGES; page++) {
         const { locations, count } = await withRateLimitRetry(async () => {
           const res = await request("/oauth/installedLocations", {
             method: "GET",
             token: companyToken,
             version: LOCATION_API_VERSION,
-            query: { companyId, appId: options.appId, isInstalled: "true", skip: ids.length, limit: PAGE_SIZE },
+            query: { companyId, appId: options.appId, isInstalled: "true", skip: found.length, limit: PAGE_SIZE },
           });
           if (res.status !== 200) throw statusError("locations endpoint", res);
           return parse(res.text, locationsSchema, "failed to parse locations response");
         });
-        ids.push(...locations.map((l) => l._id));
+        found.push(...locations.map((l) => ({ id: l._id, name: l.name ?? "" })));
         // A page may hold fewer than asked for: only an empty page or the count ends it.
-        if (locations.length === 0 || (count !== undefined && ids.length >= count)) break;
+        if (locations.length === 0 || (count !== undefined && found.length >= count)) break;
       }
-      return ids;
+      return found;
     },
 
     async updateMessageStatus(locationToken: string, messageId: string, status: MessageStatus): Promise<void> {
@@ -193,7 +201,8 @@ const tokenSchema = z.object({
 });
 
 const locationsSchema = z.object({
-  locations: z.array(z.object({ _id: crmId })),
+  // A name is shown in listings only: clipped, and never a reason to refuse the page.
+  locations: z.array(z.object({ _id: crmId, name: z.string().nullish().catch(null).transform((n) => n?.slice(0, 200)) })),
   count: z.number().int().nonnegative().optional(),
 });
 

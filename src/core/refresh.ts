@@ -1,0 +1,136 @@
+import pRetry, { AbortError } from "p-retry";
+import type { TokenResponse } from "./clients/crm.ts";
+import { AppError, CrmError, errorMessage } from "./errors.ts";
+import type { Logger } from "./log.ts";
+import { sleep } from "./retry.ts";
+
+/** Refresh when less than this remains before expires_at (spec 3.2). */
+export const REFRESH_MARGIN_MS = 5 * 60_000;
+
+export function needsRefresh(expiresAt: number, now: number): boolean {
+  return expiresAt - now < REFRESH_MARGIN_MS;
+}
+
+/** What a refresh needs of a stored token, a location's or a company's. */
+export interface LeasedToken {
+  refreshToken: string;
+  expiresAt: number;
+  refreshError: string;
+  serial: number;
+}
+
+/** A table of tokens that can be leased for a refresh (db/tokens.ts, db/companies.ts). */
+export interface LeasedStore<R extends LeasedToken> {
+  get(id: string): R | undefined;
+  tryLease(id: string, serial: number, now: number, until: number): boolean;
+  releaseLease(id: string, serial: number, refreshError?: string): void;
+  updateTokens(id: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean;
+}
+
+export interface RefresherDeps<R extends LeasedToken> {
+  store: LeasedStore<R>;
+  /** Spends a refresh token at the CRM. */
+  grant: (refreshToken: string) => Promise<TokenResponse>;
+  /** "location" or "company": how log lines and errors name the owner of a token. */
+  noun: string;
+  /** The error when the record is gone. */
+  missing: (id: string) => Error;
+  now: () => number;
+  log: Logger;
+  leaseMs?: number;
+  waitMs?: number;
+  storeRetryMs?: number;
+}
+
+/**
+ * Refresh tokens are single-use, so a refresh is single-flight twice over: one
+ * promise per id inside this process, and a lease row in SQLite between processes
+ * (the server and the CLI). Returns `refresh(id, force)`.
+ */
+export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
+  const { store, grant, noun, missing, now, log } = deps;
+  const leaseMs = deps.leaseMs ?? 60_000;
+  const waitMs = deps.waitMs ?? 45_000;
+  const storeRetryMs = deps.storeRetryMs ?? 250;
+  const inflight = new Map<string, Promise<R>>();
+
+  function refresh(id: string, force = false): Promise<R> {
+    const running = inflight.get(id);
+    if (running) return running;
+    const started = refreshOnce(id, force).finally(() => inflight.delete(id));
+    inflight.set(id, started);
+    return started;
+  }
+
+  async function refreshOnce(id: string, force: boolean): Promise<R> {
+    const giveUpAt = Date.now() + waitMs;
+    const first = store.get(id);
+    for (let record = first; ; record = store.get(id)) {
+      if (!record) throw missing(id);
+      // Someone else refreshed while we waited: their pair is ours to use.
+      const rotated = record.refreshToken !== first?.refreshToken;
+      if (rotated || (!force && !needsRefresh(record.expiresAt, now()))) return record;
+      // Refused before: only a forced refresh presents it again (the refusal may
+      // have been our own client credentials', since mended).
+      if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
+      // Lease times are wall-clock: they coordinate real processes, not business time.
+      if (store.tryLease(id, record.serial, Date.now(), Date.now() + leaseMs)) return refreshHoldingLease(id, record);
+      if (Date.now() > giveUpAt) {
+        throw new AppError("REFRESH_FAILED", "refresh token failed: another process is still refreshing this token");
+      }
+      await sleep(100);
+    }
+  }
+
+  async function refreshHoldingLease(id: string, record: R): Promise<R> {
+    let fresh: TokenResponse;
+    try {
+      fresh = await grant(record.refreshToken);
+    } catch (error) {
+      const latest = store.get(id);
+      // invalid_grant because another process rotated the token first: use the newer pair.
+      if (latest && latest.refreshToken !== record.refreshToken) return latest;
+      store.releaseLease(id, record.serial, isDeadGrant(error) ? deadGrantNote(error, noun) : "");
+      log.error(`token refresh failed for ${noun} ${id}: ${errorMessage(error)}`);
+      throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
+    }
+    // The CRM has spent the old refresh token: the new pair exists only here until it
+    // is stored, so a refused write is tried again before the token is lost to it.
+    const save = () => {
+      const at = now();
+      if (!store.updateTokens(id, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
+        // Nothing to retry: gone is gone.
+        throw new AbortError(new AppError("STORE_FAILED", `failed to update token in store: the ${noun} was removed meanwhile`));
+      }
+    };
+    try {
+      await pRetry(save, {
+        retries: 4, // storeRetryMs, doubling: ~4 s in all by default
+        minTimeout: storeRetryMs,
+        onFailedAttempt: ({ error, retriesLeft }) => {
+          if (retriesLeft > 0) log.error(`${noun} ${id}: the refreshed token could not be stored (${errorMessage(error)}); trying again`);
+        },
+      });
+    } catch (error) {
+      store.releaseLease(id, record.serial);
+      if (error instanceof AppError) throw error;
+      throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
+    }
+    log.info(`refreshed the access token of ${noun} ${id}`);
+    const stored = store.get(id);
+    if (!stored) throw missing(id);
+    return stored;
+  }
+
+  return refresh;
+}
+
+/** The CRM refused the refresh token itself: only a reinstall brings it back. */
+export function isDeadGrant(error: unknown): boolean {
+  return error instanceof CrmError && (error.httpStatus === 400 || error.httpStatus === 401) && /invalid_grant/i.test(error.body ?? "");
+}
+
+function deadGrantNote(error: unknown, noun: string): string {
+  const how = noun === "company" ? "install the app again from the agency" : "reinstall the app for this location";
+  return `the CRM refused the refresh token (${errorMessage(error)}); ${how}`;
+}

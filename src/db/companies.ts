@@ -1,0 +1,129 @@
+import { createSealer, SealError, type SealContext, type Sealer } from "../core/sealer.ts";
+import type { Db } from "./index.ts";
+
+/** An agency (company) install's token. Times are ms since the epoch. */
+export interface CompanyRecord {
+  companyId: string;
+  accessToken: string;
+  refreshToken: string;
+  expiresAt: number;
+  installedAt: number;
+  updatedAt: number;
+  /** Why the refresh token was refused for good; "" when it is fine. */
+  refreshError: string;
+  /** Changes with every token write; a refresh lease is taken against it. */
+  serial: number;
+}
+
+export interface NewCompanyToken {
+  companyId: string;
+  accessToken: string;
+  refreshToken: string;
+  expiresAt: number;
+}
+
+export type CompanyStore = ReturnType<typeof createCompanyStore>;
+
+interface Row {
+  company_id: string;
+  access_token: string;
+  refresh_token: string;
+  expires_at: number;
+  installed_at: number;
+  updated_at: number;
+  refresh_error: string;
+  token_serial: number;
+}
+
+/**
+ * Typed queries over the companies table: one token per agency, sealed like the
+ * locations' (bound to this table, its column and the company's row), and leased for
+ * a refresh the same way, so the server and a CLI process never spend one refresh
+ * token twice.
+ */
+export function createCompanyStore(db: Db, sealer: Sealer = createSealer(undefined)) {
+  // An agency installing again replaces its token and clears a refusal noted before.
+  const upsert = db.prepare<[NewCompanyToken & { now: number }]>(`
+    INSERT INTO companies (company_id, access_token, refresh_token, expires_at, installed_at, updated_at)
+    VALUES (@companyId, @accessToken, @refreshToken, @expiresAt, @now, @now)
+    ON CONFLICT (company_id) DO UPDATE SET
+      access_token = excluded.access_token, refresh_token = excluded.refresh_token,
+      expires_at = excluded.expires_at, updated_at = excluded.updated_at, refresh_error = '',
+      refresh_lease_until = 0, token_serial = token_serial + 1`);
+  const selectOne = db.prepare<[string], Row>("SELECT * FROM companies WHERE company_id = ?");
+  const selectAll = db.prepare<[], Row>("SELECT * FROM companies ORDER BY company_id");
+  const updatePair = db.prepare<[string, string, number, number, string]>(`
+    UPDATE companies SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
+      refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
+    WHERE company_id = ?`);
+  const remove = db.prepare<[string]>("DELETE FROM companies WHERE company_id = ?");
+  // As for locations: only when nobody holds it and the tokens are still the ones read.
+  const lease = db.prepare<[number, string, number, number]>(`
+    UPDATE companies SET refresh_lease_until = ?
+    WHERE company_id = ? AND token_serial = ? AND refresh_lease_until < ?`);
+  const unlease = db.prepare<[string, string, number]>(`
+    UPDATE companies SET refresh_lease_until = 0, refresh_error = ? WHERE company_id = ? AND token_serial = ?`);
+  const anySealed = db.prepare<[], { company_id: string; refresh_token: string }>(
+    "SELECT company_id, refresh_token FROM companies WHERE refresh_token LIKE 'enc:%' LIMIT 1",
+  );
+
+  return {
+    save(token: NewCompanyToken, now: number): void {
+      if (!token.companyId) throw new Error("refusing to store a company token without a company_id");
+      const { companyId } = token;
+      const accessToken = sealer.seal(token.accessToken, companySealedIn("access_token", companyId));
+      const refreshToken = sealer.seal(token.refreshToken, companySealedIn("refresh_token", companyId));
+      upsert.run({ ...token, accessToken, refreshToken, now });
+    },
+    get(companyId: string): CompanyRecord | undefined {
+      const row = selectOne.get(companyId);
+      return row && fromRow(row, sealer);
+    },
+    /** Every stored company's id: listing them opens no secret. */
+    ids(): string[] {
+      return selectAll.all().map((row) => row.company_id);
+    },
+    /** Stores a refreshed pair; false when the company is gone. */
+    updateTokens(companyId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
+      const access = sealer.seal(accessToken, companySealedIn("access_token", companyId));
+      const refresh = sealer.seal(refreshToken, companySealedIn("refresh_token", companyId));
+      return updatePair.run(access, refresh, expiresAt, now, companyId).changes > 0;
+    },
+    delete(companyId: string): boolean {
+      return remove.run(companyId).changes > 0;
+    },
+    tryLease(companyId: string, serial: number, now: number, until: number): boolean {
+      return lease.run(until, companyId, serial, now).changes > 0;
+    },
+    releaseLease(companyId: string, serial: number, refreshError = ""): void {
+      unlease.run(refreshError, companyId, serial);
+    },
+    /** Throws now, at start, if sealed company tokens cannot be opened with the configured key. */
+    checkKey(): void {
+      const row = anySealed.get();
+      try {
+        if (row) sealer.open(row.refresh_token, companySealedIn("refresh_token", row.company_id));
+      } catch (error) {
+        if (!(error instanceof SealError && error.reason === "misplaced")) throw error;
+      }
+    },
+  };
+}
+
+/** Where a company's secret is sealed: it opens only in the same column of the same row. */
+export function companySealedIn(column: "access_token" | "refresh_token", companyId: string): SealContext {
+  return { table: "companies", column, row: companyId };
+}
+
+function fromRow(row: Row, sealer: Sealer): CompanyRecord {
+  return {
+    companyId: row.company_id,
+    accessToken: sealer.open(row.access_token, companySealedIn("access_token", row.company_id)),
+    refreshToken: sealer.open(row.refresh_token, companySealedIn("refresh_token", row.company_id)),
+    expiresAt: row.expires_at,
+    installedAt: row.installed_at,
+    updatedAt: row.updated_at,
+    refreshError: row.refresh_error,
+    serial: row.token_serial,
+  };
+}
