@@ -8,7 +8,7 @@
 // may depend on class identity: the CLI treats its errors as plain Errors.
 export { createCore } from "../core/index.ts";
 export { setLocationConfig } from "../core/location-config.ts";
-export { createLogger } from "../core/log.ts";
+export { createLogger, writesToJournal } from "../core/log.ts";
 export { createWorker } from "../core/worker.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";
