@@ -1,6 +1,7 @@
 import pRetry from "p-retry";
-import { GatewayError, errorMessage } from "../errors.ts";
-import { neverSent, retryAfterMs, sleep, timedOut } from "../retry.ts";
+import { GatewayError } from "../errors.ts";
+import { neverSent, retryAfterMs, sleep } from "../retry.ts";
+import { callFailure, hostOf } from "./network.ts";
 import { $http } from "./transport.ts";
 
 /** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5). */
@@ -45,6 +46,7 @@ export const MAX_MESSAGE_LENGTH = 10_000;
 
 export function createCastClient(options: GatewayOptions) {
   const timeout = options.timeoutMs ?? 30_000;
+  const host = hostOf(options.apiUrl);
 
   /** One attempt. Throws GatewayError; "rate_limited"/"unreachable" are the retryable ones. */
   async function attempt(req: SendRequest): Promise<SendResult> {
@@ -66,10 +68,10 @@ export function createCastClient(options: GatewayOptions) {
         responseType: "text",
       });
     } catch (error) {
-      if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${errorMessage(error)}`, { cause: error });
+      const failed = callFailure(error, host, timeout);
+      if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
       // The request may have reached the gateway: never resend it blindly.
-      const what = timedOut(error) ? `no answer within ${timeout / 1000} s` : errorMessage(error);
-      throw new GatewayError("unknown", `gateway did not answer (${what}); delivery unknown`, { cause: error });
+      throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
     }
     return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
   }
@@ -89,7 +91,8 @@ export function createCastClient(options: GatewayOptions) {
         responseType: "text",
       });
     } catch (error) {
-      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${errorMessage(error)}`, { cause: error });
+      const failed = callFailure(error, host, timeout);
+      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${failed.message}`, { cause: error });
     }
     if (res.status === 429) throw new RateLimited(retryAfterMs(res.headers.get("retry-after"), Date.now()));
     const text = res._data ?? "";

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { CrmError, clip, errorMessage } from "../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { retryAfterMs, sleep } from "../retry.ts";
+import { callFailure, hostOf } from "./network.ts";
 import { $http } from "./transport.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
@@ -45,23 +46,30 @@ export function createCrmClient(options: CrmOptions) {
   const { clientId, clientSecret } = options;
   const timeout = options.timeoutMs ?? 30_000;
   const retryDelay = options.retryDelayMs ?? 1000;
+  const host = hostOf(options.apiUrl);
 
   /** The one place that talks HTTP to the CRM: base URL, auth, version, timeout. */
   async function request(path: string, init: Request): Promise<Answer> {
     const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
     if (init.token) headers.Authorization = `Bearer ${init.token}`;
     if (init.version) headers.Version = init.version;
-    const res = await $http.raw<string, "text">(path, {
-      baseURL: options.apiUrl,
-      method: init.method,
-      headers,
-      body: init.body,
-      query: init.query,
-      timeout,
-      retry: 0,
-      ignoreResponseError: true,
-      responseType: "text",
-    });
+    let res;
+    try {
+      res = await $http.raw<string, "text">(path, {
+        baseURL: options.apiUrl,
+        method: init.method,
+        headers,
+        body: init.body,
+        query: init.query,
+        timeout,
+        retry: 0,
+        ignoreResponseError: true,
+        responseType: "text",
+      });
+    } catch (error) {
+      // Not a CrmError: no answer came, and callers retry these as before (the cause is kept).
+      throw new Error(callFailure(error, host, timeout).message, { cause: error });
+    }
     return { status: res.status, text: res._data ?? "", retryAfter: res.headers.get("retry-after") };
   }
 
