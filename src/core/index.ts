@@ -9,6 +9,7 @@ import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
+import { createOutages, type Outages } from "./outages.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer } from "./sealer.ts";
@@ -38,6 +39,8 @@ export interface Core {
   bulkPaceMs: number;
   /** An UNINSTALL event for a location, applied once HighLevel confirms it. */
   uninstall: Uninstaller;
+  /** HighLevel or Cast unreachable now, as the clients' calls found it. */
+  outages: Outages;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -71,15 +74,18 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);
   const commit = createGroupCommit(db, tuning.commitWindowMs);
+  const outages = createOutages({ log, now: Date.now });
+  const observe = outages.observe;
   const crm = createCrmClient({
     apiUrl: config.crm.apiUrl,
     clientId: config.crm.clientId,
     clientSecret: config.crm.clientSecret,
     redirectUri: `${config.baseUrl}/oauth-callback`,
     appId: config.crm.appId,
+    observe,
     ...tuning.crm,
   });
-  const sms = createCastClient({ apiUrl: config.sms.apiUrl, ...tuning.sms });
+  const sms = createCastClient({ apiUrl: config.sms.apiUrl, observe, ...tuning.sms });
   // Wall-clock time (real requests a second), a little under Cast's limits: its buckets
   // count arrivals, which network jitter bunches together, and every 429 costs a second
   // of Retry-After.
@@ -130,5 +136,6 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     holds,
     bulkPaceMs: tuning.bulkPaceMs ?? 110,
     uninstall: createUninstaller({ tokens, tokenService, now, log }),
+    outages,
   };
 }

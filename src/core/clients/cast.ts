@@ -2,6 +2,7 @@ import pRetry from "p-retry";
 import { GatewayError } from "../errors.ts";
 import { neverSent, retryAfterMs, sleep } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
+import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
 
 /** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5). */
@@ -12,6 +13,8 @@ export interface GatewayOptions {
   retries?: number;
   /** First back-off when the gateway gives no Retry-After. */
   retryDelayMs?: number;
+  /** Told of every HTTP exchange: its time and how it ended (outages, metrics). */
+  observe?: CallObserver;
 }
 
 export interface SendRequest {
@@ -47,26 +50,29 @@ export const MAX_MESSAGE_LENGTH = 10_000;
 export function createCastClient(options: GatewayOptions) {
   const timeout = options.timeoutMs ?? 30_000;
   const host = hostOf(options.apiUrl);
+  const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });
 
   /** One attempt. Throws GatewayError; "rate_limited"/"unreachable" are the retryable ones. */
   async function attempt(req: SendRequest): Promise<SendResult> {
     let res;
     try {
-      res = await $http.raw<string, "text">("/api/v1/sms/send", {
-        baseURL: options.apiUrl,
-        method: "POST",
-        headers: {
-          "X-API-Key": req.apiKey,
-          "X-Idempotency-Key": req.idempotencyKey,
-          "Content-Type": "application/json",
-          Accept: "application/json",
-        },
-        body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
-        timeout,
-        retry: 0,
-        ignoreResponseError: true,
-        responseType: "text",
-      });
+      res = await observed(call("send"), () =>
+        $http.raw<string, "text">("/api/v1/sms/send", {
+          baseURL: options.apiUrl,
+          method: "POST",
+          headers: {
+            "X-API-Key": req.apiKey,
+            "X-Idempotency-Key": req.idempotencyKey,
+            "Content-Type": "application/json",
+            Accept: "application/json",
+          },
+          body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        }),
+      );
     } catch (error) {
       const failed = callFailure(error, host, timeout);
       if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
@@ -77,19 +83,22 @@ export function createCastClient(options: GatewayOptions) {
   }
 
   /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
-  async function get(path: string, apiKey: string, what: string, query?: Record<string, number>): Promise<Answer> {
+  async function get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<Answer> {
+    const what = `${operation} call`;
     let res;
     try {
-      res = await $http.raw<string, "text">(path, {
-        baseURL: options.apiUrl,
-        method: "GET",
-        headers: { "X-API-Key": apiKey, Accept: "application/json" },
-        query,
-        timeout,
-        retry: 0,
-        ignoreResponseError: true,
-        responseType: "text",
-      });
+      res = await observed(call(operation), () =>
+        $http.raw<string, "text">(path, {
+          baseURL: options.apiUrl,
+          method: "GET",
+          headers: { "X-API-Key": apiKey, Accept: "application/json" },
+          query,
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        }),
+      );
     } catch (error) {
       const failed = callFailure(error, host, timeout);
       throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${failed.message}`, { cause: error });
@@ -102,7 +111,7 @@ export function createCastClient(options: GatewayOptions) {
   return {
     /** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
     async balance(apiKey: string): Promise<number> {
-      const res = await get("/api/v1/account/balance", apiKey, "balance call");
+      const res = await get("balance", "/api/v1/account/balance", apiKey);
       const credits = (res.body as { credits?: unknown } | undefined)?.credits;
       if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
       return credits;
@@ -110,7 +119,7 @@ export function createCastClient(options: GatewayOptions) {
 
     /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */
     async status(apiKey: string, messageId: string): Promise<DeliveryStatus> {
-      const res = await get(`/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey, "status call");
+      const res = await get("status", `/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey);
       const status = res.status === 200 ? readStatus(res.body) : undefined;
       if (!status) throw refused("status call", res);
       return status;
@@ -121,7 +130,7 @@ export function createCastClient(options: GatewayOptions) {
      * message id (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
      */
     async logs(apiKey: string, limit = 500): Promise<Map<string, DeliveryStatus>> {
-      const res = await get("/api/v1/sms/logs", apiKey, "logs call", { limit, offset: 0 });
+      const res = await get("logs", "/api/v1/sms/logs", apiKey, { limit, offset: 0 });
       const logs = (res.body as { logs?: unknown } | undefined)?.logs;
       if (res.status !== 200 || !Array.isArray(logs)) throw refused("logs call", res);
       const byId = new Map<string, DeliveryStatus>();

@@ -4,6 +4,7 @@ import { CrmError, clip, errorMessage } from "../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { retryAfterMs, sleep } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
+import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
@@ -19,6 +20,8 @@ export interface CrmOptions {
   timeoutMs?: number;
   /** First back-off after a 429 with no Retry-After. */
   retryDelayMs?: number;
+  /** Told of every HTTP exchange: its time and how it ended (outages, metrics). */
+  observe?: CallObserver;
 }
 
 export interface TokenResponse {
@@ -55,17 +58,20 @@ export function createCrmClient(options: CrmOptions) {
     if (init.version) headers.Version = init.version;
     let res;
     try {
-      res = await $http.raw<string, "text">(path, {
-        baseURL: options.apiUrl,
-        method: init.method,
-        headers,
-        body: init.body,
-        query: init.query,
-        timeout,
-        retry: 0,
-        ignoreResponseError: true,
-        responseType: "text",
-      });
+      const call = { remote: "crm" as const, operation: init.operation, host, timeoutMs: timeout, observe: options.observe };
+      res = await observed(call, () =>
+        $http.raw<string, "text">(path, {
+          baseURL: options.apiUrl,
+          method: init.method,
+          headers,
+          body: init.body,
+          query: init.query,
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        }),
+      );
     } catch (error) {
       // Not a CrmError: no answer came, and callers retry these as before (the cause is kept).
       throw new Error(callFailure(error, host, timeout).message, { cause: error });
@@ -86,8 +92,9 @@ export function createCrmClient(options: CrmOptions) {
     });
   }
 
-  async function tokenGrant(form: Record<string, string>): Promise<TokenResponse> {
+  async function tokenGrant(operation: string, form: Record<string, string>): Promise<TokenResponse> {
     const res = await request("/oauth/token", {
+      operation,
       method: "POST",
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...form }).toString(),
@@ -98,17 +105,18 @@ export function createCrmClient(options: CrmOptions) {
 
   return {
     exchangeCode(code: string): Promise<TokenResponse> {
-      return tokenGrant({ grant_type: "authorization_code", code, redirect_uri: options.redirectUri });
+      return tokenGrant("exchangeCode", { grant_type: "authorization_code", code, redirect_uri: options.redirectUri });
     },
 
     refreshToken(refreshToken: string): Promise<TokenResponse> {
-      return tokenGrant({ grant_type: "refresh_token", refresh_token: refreshToken, user_type: "Location" });
+      return tokenGrant("refreshToken", { grant_type: "refresh_token", refresh_token: refreshToken, user_type: "Location" });
     },
 
     /** Exchanges a company token for one location's token. */
     getLocationToken(companyToken: string, companyId: string, locationId: string): Promise<TokenResponse> {
       return withRateLimitRetry(async () => {
         const res = await request("/oauth/locationToken", {
+          operation: "getLocationToken",
           method: "POST",
           token: companyToken,
           version: LOCATION_API_VERSION,
@@ -126,6 +134,7 @@ export function createCrmClient(options: CrmOptions) {
       for (let page = 0; page < MAX_PAGES; page++) {
         const { locations, count } = await withRateLimitRetry(async () => {
           const res = await request("/oauth/installedLocations", {
+            operation: "listInstalledLocations",
             method: "GET",
             token: companyToken,
             version: LOCATION_API_VERSION,
@@ -143,6 +152,7 @@ export function createCrmClient(options: CrmOptions) {
 
     async updateMessageStatus(locationToken: string, messageId: string, status: MessageStatus): Promise<void> {
       const res = await request(`/conversations/messages/${encodeURIComponent(messageId)}/status`, {
+        operation: "updateMessageStatus",
         method: "PUT",
         token: locationToken,
         version: MESSAGES_API_VERSION,
@@ -155,6 +165,8 @@ export function createCrmClient(options: CrmOptions) {
 }
 
 interface Request {
+  /** The public function making the call, for the observer. */
+  operation: string;
   method: "GET" | "POST" | "PUT";
   headers?: Record<string, string>;
   body?: string;
