@@ -1,4 +1,5 @@
 import { availableParallelism } from "node:os";
+import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
@@ -28,7 +29,9 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   });
   worker.start();
   await withoutMaglev();
-  log.info(`bridge listening on ${server.url}`, describeConfig(config));
+  // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
+  const schema = core.db.pragma("user_version", { simple: true }) as number;
+  log.info(`bridge ${pkg.version} (database schema ${schema}) listening on ${server.url}`, describeConfig(config));
   if (config.allowedCompanyIds.length === 0) {
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }

@@ -2,6 +2,8 @@ import { spawn } from "node:child_process";
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import pkg from "../../package.json" with { type: "json" };
+import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { BINARY, e2eSetup, exited, type E2E } from "../helpers/binary.ts";
 import { waitFor } from "../helpers/bridge.ts";
 
@@ -45,6 +47,15 @@ test("LOG_FORMAT=json: every line on stderr is one JSON object", async () => {
   expect(entries[0]).toMatchObject({ level: "info", msg: expect.stringMatching(/listening on http:\/\//), PORT: 0, LOG_FORMAT: "json" });
   expect(entries).toContainEqual(expect.objectContaining({ level: "warn", msg: expect.stringContaining("install failed") }));
   expect(entries.at(-1)).toMatchObject({ level: "info", msg: "stopped" });
+});
+
+test("the start-up line names the version and the database schema", async () => {
+  const server = await serveToFile("version");
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  const [first] = server.read().split("\n");
+  expect(first).toMatch(/^\S+Z \[info\] bridge (\S+) \(database schema (\d+)\) listening on http:\/\/127\.0\.0\.1:\d+ \{/);
+  expect(first).toContain(`bridge ${pkg.version} (database schema ${MIGRATIONS.length}) listening on`);
 });
 
 test("under systemd (JOURNAL_STREAM names stderr) each line starts with its syslog priority", async () => {
