@@ -32,6 +32,11 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
   const schema = core.db.pragma("user_version", { simple: true }) as number;
   log.info(`bridge ${pkg.version} (database schema ${schema}) listening on ${server.url}`, describeConfig(config));
+  if (!config.sms.apiKey) {
+    log.warn(
+      "SMS_API_KEY is not set: every SMS of a location without its own key fails (no_api_key). Set SMS_API_KEY in the environment or .env and restart, or give each location a key: `bridge config set LOCATION_ID --sms-api-key -`",
+    );
+  }
   if (config.allowedCompanyIds.length === 0) {
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }

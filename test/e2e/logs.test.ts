@@ -58,6 +58,18 @@ test("the start-up line names the version and the database schema", async () => 
   expect(first).toContain(`bridge ${pkg.version} (database schema ${MIGRATIONS.length}) listening on`);
 });
 
+test("serve without SMS_API_KEY warns at start that keyless locations fail, and how to fix it", async () => {
+  const server = await serveToFile("no-key", () => ({ SMS_API_KEY: "" }));
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  expect(server.read()).toMatch(/\[warn\] SMS_API_KEY is not set: every SMS of a location without its own key fails \(no_api_key\)\. Set SMS_API_KEY .* `bridge config set LOCATION_ID --sms-api-key -`\n/);
+
+  const keyed = await serveToFile("key");
+  keyed.child.kill("SIGTERM");
+  expect(await exited(keyed.child)).toBe(0);
+  expect(keyed.read()).not.toContain("SMS_API_KEY is not set");
+});
+
 test("under systemd (JOURNAL_STREAM names stderr) each line starts with its syslog priority", async () => {
   const server = await serveToFile("journal", (stderr) => ({ JOURNAL_STREAM: `${stderr.dev}:${stderr.ino}` }));
   await fetch(`${server.url}/oauth-callback?code=not-granted`);
