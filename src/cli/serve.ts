@@ -4,10 +4,10 @@ import { describeConfig } from "../core/config.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
 
-/** In-flight sends get this long to finish on SIGTERM (systemd waits 90 s). */
+/** In-flight sends get this long to finish on SIGTERM or SIGHUP (systemd waits 90 s). */
 const STOP_GRACE_MS = 30_000;
 
-/** `bridge serve`: HTTP server plus queue worker, until SIGTERM or SIGINT. */
+/** `bridge serve`: HTTP server plus queue worker, until SIGTERM, SIGINT or SIGHUP. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
@@ -44,8 +44,12 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
+    // Node's default for SIGHUP (a closed terminal, a `kill -HUP` meant as "reload") is to
+    // die at once, mid-send. bridge has nothing to reload: it stops as for SIGTERM.
+    process.once("SIGHUP", () => resolve("SIGHUP"));
   });
-  log.info(`${signal}: no longer accepting requests; finishing messages in flight`);
+  const reload = signal === "SIGHUP" ? " (bridge does not reload its configuration: it stops; start it again to apply changes)" : "";
+  log.info(`${signal}: no longer accepting requests; finishing messages in flight${reload}`);
   await server.close();
   const left = await worker.stop(STOP_GRACE_MS);
   if (left > 0) log.warn(`${left} message(s) still in flight at exit: those caught mid-send are reported failed (delivery unknown) on the next start, the others resume then`);
