@@ -5,10 +5,12 @@ import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
+import type { CallObserver } from "./clients/observe.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
 import { createOutages, type Outages } from "./outages.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
@@ -41,6 +43,8 @@ export interface Core {
   uninstall: Uninstaller;
   /** HighLevel or Cast unreachable now, as the clients' calls found it. */
   outages: Outages;
+  /** Prometheus metrics of this core (GET /metrics). */
+  metrics: Metrics;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -75,7 +79,16 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const jobs = createJobStore(db);
   const commit = createGroupCommit(db, tuning.commitWindowMs);
   const outages = createOutages({ log, now: Date.now });
-  const observe = outages.observe;
+  const metrics = createMetrics({
+    jobs,
+    heldKeys: () => holds.list().length,
+    now,
+    processMetrics: config.metricsToken !== "",
+  });
+  const observe: CallObserver = (call) => {
+    outages.observe(call);
+    metrics.call(call);
+  };
   const crm = createCrmClient({
     apiUrl: config.crm.apiUrl,
     clientId: config.crm.clientId,
@@ -85,7 +98,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     observe,
     ...tuning.crm,
   });
-  const sms = createCastClient({ apiUrl: config.sms.apiUrl, observe, ...tuning.sms });
+  const sms = createCastClient({ apiUrl: config.sms.apiUrl, observe, onBalance: metrics.balance, ...tuning.sms });
   // Wall-clock time (real requests a second), a little under Cast's limits: its buckets
   // count arrivals, which network jitter bunches together, and every 429 costs a second
   // of Retry-After.
@@ -119,6 +132,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     sendBackoffMs: tuning.sendBackoffMs,
     dlrWaitMs: config.sms.dlrWaitMs,
     receiptPollMs: tuning.receiptPollMs,
+    metrics,
   };
   return {
     config,
@@ -137,5 +151,6 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     bulkPaceMs: tuning.bulkPaceMs ?? 110,
     uninstall: createUninstaller({ tokens, tokenService, now, log }),
     outages,
+    metrics,
   };
 }

@@ -15,6 +15,8 @@ export interface GatewayOptions {
   retryDelayMs?: number;
   /** Told of every HTTP exchange: its time and how it ended (outages, metrics). */
   observe?: CallObserver;
+  /** Told of every balance a key's balance call returned. */
+  onBalance?: (apiKey: string, credits: number) => void;
 }
 
 export interface SendRequest {
@@ -114,6 +116,7 @@ export function createCastClient(options: GatewayOptions) {
       const res = await get("balance", "/api/v1/account/balance", apiKey);
       const credits = (res.body as { credits?: unknown } | undefined)?.credits;
       if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
+      options.onBalance?.(apiKey, credits);
       return credits;
     },
 
