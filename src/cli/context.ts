@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, fstatSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config.ts";
 import type { Core, Tuning } from "../core/index.ts";
@@ -38,8 +38,11 @@ export function commandConfig(io: Io, options: GlobalOptions, need: ConfigNeed):
 export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed, tuning?: Tuning): Promise<Core & { close(): void }> {
   const config = commandConfig(io, options, need);
   // Loaded here, not at start-up: commands that only read the store never need the HTTP clients.
-  const { createCore, createLogger } = await import("./heavy.ts");
-  const log = createLogger(config.logLevel);
+  const { createCore, createLogger, writesToJournal } = await import("./heavy.ts");
+  const log = createLogger(config.logLevel, process.stderr, {
+    format: config.logFormat,
+    journal: writesToJournal(io.env.JOURNAL_STREAM, stderrId()),
+  });
   const db = openExisting(config, need, (message) => log.warn(message));
   try {
     // Only serve (and `bridge migrate`) change the schema, after a backup.
@@ -100,6 +103,15 @@ export async function withFile<T>(
     return await fn(db, config);
   } finally {
     db.close();
+  }
+}
+
+/** Device and inode of this process's stderr; undefined when it is closed. */
+function stderrId(): { dev: number; ino: number } | undefined {
+  try {
+    return fstatSync(2);
+  } catch {
+    return undefined;
   }
 }
 

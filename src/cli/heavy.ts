@@ -9,7 +9,7 @@
 export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/doctor.ts";
 export { setLocationConfig } from "../core/location-config.ts";
-export { createLogger } from "../core/log.ts";
+export { createLogger, writesToJournal } from "../core/log.ts";
 export { scheduleSync } from "../core/sync.ts";
 export { createWorker } from "../core/worker.ts";
 export { createApp } from "../server/app.ts";

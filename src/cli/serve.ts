@@ -1,16 +1,17 @@
 import { availableParallelism } from "node:os";
+import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config.ts";
 import { apiKeysInUse } from "../core/status.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
 
-/** In-flight sends get this long to finish on SIGTERM (systemd waits 90 s). */
+/** In-flight sends get this long to finish on SIGTERM or SIGHUP (systemd waits 90 s). */
 const STOP_GRACE_MS = 30_000;
 /** Reconciliation with HighLevel's installed locations: hourly, the first soon after start (missed INSTALLs while down). */
 const SYNC_EVERY_MS = 3_600_000;
 const FIRST_SYNC_MS = 60_000;
 
-/** `bridge serve`: HTTP server plus queue worker, until SIGTERM or SIGINT. */
+/** `bridge serve`: HTTP server plus queue worker, until SIGTERM, SIGINT or SIGHUP. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
@@ -35,7 +36,14 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
   const reconciliation = scheduleSync(core.sync, log, SYNC_EVERY_MS, FIRST_SYNC_MS);
   await withoutMaglev();
-  log.info(`bridge listening on ${server.url}`, describeConfig(config));
+  // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
+  const schema = core.db.pragma("user_version", { simple: true }) as number;
+  log.info(`bridge ${pkg.version} (database schema ${schema}) listening on ${server.url}`, describeConfig(config));
+  if (!config.sms.apiKey) {
+    log.warn(
+      "SMS_API_KEY is not set: every SMS of a location without its own key fails (no_api_key). Set SMS_API_KEY in the environment or .env and restart, or give each location a key: `bridge config set LOCATION_ID --sms-api-key -`",
+    );
+  }
   if (config.allowedCompanyIds.length === 0) {
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }
@@ -43,8 +51,12 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   const signal = await new Promise<string>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
+    // Node's default for SIGHUP (a closed terminal, a `kill -HUP` meant as "reload") is to
+    // die at once, mid-send. bridge has nothing to reload: it stops as for SIGTERM.
+    process.once("SIGHUP", () => resolve("SIGHUP"));
   });
-  log.info(`${signal}: no longer accepting requests; finishing messages in flight`);
+  const reload = signal === "SIGHUP" ? " (bridge does not reload its configuration: it stops; start it again to apply changes)" : "";
+  log.info(`${signal}: no longer accepting requests; finishing messages in flight${reload}`);
   await server.close();
   core.balances.stop();
   await reconciliation.stop();

@@ -9,6 +9,7 @@ import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions, type SmsGateway } from "./clients/cast.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
+import type { CallObserver } from "./clients/observe.ts";
 import type { ResolvedConfig } from "./config.ts";
 import { createExchanges, type Exchanges } from "./exchanges.ts";
 import { completeInstall, type InstallDeps, type InstallResult } from "./install.ts";
@@ -18,6 +19,8 @@ import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./holds.ts";
 import { keyTag } from "./key-tag.ts";
 import { maskSecret } from "./mask.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
+import { createOutages, type Outages } from "./outages.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createPacer, type Pacer } from "./pace.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
@@ -69,6 +72,10 @@ export interface Core {
   uninstallCompany: CompanyUninstaller;
   /** Reconciliation: each stored company's installed locations against the store. */
   sync: Sync;
+  /** HighLevel or Cast unreachable now, as the clients' calls found it. */
+  outages: Outages;
+  /** Prometheus metrics of this core (GET /metrics). */
+  metrics: Metrics;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -106,15 +113,27 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);
   const commit = createGroupCommit(db, tuning.commitWindowMs);
+  const outages = createOutages({ log, now: Date.now });
+  const metrics = createMetrics({
+    jobs,
+    heldKeys: () => holds.list().length,
+    now,
+    processMetrics: config.metricsToken !== "",
+  });
+  const observe: CallObserver = (call) => {
+    outages.observe(call);
+    metrics.call(call);
+  };
   const crm = createCrmClient({
     apiUrl: config.crm.apiUrl,
     clientId: config.crm.clientId,
     clientSecret: config.crm.clientSecret,
     redirectUri: `${config.baseUrl}/oauth-callback`,
     appId: config.crm.appId,
+    observe,
     ...tuning.crm,
   });
-  const sms = createCastClient({ apiUrl: config.sms.apiUrl, ...tuning.sms });
+  const sms = createCastClient({ apiUrl: config.sms.apiUrl, observe, onBalance: metrics.balance, ...tuning.sms });
   // Wall-clock time (real requests a second), a little under Cast's limits: its buckets
   // count arrivals, which network jitter bunches together, and every 429 costs a second
   // of Retry-After.
@@ -170,6 +189,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     sendBackoffMs: tuning.sendBackoffMs,
     dlrWaitMs: config.sms.dlrWaitMs,
     receiptPollMs: tuning.receiptPollMs,
+    metrics,
   };
   return {
     config,
@@ -197,5 +217,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     uninstall,
     uninstallCompany: createCompanyUninstaller({ tokens, companies, companyTokens, uninstall, now, log }),
     sync: createSync({ ...installDeps, companyTokens }),
+    outages,
+    metrics,
   };
 }

@@ -1,8 +1,15 @@
-import { createConsola, type ConsolaInstance, type ConsolaReporter } from "consola/core";
+import { createConsola, type ConsolaInstance, type ConsolaReporter, type LogObject } from "consola/core";
 import { formatWithOptions } from "node:util";
-import type { LogLevel } from "./config.ts";
+import type { LogFormat, LogLevel } from "./config.ts";
 
 export type Logger = Pick<ConsolaInstance, "error" | "warn" | "info" | "debug" | "success">;
+
+export interface LogOptions {
+  /** `text` lines (the default) or one JSON object per line (LOG_FORMAT). */
+  format?: LogFormat;
+  /** The stream is journald's: each line starts with its syslog priority (see `writesToJournal`). */
+  journal?: boolean;
+}
 
 const LEVELS: Record<LogLevel, number> = { silent: -999, error: 0, warn: 1, info: 3, debug: 4, trace: 5 };
 
@@ -10,8 +17,19 @@ const LEVELS: Record<LogLevel, number> = { silent: -999, error: 0, warn: 1, info
  * Everything goes to stderr: stdout belongs to command output (`--json`), and
  * under systemd both end up in the journal anyway. Callers never pass secrets here.
  */
-export function createLogger(level: LogLevel, stream: NodeJS.WritableStream = process.stderr): Logger {
-  return createConsola({ level: LEVELS[level], reporters: [lineReporter(stream)] });
+export function createLogger(level: LogLevel, stream: NodeJS.WritableStream = process.stderr, options: LogOptions = {}): Logger {
+  const format = options.format === "json" ? jsonLine : textLine;
+  return createConsola({ level: LEVELS[level], reporters: [lineReporter(stream, format, options.journal ?? false)] });
+}
+
+/**
+ * True when stderr is connected to the journal. systemd sets JOURNAL_STREAM to the
+ * device and inode of the stream it gives a service (systemd.exec(5)); the variable is
+ * inherited by whatever the service starts, and by the shells of a terminal started
+ * under systemd, so only a match with stderr itself counts.
+ */
+export function writesToJournal(journalStream: string | undefined, stderr: { dev: number; ino: number } | undefined): boolean {
+  return Boolean(journalStream && stderr && journalStream === `${stderr.dev}:${stderr.ino}`);
 }
 
 /**
@@ -19,12 +37,55 @@ export function createLogger(level: LogLevel, stream: NodeJS.WritableStream = pr
  * reporters print a locale time without the date and lay lines out for a terminal;
  * formatting that time also loaded ICU's locale data into the server.
  */
-function lineReporter(stream: NodeJS.WritableStream): ConsolaReporter {
+function textLine(entry: LogObject): string {
+  const text = formatWithOptions({ colors: false, breakLength: Infinity }, ...entry.args);
+  return `${entry.date.toISOString()} [${entry.type}] ${text}`;
+}
+
+/**
+ * `{"time":…,"level":…,"msg":…}` and the fields of any object logged with the message;
+ * an Error goes under `error`. Levels are the five of LOG_LEVEL (consola's "success" is info).
+ */
+function jsonLine(entry: LogObject): string {
+  const texts: unknown[] = [];
+  const fields: Record<string, unknown> = {};
+  for (const arg of entry.args as unknown[]) {
+    if (arg instanceof Error) fields.error = errorFields(arg);
+    else if (arg !== null && typeof arg === "object" && !Array.isArray(arg)) Object.assign(fields, arg);
+    else texts.push(arg);
+  }
+  const line: Record<string, unknown> = {
+    time: entry.date.toISOString(),
+    level: JSON_LEVEL[entry.level] ?? "info",
+    msg: formatWithOptions({ colors: false, breakLength: Infinity }, ...texts),
+  };
+  for (const [key, value] of Object.entries(fields)) if (!(key in line)) line[key] = value;
+  try {
+    return JSON.stringify(line, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
+  } catch {
+    // A circular object: its text form still says what happened.
+    return JSON.stringify({ time: line.time, level: line.level, msg: textLine(entry).replace(/^\S+ \[\w+\] /, "") });
+  }
+}
+
+const JSON_LEVEL: Record<number, string> = { 0: "error", 1: "warn", 2: "info", 3: "info", 4: "debug", 5: "trace" };
+
+/** sd-daemon(3) priorities by consola level: journald files each line under its own. */
+const PRIORITY: Record<number, string> = { 0: "<3>", 1: "<4>", 2: "<6>", 3: "<6>", 4: "<7>", 5: "<7>" };
+
+function errorFields(error: Error): Record<string, unknown> {
+  const code = (error as { code?: unknown }).code;
+  return { name: error.name, message: error.message, ...(code !== undefined && { code }), stack: error.stack };
+}
+
+function lineReporter(stream: NodeJS.WritableStream, format: (entry: LogObject) => string, journal: boolean): ConsolaReporter {
   ignoreWriteErrors(stream);
   return {
     log(entry) {
-      const text = formatWithOptions({ colors: false, breakLength: Infinity }, ...entry.args);
-      stream.write(`${entry.date.toISOString()} [${entry.type}] ${text}\n`);
+      let text = format(entry);
+      // journald reads the priority of every line it gets: a stack trace's lines too.
+      if (journal) text = text.replace(/^/gm, PRIORITY[entry.level] ?? "<6>");
+      stream.write(`${text}\n`);
     },
   };
 }

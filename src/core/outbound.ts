@@ -9,6 +9,7 @@ import { API_KEY } from "./config.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
+import type { MessageMetrics } from "./metrics.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
@@ -50,6 +51,8 @@ export interface OutboundDeps {
   dlrWaitMs: number;
   /** First look for a receipt after a send. */
   receiptPollMs?: number;
+  /** Told when a message is done with, and when its receipt came. */
+  metrics?: MessageMetrics;
 }
 
 /**
@@ -276,6 +279,7 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
     ({ accessToken } = await deps.tokenService.validToken(locationId));
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
     await deps.commit(() => deps.jobs.reported(job.id, status.status, deps.now()));
+    deps.metrics?.finished(job);
     deps.log.debug(`message ${messageId}: reported ${status.status}`);
   } catch (error) {
     // 401: the CRM no longer takes this access token (revoked or rotated elsewhere);
@@ -293,6 +297,7 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
   const attempt = job.attempts + 1;
   if (!reportRetryable(error) || attempt >= (deps.reportAttempts ?? REPORT_ATTEMPTS)) {
     await deps.commit(() => deps.jobs.giveUp(job.id, deps.now(), errorMessage(error)));
+    deps.metrics?.finished(job);
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }

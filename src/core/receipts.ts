@@ -3,6 +3,7 @@ import type { Job, JobStore, Receipt } from "../db/jobs.ts";
 import type { DeliveryStatus, SmsGateway } from "./clients/cast.ts";
 import { errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
+import type { MessageMetrics } from "./metrics.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface ReceiptDeps {
@@ -16,6 +17,8 @@ export interface ReceiptDeps {
   log: Logger;
   /** First look for a receipt after a send; later looks are further apart. */
   receiptPollMs?: number;
+  /** Told how long each receipt took to come. */
+  metrics?: MessageMetrics;
 }
 
 /** Receipts come seconds to minutes after the send: look after 5 s, then at a quarter of the time since, at most every 2 min. */
@@ -57,6 +60,7 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   }
   const receipt = status && readReceipt(status);
   if (receipt) {
+    deps.metrics?.receipt(now - (job.firstSentAt ?? now), receipt.outcome);
     if (receipt.outcome === "failed") deps.log.warn(`message ${messageId} of location ${locationId} failed: ${receipt.errorMessage}`);
     else deps.log.debug(`message ${messageId}: delivered (${receipt.receipt})`);
     return settle(deps, job, receipt);

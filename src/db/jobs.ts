@@ -229,6 +229,7 @@ export function createJobStore(db: Db) {
   const byMessage = db.prepare<[string], Row>("SELECT * FROM jobs WHERE message_id = ?");
   const byId = db.prepare<[number], Row>("SELECT * FROM jobs WHERE id = ?");
   const counts = db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state");
+  const oldestQueued = db.prepare<[], { at: number | null }>("SELECT min(created_at) AS at FROM jobs WHERE state = 'queued'");
   const prune = db.prepare<[number, number]>(`
     DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`);
 
@@ -338,6 +339,10 @@ export function createJobStore(db: Db) {
     /** Deletes up to `limit` finished jobs (done, dead) last changed before `before`; how many it deleted. */
     prune(before: number, limit: number): number {
       return prune.run(before, limit).changes;
+    },
+    /** When the oldest job still waiting to be sent was accepted; undefined when none waits. */
+    oldestQueuedAt(): number | undefined {
+      return oldestQueued.get()?.at ?? undefined;
     },
   };
 }

@@ -5,6 +5,7 @@ import type { Worker } from "../core/worker.ts";
 import { adminRoutes } from "./admin.ts";
 import type { BodyBudget } from "./body.ts";
 import { healthRoutes } from "./health.ts";
+import { metricsRoutes } from "./metrics.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { webhookRoutes } from "./webhooks.ts";
 
@@ -25,6 +26,7 @@ export function createApp(deps: AppDeps): H3 {
   webhookRoutes(app, deps);
   adminRoutes(app, deps);
   healthRoutes(app, deps);
+  metricsRoutes(app, deps);
   return app;
 }
 

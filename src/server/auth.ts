@@ -68,6 +68,19 @@ export function createAdminAuth({ config, log, now }: AdminAuthDeps): (event: H3
 }
 
 /**
+ * A constant-time check of an `Authorization: Bearer <key>` header against `keys`,
+ * for bearers that need no failure throttle (GET /metrics: read-only, its token as
+ * long as the admin key).
+ */
+export function bearerCheck(keys: readonly string[]): (header: string | null) => boolean {
+  const digests = keys.map(digest);
+  return (header) => {
+    const { key } = bearer(header);
+    return key !== undefined && digests.length > 0 && isOneOf(key, digests);
+  };
+}
+
+/**
  * At most `limit` lines per window (a fixed one, from the first line); the first line
  * refused calls `exceeded`, once per window.
  */

@@ -50,6 +50,31 @@ test("SIGTERM lets in-flight sends finish, keeps the rest queued for the next st
   server = undefined;
 }, 60_000);
 
+test("SIGHUP stops gracefully as SIGTERM does: the send in flight finishes and is reported, exit 0", async () => {
+  const { crm, gateway, env, dir } = e2e;
+  server = await startServe(env, dir);
+  crm.grantLocation("code-hup", "loc-hup");
+  expect((await fetch(`${server.url}/oauth-callback?code=code-hup`)).status).toBe(200);
+  const before = gateway.sent().length;
+  let answering = false;
+  gateway.on("POST /api/v1/sms/send", async () => {
+    answering = true;
+    await new Promise((r) => setTimeout(r, 1000));
+    return gateway.accept();
+  });
+  expect((await e2e.webhook(server.url, outbound("hup-1", { locationId: "loc-hup" }))).status).toBe(200);
+  await waitFor(() => answering);
+
+  server.child.kill("SIGHUP");
+  expect(await exited(server.child)).toBe(0);
+  expect(gateway.sent()).toHaveLength(before + 1);
+  expect(crm.statusReports().filter((r) => r.messageId === "hup-1").map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(server.log).toMatch(/\[info\] SIGHUP: no longer accepting requests; finishing messages in flight \(bridge does not reload/);
+  expect(server.log).toMatch(/\[info\] stopped\n$/);
+  gateway.on("POST /api/v1/sms/send", () => gateway.accept());
+  server = undefined;
+});
+
 test("serve keeps running when whatever reads its log goes away (`serve 2>&1 | head`)", async () => {
   server = await startServe(e2e.env, e2e.dir);
   server.child.stdout?.destroy();

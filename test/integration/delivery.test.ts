@@ -347,8 +347,9 @@ describe("gateway answers", () => {
   });
 
   test("unreachable gateway (closed port): retried until SMS_HOLD_MAX, then reported failed, no crash", async () => {
+    const port = await closedPort();
     const b = await start({
-      env: { SMS_API_URL: `http://127.0.0.1:${await closedPort()}`, SMS_HOLD_MAX: "1s" },
+      env: { SMS_API_URL: `http://127.0.0.1:${port}`, SMS_HOLD_MAX: "1s" },
       tuning: { sms: { retryDelayMs: 50 }, sendBackoffMs: 100 },
     });
 
@@ -356,6 +357,7 @@ describe("gateway answers", () => {
 
     expect(reports).toHaveLength(1);
     expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/unreachable.*gave up after \d+ attempts/) } });
+    expect(reports[0]?.body.error?.message).toContain(`gateway unreachable: connection refused by 127.0.0.1:${port} (ECONNREFUSED)`);
     expect(b.worker.running).toBe(true);
   });
 

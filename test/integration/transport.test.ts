@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { connect, createServer as createTcpServer, type AddressInfo, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, test } from "vitest";
+import { NetworkError } from "../../src/core/clients/network.ts";
 import { nodeFetch } from "../../src/core/clients/transport.ts";
 import { CONNECT_TIMEOUT_CODE, neverSent, timedOut } from "../../src/core/retry.ts";
 import { closedPort, jsonResponse, startFake, type Fake } from "../helpers/http.ts";
@@ -94,6 +95,7 @@ describe("nodeFetch", () => {
     expect(error).toBeInstanceOf(TypeError);
     expect(error).toMatchObject({ cause: { code: "ECONNREFUSED" } });
     expect(neverSent(error)).toBe(true);
+    expect(error).toMatchObject({ kind: "refused", message: `connection refused by 127.0.0.1:${port} (ECONNREFUSED)` });
   });
 
   test("a connection dropped after the request went out is not 'never sent'", async () => {
@@ -101,6 +103,7 @@ describe("nodeFetch", () => {
     const error = await nodeFetch(`http://127.0.0.1:${port}/`, { method: "POST", body: "{}" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TypeError);
     expect(neverSent(error)).toBe(false);
+    expect(error).toMatchObject({ kind: "reset", message: `connection reset by 127.0.0.1:${port} (ECONNRESET)` });
   });
 
   test("a connection dropped in the middle of the answer rejects instead of hanging", async () => {
@@ -121,6 +124,20 @@ describe("nodeFetch", () => {
     expect(error).toBeInstanceOf(TypeError);
     expect(error).toMatchObject({ cause: { code: CONNECT_TIMEOUT_CODE, message: expect.stringMatching(/within 0.3 s/) } });
     expect(neverSent(error)).toBe(true);
+    expect(error).toMatchObject({ kind: "timeout", message: `could not connect to 127.0.0.1:${port} within 0.3 s (timeout)` });
+  });
+
+  test("a name that does not resolve is a DNS failure, named with its host", async () => {
+    const error = await nodeFetch("https://no-such-host.invalid/").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error).toMatchObject({ kind: "dns", message: expect.stringMatching(/^DNS lookup of no-such-host\.invalid failed \((ENOTFOUND|EAI_AGAIN)\)$/) });
+    expect(neverSent(error)).toBe(true);
+  });
+
+  test("https to a server that does not speak TLS is a TLS failure", async () => {
+    const { url } = await echo();
+    const error = await nodeFetch(`${url.replace("http:", "https:")}/echo`, { method: "POST", body: "{}" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: "tls", message: expect.stringMatching(/^TLS handshake with 127\.0\.0\.1:\d+ failed: .+ \((EPROTO|ERR_SSL_\w+)\)$/) });
   });
 
   test("a scheme other than http(s) is refused before anything is sent", async () => {

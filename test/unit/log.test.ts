@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/core/log.ts";
+import { createLogger, writesToJournal } from "../../src/core/log.ts";
 import { captureStream } from "../helpers/stream.ts";
 
 function capture() {
@@ -35,5 +35,57 @@ describe("createLogger", () => {
     createLogger("debug", stream).debug("config", { port: 8080, gateway: { url: "http://x", key: "sk****" } });
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain("[debug] config { port: 8080, gateway: { url: 'http://x', key: 'sk****' } }\n");
+  });
+
+  it("LOG_FORMAT=json: one JSON object per line with time, level, msg and the fields passed", () => {
+    const { lines, stream } = capture();
+    const log = createLogger("debug", stream, { format: "json" });
+    log.info("listening on %s", "http://127.0.0.1:8080", { port: 8080, gateway: { url: "http://x" } });
+    log.success("installed");
+    log.error("boom", Object.assign(new Error("disk full\nsecond line"), { code: "ENOSPC" }));
+    log.debug("config", { time: "not mine", level: "nor this", n: 1 });
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).toMatch(/^\{.*\}\n$/);
+    const [info, success, error, debug] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(info).toEqual({ time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), level: "info", msg: "listening on http://127.0.0.1:8080", port: 8080, gateway: { url: "http://x" } });
+    expect(success).toMatchObject({ level: "info", msg: "installed" });
+    expect(error).toMatchObject({ level: "error", msg: "boom", error: { name: "Error", message: "disk full\nsecond line", code: "ENOSPC", stack: expect.stringContaining("disk full") } });
+    expect(debug).toMatchObject({ level: "debug", msg: "config", n: 1 });
+    expect(debug?.time).not.toBe("not mine");
+  });
+
+  it("a circular object still gives one JSON line", () => {
+    const { lines, stream } = capture();
+    const loop: Record<string, unknown> = { a: 1 };
+    loop.self = loop;
+    createLogger("info", stream, { format: "json" }).warn("odd", loop);
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({ level: "warn", msg: expect.stringContaining("odd") });
+  });
+
+  it("under journald each line starts with its syslog priority, stack lines too", () => {
+    const { lines, stream } = capture();
+    const log = createLogger("trace", stream, { journal: true });
+    log.error("bad\n    at here");
+    log.warn("careful");
+    log.info("fine");
+    log.success("done");
+    log.debug("detail");
+    expect(lines[0]).toMatch(/^<3>\d{4}-\d\d-\d\dT[\d:.]+Z \[error\] bad\n<3>    at here\n$/);
+    expect(lines.slice(1).map((l) => l.slice(0, 3))).toEqual(["<4>", "<6>", "<6>", "<7>"]);
+    expect(lines[2]).toMatch(/^<6>\S+Z \[info\] fine\n$/);
+
+    const json = capture();
+    createLogger("info", json.stream, { format: "json", journal: true }).error("x");
+    expect(json.lines[0]).toMatch(/^<3>\{"time":/);
+  });
+
+  it.each([
+    ["8:1234", { dev: 8, ino: 1234 }, true],
+    ["8:1234", { dev: 8, ino: 999 }, false],
+    [undefined, { dev: 8, ino: 1234 }, false],
+    ["", { dev: 8, ino: 1234 }, false],
+    ["8:1234", undefined, false],
+  ])("writesToJournal(%j, %j) is %s", (variable, stat, expected) => {
+    expect(writesToJournal(variable, stat)).toBe(expected);
   });
 });

@@ -1,6 +1,8 @@
 import pRetry from "p-retry";
-import { GatewayError, errorMessage } from "../errors.ts";
-import { neverSent, retryAfterMs, sleep, timedOut } from "../retry.ts";
+import { GatewayError } from "../errors.ts";
+import { neverSent, retryAfterMs, sleep } from "../retry.ts";
+import { callFailure, hostOf } from "./network.ts";
+import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
 
 /** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5). */
@@ -11,6 +13,10 @@ export interface GatewayOptions {
   retries?: number;
   /** First back-off when the gateway gives no Retry-After. */
   retryDelayMs?: number;
+  /** Told of every HTTP exchange: its time and how it ended (outages, metrics). */
+  observe?: CallObserver;
+  /** Told of every balance a key's balance call returned. */
+  onBalance?: (apiKey: string, credits: number) => void;
 }
 
 export interface SendRequest {
@@ -53,51 +59,59 @@ export const MAX_MESSAGE_LENGTH = 10_000;
 
 export function createCastClient(options: GatewayOptions) {
   const timeout = options.timeoutMs ?? 30_000;
+  const host = hostOf(options.apiUrl);
+  const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });
 
   /** One attempt. Throws GatewayError; "rate_limited"/"unreachable" are the retryable ones. */
   async function attempt(req: SendRequest): Promise<SendResult> {
     let res;
     try {
-      res = await $http.raw<string, "text">("/api/v1/sms/send", {
-        baseURL: options.apiUrl,
-        method: "POST",
-        headers: {
-          "X-API-Key": req.apiKey,
-          "X-Idempotency-Key": req.idempotencyKey,
-          "Content-Type": "application/json",
-          Accept: "application/json",
-        },
-        body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
-        timeout,
-        retry: 0,
-        ignoreResponseError: true,
-        responseType: "text",
-      });
+      res = await observed(call("send"), () =>
+        $http.raw<string, "text">("/api/v1/sms/send", {
+          baseURL: options.apiUrl,
+          method: "POST",
+          headers: {
+            "X-API-Key": req.apiKey,
+            "X-Idempotency-Key": req.idempotencyKey,
+            "Content-Type": "application/json",
+            Accept: "application/json",
+          },
+          body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        }),
+      );
     } catch (error) {
-      if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${errorMessage(error)}`, { cause: error });
+      const failed = callFailure(error, host, timeout);
+      if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
       // The request may have reached the gateway: never resend it blindly.
-      const what = timedOut(error) ? `no answer within ${timeout / 1000} s` : errorMessage(error);
-      throw new GatewayError("unknown", `gateway did not answer (${what}); delivery unknown`, { cause: error });
+      throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
     }
     return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
   }
 
   /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
-  async function get(path: string, apiKey: string, what: string, query?: Record<string, number>): Promise<Answer> {
+  async function get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<Answer> {
+    const what = `${operation} call`;
     let res;
     try {
-      res = await $http.raw<string, "text">(path, {
-        baseURL: options.apiUrl,
-        method: "GET",
-        headers: { "X-API-Key": apiKey, Accept: "application/json" },
-        query,
-        timeout,
-        retry: 0,
-        ignoreResponseError: true,
-        responseType: "text",
-      });
+      res = await observed(call(operation), () =>
+        $http.raw<string, "text">(path, {
+          baseURL: options.apiUrl,
+          method: "GET",
+          headers: { "X-API-Key": apiKey, Accept: "application/json" },
+          query,
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        }),
+      );
     } catch (error) {
-      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${errorMessage(error)}`, { cause: error });
+      const failed = callFailure(error, host, timeout);
+      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${failed.message}`, { cause: error });
     }
     if (res.status === 429) throw new RateLimited(retryAfterMs(res.headers.get("retry-after"), Date.now()));
     const text = res._data ?? "";
@@ -107,9 +121,10 @@ export function createCastClient(options: GatewayOptions) {
   return {
     /** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
     async balance(apiKey: string): Promise<number> {
-      const res = await get("/api/v1/account/balance", apiKey, "balance call");
+      const res = await get("balance", "/api/v1/account/balance", apiKey);
       const credits = (res.body as { credits?: unknown } | undefined)?.credits;
       if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
+      options.onBalance?.(apiKey, credits);
       return credits;
     },
 
@@ -129,7 +144,7 @@ export function createCastClient(options: GatewayOptions) {
 
     /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */
     async status(apiKey: string, messageId: string): Promise<DeliveryStatus> {
-      const res = await get(`/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey, "status call");
+      const res = await get("status", `/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey);
       const status = res.status === 200 ? readStatus(res.body) : undefined;
       if (!status) throw refused("status call", res);
       return status;
@@ -140,7 +155,7 @@ export function createCastClient(options: GatewayOptions) {
      * message id (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
      */
     async logs(apiKey: string, limit = 500): Promise<Map<string, DeliveryStatus>> {
-      const res = await get("/api/v1/sms/logs", apiKey, "logs call", { limit, offset: 0 });
+      const res = await get("logs", "/api/v1/sms/logs", apiKey, { limit, offset: 0 });
       const logs = (res.body as { logs?: unknown } | undefined)?.logs;
       if (res.status !== 200 || !Array.isArray(logs)) throw refused("logs call", res);
       const byId = new Map<string, DeliveryStatus>();

@@ -3,6 +3,8 @@ import { z } from "zod";
 import { CrmError, clip, errorMessage } from "../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { retryAfterMs, sleep } from "../retry.ts";
+import { callFailure, hostOf } from "./network.ts";
+import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
@@ -18,6 +20,8 @@ export interface CrmOptions {
   timeoutMs?: number;
   /** First back-off after a 429 with no Retry-After. */
   retryDelayMs?: number;
+  /** Told of every HTTP exchange: its time and how it ended (outages, metrics). */
+  observe?: CallObserver;
 }
 
 export interface TokenResponse {
@@ -52,23 +56,33 @@ export function createCrmClient(options: CrmOptions) {
   const { clientId, clientSecret } = options;
   const timeout = options.timeoutMs ?? 30_000;
   const retryDelay = options.retryDelayMs ?? 1000;
+  const host = hostOf(options.apiUrl);
 
   /** The one place that talks HTTP to the CRM: base URL, auth, version, timeout. */
   async function request(path: string, init: Request): Promise<Answer> {
     const headers: Record<string, string> = { Accept: "application/json", ...init.headers };
     if (init.token) headers.Authorization = `Bearer ${init.token}`;
     if (init.version) headers.Version = init.version;
-    const res = await $http.raw<string, "text">(path, {
-      baseURL: options.apiUrl,
-      method: init.method,
-      headers,
-      body: init.body,
-      query: init.query,
-      timeout,
-      retry: 0,
-      ignoreResponseError: true,
-      responseType: "text",
-    });
+    let res;
+    try {
+      const call = { remote: "crm" as const, operation: init.operation, host, timeoutMs: timeout, observe: options.observe };
+      res = await observed(call, () =>
+        $http.raw<string, "text">(path, {
+          baseURL: options.apiUrl,
+          method: init.method,
+          headers,
+          body: init.body,
+          query: init.query,
+          timeout,
+          retry: 0,
+          ignoreResponseError: true,
+          responseType: "text",
+        }),
+      );
+    } catch (error) {
+      // Not a CrmError: no answer came, and callers retry these as before (the cause is kept).
+      throw new Error(callFailure(error, host, timeout).message, { cause: error });
+    }
     return { status: res.status, text: res._data ?? "", retryAfter: res.headers.get("retry-after") };
   }
 
@@ -85,8 +99,9 @@ export function createCrmClient(options: CrmOptions) {
     });
   }
 
-  async function tokenGrant(form: Record<string, string>): Promise<TokenResponse> {
+  async function tokenGrant(operation: string, form: Record<string, string>): Promise<TokenResponse> {
     const res = await request("/oauth/token", {
+      operation,
       method: "POST",
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...form }).toString(),
@@ -97,18 +112,19 @@ export function createCrmClient(options: CrmOptions) {
 
   return {
     exchangeCode(code: string): Promise<TokenResponse> {
-      return tokenGrant({ grant_type: "authorization_code", code, redirect_uri: options.redirectUri });
+      return tokenGrant("exchangeCode", { grant_type: "authorization_code", code, redirect_uri: options.redirectUri });
     },
 
     /** A location's token (`Location`, the default) or an agency's (`Company`). */
     refreshToken(refreshToken: string, userType: "Location" | "Company" = "Location"): Promise<TokenResponse> {
-      return tokenGrant({ grant_type: "refresh_token", refresh_token: refreshToken, user_type: userType });
+      return tokenGrant("refreshToken", { grant_type: "refresh_token", refresh_token: refreshToken, user_type: userType });
     },
 
     /** Exchanges a company token for one location's token. */
     getLocationToken(companyToken: string, companyId: string, locationId: string): Promise<TokenResponse> {
       return withRateLimitRetry(async () => {
         const res = await request("/oauth/locationToken", {
+          operation: "getLocationToken",
           method: "POST",
           token: companyToken,
           version: LOCATION_API_VERSION,
@@ -126,6 +142,7 @@ export function createCrmClient(options: CrmOptions) {
       for (let page = 0; page < MAX_PAGES; page++) {
         const { locations, count } = await withRateLimitRetry(async () => {
           const res = await request("/oauth/installedLocations", {
+            operation: "listInstalledLocations",
             method: "GET",
             token: companyToken,
             version: LOCATION_API_VERSION,
@@ -143,6 +160,7 @@ export function createCrmClient(options: CrmOptions) {
 
     async updateMessageStatus(locationToken: string, messageId: string, status: MessageStatus): Promise<void> {
       const res = await request(`/conversations/messages/${encodeURIComponent(messageId)}/status`, {
+        operation: "updateMessageStatus",
         method: "PUT",
         token: locationToken,
         version: MESSAGES_API_VERSION,
@@ -155,6 +173,8 @@ export function createCrmClient(options: CrmOptions) {
 }
 
 interface Request {
+  /** The public function making the call, for the observer. */
+  operation: string;
   method: "GET" | "POST" | "PUT";
   headers?: Record<string, string>;
   body?: string;

@@ -3,6 +3,7 @@ import https from "node:https";
 import { createFetch } from "ofetch";
 import pkg from "../../../package.json" with { type: "json" };
 import { CONNECT_TIMEOUT_CODE } from "../retry.ts";
+import { hostOf, NetworkError } from "./network.ts";
 
 /** A connection not made within this is given up: no byte of the request has left. */
 export const CONNECT_TIMEOUT_MS = 10_000;
@@ -19,7 +20,8 @@ export const $http = createFetch({ fetch: nodeFetch });
  * The part of `fetch` ofetch uses, over node:http(s). Node's global agents keep
  * connections alive and, with NODE_USE_ENV_PROXY=1, honour HTTP(S)_PROXY as fetch did.
  * Like fetch: rejects with the signal's reason when aborted, and with a TypeError whose
- * `cause` is the socket's error when the request fails. Unlike fetch's default, it
+ * `cause` is the socket's error when the request fails (a NetworkError, whose message
+ * names the kind of failure and the host). Unlike fetch's default, it
  * follows no redirects: bridge's remotes answer where they are asked, and a redirected
  * POST comes back as the 3xx it is.
  */
@@ -41,7 +43,7 @@ export function nodeFetch(
 
   return new Promise((resolve, reject) => {
     const req = send(url, { method: init.method ?? "GET", headers });
-    const fail = (error: Error) => reject(signal?.aborted ? signal.reason : new TypeError("fetch failed", { cause: error }));
+    const fail = (error: Error) => reject(signal?.aborted ? signal.reason : new NetworkError(error, hostOf(url)));
     const abort = () => req.destroy(signal?.reason);
     signal?.addEventListener("abort", abort, { once: true });
     req.on("close", () => signal?.removeEventListener("abort", abort));
@@ -87,6 +89,6 @@ function bodyOf(body: RequestInit["body"]): Buffer | undefined {
 }
 
 function connectTimeout(url: URL, ms: number): Error {
-  const error = new Error(`could not connect to ${url.host} within ${ms / 1000} s`);
+  const error = new Error(`could not connect to ${hostOf(url)} within ${ms / 1000} s`);
   return Object.assign(error, { code: CONNECT_TIMEOUT_CODE });
 }

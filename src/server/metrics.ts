@@ -1,0 +1,22 @@
+import type { H3 } from "h3";
+import { httpError, type AppDeps } from "./app.ts";
+import { bearerCheck } from "./auth.ts";
+
+/**
+ * GET /metrics, Prometheus' text format (CONTRACT.md 8), behind the METRICS_TOKEN
+ * bearer. Without a token there is no such page: 404, as for any unknown path, so an
+ * install that never asked for metrics shows nothing of them.
+ */
+export function metricsRoutes(app: H3, { core }: AppDeps): void {
+  const token = core.config.metricsToken;
+  const authorized = bearerCheck(token ? [token] : []);
+
+  app.get("/metrics", async (event) => {
+    if (!token) throw httpError(404, "not found");
+    if (!authorized(event.req.headers.get("authorization"))) {
+      throw httpError(401, "unauthorized", { "www-authenticate": "Bearer" });
+    }
+    const text = await core.metrics.render();
+    return new Response(text, { headers: { "content-type": core.metrics.contentType } });
+  });
+}

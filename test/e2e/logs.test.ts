@@ -1,0 +1,89 @@
+import { spawn } from "node:child_process";
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import pkg from "../../package.json" with { type: "json" };
+import { MIGRATIONS } from "../../src/db/migrations.ts";
+import { BINARY, e2eSetup, exited, type E2E } from "../helpers/binary.ts";
+import { waitFor } from "../helpers/bridge.ts";
+
+// What `dist/bridge serve` writes on stderr, read from a file as journald or a log
+// collector would get it.
+
+let e2e: E2E;
+const children: ReturnType<typeof spawn>[] = [];
+
+beforeAll(async () => {
+  e2e = await e2eSetup("logs");
+});
+
+afterAll(async () => {
+  for (const child of children) child.kill("SIGKILL");
+  await e2e?.close();
+});
+
+/** `dist/bridge serve` with stderr on a file of its own; `env(fd)` may name that file. */
+async function serveToFile(name: string, env: (stderr: { dev: number; ino: number }) => Record<string, string> = () => ({})) {
+  const path = join(e2e.dir, `${name}.log`);
+  const fd = openSync(path, "w");
+  const extra = env(fstatSync(fd));
+  const child = spawn(BINARY, ["serve"], { env: { ...e2e.env, HOST: "127.0.0.1", PORT: "0", ...extra }, cwd: e2e.dir, stdio: ["ignore", "ignore", fd] });
+  closeSync(fd);
+  children.push(child);
+  const read = () => readFileSync(path, "utf8");
+  const url = await waitFor(() => /listening on (http:\/\/[\d.:]+)/.exec(read())?.[1], 10_000).catch(() => {
+    throw new Error(`bridge serve did not start:\n${read()}`);
+  });
+  return { child, url, read };
+}
+
+test("LOG_FORMAT=json: every line on stderr is one JSON object", async () => {
+  const server = await serveToFile("json", () => ({ LOG_FORMAT: "json" }));
+  await fetch(`${server.url}/oauth-callback?code=not-granted`); // a warn line
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  const lines = server.read().trimEnd().split("\n");
+  const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  expect(entries[0]).toMatchObject({ level: "info", msg: expect.stringMatching(/listening on http:\/\//), PORT: 0, LOG_FORMAT: "json" });
+  expect(entries).toContainEqual(expect.objectContaining({ level: "warn", msg: expect.stringContaining("install failed") }));
+  expect(entries.at(-1)).toMatchObject({ level: "info", msg: "stopped" });
+});
+
+test("the start-up line names the version and the database schema", async () => {
+  const server = await serveToFile("version");
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  const [first] = server.read().split("\n");
+  expect(first).toMatch(/^\S+Z \[info\] bridge (\S+) \(database schema (\d+)\) listening on http:\/\/127\.0\.0\.1:\d+ \{/);
+  expect(first).toContain(`bridge ${pkg.version} (database schema ${MIGRATIONS.length}) listening on`);
+});
+
+test("serve without SMS_API_KEY warns at start that keyless locations fail, and how to fix it", async () => {
+  const server = await serveToFile("no-key", () => ({ SMS_API_KEY: "" }));
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  expect(server.read()).toMatch(/\[warn\] SMS_API_KEY is not set: every SMS of a location without its own key fails \(no_api_key\)\. Set SMS_API_KEY .* `bridge config set LOCATION_ID --sms-api-key -`\n/);
+
+  const keyed = await serveToFile("key");
+  keyed.child.kill("SIGTERM");
+  expect(await exited(keyed.child)).toBe(0);
+  expect(keyed.read()).not.toContain("SMS_API_KEY is not set");
+});
+
+test("under systemd (JOURNAL_STREAM names stderr) each line starts with its syslog priority", async () => {
+  const server = await serveToFile("journal", (stderr) => ({ JOURNAL_STREAM: `${stderr.dev}:${stderr.ino}` }));
+  await fetch(`${server.url}/oauth-callback?code=not-granted`);
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  const lines = server.read().trimEnd().split("\n");
+  expect(lines[0]).toMatch(/^<6>\d{4}-\d\d-\d\dT[\d:.]+Z \[info\] .*listening on http:\/\//);
+  expect(lines).toContainEqual(expect.stringMatching(/^<4>\S+Z \[warn\] install failed/));
+  expect(lines.every((line) => /^<[3467]>/.test(line))).toBe(true);
+});
+
+test("a JOURNAL_STREAM inherited from elsewhere (not this stderr) adds no priorities", async () => {
+  const server = await serveToFile("inherited", () => ({ JOURNAL_STREAM: "8:1" }));
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  expect(server.read()).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[info\] .*listening on http:\/\//);
+});

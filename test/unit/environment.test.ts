@@ -1,0 +1,48 @@
+import { expect, test } from "vitest";
+import { CONFIG_VARIABLES } from "../../src/cli/environment.ts";
+import { run } from "../../src/cli/index.ts";
+import type { Io } from "../../src/cli/io.ts";
+import { loadConfig } from "../../src/core/config.ts";
+
+/** The names loadConfig reads for `need`, found by watching it read them. */
+function namesRead(need: "serve" | "store"): string[] {
+  const read = new Set<string>();
+  const env = new Proxy({} as Record<string, string | undefined>, {
+    get: (_target, name) => {
+      if (typeof name === "string") read.add(name);
+      return undefined;
+    },
+  });
+  try {
+    loadConfig(env, need);
+  } catch {
+    // Required variables are missing: what matters is what was read.
+  }
+  return [...read].sort();
+}
+
+async function help(...argv: string[]): Promise<string> {
+  const out: string[] = [];
+  const io: Io = { out: (t) => out.push(t), err: (t) => out.push(t), env: {} };
+  expect(await run([...argv, "--help"], io)).toBe(0);
+  return out.join("");
+}
+
+test("the help's list is exactly the variables the configuration reads", () => {
+  expect(CONFIG_VARIABLES.map((v) => v.name).sort()).toEqual(namesRead("serve"));
+});
+
+test("`bridge serve --help` names every variable serve reads, each on its own line with what it does", async () => {
+  const text = await help("serve");
+  for (const name of [...namesRead("serve"), "XDG_CACHE_HOME", "UV_THREADPOOL_SIZE", "JOURNAL_STREAM"]) {
+    expect(text).toMatch(new RegExp(`^  ${name} +\\S`, "m"));
+  }
+  expect(text).toMatch(/^  SMS_MAX_PARTS +a message of more parts is refused \(default: 10\)$/m);
+  expect(text).toContain("SIGHUP");
+});
+
+test("`bridge --help` lists the configuration too", async () => {
+  const text = await help();
+  for (const name of namesRead("serve")) expect(text).toMatch(new RegExp(`^  ${name} +\\S`, "m"));
+  expect(text).toContain("Exit codes: 0 success, 1 failure, 2 usage error.");
+});
