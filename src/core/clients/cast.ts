@@ -130,7 +130,7 @@ export function createCastClient(options: GatewayOptions) {
 
     /** The sender IDs approved on the key's account. Throws GatewayError. */
     async senderIds(apiKey: string): Promise<SenderId[]> {
-      const res = await get("/api/v1/account/sender-ids", apiKey, "sender-ids call");
+      const res = await get("senderIds", "/api/v1/account/sender-ids", apiKey);
       const list = (res.body as { sender_ids?: unknown } | undefined)?.sender_ids;
       if (res.status !== 200 || !Array.isArray(list)) throw refused("sender-ids call", res);
       return (list as Record<string, unknown>[])
