@@ -13,6 +13,15 @@ const FIRST_SYNC_MS = 60_000;
 
 /** `bridge serve`: HTTP server plus queue worker, until SIGTERM, SIGINT or SIGHUP. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
+  // Listened for before anything starts: a signal that came between the start-up line and
+  // its handler would otherwise end the process at once, mid-send, by Node's default.
+  const stopped = new Promise<string>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+    // Node's default for SIGHUP (a closed terminal, a `kill -HUP` meant as "reload") is to
+    // die at once, mid-send. bridge has nothing to reload: it stops as for SIGTERM.
+    process.once("SIGHUP", () => resolve("SIGHUP"));
+  });
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
   const { createApp, createWorker, listen, scheduleSync } = await import("./heavy.ts");
@@ -48,13 +57,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }
 
-  const signal = await new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-    // Node's default for SIGHUP (a closed terminal, a `kill -HUP` meant as "reload") is to
-    // die at once, mid-send. bridge has nothing to reload: it stops as for SIGTERM.
-    process.once("SIGHUP", () => resolve("SIGHUP"));
-  });
+  const signal = await stopped;
   const reload = signal === "SIGHUP" ? " (bridge does not reload its configuration: it stops; start it again to apply changes)" : "";
   log.info(`${signal}: no longer accepting requests; finishing messages in flight${reload}`);
   await server.close();
