@@ -12,7 +12,8 @@ export function recoverInterrupted(jobs: Pick<JobStore, "recoverInterrupted">, l
   if (resumed > 0) {
     log.info(`${resumed} message(s) were being sent when bridge stopped; sending them again with the same idempotency key (the gateway sends each once)`);
   }
-  if (failed > 0) {
-    log.warn(`${failed} message(s) were being sent when bridge stopped without an idempotency key; reporting them failed (delivery unknown)`);
+  // Each by name, as every failed message is (CONTRACT.md 5.11).
+  for (const { messageId, locationId } of failed) {
+    log.warn(`message ${messageId} of location ${locationId} failed: delivery unknown after restart (it was being sent when bridge stopped, without an idempotency key)`);
   }
 }

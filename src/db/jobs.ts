@@ -213,6 +213,9 @@ export function createJobStore(db: Db) {
     SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`);
   const resumeInterrupted = db.prepare<[{ now: number; since: number }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now WHERE ${resumable}`);
+  const stillSending = db.prepare<[], { messageId: string; locationId: string }>(
+    "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
+  );
   const logInterrupted = db.prepare<[{ now: number }]>(`
     INSERT INTO job_events (job_id, at, kind, detail)
     SELECT id, @now, 'failed', 'delivery_unknown: delivery unknown after restart' FROM jobs WHERE state = 'sending'`);
@@ -223,8 +226,10 @@ export function createJobStore(db: Db) {
   const recover = db.transaction((now: number, since: number) => {
     logResumed.run({ now, since });
     const resumed = resumeInterrupted.run({ now, since }).changes;
+    const failed = stillSending.all();
     logInterrupted.run({ now });
-    return { resumed, failed: interrupted.run({ now }).changes };
+    interrupted.run({ now });
+    return { resumed, failed };
   });
   const byMessage = db.prepare<[string], Row>("SELECT * FROM jobs WHERE message_id = ?");
   const byId = db.prepare<[number], Row>("SELECT * FROM jobs WHERE id = ?");
@@ -326,7 +331,7 @@ export function createJobStore(db: Db) {
      * Jobs a crash caught mid-send: sent again with their key when it was first used
      * after `since` (Cast still remembers it); else reported failed, never resent.
      */
-    recoverInterrupted(now: number, since: number): { resumed: number; failed: number } {
+    recoverInterrupted(now: number, since: number): { resumed: number; failed: { messageId: string; locationId: string }[] } {
       return recover(now, since);
     },
     get(messageId: string): Job | undefined {
