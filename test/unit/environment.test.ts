@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { expect, test } from "vitest";
 import { CONFIG_VARIABLES } from "../../src/cli/environment.ts";
 import { run } from "../../src/cli/index.ts";
@@ -45,4 +46,20 @@ test("`bridge --help` lists the configuration too", async () => {
   const text = await help();
   for (const name of namesRead("serve")) expect(text).toMatch(new RegExp(`^  ${name} +\\S`, "m"));
   expect(text).toContain("Exit codes: 0 success, 1 failure, 2 usage error.");
+});
+
+test("the README's configuration table lists exactly these variables, with the same defaults", () => {
+  const readme = readFileSync("README.md", "utf8");
+  const table = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("## HighLevel app settings"));
+  const rows = table.split("\n").filter((line) => /^\| `[A-Z_]+`/.test(line));
+  const documented = new Map<string, string>();
+  for (const row of rows) {
+    const [names = "", fallback = ""] = row.split("|").slice(1, 3);
+    for (const [, name] of names.matchAll(/`([A-Z_]+)`/g)) documented.set(name!, fallback.trim());
+  }
+  expect([...documented.keys()].sort()).toEqual(CONFIG_VARIABLES.map((v) => v.name).sort());
+  for (const { name, default: fallback } of CONFIG_VARIABLES) {
+    // A literal default is shown as code in the table; a described one ("HighLevel's own") in words.
+    if (fallback && /^[\w.:/,-]+$/.test(fallback)) expect(documented.get(name), name).toContain(`\`${fallback}\``);
+  }
 });
