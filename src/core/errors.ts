@@ -1,17 +1,69 @@
+/** Every code an AppError carries: a closed set, so callers compare typed values. */
+export type ErrorCode =
+  | "CONFIG_INVALID"
+  | "CRM_ERROR"
+  | `GATEWAY_${Uppercase<GatewayFailure>}`
+  | "ENCRYPTION_KEY"
+  | "LOCATION_NOT_FOUND"
+  | "MESSAGE_NOT_FOUND"
+  | "BAD_QUERY"
+  | "BAD_CONFIG"
+  | "NO_TOKEN"
+  | "NO_COMPANY_TOKEN"
+  | "REFRESH_FAILED"
+  | "STORE_FAILED"
+  | "NO_LOCATION_ID"
+  | "NO_COMPANY_ID"
+  | "COMPANY_NOT_ALLOWED"
+  | "SAVE_FAILED"
+  | "TOKEN_EXCHANGE_FAILED"
+  | "BULK_INSTALL_FAILED";
+
 /**
- * The closed set of errors bridge raises. Each carries a stable `code`; the HTTP
- * layer maps `status` (when set) to the response, anything else is a 500.
- * Messages keep the spec's exact texts, e.g. "no token for location: <id>".
+ * The one place an error's HTTP answer is chosen: the codes a request can meet, with
+ * the status the contract gives them. Any other error that reaches a route is a 500.
+ */
+const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
+  BAD_QUERY: 400,
+  BAD_CONFIG: 400,
+  NO_LOCATION_ID: 400,
+  NO_COMPANY_ID: 400,
+  COMPANY_NOT_ALLOWED: 403,
+  LOCATION_NOT_FOUND: 404,
+  MESSAGE_NOT_FOUND: 404,
+  // The spec's texts for a failed install; still the install's own answer, not a crash.
+  SAVE_FAILED: 500,
+  TOKEN_EXCHANGE_FAILED: 500,
+  BULK_INSTALL_FAILED: 500,
+  // A CLI command sealed a secret this server cannot open until it restarts with the key.
+  ENCRYPTION_KEY: 503,
+};
+
+export interface AppErrorOptions {
+  cause?: unknown;
+  /** How long the remote asked us to wait before trying again (a 429's Retry-After). */
+  retryAfterMs?: number;
+}
+
+/**
+ * The closed set of errors bridge raises. Each carries a stable `code`, from which the
+ * HTTP layer takes its answer (`status`). Messages keep the spec's exact texts, e.g.
+ * "no token for location: <id>".
  */
 export class AppError extends Error {
-  readonly code: string;
-  readonly status: number | undefined;
+  readonly code: ErrorCode;
+  readonly retryAfterMs: number | undefined;
 
-  constructor(code: string, message: string, options: { status?: number; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, { cause: options.cause });
     this.name = "AppError";
     this.code = code;
-    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  /** The HTTP status of this error when a request meets it; undefined: an internal error. */
+  get status(): number | undefined {
+    return HTTP_STATUS[this.code];
   }
 }
 
@@ -20,8 +72,8 @@ export class CrmError extends AppError {
   readonly httpStatus: number | undefined;
   readonly body: string | undefined;
 
-  constructor(message: string, options: { httpStatus?: number; body?: string; cause?: unknown } = {}) {
-    super("CRM_ERROR", message, { cause: options.cause });
+  constructor(message: string, options: AppErrorOptions & { httpStatus?: number; body?: string } = {}) {
+    super("CRM_ERROR", message, options);
     this.name = "CrmError";
     this.httpStatus = options.httpStatus;
     this.body = options.body;
@@ -43,8 +95,8 @@ export class GatewayError extends AppError {
   readonly failure: GatewayFailure;
   readonly httpStatus: number | undefined;
 
-  constructor(failure: GatewayFailure, message: string, options: { httpStatus?: number; cause?: unknown } = {}) {
-    super(`GATEWAY_${failure.toUpperCase()}`, message, { cause: options.cause });
+  constructor(failure: GatewayFailure, message: string, options: AppErrorOptions & { httpStatus?: number } = {}) {
+    super(`GATEWAY_${failure.toUpperCase() as Uppercase<GatewayFailure>}`, message, options);
     this.name = "GatewayError";
     this.failure = failure;
     this.httpStatus = options.httpStatus;
@@ -63,7 +115,7 @@ export class ConfigError extends AppError {
 }
 
 export function notFound(locationId: string): AppError {
-  return new AppError("LOCATION_NOT_FOUND", `location not found: ${locationId}`, { status: 404 });
+  return new AppError("LOCATION_NOT_FOUND", `location not found: ${locationId}`);
 }
 
 export function noToken(locationId: string): AppError {

@@ -63,14 +63,14 @@ export async function completeInstall(deps: InstallDeps, code: string): Promise<
   const token = await deps.exchanges.track(() => exchangeAndKeep(deps, code));
   if (token.userType === "Company" && !token.locationId) return installCompany(deps, token);
   if (!token.locationId) {
-    throw new AppError("NO_LOCATION_ID", "GHL token response did not include a locationId", { status: 400 });
+    throw new AppError("NO_LOCATION_ID", "GHL token response did not include a locationId");
   }
   const approved = admitted(deps.allowedCompanyIds, token.companyId);
   try {
     deps.tokens.save(record(token.locationId, token.companyId, token, deps.now()), deps.now(), approved);
   } catch (error) {
     deps.log.error(`failed to save token for location ${token.locationId}: ${errorMessage(error)}`);
-    throw new AppError("SAVE_FAILED", "failed to save token", { status: 500, cause: error });
+    throw new AppError("SAVE_FAILED", "failed to save token", { cause: error });
   }
   deps.log.info(`installed location ${token.locationId} (company ${token.companyId || "unknown"})${pendingNote(approved)}`);
   return { kind: "location", locationId: token.locationId };
@@ -82,11 +82,11 @@ async function exchangeAndKeep(deps: InstallDeps, code: string): Promise<TokenRe
   try {
     token = await deps.crm.exchangeCode(code);
   } catch (error) {
-    throw new AppError("TOKEN_EXCHANGE_FAILED", `token exchange failed: ${errorMessage(error)}`, { status: 500, cause: error });
+    throw new AppError("TOKEN_EXCHANGE_FAILED", `token exchange failed: ${errorMessage(error)}`, { cause: error });
   }
   if (token.userType !== "Company" || token.locationId) return token;
   admitted(deps.allowedCompanyIds, token.companyId);
-  if (!token.companyId) throw new AppError("NO_COMPANY_ID", "GHL company token response did not include a companyId", { status: 400 });
+  if (!token.companyId) throw new AppError("NO_COMPANY_ID", "GHL company token response did not include a companyId");
   try {
     const { companyId, accessToken, refreshToken, expiresIn } = token;
     deps.companies.save({ companyId, accessToken, refreshToken, expiresAt: deps.now() + expiresIn * 1000 }, deps.now());
@@ -106,7 +106,7 @@ async function exchangeAndKeep(deps: InstallDeps, code: string): Promise<TokenRe
 export function admitted(allowedCompanyIds: readonly string[], companyId: string): boolean {
   if (allowedCompanyIds.length === 0) return false;
   if (allowedCompanyIds.includes(companyId)) return true;
-  throw new AppError("COMPANY_NOT_ALLOWED", `company ${companyId || "(none)"} may not install this app`, { status: 403 });
+  throw new AppError("COMPANY_NOT_ALLOWED", `company ${companyId || "(none)"} may not install this app`);
 }
 
 export function pendingNote(approved: boolean): string {
@@ -123,10 +123,7 @@ async function installCompany(deps: InstallDeps, company: TokenResponse): Promis
     locations = company.installedLocations.length > 0 ? company.installedLocations.map((id) => ({ id, name: "" })) : await listLocations(deps, company);
     if (locations.length === 0) throw new Error(`no locations found for company ${companyId}`);
   } catch (error) {
-    throw new AppError("BULK_INSTALL_FAILED", `failed to exchange company token for location tokens: ${errorMessage(error)}`, {
-      status: 500,
-      cause: error,
-    });
+    throw new AppError("BULK_INSTALL_FAILED", `failed to exchange company token for location tokens: ${errorMessage(error)}`, { cause: error });
   }
   const unique = [...new Map(locations.map((l) => [l.id, l])).values()];
   const failed: FailedLocation[] = [];

@@ -23,7 +23,7 @@ function setting(name: string, rule: Rule) {
 export function setLocationConfig(tokens: TokenStore, locationId: string, input: unknown, now: number): LocationConfig {
   const parsed = configChange.safeParse(input);
   if (!parsed.success) {
-    throw new AppError("BAD_CONFIG", parsed.error.issues.map((i) => i.message).join("; "), { status: 400 });
+    throw new AppError("BAD_CONFIG", parsed.error.issues.map((i) => i.message).join("; "));
   }
   const change = { senderId: parsed.data.sender_id, smsApiKey: parsed.data.sms_api_key };
   if (!tokens.setConfig(locationId, change, now)) throw notFound(locationId);

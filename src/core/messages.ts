@@ -53,7 +53,7 @@ export interface RetryOutcome {
 export const MAX_PAGE = 500;
 
 export function messageNotFound(messageId: string): AppError {
-  return new AppError("MESSAGE_NOT_FOUND", `message not found: ${messageId}`, { status: 404 });
+  return new AppError("MESSAGE_NOT_FOUND", `message not found: ${messageId}`);
 }
 
 /** A page of messages, newest first, and the cursor of the next page (null: no more). */
@@ -235,5 +235,5 @@ export function messageFilter(query: MessageQuery, now: number, maxLimit = MAX_P
 }
 
 function badQuery(message: string): AppError {
-  return new AppError("BAD_QUERY", message, { status: 400 });
+  return new AppError("BAD_QUERY", message);
 }

@@ -3,10 +3,10 @@ import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../db/jobs.ts";
 import type { TokenRecord, TokenStore } from "../db/tokens.ts";
-import { MAX_MESSAGE_LENGTH, RateLimited, type SendRequest, type SmsGateway } from "./clients/cast.ts";
+import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config.ts";
-import { AppError, CrmError, GatewayError, clip, errorMessage } from "./errors.ts";
+import { AppError, CrmError, GatewayError, clip, errorMessage, type ErrorCode } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
 import type { MessageMetrics } from "./metrics.ts";
@@ -214,7 +214,7 @@ async function send(
   } catch (error) {
     const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
     // Cast says how long its budget is spent: no send on this key before then.
-    if (error instanceof RateLimited) deps.scheduler.slowDown(request.apiKey, error.waitMs ?? 1000);
+    if (error instanceof GatewayError && error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
     // The key or the account, not this message: hold the key's messages until it works again.
     if (error instanceof GatewayError && [401, 402, 403].includes(error.httpStatus ?? 0)) {
       deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
@@ -306,6 +306,9 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
 }
 
+/** A report that met these may pass: a refresh, a store or the key may work at the next try. */
+const REPORT_MAY_PASS = new Set<ErrorCode>(["REFRESH_FAILED", "STORE_FAILED", "ENCRYPTION_KEY"]);
+
 /**
  * A status PUT may be retried: it is idempotent. HighLevel answers 403 for the first
  * seconds after a webhook, so 403 is retried (without refreshing the token), as are
@@ -318,7 +321,7 @@ export function reportRetryable(error: unknown): boolean {
   }
   // ENCRYPTION_KEY: a CLI command sealed a secret this server cannot read until it restarts with the key.
   // Any other (NO_TOKEN: the location is gone) will not get better.
-  if (error instanceof AppError) return ["REFRESH_FAILED", "STORE_FAILED", "ENCRYPTION_KEY"].includes(error.code);
+  if (error instanceof AppError) return REPORT_MAY_PASS.has(error.code);
   return true; // a network failure or a timeout
 }
 

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { AppError } from "./errors.ts";
 
 export { sleep };
 
@@ -23,6 +24,16 @@ export function neverSent(error: unknown): boolean {
 /** The wait before retry number `retry` (0 = the first): `firstMs`, doubling, at most `maxMs`. */
 export function backoffMs(firstMs: number, retry: number, maxMs = 60_000): number {
   return Math.min(firstMs * 2 ** retry, maxMs);
+}
+
+/**
+ * p-retry's `onFailedAttempt` for remotes that send Retry-After (Cast's and HighLevel's
+ * 429s): waits what the remote asked beyond p-retry's own back-off, which follows it,
+ * and only when another try follows, so the last 429 is not waited out for nothing.
+ */
+export async function waitAsRemoteAsked(context: { error: unknown; retriesLeft: number; retryDelay: number }): Promise<void> {
+  const asked = context.error instanceof AppError ? context.error.retryAfterMs : undefined;
+  if (asked && context.retriesLeft > 0) await sleep(Math.max(0, asked - context.retryDelay));
 }
 
 /** True when the error is our own request timeout firing. */

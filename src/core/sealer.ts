@@ -31,7 +31,7 @@ export class SealError extends AppError {
   readonly reason: "no_key" | "wrong_key" | "misplaced";
 
   constructor(reason: SealError["reason"], message: string) {
-    super("ENCRYPTION_KEY", message, { status: 503 });
+    super("ENCRYPTION_KEY", message);
     this.name = "SealError";
     this.reason = reason;
   }

@@ -1,6 +1,6 @@
 import pRetry from "p-retry";
 import { GatewayError } from "../errors.ts";
-import { neverSent, retryAfterMs, sleep } from "../retry.ts";
+import { neverSent, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
@@ -113,7 +113,7 @@ export function createCastClient(options: GatewayOptions) {
       const failed = callFailure(error, host, timeout);
       throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${failed.message}`, { cause: error });
     }
-    if (res.status === 429) throw new RateLimited(retryAfterMs(res.headers.get("retry-after"), Date.now()));
+    if (res.status === 429) throw rateLimited(res.headers.get("retry-after"));
     const text = res._data ?? "";
     return { status: res.status, text, body: parseBody(text) };
   }
@@ -175,11 +175,9 @@ export function createCastClient(options: GatewayOptions) {
           minTimeout: options.retryDelayMs ?? 1000,
           shouldRetry: ({ error }) =>
             error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
-          onFailedAttempt: async ({ error, attemptNumber, retriesLeft, retryDelay: backoff }) => {
-            attempts = attemptNumber;
-            // Called before the last try's error is thrown too: wait only when a try follows.
-            // p-retry then waits `backoff` itself, so the two make up Retry-After.
-            if (error instanceof RateLimited && error.waitMs && retriesLeft > 0) await sleep(Math.max(0, error.waitMs - backoff));
+          onFailedAttempt: async (context) => {
+            attempts = context.attemptNumber;
+            await waitAsRemoteAsked(context);
           },
         });
       } catch (error) {
@@ -191,18 +189,15 @@ export function createCastClient(options: GatewayOptions) {
   };
 }
 
-/** A 429 that says how long to wait. */
-export class RateLimited extends GatewayError {
-  readonly waitMs: number | undefined;
-  constructor(waitMs: number | undefined) {
-    super("rate_limited", "gateway rate limit: still answering 429 after retries", { httpStatus: 429 });
-    this.waitMs = waitMs;
-  }
+/** A 429, with how long Cast asked us to wait. */
+function rateLimited(retryAfter: string | null): GatewayError {
+  const retryAfterMs = parseRetryAfter(retryAfter, Date.now());
+  return new GatewayError("rate_limited", "gateway rate limit: still answering 429 after retries", { httpStatus: 429, retryAfterMs });
 }
 
 /** Turns the gateway's answer into a result or a classified GatewayError. */
 function readAnswer(status: number, text: string, retryAfter: string | null): SendResult {
-  if (status === 429) throw new RateLimited(retryAfterMs(retryAfter, Date.now()));
+  if (status === 429) throw rateLimited(retryAfter);
   const body = parseBody(text);
   if (status >= 500) {
     throw new GatewayError("unknown", `gateway answered ${status}${detail(body, text)}; delivery unknown`, { httpStatus: status });

@@ -2,7 +2,7 @@ import pRetry from "p-retry";
 import { z } from "zod";
 import { CrmError, clip, errorMessage } from "../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
-import { retryAfterMs, sleep } from "../retry.ts";
+import { retryAfterMs, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
@@ -92,10 +92,7 @@ export function createCrmClient(options: CrmOptions) {
       retries: 5,
       minTimeout: retryDelay,
       shouldRetry: ({ error }) => error instanceof CrmError && error.httpStatus === 429,
-      onFailedAttempt: async ({ error, retriesLeft, retryDelay: backoff }) => {
-        const wait = error instanceof RateLimited ? error.waitMs : undefined;
-        if (wait && retriesLeft > 0) await sleep(Math.max(0, wait - backoff)); // as in cast.ts
-      },
+      onFailedAttempt: waitAsRemoteAsked,
     });
   }
 
@@ -189,18 +186,11 @@ interface Answer {
   retryAfter: string | null;
 }
 
-/** A 429 that says how long to wait. */
-class RateLimited extends CrmError {
-  readonly waitMs: number | undefined;
-  constructor(message: string, res: Answer) {
-    super(message, answerInfo(res));
-    this.waitMs = retryAfterMs(res.retryAfter, Date.now());
-  }
-}
-
 function statusError(what: string, res: Answer): CrmError {
   const message = `${what} returned ${res.status}: ${clip(res.text)}`;
-  return res.status === 429 ? new RateLimited(message, res) : new CrmError(message, answerInfo(res));
+  // A 429 says how long to wait ("100 requests per 10 s").
+  const retryAfter = res.status === 429 ? { retryAfterMs: retryAfterMs(res.retryAfter, Date.now()) } : {};
+  return new CrmError(message, { ...answerInfo(res), ...retryAfter });
 }
 
 function answerInfo(res: Answer) {
