@@ -2,7 +2,7 @@ import { existsSync, fstatSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config.ts";
 import type { Core, Tuning } from "../core/index.ts";
-import { createSealer } from "../core/sealer.ts";
+import { createSealer } from "../db/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { upgradeDb } from "../db/upgrade.ts";

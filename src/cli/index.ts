@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors.ts";
 import { configCommand } from "./config.ts";
 import type { GlobalOptions } from "./context.ts";
 import { environmentHelp, serveEnvironmentHelp } from "./environment.ts";

@@ -26,7 +26,7 @@ export function rekeyCommand(program: Command, io: Io, globals: () => GlobalOpti
       const next = await newKey(io, options);
       const [{ withFile }, { createSealer }, { rekey }] = await Promise.all([
         import("./context.ts"),
-        import("../core/sealer.ts"),
+        import("../db/sealer.ts"),
         import("../db/rekey.ts"),
       ]);
       const count = await withFile(io, globals(), {}, (db, config) => {
@@ -52,7 +52,7 @@ async function newKey(io: Io, options: RekeyOptions): Promise<Buffer | undefined
     throw new UsageError("--new-key takes only \"-\" (standard input): a key on the command line is visible to every user in the process list");
   }
   const text = options.newKeyFile !== undefined ? await readKeyFile(options.newKeyFile) : await readStdin(io);
-  const { parseEncryptionKey } = await import("../core/sealer.ts");
+  const { parseEncryptionKey } = await import("../db/sealer.ts");
   const key = parseEncryptionKey(text.trim());
   if (!key) throw new UsageError("the new key must be 32 bytes, as 64 hex characters or base64 (make one with `openssl rand -hex 32`)");
   return key;

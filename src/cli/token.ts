@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors.ts";
 import type { GlobalOptions } from "./context.ts";
 import type { Core } from "../core/index.ts";
 import { json, locationArg, table, UsageError, type Io } from "./io.ts";

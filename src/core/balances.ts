@@ -1,6 +1,6 @@
 import type { GatewayKeys } from "../db/gateway-keys.ts";
 import type { SmsGateway } from "./clients/cast.ts";
-import { errorMessage } from "./errors.ts";
+import { errorMessage } from "../errors.ts";
 import { keyTag } from "./key-tag.ts";
 import type { Logger } from "./log.ts";
 import { maskSecret } from "./mask.ts";

@@ -1,8 +1,8 @@
 import type { KeyObject } from "node:crypto";
 import { durationMs } from "./duration.ts";
-import { ConfigError } from "./errors.ts";
+import { ConfigError } from "../errors.ts";
 import { ID_RULE, isId } from "./ids.ts";
-import { parseEncryptionKey } from "./sealer.ts";
+import { parseEncryptionKey } from "../db/sealer.ts";
 import { HIGHLEVEL_WEBHOOK_KEYS } from "./webhook-keys.ts";
 
 /** What each command needs; anything else may be left unset. */

@@ -2,7 +2,7 @@ import type { Db } from "../db/index.ts";
 import type { TokenRecord } from "../db/tokens.ts";
 import { createCastClient } from "./clients/cast.ts";
 import type { ResolvedConfig } from "./config.ts";
-import { errorMessage } from "./errors.ts";
+import { errorMessage } from "../errors.ts";
 import { createCore, type Core } from "./index.ts";
 import { createLogger } from "./log.ts";
 import { checkCast } from "./doctor/cast.ts";

@@ -1,5 +1,5 @@
 import type { SmsGateway } from "./clients/cast.ts";
-import { GatewayError, errorMessage } from "./errors.ts";
+import { GatewayError, errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import { maskSecret } from "./mask.ts";
 

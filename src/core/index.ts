@@ -24,7 +24,7 @@ import { createOutages, type Outages } from "./outages.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createPacer, type Pacer } from "./pace.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
-import { createSealer } from "./sealer.ts";
+import { createSealer } from "../db/sealer.ts";
 import { createSync, type Sync } from "./sync.ts";
 import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./tokens.ts";
 import { createUninstaller, type Uninstaller } from "./uninstall.ts";

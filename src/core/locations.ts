@@ -1,5 +1,5 @@
 import type { LocationListing, TokenRecord, TokenStore } from "../db/tokens.ts";
-import { notFound } from "./errors.ts";
+import { notFound } from "../errors.ts";
 import { maskSecret } from "./mask.ts";
 
 /** A location as the admin API and `bridge locations list` show it: never a token, the API key masked. */

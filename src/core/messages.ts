@@ -1,6 +1,6 @@
 import { MESSAGE_STATUSES, type LoggedMessage, type MessageEvent, type MessageFilter, type MessageLog, type MessageStatus } from "../db/messages.ts";
 import { pointInTime } from "./duration.ts";
-import { AppError } from "./errors.ts";
+import { AppError } from "../errors.ts";
 import { ID_RULE, isId } from "./ids.ts";
 import { composeText, smsParts } from "./parts.ts";
 

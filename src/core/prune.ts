@@ -1,6 +1,6 @@
 import { setImmediate } from "node:timers/promises";
 import type { JobStore } from "../db/jobs.ts";
-import { errorMessage } from "./errors.ts";
+import { errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 
 /** Finished jobs are looked for this often, and deleted this many per statement. */

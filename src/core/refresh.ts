@@ -1,6 +1,6 @@
 import pRetry, { AbortError } from "p-retry";
 import type { TokenResponse } from "./clients/crm.ts";
-import { AppError, CrmError, errorMessage } from "./errors.ts";
+import { AppError, CrmError, errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import { sleep } from "./retry.ts";
 

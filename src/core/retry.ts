@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { AppError } from "./errors.ts";
+import { AppError } from "../errors.ts";
 
 export { sleep };
 

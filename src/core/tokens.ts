@@ -1,7 +1,7 @@
 import type { CompanyRecord, CompanyStore } from "../db/companies.ts";
 import type { TokenRecord, TokenStore } from "../db/tokens.ts";
 import type { CrmClient } from "./clients/crm.ts";
-import { AppError, noToken } from "./errors.ts";
+import { AppError, noToken } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import { createRefresher, needsRefresh } from "./refresh.ts";
 

@@ -1,5 +1,5 @@
 import type { DueJob, Job, JobStore } from "../db/jobs.ts";
-import { errorMessage } from "./errors.ts";
+import { errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import { createPruner } from "./prune.ts";
 import { recoverInterrupted } from "./recovery.ts";

@@ -1,4 +1,4 @@
-import { createSealer, SealError, type SealContext, type Sealer } from "../core/sealer.ts";
+import { createSealer, SealError, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** An agency (company) install's token. Times are ms since the epoch. */

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors.ts";
 import { nativeBinding } from "./native.ts";
 import { makeFilesPrivate, refuseOthersFiles } from "./private-files.ts";
 import { migrate, SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "./schema.ts";

@@ -27,7 +27,7 @@ import {
 } from "node:fs";
 import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { getRawAsset, isSea } from "node:sea";
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors.ts";
 
 const ASSET = "better_sqlite3.node";
 const FIX =

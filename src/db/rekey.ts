@@ -1,5 +1,5 @@
-import { errorMessage } from "../core/errors.ts";
-import type { Sealer } from "../core/sealer.ts";
+import { errorMessage } from "../errors.ts";
+import type { Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** A table's sealed columns, and the column naming the row each value is bound to. */

@@ -1,4 +1,4 @@
-import type { Sealer } from "../core/sealer.ts";
+import type { Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 import { sealedIn, type SecretColumn } from "./tokens.ts";
 

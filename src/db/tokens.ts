@@ -1,4 +1,4 @@
-import { createSealer, SealError, type SealContext, type Sealer } from "../core/sealer.ts";
+import { createSealer, SealError, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** One CRM location's token record (spec 2.1). Times are ms since the epoch. */

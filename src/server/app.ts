@@ -1,5 +1,5 @@
 import { H3, HTTPError, type H3Event } from "h3";
-import { AppError } from "../core/errors.ts";
+import { AppError } from "../errors.ts";
 import type { Core } from "../core/index.ts";
 import type { Worker } from "../core/worker.ts";
 import { adminRoutes } from "./admin.ts";

@@ -1,5 +1,5 @@
 import { getQuery, redirect, type H3 } from "h3";
-import { AppError } from "../core/errors.ts";
+import { AppError } from "../errors.ts";
 import { createGate } from "../core/gate.ts";
 import { installUrl, type InstallResult } from "../core/install.ts";
 import type { AppDeps } from "./app.ts";

@@ -1,6 +1,6 @@
 import type { H3, H3Event } from "h3";
 import { z } from "zod";
-import { errorMessage } from "../core/errors.ts";
+import { errorMessage } from "../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../core/ids.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../core/signature.ts";
 import type { OutboundMessage } from "../db/jobs.ts";

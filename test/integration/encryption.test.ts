@@ -5,7 +5,7 @@ import { run } from "../../src/cli/index.ts";
 import { loadConfig } from "../../src/core/config.ts";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { createSealer } from "../../src/core/sealer.ts";
+import { createSealer } from "../../src/db/sealer.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
 import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";

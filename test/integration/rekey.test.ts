@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { beforeEach, describe, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
-import { createSealer } from "../../src/core/sealer.ts";
+import { createSealer } from "../../src/db/sealer.ts";
 import { createCompanyStore } from "../../src/db/companies.ts";
 import { SEALED_COLUMNS } from "../../src/db/rekey.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { AppError, CrmError } from "../../src/core/errors.ts";
+import { AppError, CrmError } from "../../src/errors.ts";
 import { reportRetryable } from "../../src/core/outbound.ts";
 import { CONNECT_TIMEOUT_CODE, neverSent, retryAfterMs, timedOut } from "../../src/core/retry.ts";
 import { needsRefresh } from "../../src/core/tokens.ts";

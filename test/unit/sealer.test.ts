@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, test } from "vitest";
-import { createSealer, type SealContext } from "../../src/core/sealer.ts";
+import { createSealer, type SealContext } from "../../src/db/sealer.ts";
 import { sealV1 } from "../helpers/sealer.ts";
 
 const KEY = randomBytes(32);

@@ -1,5 +1,5 @@
 import pRetry from "p-retry";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../../errors.ts";
 import { neverSent, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";

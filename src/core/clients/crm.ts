@@ -1,6 +1,6 @@
 import pRetry from "p-retry";
 import { z } from "zod";
-import { CrmError, clip, errorMessage } from "../errors.ts";
+import { CrmError, clip, errorMessage } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { retryAfterMs, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";

@@ -1,4 +1,4 @@
-import { errorMessage } from "../errors.ts";
+import { errorMessage } from "../../errors.ts";
 import { CONNECT_TIMEOUT_CODE, timedOut } from "../retry.ts";
 
 /** What kind of failure a call to a remote met; "http": it answered with a 5xx. */

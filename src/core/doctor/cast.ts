@@ -2,7 +2,7 @@ import type { TokenRecord } from "../../db/tokens.ts";
 import type { SenderId, SmsGateway } from "../clients/cast.ts";
 import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
-import { errorMessage, GatewayError } from "../errors.ts";
+import { errorMessage, GatewayError } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 

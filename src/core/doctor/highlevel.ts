@@ -1,7 +1,7 @@
 import type { TokenRecord } from "../../db/tokens.ts";
 import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
-import { errorMessage } from "../errors.ts";
+import { errorMessage } from "../../errors.ts";
 import type { TokenService } from "../tokens.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 

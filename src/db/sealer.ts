@@ -1,4 +1,4 @@
-import { AppError } from "./errors.ts";
+import { AppError } from "../errors.ts";
 
 /** Sealed by bridge before values were bound to their place: no associated data. Read, never written. */
 const V1 = "enc:v1:";
