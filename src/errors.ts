@@ -8,6 +8,8 @@ export type ErrorCode =
   | "MESSAGE_NOT_FOUND"
   | "BAD_QUERY"
   | "BAD_CONFIG"
+  | "BAD_WEBHOOK"
+  | "NOT_STORED"
   | "NO_TOKEN"
   | "NO_COMPANY_TOKEN"
   | "REFRESH_FAILED"
@@ -26,9 +28,12 @@ export type ErrorCode =
 const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   BAD_QUERY: 400,
   BAD_CONFIG: 400,
+  BAD_WEBHOOK: 400,
   NO_LOCATION_ID: 400,
   NO_COMPANY_ID: 400,
   COMPANY_NOT_ALLOWED: 403,
+  // Not stored, so not acknowledged: HighLevel retries only a 429.
+  NOT_STORED: 429,
   LOCATION_NOT_FOUND: 404,
   MESSAGE_NOT_FOUND: 404,
   // The spec's texts for a failed install; still the install's own answer, not a crash.

@@ -1,6 +1,7 @@
 import { H3, HTTPError, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
 import type { Core } from "../core/index.ts";
+import { createIntake } from "../core/intake.ts";
 import type { Worker } from "../core/worker.ts";
 import { adminRoutes } from "./admin.ts";
 import type { BodyBudget } from "./body.ts";
@@ -23,9 +24,16 @@ export interface AppDeps {
 export function createApp(deps: AppDeps): H3 {
   const app = new H3({ silent: true, onError: (error, event) => errorResponse(error, event, deps) });
   oauthRoutes(app, deps);
-  webhookRoutes(app, deps);
+  const { core } = deps;
+  const intake = createIntake({
+    ...core,
+    webhookKeys: core.config.crm.webhookKeys,
+    appId: core.config.crm.appId,
+    notify: () => deps.worker?.notify(),
+  });
+  webhookRoutes(app, { intake, bodyBudget: deps.bodyBudget });
   adminRoutes(app, deps);
-  healthRoutes(app, deps);
+  healthRoutes(app, { jobs: core.jobs, worker: deps.worker });
   metricsRoutes(app, deps);
   return app;
 }
@@ -45,6 +53,7 @@ function errorResponse(error: HTTPError, event: H3Event, deps: AppDeps): Respons
   }
   const headers = new Headers(error.headers);
   headers.set("content-type", "application/json; charset=utf-8");
+  if (app?.status && app.retryAfterMs !== undefined) headers.set("retry-after", String(Math.ceil(app.retryAfterMs / 1000)));
   return new Response(JSON.stringify({ error: message }), { status, headers });
 }
 

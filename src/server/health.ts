@@ -1,30 +1,30 @@
 import type { H3 } from "h3";
-import type { AppDeps } from "./app.ts";
+import type { JobStore } from "../db/jobs.ts";
+import type { Worker } from "../core/worker.ts";
+
+export interface HealthDeps {
+  jobs: Pick<JobStore, "counts">;
+  worker?: Pick<Worker, "running">;
+}
 
 /** GET /healthz (the process answers) and GET /readyz (it can do its work). */
-export function healthRoutes(app: H3, { core, worker }: AppDeps): void {
+export function healthRoutes(app: H3, { jobs, worker }: HealthDeps): void {
   app.get("/healthz", () => ({ status: "ok" }));
 
   app.get("/readyz", () => {
     const down: string[] = [];
+    // Counting the queue is a real read: the database answers, or it is down.
+    let queue = {};
     try {
-      core.db.prepare("SELECT 1").get();
+      queue = jobs.counts();
     } catch {
       down.push("database");
     }
     if (!worker?.running) down.push("worker");
-    const body = { status: down.length ? "unavailable" : "ready", down, queue: safeCounts() };
+    const body = { status: down.length ? "unavailable" : "ready", down, queue };
     return new Response(JSON.stringify(body), {
       status: down.length ? 503 : 200,
       headers: { "content-type": "application/json; charset=utf-8" },
     });
   });
-
-  function safeCounts() {
-    try {
-      return core.jobs.counts();
-    } catch {
-      return {};
-    }
-  }
 }
