@@ -15,7 +15,7 @@ import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
-import { backoffMs } from "./retry.ts";
+import { delayMs, pRetryOptions, RETRY } from "./retry.ts";
 import type { TokenService } from "./tokens.ts";
 
 export interface OutboundDeps {
@@ -35,9 +35,9 @@ export interface OutboundDeps {
   defaults: { apiKey: string; senderId: string };
   now: () => number;
   log: Logger;
-  /** First delay before re-trying a status report; doubles up to REPORT_MAX_DELAY_MS. */
+  /** First delay before re-trying a status report (RETRY.report). */
   reportBackoffMs?: number;
-  /** Status reports tried at most this often before the job is given up (REPORT_ATTEMPTS). */
+  /** Status reports tried at most this often before the job is given up (RETRY.report). */
   reportAttempts?: number;
   /** First wait before storing a send's result again. */
   storeRetryMs?: number;
@@ -61,13 +61,6 @@ export interface OutboundDeps {
  */
 export const RESEND_WINDOW_MS = 20 * 60 * 60_000;
 
-/**
- * A status report that keeps failing for a reason that may pass (the CRM down, a token
- * that cannot be refreshed until the location is reinstalled) is tried for about a day:
- * 1 s, doubling up to 10 minutes, 150 tries (~23.5 h).
- */
-const REPORT_ATTEMPTS = 150;
-const REPORT_MAX_DELAY_MS = 10 * 60_000;
 
 /**
  * "processOutbound": sends a queued job's SMS exactly once, then reports its status to
@@ -225,7 +218,7 @@ async function send(
       // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX.
       const now = deps.now();
       const first = job.firstSentAt ?? now; // set by the claim
-      const retryAt = now + backoffMs(deps.sendBackoffMs ?? 1000, job.attempts, 60_000);
+      const retryAt = now + delayMs(RETRY.send, job.attempts, deps.sendBackoffMs);
       if (retryAt - first <= Math.min(deps.holdMaxMs, RESEND_WINDOW_MS)) {
         const log = job.attempts === 0 ? deps.log.warn : deps.log.debug;
         log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with the same idempotency key`);
@@ -255,9 +248,7 @@ async function storeResult(deps: OutboundDeps, job: Job, result: Result, receipt
 async function storeUntilDone(deps: OutboundDeps, what: string, write: () => void): Promise<void> {
   try {
     await pRetry(() => deps.commit(write), {
-      retries: Infinity,
-      minTimeout: deps.storeRetryMs ?? 100,
-      maxTimeout: 30_000,
+      ...pRetryOptions(RETRY.storeResult, deps.storeRetryMs),
       onFailedAttempt: ({ error, retryDelay }) => {
         // No delay: p-retry gives up (a TypeError, such as a closed database).
         if (retryDelay > 0) deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${retryDelay} ms`);
@@ -295,13 +286,13 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
 async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promise<void> {
   const { messageId, locationId } = job.message;
   const attempt = job.attempts + 1;
-  if (!reportRetryable(error) || attempt >= (deps.reportAttempts ?? REPORT_ATTEMPTS)) {
+  if (!reportRetryable(error) || attempt >= (deps.reportAttempts ?? RETRY.report.tries)) {
     await deps.commit(() => deps.jobs.giveUp(job.id, deps.now(), errorMessage(error)));
     deps.metrics?.finished(job);
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }
-  const delay = backoffMs(deps.reportBackoffMs ?? 1000, job.attempts, REPORT_MAX_DELAY_MS);
+  const delay = delayMs(RETRY.report, job.attempts, deps.reportBackoffMs);
   await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
 }

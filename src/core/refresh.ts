@@ -2,7 +2,7 @@ import pRetry, { AbortError } from "p-retry";
 import type { TokenResponse } from "./clients/crm.ts";
 import { AppError, CrmError, errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
-import { sleep } from "./retry.ts";
+import { pRetryOptions, RETRY, sleep } from "./retry.ts";
 
 /** Refresh when less than this remains before expires_at (spec 3.2). */
 export const REFRESH_MARGIN_MS = 5 * 60_000;
@@ -51,7 +51,7 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   const { store, grant, noun, missing, now, log } = deps;
   const leaseMs = deps.leaseMs ?? 60_000;
   const waitMs = deps.waitMs ?? 45_000;
-  const storeRetryMs = deps.storeRetryMs ?? 250;
+  const storeRetryMs = deps.storeRetryMs ?? RETRY.storeToken.firstMs;
   const inflight = new Map<string, Promise<R>>();
 
   function refresh(id: string, force = false): Promise<R> {
@@ -105,8 +105,7 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     };
     try {
       await pRetry(save, {
-        retries: 4, // storeRetryMs, doubling: ~4 s in all by default
-        minTimeout: storeRetryMs,
+        ...pRetryOptions(RETRY.storeToken, storeRetryMs),
         onFailedAttempt: ({ error, retriesLeft }) => {
           if (retriesLeft > 0) log.error(`${noun} ${id}: the refreshed token could not be stored (${errorMessage(error)}); trying again`);
         },

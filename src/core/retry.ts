@@ -21,6 +21,44 @@ export function neverSent(error: unknown): boolean {
   return causes(error).some((e) => typeof e.code === "string" && NOT_SENT_CODES.has(e.code));
 }
 
+/** A back-off: the first wait, doubling up to `maxMs`; `tries`, when bounded: how many in all. */
+export interface Backoff {
+  firstMs: number;
+  maxMs: number;
+  tries?: number;
+}
+
+/**
+ * Every retry bridge makes, in one place. Tests shorten a first wait through Tuning;
+ * the shape of each stays here.
+ */
+export const RETRY = {
+  /** A send without a clear answer, again with the same idempotency key, until SMS_HOLD_MAX. */
+  send: { firstMs: 1000, maxMs: 60_000 },
+  /** Within one send: a connection never made, or a 429 (nothing was sent either way). */
+  gatewayCall: { firstMs: 1000, maxMs: 60_000, tries: 5 },
+  /** HighLevel's 429 ("100 requests per 10 s"), honouring its Retry-After. */
+  crmRateLimit: { firstMs: 1000, maxMs: 60_000, tries: 6 },
+  /** A status report is idempotent: tried for about a day (~23.5 h), so a CRM outage loses none. */
+  report: { firstMs: 1000, maxMs: 10 * 60_000, tries: 150 },
+  /** A send's result the database refused: until it is stored, as nothing else would pick it up. */
+  storeResult: { firstMs: 100, maxMs: 30_000 },
+  /** A refreshed token pair the database refused: a few seconds, then the refresh fails. */
+  storeToken: { firstMs: 250, maxMs: 30_000, tries: 5 },
+  /** A job that threw (the database refused a write, say): it pauses instead of running again at once. */
+  job: { firstMs: 1000, maxMs: 60_000 },
+} as const satisfies Record<string, Backoff>;
+
+/** The wait before retry number `retry` of `policy`; `firstMs` overrides the policy's (tests). */
+export function delayMs(policy: Backoff, retry: number, firstMs = policy.firstMs): number {
+  return backoffMs(firstMs, retry, policy.maxMs);
+}
+
+/** p-retry's options for `policy`. */
+export function pRetryOptions(policy: Backoff, firstMs = policy.firstMs): { retries: number; minTimeout: number; maxTimeout: number } {
+  return { retries: policy.tries === undefined ? Infinity : policy.tries - 1, minTimeout: firstMs, maxTimeout: policy.maxMs };
+}
+
 /** The wait before retry number `retry` (0 = the first): `firstMs`, doubling, at most `maxMs`. */
 export function backoffMs(firstMs: number, retry: number, maxMs = 60_000): number {
   return Math.min(firstMs * 2 ** retry, maxMs);

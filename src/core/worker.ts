@@ -3,7 +3,7 @@ import { errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import { createPruner } from "./prune.ts";
 import { recoverInterrupted } from "./recovery.ts";
-import { backoffMs, sleep } from "./retry.ts";
+import { delayMs, RETRY, sleep } from "./retry.ts";
 
 export interface WorkerOptions {
   jobs: JobStore;
@@ -42,7 +42,7 @@ export function createWorker(options: WorkerOptions) {
   const { jobs, log, now } = options;
   const concurrency = options.concurrency ?? 16;
   const pollMs = options.pollMs ?? 500;
-  const firstBackoffMs = options.backoffMs ?? 1000;
+  const firstBackoffMs = options.backoffMs ?? RETRY.job.firstMs;
   const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000 });
   const active = new Map<number, Promise<void>>();
   let running = false;
@@ -71,7 +71,7 @@ export function createWorker(options: WorkerOptions) {
         },
         (error) => {
           const failures = (failing.get(job.id)?.failures ?? 0) + 1;
-          const delay = backoffMs(firstBackoffMs, failures - 1);
+          const delay = delayMs(RETRY.job, failures - 1, firstBackoffMs);
           failing.set(job.id, { failures, notBefore: Date.now() + delay });
           log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}; trying again in ${delay} ms`);
         },

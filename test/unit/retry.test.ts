@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { AppError, CrmError } from "../../src/errors.ts";
 import { reportRetryable } from "../../src/core/outbound.ts";
-import { CONNECT_TIMEOUT_CODE, neverSent, retryAfterMs, timedOut } from "../../src/core/retry.ts";
+import { CONNECT_TIMEOUT_CODE, delayMs, neverSent, pRetryOptions, RETRY, retryAfterMs, timedOut } from "../../src/core/retry.ts";
 import { needsRefresh } from "../../src/core/tokens.ts";
 
 // A whole second, so an HTTP date (second resolution) lands exactly.
@@ -128,5 +128,29 @@ describe("needsRefresh", () => {
     ["expired a minute ago", -minute, true],
   ])("%s → %s", (_, remaining, expected) => {
     expect(needsRefresh(now + remaining, now)).toBe(expected);
+  });
+});
+
+describe("the retry policies", () => {
+  test("a status report is tried for about a day: 150 tries, 1 s doubling up to 10 minutes", () => {
+    const waits = Array.from({ length: RETRY.report.tries - 1 }, (_, retry) => delayMs(RETRY.report, retry));
+    expect(waits.slice(0, 4)).toEqual([1000, 2000, 4000, 8000]);
+    expect(Math.max(...waits)).toBe(600_000);
+    const hours = waits.reduce((a, b) => a + b, 0) / 3_600_000;
+    expect(hours).toBeGreaterThan(22);
+    expect(hours).toBeLessThan(25);
+  });
+
+  test("a test's shorter first wait keeps the policy's shape", () => {
+    expect(delayMs(RETRY.send, 3, 10)).toBe(80);
+    expect(delayMs(RETRY.send, 30, 10)).toBe(60_000);
+  });
+
+  test.each([
+    [RETRY.storeResult, { retries: Infinity, minTimeout: 100, maxTimeout: 30_000 }],
+    [RETRY.gatewayCall, { retries: 4, minTimeout: 1000, maxTimeout: 60_000 }],
+    [RETRY.crmRateLimit, { retries: 5, minTimeout: 1000, maxTimeout: 60_000 }],
+  ])("p-retry options of %o", (policy, options) => {
+    expect(pRetryOptions(policy)).toEqual(options);
   });
 });

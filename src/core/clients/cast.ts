@@ -1,6 +1,6 @@
 import pRetry from "p-retry";
 import { GatewayError } from "../../errors.ts";
-import { neverSent, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
+import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
@@ -171,8 +171,8 @@ export function createCastClient(options: GatewayOptions) {
       let attempts = 0;
       try {
         return await pRetry(() => attempt(req), {
-          retries: options.retries ?? 4,
-          minTimeout: options.retryDelayMs ?? 1000,
+          ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
+          ...(options.retries !== undefined && { retries: options.retries }),
           shouldRetry: ({ error }) =>
             error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
           onFailedAttempt: async (context) => {

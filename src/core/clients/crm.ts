@@ -2,7 +2,7 @@ import pRetry from "p-retry";
 import { z } from "zod";
 import { CrmError, clip, errorMessage } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
-import { retryAfterMs, waitAsRemoteAsked } from "../retry.ts";
+import { pRetryOptions, RETRY, retryAfterMs, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { $http } from "./transport.ts";
@@ -55,7 +55,7 @@ const MAX_PAGES = 1000;
 export function createCrmClient(options: CrmOptions) {
   const { clientId, clientSecret } = options;
   const timeout = options.timeoutMs ?? 30_000;
-  const retryDelay = options.retryDelayMs ?? 1000;
+  const retryDelay = options.retryDelayMs ?? RETRY.crmRateLimit.firstMs;
   const host = hostOf(options.apiUrl);
 
   /** The one place that talks HTTP to the CRM: base URL, auth, version, timeout. */
@@ -89,8 +89,7 @@ export function createCrmClient(options: CrmOptions) {
   /** Retries the CRM's 429 ("100 requests per 10 s"), honouring Retry-After. */
   function withRateLimitRetry<T>(fn: () => Promise<T>): Promise<T> {
     return pRetry(fn, {
-      retries: 5,
-      minTimeout: retryDelay,
+      ...pRetryOptions(RETRY.crmRateLimit, retryDelay),
       shouldRetry: ({ error }) => error instanceof CrmError && error.httpStatus === 429,
       onFailedAttempt: waitAsRemoteAsked,
     });
