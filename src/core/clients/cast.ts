@@ -57,32 +57,45 @@ export type SmsGateway = ReturnType<typeof createCastClient>;
 /** Cast.ph's own limit on one message's text. */
 export const MAX_MESSAGE_LENGTH = 10_000;
 
+/** What one request to Cast carries besides its path. */
+interface CastRequest {
+  headers?: Record<string, string>;
+  body?: string;
+  query?: Record<string, number>;
+}
+
 export function createCastClient(options: GatewayOptions) {
   const timeout = options.timeoutMs ?? 30_000;
   const host = hostOf(options.apiUrl);
   const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });
 
+  /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
+  function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
+    return observed(call(operation), () =>
+      $http.raw<string, "text">(path, {
+        baseURL: options.apiUrl,
+        method: init.method,
+        headers: { "X-API-Key": init.apiKey, Accept: "application/json", ...init.headers },
+        body: init.body,
+        query: init.query,
+        timeout,
+        retry: 0,
+        ignoreResponseError: true,
+        responseType: "text",
+      }),
+    );
+  }
+
   /** One attempt. Throws GatewayError; "rate_limited"/"unreachable" are the retryable ones. */
   async function attempt(req: SendRequest): Promise<SendResult> {
     let res;
     try {
-      res = await observed(call("send"), () =>
-        $http.raw<string, "text">("/api/v1/sms/send", {
-          baseURL: options.apiUrl,
-          method: "POST",
-          headers: {
-            "X-API-Key": req.apiKey,
-            "X-Idempotency-Key": req.idempotencyKey,
-            "Content-Type": "application/json",
-            Accept: "application/json",
-          },
-          body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
-          timeout,
-          retry: 0,
-          ignoreResponseError: true,
-          responseType: "text",
-        }),
-      );
+      res = await request("send", "/api/v1/sms/send", {
+        method: "POST",
+        apiKey: req.apiKey,
+        headers: { "X-Idempotency-Key": req.idempotencyKey, "Content-Type": "application/json" },
+        body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
+      });
     } catch (error) {
       const failed = callFailure(error, host, timeout);
       if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
@@ -97,18 +110,7 @@ export function createCastClient(options: GatewayOptions) {
     const what = `${operation} call`;
     let res;
     try {
-      res = await observed(call(operation), () =>
-        $http.raw<string, "text">(path, {
-          baseURL: options.apiUrl,
-          method: "GET",
-          headers: { "X-API-Key": apiKey, Accept: "application/json" },
-          query,
-          timeout,
-          retry: 0,
-          ignoreResponseError: true,
-          responseType: "text",
-        }),
-      );
+      res = await request(operation, path, { method: "GET", apiKey, query });
     } catch (error) {
       const failed = callFailure(error, host, timeout);
       throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${failed.message}`, { cause: error });
