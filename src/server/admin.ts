@@ -4,12 +4,21 @@ import { ID_RULE, isId } from "../core/ids.ts";
 import { approveLocation, getLocationConfig, listLocations } from "../core/locations.ts";
 import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
 import { bridgeStatus } from "../core/status.ts";
-import { httpError, type AppDeps } from "./app.ts";
+import type { Core } from "../core/index.ts";
+import type { Worker } from "../core/worker.ts";
+import { httpError } from "./app.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
+/** What the admin API reads and changes: the store, the message log, the keys' record. */
+export interface AdminDeps {
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys">;
+  /** Woken when a message is queued again. */
+  worker?: Pick<Worker, "notify">;
+}
+
 /** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
-export function adminRoutes(app: H3, { core, worker }: AppDeps): void {
+export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
   const auth = createAdminAuth(core);
 
   app.get("/api/admin/locations", (event) => {

@@ -23,8 +23,8 @@ export interface AppDeps {
 /** The h3 app of `bridge serve`; every error becomes `{"error": "..."}` here and nowhere else. */
 export function createApp(deps: AppDeps): H3 {
   const app = new H3({ silent: true, onError: (error, event) => errorResponse(error, event, deps) });
-  oauthRoutes(app, deps);
   const { core } = deps;
+  oauthRoutes(app, core);
   const intake = createIntake({
     ...core,
     webhookKeys: core.config.crm.webhookKeys,
@@ -32,9 +32,9 @@ export function createApp(deps: AppDeps): H3 {
     notify: () => deps.worker?.notify(),
   });
   webhookRoutes(app, { intake, bodyBudget: deps.bodyBudget });
-  adminRoutes(app, deps);
+  adminRoutes(app, { core, worker: deps.worker });
   healthRoutes(app, { jobs: core.jobs, worker: deps.worker });
-  metricsRoutes(app, deps);
+  metricsRoutes(app, { metrics: core.metrics, metricsToken: core.config.metricsToken });
   return app;
 }
 

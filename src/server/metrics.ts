@@ -1,5 +1,6 @@
 import type { H3 } from "h3";
-import { httpError, type AppDeps } from "./app.ts";
+import type { Core } from "../core/index.ts";
+import { httpError } from "./app.ts";
 import { bearerCheck } from "./auth.ts";
 
 /**
@@ -7,8 +8,7 @@ import { bearerCheck } from "./auth.ts";
  * bearer. Without a token there is no such page: 404, as for any unknown path, so an
  * install that never asked for metrics shows nothing of them.
  */
-export function metricsRoutes(app: H3, { core }: AppDeps): void {
-  const token = core.config.metricsToken;
+export function metricsRoutes(app: H3, { metrics, metricsToken: token }: Pick<Core, "metrics"> & { metricsToken: string }): void {
   const authorized = bearerCheck(token ? [token] : []);
 
   app.get("/metrics", async (event) => {
@@ -16,7 +16,7 @@ export function metricsRoutes(app: H3, { core }: AppDeps): void {
     if (!authorized(event.req.headers.get("authorization"))) {
       throw httpError(401, "unauthorized", { "www-authenticate": "Bearer" });
     }
-    const text = await core.metrics.render();
-    return new Response(text, { headers: { "content-type": core.metrics.contentType } });
+    const text = await metrics.render();
+    return new Response(text, { headers: { "content-type": metrics.contentType } });
   });
 }

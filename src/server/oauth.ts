@@ -2,10 +2,12 @@ import { getQuery, redirect, type H3 } from "h3";
 import { AppError } from "../errors.ts";
 import { createGate } from "../core/gate.ts";
 import { installUrl, type InstallResult } from "../core/install.ts";
-import type { AppDeps } from "./app.ts";
+import type { Core } from "../core/index.ts";
+
+export type OauthDeps = Pick<Core, "config" | "log" | "install">;
 
 /** GET /install and GET /oauth-callback (spec 4.1). Answers are plain text or HTML, as the spec shows. */
-export function oauthRoutes(app: H3, { core }: AppDeps): void {
+export function oauthRoutes(app: H3, core: OauthDeps): void {
   const { config } = core;
   // Anyone may call the callback, and each call sends the client secret to HighLevel
   // with whatever code it brings: a flood of made-up codes made as many token calls
