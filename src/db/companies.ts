@@ -1,4 +1,5 @@
-import { createSealer, SealError, type SealContext, type Sealer } from "./sealer.ts";
+import { createLease } from "./lease.ts";
+import { checkOpens, createSealer, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** An agency (company) install's token. Times are ms since the epoch. */
@@ -57,12 +58,7 @@ export function createCompanyStore(db: Db, sealer: Sealer = createSealer(undefin
       refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
     WHERE company_id = ?`);
   const remove = db.prepare<[string]>("DELETE FROM companies WHERE company_id = ?");
-  // As for locations: only when nobody holds it and the tokens are still the ones read.
-  const lease = db.prepare<[number, string, number, number]>(`
-    UPDATE companies SET refresh_lease_until = ?
-    WHERE company_id = ? AND token_serial = ? AND refresh_lease_until < ?`);
-  const unlease = db.prepare<[string, string, number]>(`
-    UPDATE companies SET refresh_lease_until = 0, refresh_error = ? WHERE company_id = ? AND token_serial = ?`);
+  const lease = createLease(db, { table: "companies", id: "company_id" });
   const anySealed = db.prepare<[], { company_id: string; refresh_token: string }>(
     "SELECT company_id, refresh_token FROM companies WHERE refresh_token LIKE 'enc:%' LIMIT 1",
   );
@@ -92,20 +88,11 @@ export function createCompanyStore(db: Db, sealer: Sealer = createSealer(undefin
     delete(companyId: string): boolean {
       return remove.run(companyId).changes > 0;
     },
-    tryLease(companyId: string, serial: number, now: number, until: number): boolean {
-      return lease.run(until, companyId, serial, now).changes > 0;
-    },
-    releaseLease(companyId: string, serial: number, refreshError = ""): void {
-      unlease.run(refreshError, companyId, serial);
-    },
+    ...lease,
     /** Throws now, at start, if sealed company tokens cannot be opened with the configured key. */
     checkKey(): void {
       const row = anySealed.get();
-      try {
-        if (row) sealer.open(row.refresh_token, companySealedIn("refresh_token", row.company_id));
-      } catch (error) {
-        if (!(error instanceof SealError && error.reason === "misplaced")) throw error;
-      }
+      if (row) checkOpens(sealer, row.refresh_token, companySealedIn("refresh_token", row.company_id));
     },
   };
 }

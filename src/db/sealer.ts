@@ -38,6 +38,19 @@ export class SealError extends AppError {
 }
 
 /**
+ * Throws if `stored` cannot be opened with the configured key: how a store checks the key
+ * at start. A value sealed for another row proves the key right all the same: it is
+ * refused where it is used, and does not stop every other row (or the CLI that mends it).
+ */
+export function checkOpens(sealer: Sealer, stored: string, context: SealContext): void {
+  try {
+    sealer.open(stored, context);
+  } catch (error) {
+    if (!(error instanceof SealError && error.reason === "misplaced")) throw error;
+  }
+}
+
+/**
  * Encryption at rest of tokens and API keys, when BRIDGE_ENCRYPTION_KEY is set.
  * Plain values written before the key was set stay readable and are sealed on
  * their next write; a sealed value with no key or the wrong key is a clear error.

@@ -1,4 +1,5 @@
-import { createSealer, SealError, type SealContext, type Sealer } from "./sealer.ts";
+import { createLease } from "./lease.ts";
+import { checkOpens, createSealer, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** One CRM location's token record (spec 2.1). Times are ms since the epoch. */
@@ -128,19 +129,12 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     UPDATE tokens SET sender_id = coalesce(@senderId, sender_id), sms_api_key = coalesce(@smsApiKey, sms_api_key),
       updated_at = @now
     WHERE location_id = @id`);
-  // The lease is taken only if nobody holds it and the tokens are still the ones we
-  // read: a process that lost the race re-reads instead of spending a used token.
-  const lease = db.prepare<[number, string, number, number]>(`
-    UPDATE tokens SET refresh_lease_until = ?
-    WHERE location_id = ? AND token_serial = ? AND refresh_lease_until < ?`);
   // Tokens and API keys are sealed on their next write once a key is set: either may be first.
   const anySealed = db.prepare<[], { location_id: string; secret_column: SecretColumn; v: string }>(`
     SELECT location_id, CASE WHEN refresh_token LIKE 'enc:%' THEN 'refresh_token' ELSE 'sms_api_key' END AS secret_column,
       CASE WHEN refresh_token LIKE 'enc:%' THEN refresh_token ELSE sms_api_key END AS v FROM tokens
     WHERE refresh_token LIKE 'enc:%' OR sms_api_key LIKE 'enc:%' LIMIT 1`);
-  // Only our own lease: a newer token write (serial) means it was already released.
-  const unlease = db.prepare<[string, string, number]>(`
-    UPDATE tokens SET refresh_lease_until = 0, refresh_error = ? WHERE location_id = ? AND token_serial = ?`);
+  const lease = createLease(db, { table: "tokens", id: "location_id" });
 
   return {
     /**
@@ -202,24 +196,11 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       const params = { id: locationId, senderId: change.senderId ?? null, smsApiKey, now };
       return updateConfig.run(params).changes > 0;
     },
-    tryLease(locationId: string, serial: number, now: number, until: number): boolean {
-      return lease.run(until, locationId, serial, now).changes > 0;
-    },
-    releaseLease(locationId: string, serial: number, refreshError = ""): void {
-      unlease.run(refreshError, locationId, serial);
-    },
-    /**
-     * Throws now, at start, if sealed secrets cannot be opened with the configured key.
-     * A value sealed for another row proves the key right all the same: it is refused
-     * where it is used, and does not stop every other location (or the CLI that mends it).
-     */
+    ...lease,
+    /** Throws now, at start, if sealed secrets cannot be opened with the configured key. */
     checkKey(): void {
       const row = anySealed.get();
-      try {
-        if (row) sealer.open(row.v, sealedIn(row.secret_column, row.location_id));
-      } catch (error) {
-        if (!(error instanceof SealError && error.reason === "misplaced")) throw error;
-      }
+      if (row) checkOpens(sealer, row.v, sealedIn(row.secret_column, row.location_id));
     },
   };
 }
