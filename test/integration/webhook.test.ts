@@ -410,7 +410,7 @@ describe("webhook group commit", () => {
     });
     const headers = { "content-type": "application/json", "x-ghl-signature": signBody(raw, bridge.signingKey) };
     const slow = bridge.fetch("/webhooks/crm", { method: "POST", headers, body, duplex: "half" } as RequestInit);
-    await sleep(200); // the server is reading m-slow's body
+    await waitFor(() => bridge.bodyBudget.used > 0); // the server is reading m-slow's body
 
     const fast = bridge.webhook(outbound("m-fast"));
     const early = await Promise.race([fast.then(() => "answered"), sleep(300).then(() => "waiting")]);
