@@ -11,6 +11,17 @@ export interface LocationConfig {
   sms_api_key: string;
 }
 
+/**
+ * The API key and sender ID a location's messages go with: its own, else the operator's
+ * (SMS_API_KEY, SMS_SENDER_ID), which serve only approved locations (CONTRACT.md 12):
+ * whoever can authorize the app must not send on the operator's account and brand.
+ * "" : none. The one rule outbound sends by and doctor checks.
+ */
+export function sendingWith(record: Pick<TokenRecord, "approved" | "smsApiKey" | "senderId">, defaults: { apiKey: string; senderId: string }) {
+  const shared = record.approved ? defaults : { apiKey: "", senderId: "" };
+  return { apiKey: record.smsApiKey || shared.apiKey, senderId: record.senderId || shared.senderId };
+}
+
 export function listLocations(tokens: TokenStore): LocationView[] {
   const listings = tokens.listings();
   for (const listing of listings) listing.sms_api_key = maskSecret(listing.sms_api_key);

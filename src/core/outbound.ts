@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../db/jobs.ts";
-import type { TokenRecord, TokenStore } from "../db/tokens.ts";
+import type { TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config.ts";
@@ -16,6 +16,7 @@ import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
 import { delayMs, pRetryOptions, RETRY } from "./retry.ts";
+import { sendingWith } from "./locations.ts";
 import type { TokenService } from "./tokens.ts";
 
 export interface OutboundDeps {
@@ -134,13 +135,10 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   // One message must not burn a surprise amount of credit: each part costs one.
   const { parts } = smsParts(text);
   if (parts > deps.maxParts) return { result: failed("too_many_parts", `${parts} parts; at most ${deps.maxParts} allowed`) };
-  // The operator's own key and sender ID serve only approved locations (CONTRACT.md 12):
-  // whoever can authorize the app must not send on the operator's account and brand.
-  const shared = sharedDefaults(deps, record);
+  const { apiKey, senderId } = sendingWith(record, deps.defaults);
   if (!record.smsApiKey && !record.approved && deps.defaults.apiKey) {
     return { result: failed("not_approved", `location ${locationId} is not approved to use the shared gateway key`) };
   }
-  const apiKey = record.smsApiKey || shared.apiKey;
   if (!apiKey) return { result: failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key") };
   // Keys are checked when set; one stored before that check could not travel in a header.
   if (!API_KEY.pattern.test(apiKey)) return { result: failed("invalid_api_key", `the SMS gateway API key ${API_KEY.says}: set it again`) };
@@ -148,7 +146,7 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   const unknown = lostAttempt(deps, job, tag);
   if (unknown) return { result: failed("delivery_unknown", unknown) };
   const idempotencyKey = job.idempotencyKey ?? randomUUID();
-  return { request: { apiKey, to, message: text, senderId: record.senderId || shared.senderId, idempotencyKey }, tag };
+  return { request: { apiKey, to, message: text, senderId, idempotencyKey }, tag };
 }
 
 /**
@@ -179,12 +177,7 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: nu
 /** The API key a sent message's receipt is asked with: the one its location sends with now. */
 function receiptKey(deps: OutboundDeps, job: Job): string {
   const record = deps.tokens.get(job.message.locationId);
-  return record ? record.smsApiKey || sharedDefaults(deps, record).apiKey : "";
-}
-
-/** The operator's key and sender ID, for the locations approved to use them. */
-function sharedDefaults(deps: OutboundDeps, record: TokenRecord): { apiKey: string; senderId: string } {
-  return record.approved ? deps.defaults : { apiKey: "", senderId: "" };
+  return record ? sendingWith(record, deps.defaults).apiKey : "";
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */

@@ -1,4 +1,5 @@
 import type { TokenRecord } from "../../db/tokens.ts";
+import { sendingWith } from "../locations.ts";
 import type { SenderId, SmsGateway } from "../clients/cast.ts";
 import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
@@ -76,11 +77,10 @@ function keyProblem(error: unknown): string {
   return `balance call failed (${errorMessage(error)})`;
 }
 
-/** The sender ID a location's messages go with, on the key they go with (as outbound.ts picks them). */
+/** The sender ID a location's messages go with, on the key they go with. */
 function senderCheck(config: ResolvedConfig, record: TokenRecord, findings: Map<string, KeyFindings>): Check[] {
   const name = `sender ID ${record.locationId}`;
-  const shared = record.approved ? config.sms : { apiKey: "", senderId: "" };
-  const apiKey = record.smsApiKey || shared.apiKey;
+  const { apiKey, senderId } = sendingWith(record, config.sms);
   if (!apiKey) {
     if (!record.approved && config.sms.apiKey) {
       return [warn(name, `pending approval, with no API key of its own: its messages are reported failed; \`bridge locations approve ${record.locationId}\` or give it a key`)];
@@ -88,7 +88,7 @@ function senderCheck(config: ResolvedConfig, record: TokenRecord, findings: Map<
     return [fail(name, `no API key (neither its own nor SMS_API_KEY): its messages are reported failed; set SMS_API_KEY or \`bridge config set ${record.locationId} --sms-api-key -\``)];
   }
   const fix = `\`bridge config set ${record.locationId} --sender-id\` one of them`;
-  const check = senderOn(name, record.senderId || shared.senderId, apiKey, findings.get(apiKey), fix);
+  const check = senderOn(name, senderId, apiKey, findings.get(apiKey), fix);
   return check ? [check] : [];
 }
 
