@@ -1,5 +1,10 @@
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
+/** A time (ms since the epoch) as JSON and the CLI show it: ISO 8601, UTC. */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
 /** A duration such as `90s`, `30m`, `1h` or `2d`, in ms; undefined when it is not one. */
 export function durationMs(value: string): number | undefined {
   const match = /^(\d+)\s*([smhd])$/.exec(value.trim());

@@ -1,5 +1,5 @@
 import { MESSAGE_STATUSES, type LoggedMessage, type MessageEvent, type MessageFilter, type MessageLog, type MessageStatus } from "../db/messages.ts";
-import { pointInTime } from "./duration.ts";
+import { iso, pointInTime } from "./duration.ts";
 import { AppError } from "../errors.ts";
 import { ID_RULE, isId } from "./ids.ts";
 import { composeText, smsParts } from "./parts.ts";
@@ -187,10 +187,6 @@ function timeline(m: LoggedMessage, events: MessageEvent[]): TimelineEntry[] {
   if (m.reportedAt !== null) entries.push({ at: m.reportedAt, event: "reported", detail: `HighLevel told ${m.reportedStatus}` });
   // Stable: at equal times, the order above (the order things happen in).
   return entries.sort((a, b) => a.at - b.at).map((e) => ({ at: iso(e.at), event: e.event, detail: e.detail }));
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }
 
 function isoOrNull(ms: number | null): string | null {

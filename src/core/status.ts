@@ -1,6 +1,7 @@
 import type { GatewayKeys } from "../db/gateway-keys.ts";
 import type { MessageLog, MessageStatus } from "../db/messages.ts";
 import type { TokenStore } from "../db/tokens.ts";
+import { iso } from "./duration.ts";
 
 /** `bridge status` and `GET /api/admin/status` (CONTRACT.md 8). Times are ISO 8601. */
 export interface StatusView {
@@ -67,8 +68,4 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
 export function apiKeysInUse(tokens: TokenStore, defaultKey: string): string[] {
   const own = tokens.listings().flatMap((l) => (l.sms_api_key && !l.uninstalled_at ? [l.sms_api_key] : []));
   return [...new Set([...(defaultKey ? [defaultKey] : []), ...own])];
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }

@@ -4,6 +4,7 @@ import type { ResolvedConfig } from "../config.ts";
 import { errorMessage } from "../../errors.ts";
 import type { TokenService } from "../tokens.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
+import { iso } from "../duration.ts";
 
 /** HighLevel's API answers at all; the network path is what this checks. */
 export async function checkHighLevelReach(config: ResolvedConfig, timeoutMs: number, checks: Check[]): Promise<void> {
@@ -36,8 +37,4 @@ export async function checkTokens(records: TokenRecord[], tokenService: TokenSer
       }
     }
   }
-}
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }
