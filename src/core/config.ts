@@ -1,19 +1,10 @@
 import type { KeyObject } from "node:crypto";
-import { durationMs } from "./duration.ts";
 import { ConfigError } from "../errors.ts";
-import { ID_RULE, isId } from "./ids.ts";
-import { parseEncryptionKey } from "../db/sealer.ts";
+import * as kind from "./config-values.ts";
 import { HIGHLEVEL_WEBHOOK_KEYS } from "./webhook-keys.ts";
 
 /** What each command needs; anything else may be left unset. */
 export type ConfigNeed = "serve" | "install-url" | "token" | "store";
-
-const REQUIRED: Record<ConfigNeed, readonly EnvName[]> = {
-  serve: ["BASE_URL", "CRM_CLIENT_ID", "CRM_CLIENT_SECRET"],
-  "install-url": ["BASE_URL", "CRM_CLIENT_ID"],
-  token: ["CRM_CLIENT_ID", "CRM_CLIENT_SECRET"],
-  store: [],
-};
 
 export interface ResolvedConfig {
   baseUrl: string;
@@ -75,102 +66,163 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const LOG_FORMATS = ["text", "json"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
-type EnvName =
-  | "BASE_URL"
-  | "CRM_CLIENT_ID"
-  | "CRM_CLIENT_SECRET"
-  | "CRM_API_URL"
-  | "CRM_MARKETPLACE_URL"
-  | "CRM_WEBHOOK_PUBLIC_KEY"
-  | "CRM_PROVIDER_ID"
-  | "SMS_API_URL"
-  | "SMS_API_KEY"
-  | "SMS_SENDER_ID"
-  | "INBOUND_API_KEY"
-  | "TRUST_PROXY"
-  | "TRUSTED_PROXIES"
-  | "DATABASE_PATH"
-  | "HOST"
-  | "PORT"
-  | "LOG_LEVEL"
-  | "BRIDGE_ENCRYPTION_KEY"
-  | "ALLOWED_COMPANY_IDS"
-  | "SMS_MAX_PARTS"
-  | "SMS_HOLD_MAX"
-  | "DLR_WAIT"
-  | "CAST_REQUESTS_PER_SECOND"
-  | "CAST_MESSAGES_PER_SECOND"
-  | "LOG_FORMAT"
-  | "RETENTION_DAYS"
-  | "LOW_BALANCE_CREDITS"
-  | "METRICS_TOKEN";
+/** One environment variable: the one place its name, kind, default and description are written. */
+export interface Variable {
+  /** From the variable's text to the value bridge uses. */
+  kind: kind.Kind<unknown>;
+  /** What `--help` and the README say it is for. */
+  about: string;
+  /** Its value when unset, written as in the environment and read by `kind` like any other. */
+  default?: string;
+  /** What `--help` shows as the default instead, when `default` is not for reading. */
+  shownDefault?: string;
+  /** The commands that refuse to start without it. */
+  requiredBy?: readonly ConfigNeed[];
+  /** Read by serve only: other commands neither check it nor load what checking it needs. */
+  serveOnly?: true;
+}
 
 /**
- * Validates the environment once. Every problem (bad values, and missing values
- * the command needs) is reported together in one ConfigError.
- *
- * A table of small parsers rather than a zod schema: every CLI command starts
- * here, and loading zod would cost a third of a `bridge locations list`.
+ * Every variable of bridge's configuration, in the order `--help` lists them. An empty
+ * variable counts as unset, so `FOO=` in a .env falls back to the default.
+ */
+export const VARIABLES = {
+  BASE_URL: { kind: kind.httpUrl, about: "public address of this service, no trailing slash", requiredBy: ["serve", "install-url"] },
+  CRM_CLIENT_ID: {
+    kind: kind.matching(/^[0-9a-f]{24}-\S+$/i, 'must look like "<24 hex>-<suffix>"'),
+    about: 'HighLevel app client id, "<24 hex>-<suffix>"',
+    requiredBy: ["serve", "install-url", "token"],
+  },
+  CRM_CLIENT_SECRET: { kind: kind.text, about: "HighLevel app client secret", requiredBy: ["serve", "token"] },
+  CRM_API_URL: { kind: kind.httpUrl, about: "HighLevel API", default: "https://services.leadconnectorhq.com" },
+  CRM_MARKETPLACE_URL: { kind: kind.httpUrl, about: "HighLevel authorization page", default: "https://marketplace.gohighlevel.com" },
+  CRM_WEBHOOK_PUBLIC_KEY: {
+    kind: kind.webhookKeys,
+    about: "PEM key(s) that sign webhooks",
+    default: HIGHLEVEL_WEBHOOK_KEYS,
+    shownDefault: "HighLevel's own",
+    serveOnly: true,
+  },
+  CRM_PROVIDER_ID: { kind: kind.text, about: "conversation provider id (for inbound messages; not used yet)" },
+  SMS_API_URL: { kind: kind.httpUrl, about: "Cast.ph API", default: "https://api.cast.ph" },
+  SMS_API_KEY: {
+    kind: kind.obeying(kind.API_KEY),
+    about: "default gateway API key (a location's own wins); unset: keyless locations fail every SMS",
+  },
+  SMS_SENDER_ID: {
+    kind: kind.obeying(kind.SENDER_ID),
+    about: "default sender ID (a location's own wins); unset: the gateway's default",
+  },
+  SMS_MAX_PARTS: { kind: kind.wholeNumber(1, 1000), about: "a message of more parts is refused", default: "10" },
+  SMS_HOLD_MAX: { kind: kind.duration(), about: "longest a message waits out a gateway outage or a held key", default: "1h" },
+  DLR_WAIT: { kind: kind.duration({ zero: true }), about: "longest wait for a delivery receipt; 0: do not ask", default: "30m" },
+  CAST_REQUESTS_PER_SECOND: { kind: kind.rate, about: "Cast's limit on all requests of this server", default: "30" },
+  CAST_MESSAGES_PER_SECOND: { kind: kind.rate, about: "Cast's limit on messages per API key", default: "10" },
+  ALLOWED_COMPANY_IDS: {
+    kind: kind.idList,
+    about: "companies allowed to install and use the defaults above; unset: any may, its locations wait for `locations approve`",
+  },
+  INBOUND_API_KEY: {
+    kind: kind.adminKeys,
+    about: "bearer key of /api/admin/*, at least 24 characters (openssl rand -hex 24); two, comma-separated, while rotating; unset: no admin API",
+    serveOnly: true,
+  },
+  TRUST_PROXY: { kind: kind.yesNo, about: "1: a reverse proxy appends the client to X-Forwarded-For", default: "0" },
+  TRUSTED_PROXIES: {
+    kind: kind.proxies,
+    about: "the peers whose X-Forwarded-For counts: IPs or CIDR ranges",
+    default: "127.0.0.1,::1",
+    serveOnly: true,
+  },
+  DATABASE_PATH: { kind: kind.text, about: "SQLite file; --db overrides it", default: "./bridge.db" },
+  HOST: { kind: kind.text, about: "address serve listens on", default: "0.0.0.0" },
+  PORT: { kind: kind.port, about: "port serve listens on", default: "3000" },
+  LOG_LEVEL: { kind: kind.oneOf(LOG_LEVELS), about: LOG_LEVELS.join("|"), default: "info" },
+  LOG_FORMAT: { kind: kind.oneOf(LOG_FORMATS), about: "text|json: json writes one JSON object per line", default: "text" },
+  RETENTION_DAYS: { kind: kind.wholeNumber(1, 3650), about: "how long the message log keeps a finished message", default: "30" },
+  LOW_BALANCE_CREDITS: {
+    kind: kind.wholeNumber(0, 1_000_000_000),
+    about: "warn when a Cast key's balance is below this; 0: never",
+    default: "500",
+  },
+  METRICS_TOKEN: { kind: kind.bearer, about: "bearer of GET /metrics, at least 24 characters; unset: no /metrics" },
+  BRIDGE_ENCRYPTION_KEY: { kind: kind.encryptionKey, about: "32-byte key (64 hex or base64): encrypt tokens and API keys at rest" },
+} as const satisfies Record<string, Variable>;
+
+type Name = keyof typeof VARIABLES;
+const NAMES = Object.keys(VARIABLES) as Name[];
+
+type Value<N extends Name> = ReturnType<(typeof VARIABLES)[N]["kind"]>;
+/** Variables every command reads, and that have a default: always present. */
+type Always = { [N in Name]: (typeof VARIABLES)[N] extends { default: string; serveOnly?: never } ? N : never }[Name];
+/** The environment's values, each as its kind made it; absent: unset without a default, or not read. */
+type Values = { [N in Always]: Value<N> } & { [N in Exclude<Name, Always>]?: Value<N> };
+
+/**
+ * Validates the environment once. Every problem (bad values, and missing values the
+ * command needs) is reported together in one ConfigError, one per variable.
  */
 export function loadConfig(env: Record<string, string | undefined>, need: ConfigNeed): ResolvedConfig {
+  const values: Record<string, unknown> = {};
   const problems: string[] = [];
-  function read<T>(name: EnvName, parse: (value: string) => T, fallback: T): T {
-    const value = env[name];
-    // An empty variable means "unset", so `FOO=` in a .env falls back to the default.
-    if (value === undefined || value.trim() === "") {
-      if (REQUIRED[need].includes(name)) problems.push(`${name}: required by this command but not set`);
-      return fallback;
+  for (const name of NAMES) {
+    const variable: Variable = VARIABLES[name];
+    if (variable.serveOnly && need !== "serve") continue;
+    const set = env[name];
+    const value = set !== undefined && set.trim() !== "" ? set : variable.default;
+    if (value === undefined) {
+      if (variable.requiredBy?.includes(need)) problems.push(`${name}: required by this command but not set`);
+      continue;
     }
     try {
-      return parse(value);
+      values[name] = variable.kind(value);
     } catch (error) {
-      if (!(error instanceof Invalid)) throw error;
+      if (!(error instanceof kind.Invalid)) throw error;
       problems.push(`${name}: ${error.message}`);
-      return fallback;
     }
   }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return resolve(values as Values);
+}
 
-  const clientId = read("CRM_CLIENT_ID", matching(/^[0-9a-f]{24}-\S+$/i, 'must look like "<24 hex>-<suffix>"'), "");
-  const keys = read("CRM_WEBHOOK_PUBLIC_KEY", text, HIGHLEVEL_WEBHOOK_KEYS);
-  const config: ResolvedConfig = {
-    baseUrl: read("BASE_URL", httpUrl, ""),
+function resolve(env: Values): ResolvedConfig {
+  const clientId = env.CRM_CLIENT_ID ?? "";
+  // What an unset variable without a default means, or one this command does not read.
+  return {
+    baseUrl: env.BASE_URL ?? "",
     crm: {
       clientId,
-      clientSecret: read("CRM_CLIENT_SECRET", text, ""),
+      clientSecret: env.CRM_CLIENT_SECRET ?? "",
       appId: clientId.split("-")[0] ?? "",
-      apiUrl: read("CRM_API_URL", httpUrl, "https://services.leadconnectorhq.com"),
-      marketplaceUrl: read("CRM_MARKETPLACE_URL", httpUrl, "https://marketplace.gohighlevel.com"),
-      providerId: read("CRM_PROVIDER_ID", text, ""),
-      // Only the server verifies webhooks; parsing PEM keys would load node:crypto for every command.
-      webhookKeys: need === "serve" ? parseKeys(keys, problems) : [],
+      apiUrl: env.CRM_API_URL,
+      marketplaceUrl: env.CRM_MARKETPLACE_URL,
+      providerId: env.CRM_PROVIDER_ID ?? "",
+      webhookKeys: env.CRM_WEBHOOK_PUBLIC_KEY ?? [],
     },
     sms: {
-      apiUrl: read("SMS_API_URL", httpUrl, "https://api.cast.ph"),
-      apiKey: read("SMS_API_KEY", obeying(API_KEY), ""),
-      senderId: read("SMS_SENDER_ID", obeying(SENDER_ID), ""),
-      maxParts: read("SMS_MAX_PARTS", wholeNumber(1, 1000), 10),
-      holdMaxMs: read("SMS_HOLD_MAX", duration, 60 * 60_000),
-      dlrWaitMs: read("DLR_WAIT", (value) => (value.trim() === "0" ? 0 : duration(value)), 30 * 60_000),
-      requestsPerSecond: read("CAST_REQUESTS_PER_SECOND", rate, 30),
-      messagesPerSecond: read("CAST_MESSAGES_PER_SECOND", rate, 10),
+      apiUrl: env.SMS_API_URL,
+      apiKey: env.SMS_API_KEY ?? "",
+      senderId: env.SMS_SENDER_ID ?? "",
+      maxParts: env.SMS_MAX_PARTS,
+      holdMaxMs: env.SMS_HOLD_MAX,
+      dlrWaitMs: env.DLR_WAIT,
+      requestsPerSecond: env.CAST_REQUESTS_PER_SECOND,
+      messagesPerSecond: env.CAST_MESSAGES_PER_SECOND,
     },
-    // Only serve checks the bearer; a CLI command is not refused over a key it never uses.
-    inboundApiKeys: need === "serve" ? read("INBOUND_API_KEY", adminKeys, []) : [],
-    trustProxy: read("TRUST_PROXY", yesNo, false),
-    trustedProxies: need === "serve" ? read("TRUSTED_PROXIES", proxies, ["127.0.0.1", "::1"]) : [],
-    databasePath: read("DATABASE_PATH", text, "./bridge.db"),
-    host: read("HOST", text, "0.0.0.0"),
-    port: read("PORT", port, 3000),
-    logLevel: read("LOG_LEVEL", oneOf(LOG_LEVELS), "info"),
-    encryptionKey: read("BRIDGE_ENCRYPTION_KEY", encryptionKey, undefined),
-    allowedCompanyIds: read("ALLOWED_COMPANY_IDS", idList, []),
-    logFormat: read("LOG_FORMAT", oneOf(LOG_FORMATS), "text"),
-    retentionMs: read("RETENTION_DAYS", wholeNumber(1, 3650), 30) * 86_400_000,
-    lowBalanceCredits: read("LOW_BALANCE_CREDITS", wholeNumber(0, 1_000_000_000), 500),
-    metricsToken: read("METRICS_TOKEN", metricsToken, ""),
+    inboundApiKeys: env.INBOUND_API_KEY ?? [],
+    trustProxy: env.TRUST_PROXY,
+    trustedProxies: env.TRUSTED_PROXIES ?? [],
+    databasePath: env.DATABASE_PATH,
+    host: env.HOST,
+    port: env.PORT,
+    logLevel: env.LOG_LEVEL,
+    encryptionKey: env.BRIDGE_ENCRYPTION_KEY,
+    allowedCompanyIds: env.ALLOWED_COMPANY_IDS ?? [],
+    logFormat: env.LOG_FORMAT,
+    retentionMs: env.RETENTION_DAYS * 86_400_000,
+    lowBalanceCredits: env.LOW_BALANCE_CREDITS,
+    metricsToken: env.METRICS_TOKEN ?? "",
   };
-  if (problems.length > 0) throw new ConfigError(problems);
-  return config;
 }
 
 /** Secrets replaced by their masked form: what `serve` logs at start. */
@@ -206,182 +258,7 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
   };
 }
 
-const PEM_BLOCK = /-----BEGIN PUBLIC KEY-----[\s\S]+?-----END PUBLIC KEY-----/g;
-
-/** One or more PEM blocks; "\n" written literally (as env files often do) is accepted. */
-function parseKeys(value: string, problems: string[]): KeyObject[] {
-  const blocks = value.replace(/\\n/g, "\n").match(PEM_BLOCK) ?? [];
-  if (blocks.length === 0) problems.push("CRM_WEBHOOK_PUBLIC_KEY: no PEM public key found");
-  const { createPublicKey } = process.getBuiltinModule("node:crypto");
-  const keys: KeyObject[] = [];
-  for (const [i, pem] of blocks.entries()) {
-    try {
-      const key = createPublicKey(pem);
-      if (!["ed25519", "ec", "rsa"].includes(key.asymmetricKeyType ?? "")) {
-        problems.push(`CRM_WEBHOOK_PUBLIC_KEY: key ${i + 1} is ${key.asymmetricKeyType}, expected Ed25519, EC P-256 or RSA`);
-      } else if (key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve !== "prime256v1") {
-        problems.push(`CRM_WEBHOOK_PUBLIC_KEY: key ${i + 1} is not on curve P-256`);
-      } else {
-        keys.push(key);
-      }
-    } catch {
-      problems.push(`CRM_WEBHOOK_PUBLIC_KEY: key ${i + 1} is not a valid PEM public key`);
-    }
-  }
-  return keys;
-}
-
-/** Thrown by a variable's parser: what is wrong with the value. */
-class Invalid extends Error {}
-
-const text = (value: string) => value;
-
-/** An http(s) base address: paths are appended to it, so no query or fragment. */
-function httpUrl(value: string): string {
-  const trimmed = value.trim();
-  const url = URL.parse(trimmed);
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname) {
-    throw new Invalid("must be an http(s) URL");
-  }
-  if (/[?#]/.test(trimmed)) throw new Invalid("must be an http(s) URL without a query or fragment");
-  return trimmed.replace(/\/+$/, "");
-}
-
-function matching(pattern: RegExp, message: string) {
-  return (value: string) => {
-    if (!pattern.test(value)) throw new Invalid(message);
-    return value;
-  };
-}
-
-/** What a value may hold, for the environment and a location's own setting alike. */
-export interface Rule {
-  maxLength: number;
-  pattern: RegExp;
-  /** Completes "<name> …" when the pattern does not match. */
-  says: string;
-}
-
-/** Cast.ph's sender names: up to 20 characters; "" means the gateway's default. */
-export const SENDER_ID: Rule = {
-  maxLength: 20,
-  pattern: /^(?:[A-Za-z0-9](?:[\w .-]*[\w.-])?)?$/,
-  says: "may hold letters, digits, spaces, '.', '-' and '_', starting with a letter or digit and not ending in a space",
-};
-
-/** A key that travels in an HTTP header (a gateway's, the admin bearer): printable ASCII, no spaces. */
-export const API_KEY: Rule = {
-  maxLength: 256,
-  pattern: /^[\x21-\x7e]*$/,
-  says: "may hold printable ASCII characters only, no spaces",
-};
-
-function obeying(rule: Rule) {
-  return (value: string) => {
-    if (value.length > rule.maxLength) throw new Invalid(`must be at most ${rule.maxLength} characters`);
-    if (!rule.pattern.test(value)) throw new Invalid(rule.says);
-    return value;
-  };
-}
-
-/** Long enough that guessing cannot pay, however many tries the throttle lets through. */
-const ADMIN_KEY_MIN = 24;
-
-/** INBOUND_API_KEY: one key, or two (old,new) while clients move to the new one. */
-function adminKeys(value: string): string[] {
-  const keys = value.split(",");
-  if (keys.length > 2) throw new Invalid("holds more than two keys (two, comma-separated, only during a rotation)");
-  for (const key of keys) {
-    obeying(API_KEY)(key);
-    if (key.length < ADMIN_KEY_MIN) {
-      const subject = keys.length > 1 ? "each key must be" : "must be";
-      throw new Invalid(`${subject} at least ${ADMIN_KEY_MIN} characters; make one with \`openssl rand -hex 24\``);
-    }
-  }
-  return keys;
-}
-
-/** METRICS_TOKEN: a bearer like the admin key, as long, so it cannot be guessed either. */
-function metricsToken(value: string): string {
-  obeying(API_KEY)(value);
-  if (value.length < ADMIN_KEY_MIN) throw new Invalid(`must be at least ${ADMIN_KEY_MIN} characters; make one with \`openssl rand -hex 24\``);
-  return value;
-}
-
 function describeKeys(keys: string[]): string {
   if (keys.length === 0) return "(unset: admin API disabled)";
   return keys.length === 1 ? "(set)" : `(set: ${keys.length} keys, rotating)`;
-}
-
-/** TRUSTED_PROXIES: IP addresses or CIDR ranges, comma-separated. */
-function proxies(value: string): string[] {
-  const { isIP } = process.getBuiltinModule("node:net"); // serve only: no node:net for the CLI
-  const entries = value.split(",").map((entry) => entry.trim()).filter(Boolean);
-  for (const entry of entries) {
-    const [address = "", prefix, ...more] = entry.split("/");
-    const version = address.includes("%") ? 0 : isIP(address); // no zone ids (fe80::1%eth0): not supported
-    const bits = version === 4 ? 32 : version === 6 ? 128 : 0;
-    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
-    if (!bits || !prefixOk || more.length > 0) {
-      throw new Invalid(`${JSON.stringify(entry.slice(0, 60))} is not an IP address or CIDR range (such as 10.0.0.0/8)`);
-    }
-  }
-  return entries;
-}
-
-function oneOf<T extends string>(allowed: readonly T[]) {
-  return (value: string): T => {
-    const found = allowed.find((a) => a === value);
-    if (found === undefined) throw new Invalid(`must be one of ${allowed.join(", ")}`);
-    return found;
-  };
-}
-
-function wholeNumber(min: number, max: number) {
-  return (value: string): number => {
-    const n = Number(value.trim());
-    if (!/^\d+$/.test(value.trim()) || n < min || n > max) throw new Invalid(`must be a whole number from ${min} to ${max}`);
-    return n;
-  };
-}
-
-/** A rate per second: a positive number, fractions allowed (0.5 = one every 2 s). */
-function rate(value: string): number {
-  const n = Number(value.trim());
-  if (!/^\d+(\.\d+)?$/.test(value.trim()) || n <= 0 || n > 10_000) throw new Invalid("must be a number per second above 0 (at most 10000)");
-  return n;
-}
-
-/** A duration such as `90s`, `30m`, `1h` or `2d`. */
-function duration(value: string): number {
-  const ms = durationMs(value);
-  if (ms === undefined) throw new Invalid("must be a duration such as 90s, 30m, 1h or 2d");
-  return ms;
-}
-
-function yesNo(value: string): boolean {
-  const v = value.trim().toLowerCase();
-  if (["1", "true", "yes"].includes(v)) return true;
-  if (["0", "false", "no"].includes(v)) return false;
-  throw new Invalid("must be 1/true/yes or 0/false/no");
-}
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n > 65535) throw new Invalid("must be a port number (0-65535)");
-  return n;
-}
-
-/** Comma-separated HighLevel ids; spaces around them are ignored. */
-function idList(value: string): string[] {
-  const ids = value.split(",").map((id) => id.trim()).filter((id) => id !== "");
-  const bad = ids.find((id) => !isId(id));
-  if (bad !== undefined) throw new Invalid(`each comma-separated id ${ID_RULE} (${JSON.stringify(bad.slice(0, 70))} is not)`);
-  return [...new Set(ids)];
-}
-
-function encryptionKey(value: string): Buffer {
-  const key = parseEncryptionKey(value);
-  if (!key) throw new Invalid("must be 32 bytes, as 64 hex characters or base64");
-  return key;
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { TokenStore } from "../db/tokens.ts";
-import { API_KEY, SENDER_ID, type Rule } from "./config.ts";
+import { API_KEY, SENDER_ID, type Rule } from "./config-values.ts";
 import { AppError, notFound } from "../errors.ts";
 import { getLocationConfig, type LocationConfig } from "./locations.ts";
 

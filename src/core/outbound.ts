@@ -5,7 +5,7 @@ import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from ".
 import type { TokenStore } from "../db/tokens.ts";
 import { MAX_MESSAGE_LENGTH, type SendRequest, type SmsGateway } from "./clients/cast.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
-import { API_KEY } from "./config.ts";
+import { API_KEY } from "./config-values.ts";
 import { AppError, CrmError, GatewayError, clip, errorMessage, type ErrorCode } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
