@@ -1,19 +1,10 @@
-import { createLease } from "./lease.ts";
+import { createTokenRows, tokenFields, type TokenColumns, type TokenFields } from "./token-rows.ts";
 import { checkOpens, createSealer, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
-/** An agency (company) install's token. Times are ms since the epoch. */
-export interface CompanyRecord {
+/** An agency (company) install's token. */
+export interface CompanyRecord extends TokenFields {
   companyId: string;
-  accessToken: string;
-  refreshToken: string;
-  expiresAt: number;
-  installedAt: number;
-  updatedAt: number;
-  /** Why the refresh token was refused for good; "" when it is fine. */
-  refreshError: string;
-  /** Changes with every token write; a refresh lease is taken against it. */
-  serial: number;
 }
 
 export interface NewCompanyToken {
@@ -25,15 +16,8 @@ export interface NewCompanyToken {
 
 export type CompanyStore = ReturnType<typeof createCompanyStore>;
 
-interface Row {
+interface Row extends TokenColumns {
   company_id: string;
-  access_token: string;
-  refresh_token: string;
-  expires_at: number;
-  installed_at: number;
-  updated_at: number;
-  refresh_error: string;
-  token_serial: number;
 }
 
 /**
@@ -53,12 +37,7 @@ export function createCompanyStore(db: Db, sealer: Sealer = createSealer(undefin
       refresh_lease_until = 0, token_serial = token_serial + 1`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM companies WHERE company_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM companies ORDER BY company_id");
-  const updatePair = db.prepare<[string, string, number, number, string]>(`
-    UPDATE companies SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
-      refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
-    WHERE company_id = ?`);
-  const remove = db.prepare<[string]>("DELETE FROM companies WHERE company_id = ?");
-  const lease = createLease(db, { table: "companies", id: "company_id" });
+  const rows = createTokenRows(db, sealer, { table: "companies", id: "company_id" });
   const anySealed = db.prepare<[], { company_id: string; refresh_token: string }>(
     "SELECT company_id, refresh_token FROM companies WHERE refresh_token LIKE 'enc:%' LIMIT 1",
   );
@@ -79,16 +58,7 @@ export function createCompanyStore(db: Db, sealer: Sealer = createSealer(undefin
     ids(): string[] {
       return selectAll.all().map((row) => row.company_id);
     },
-    /** Stores a refreshed pair; false when the company is gone. */
-    updateTokens(companyId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
-      const access = sealer.seal(accessToken, companySealedIn("access_token", companyId));
-      const refresh = sealer.seal(refreshToken, companySealedIn("refresh_token", companyId));
-      return updatePair.run(access, refresh, expiresAt, now, companyId).changes > 0;
-    },
-    delete(companyId: string): boolean {
-      return remove.run(companyId).changes > 0;
-    },
-    ...lease,
+    ...rows,
     /** Throws now, at start, if sealed company tokens cannot be opened with the configured key. */
     checkKey(): void {
       const row = anySealed.get();
@@ -103,14 +73,5 @@ export function companySealedIn(column: "access_token" | "refresh_token", compan
 }
 
 function fromRow(row: Row, sealer: Sealer): CompanyRecord {
-  return {
-    companyId: row.company_id,
-    accessToken: sealer.open(row.access_token, companySealedIn("access_token", row.company_id)),
-    refreshToken: sealer.open(row.refresh_token, companySealedIn("refresh_token", row.company_id)),
-    expiresAt: row.expires_at,
-    installedAt: row.installed_at,
-    updatedAt: row.updated_at,
-    refreshError: row.refresh_error,
-    serial: row.token_serial,
-  };
+  return { companyId: row.company_id, ...tokenFields(row, sealer, "companies", row.company_id) };
 }

@@ -1,24 +1,15 @@
-import { createLease } from "./lease.ts";
+import { createTokenRows, tokenFields, type TokenColumns, type TokenFields } from "./token-rows.ts";
 import { checkOpens, createSealer, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** One CRM location's token record (spec 2.1). Times are ms since the epoch. */
-export interface TokenRecord {
+export interface TokenRecord extends TokenFields {
   locationId: string;
   companyId: string;
-  accessToken: string;
-  refreshToken: string;
-  expiresAt: number;
-  installedAt: number;
-  updatedAt: number;
   /** "" means: use the global default. */
   senderId: string;
   /** "" means: use the global default. */
   smsApiKey: string;
-  /** Why the refresh token was refused for good; "" when it is fine. */
-  refreshError: string;
-  /** Changes with every token write; a refresh lease is taken against it. */
-  serial: number;
   /** May use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12). */
   approved: boolean;
   /** When HighLevel confirmed the app uninstalled from it; 0 while installed. */
@@ -70,18 +61,11 @@ export interface CompanyLocation {
 
 export type TokenStore = ReturnType<typeof createTokenStore>;
 
-interface Row {
+interface Row extends TokenColumns {
   location_id: string;
   company_id: string;
-  access_token: string;
-  refresh_token: string;
-  expires_at: number;
-  installed_at: number;
-  updated_at: number;
   sender_id: string;
   sms_api_key: string;
-  refresh_error: string;
-  token_serial: number;
   approved: number;
   uninstalled_at: number;
   location_name: string;
@@ -110,11 +94,6 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       ${isoTime("installed_at")} AS installed_at, ${isoTime("updated_at")} AS updated_at, refresh_error,
       approved, CASE WHEN uninstalled_at > 0 THEN ${isoTime("uninstalled_at")} END AS uninstalled_at
     FROM tokens ORDER BY location_id`);
-  const updatePair = db.prepare<[string, string, number, number, string]>(`
-    UPDATE tokens SET access_token = ?, refresh_token = ?, expires_at = ?, updated_at = ?,
-      refresh_error = '', refresh_lease_until = 0, token_serial = token_serial + 1
-    WHERE location_id = ?`);
-  const remove = db.prepare<[string]>("DELETE FROM tokens WHERE location_id = ?");
   const selectOfCompany = db.prepare<[string], CompanyLocation>(`
     SELECT location_id AS locationId, location_name AS name, uninstalled_at AS uninstalledAt, refresh_error AS refreshError
     FROM tokens WHERE company_id = ? ORDER BY location_id`);
@@ -134,7 +113,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     SELECT location_id, CASE WHEN refresh_token LIKE 'enc:%' THEN 'refresh_token' ELSE 'sms_api_key' END AS secret_column,
       CASE WHEN refresh_token LIKE 'enc:%' THEN refresh_token ELSE sms_api_key END AS v FROM tokens
     WHERE refresh_token LIKE 'enc:%' OR sms_api_key LIKE 'enc:%' LIMIT 1`);
-  const lease = createLease(db, { table: "tokens", id: "location_id" });
+  const rows = createTokenRows(db, sealer, { table: "tokens", id: "location_id" });
 
   return {
     /**
@@ -165,15 +144,6 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       }
       return listings;
     },
-    /** Stores a refreshed pair; false when the location is gone. */
-    updateTokens(locationId: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean {
-      const access = sealer.seal(accessToken, sealedIn("access_token", locationId));
-      const refresh = sealer.seal(refreshToken, sealedIn("refresh_token", locationId));
-      return updatePair.run(access, refresh, expiresAt, now, locationId).changes > 0;
-    },
-    delete(locationId: string): boolean {
-      return remove.run(locationId).changes > 0;
-    },
     /** The company's stored locations, installed or not. */
     ofCompany(companyId: string): CompanyLocation[] {
       return selectOfCompany.all(companyId);
@@ -196,7 +166,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       const params = { id: locationId, senderId: change.senderId ?? null, smsApiKey, now };
       return updateConfig.run(params).changes > 0;
     },
-    ...lease,
+    ...rows,
     /** Throws now, at start, if sealed secrets cannot be opened with the configured key. */
     checkKey(): void {
       const row = anySealed.get();
@@ -215,7 +185,7 @@ export function sealedIn(column: SecretColumn, locationId: string): SealContext 
 
 /**
  * SQL for a ms-since-epoch column as `Date.prototype.toISOString()` writes it, exact to
- * the millisecond. SQLite does it in about half the time of 3 Date objects a row.
+ * the millisecond. SQLite does it faster than three Date objects a row (docs/PERFORMANCE.md).
  */
 function isoTime(column: string): string {
   return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
@@ -225,15 +195,9 @@ function fromRow(row: Row, sealer: Sealer): TokenRecord {
   return {
     locationId: row.location_id,
     companyId: row.company_id,
-    accessToken: sealer.open(row.access_token, sealedIn("access_token", row.location_id)),
-    refreshToken: sealer.open(row.refresh_token, sealedIn("refresh_token", row.location_id)),
-    expiresAt: row.expires_at,
-    installedAt: row.installed_at,
-    updatedAt: row.updated_at,
+    ...tokenFields(row, sealer, "tokens", row.location_id),
     senderId: row.sender_id,
     smsApiKey: sealer.open(row.sms_api_key, sealedIn("sms_api_key", row.location_id)),
-    refreshError: row.refresh_error,
-    serial: row.token_serial,
     approved: row.approved === 1,
     uninstalledAt: row.uninstalled_at,
     name: row.location_name,
