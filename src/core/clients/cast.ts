@@ -3,7 +3,7 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
-import { $http } from "./transport.ts";
+import { exchange } from "./transport.ts";
 
 /** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5). */
 export interface GatewayOptions {
@@ -72,16 +72,13 @@ export function createCastClient(options: GatewayOptions) {
   /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
   function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
     return observed(call(operation), () =>
-      $http.raw<string, "text">(path, {
+      exchange(path, {
         baseURL: options.apiUrl,
         method: init.method,
         headers: { "X-API-Key": init.apiKey, Accept: "application/json", ...init.headers },
         body: init.body,
         query: init.query,
         timeout,
-        retry: 0,
-        ignoreResponseError: true,
-        responseType: "text",
       }),
     );
   }

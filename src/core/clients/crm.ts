@@ -5,7 +5,7 @@ import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { pRetryOptions, RETRY, retryAfterMs, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
-import { $http } from "./transport.ts";
+import { exchange } from "./transport.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
 export interface CrmOptions {
@@ -67,17 +67,7 @@ export function createCrmClient(options: CrmOptions) {
     try {
       const call = { remote: "crm" as const, operation: init.operation, host, timeoutMs: timeout, observe: options.observe };
       res = await observed(call, () =>
-        $http.raw<string, "text">(path, {
-          baseURL: options.apiUrl,
-          method: init.method,
-          headers,
-          body: init.body,
-          query: init.query,
-          timeout,
-          retry: 0,
-          ignoreResponseError: true,
-          responseType: "text",
-        }),
+        exchange(path, { baseURL: options.apiUrl, method: init.method, headers, body: init.body, query: init.query, timeout }),
       );
     } catch (error) {
       // Not a CrmError: no answer came, and callers retry these as before (the cause is kept).

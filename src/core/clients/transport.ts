@@ -14,7 +14,27 @@ export const CONNECT_TIMEOUT_MS = 10_000;
  * long-running server it cost more memory once warm than the rest of the clients
  * together (docs/PERFORMANCE.md).
  */
-export const $http = createFetch({ fetch: nodeFetch });
+const $http = createFetch({ fetch: nodeFetch });
+
+/** One request to a remote, as the clients' own request helpers describe it. */
+export interface Exchange {
+  /** The remote's base address; absent when `path` is a whole URL. */
+  baseURL?: string;
+  method: string;
+  headers?: Record<string, string>;
+  body?: string;
+  query?: Record<string, string | number>;
+  timeout: number;
+}
+
+/**
+ * Makes one request and gives back any answer, its body as text: ofetch retries
+ * nothing (a retry is the caller's policy, src/core/retry.ts) and throws only when no
+ * answer came.
+ */
+export function exchange(path: string, init: Exchange) {
+  return $http.raw<string, "text">(path, { ...init, retry: 0, ignoreResponseError: true, responseType: "text" });
+}
 
 /**
  * The part of `fetch` ofetch uses, over node:http(s). Node's global agents keep
