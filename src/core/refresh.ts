@@ -45,7 +45,9 @@ export interface RefresherDeps<R extends LeasedToken> {
 /**
  * Refresh tokens are single-use, so a refresh is single-flight twice over: one
  * promise per id inside this process, and a lease row in SQLite between processes
- * (the server and the CLI). Returns `refresh(id, force)`.
+ * (the server and the CLI). `validToken(id)`: the record with an access token good for
+ * at least REFRESH_MARGIN_MS more; `refresh(id, force)`: refreshed now if needed, or
+ * always with `force`, even a token refused before.
  */
 export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   const { store, grant, noun, missing, now, log } = deps;
@@ -121,7 +123,14 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     return stored;
   }
 
-  return refresh;
+  async function validToken(id: string): Promise<R> {
+    const record = store.get(id);
+    if (!record) throw missing(id);
+    if (!needsRefresh(record.expiresAt, now())) return record;
+    return refresh(id);
+  }
+
+  return { validToken, refresh };
 }
 
 /** The CRM refused the refresh token itself: only a reinstall brings it back. */

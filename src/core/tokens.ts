@@ -3,7 +3,7 @@ import type { TokenRecord, TokenStore } from "../db/tokens.ts";
 import type { CrmClient } from "./clients/crm.ts";
 import { AppError, noToken } from "../errors.ts";
 import type { Logger } from "./log.ts";
-import { createRefresher, needsRefresh } from "./refresh.ts";
+import { createRefresher } from "./refresh.ts";
 
 export { needsRefresh, REFRESH_MARGIN_MS } from "./refresh.ts";
 
@@ -31,7 +31,7 @@ export type TokenService = ReturnType<typeof createTokenService>;
  */
 export function createTokenService(deps: TokenServiceDeps) {
   const { tokens, crm, now } = deps;
-  const refresh = createRefresher<TokenRecord>({
+  const { validToken, refresh } = createRefresher<TokenRecord>({
     ...deps,
     store: tokens,
     grant: (refreshToken) => crm.refreshToken(refreshToken, "Location"),
@@ -44,12 +44,7 @@ export function createTokenService(deps: TokenServiceDeps) {
 
   return {
     /** The location's record with an access token good for at least 5 more minutes. */
-    async validToken(locationId: string): Promise<TokenRecord> {
-      const record = tokens.get(locationId);
-      if (!record) throw noToken(locationId);
-      if (!needsRefresh(record.expiresAt, now())) return record;
-      return refresh(locationId);
-    },
+    validToken,
     /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`), even a token refused before. */
     refresh,
     /**
@@ -78,24 +73,14 @@ export type CompanyTokens = ReturnType<typeof createCompanyTokens>;
  * through the same single-flight path and lease as the locations'.
  */
 export function createCompanyTokens(deps: CompanyTokenDeps) {
-  const { companies, crm, now } = deps;
-  const refresh = createRefresher<CompanyRecord>({
+  const { companies, crm } = deps;
+  return createRefresher<CompanyRecord>({
     ...deps,
     store: companies,
     grant: (refreshToken) => crm.refreshToken(refreshToken, "Company"),
     noun: "company",
     missing: noCompanyToken,
   });
-  return {
-    /** The company's record with an access token good for at least 5 more minutes. */
-    async validToken(companyId: string): Promise<CompanyRecord> {
-      const record = companies.get(companyId);
-      if (!record) throw noCompanyToken(companyId);
-      if (!needsRefresh(record.expiresAt, now())) return record;
-      return refresh(companyId);
-    },
-    refresh,
-  };
 }
 
 export function noCompanyToken(companyId: string): AppError {
