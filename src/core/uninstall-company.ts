@@ -2,7 +2,7 @@ import type { CompanyStore } from "../db/companies.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import type { Logger } from "./log.ts";
 import type { CompanyTokens } from "./tokens.ts";
-import type { Uninstaller } from "./uninstall.ts";
+import { installCheck, type Uninstaller } from "./uninstall.ts";
 
 export type CompanyUninstallVerdict = "uninstalled" | "not_installed" | "still_installed";
 
@@ -15,9 +15,6 @@ export interface CompanyUninstallDeps {
   now: () => number;
   log: Logger;
 }
-
-/** A company HighLevel just showed installed is not asked again within this. */
-const RECHECK_MS = 60_000;
 
 /**
  * UNINSTALL of an agency (no locationId). As for a location, the event alone never
@@ -33,24 +30,11 @@ const RECHECK_MS = 60_000;
  */
 export function createCompanyUninstaller(deps: CompanyUninstallDeps) {
   const { tokens, companies, companyTokens, uninstall, now, log } = deps;
-  const stillInstalledAt = new Map<string, number>();
+  const stillInstalled = installCheck(companyTokens.refresh, (id) => Boolean(companies.get(id)?.refreshError), now);
 
   return async function uninstallCompany(companyId: string): Promise<{ verdict: CompanyUninstallVerdict; marked: number }> {
-    const company = companies.get(companyId);
-    if (!company) return eachLocation(companyId);
-    if (!company.refreshError) {
-      // Each check spends the single-use refresh token: a flood of replays makes one call a minute.
-      if (now() - (stillInstalledAt.get(companyId) ?? -Infinity) < RECHECK_MS) return { verdict: "still_installed", marked: 0 };
-      try {
-        await companyTokens.refresh(companyId, true);
-        stillInstalledAt.set(companyId, now());
-        return { verdict: "still_installed", marked: 0 };
-      } catch (error) {
-        // Refused for good: the refusal is now on the record. Anything else may pass.
-        if (!companies.get(companyId)?.refreshError) throw error;
-      }
-    }
-    stillInstalledAt.delete(companyId);
+    if (!companies.get(companyId)) return eachLocation(companyId);
+    if (await stillInstalled(companyId)) return { verdict: "still_installed", marked: 0 };
     companies.delete(companyId);
     let marked = 0;
     for (const location of tokens.ofCompany(companyId)) if (tokens.markUninstalled(location.locationId, now())) marked++;

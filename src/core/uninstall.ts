@@ -11,7 +11,7 @@ export interface UninstallDeps {
   log: Logger;
 }
 
-/** A location HighLevel just showed installed is not asked again within this. */
+/** An owner HighLevel just showed installed is not asked again within this. */
 const RECHECK_MS = 60_000;
 
 /**
@@ -24,29 +24,47 @@ const RECHECK_MS = 60_000;
  */
 export function createUninstaller(deps: UninstallDeps) {
   const { tokens, tokenService, now, log } = deps;
-  const stillInstalledAt = new Map<string, number>();
+  const stillInstalled = installCheck(tokenService.refresh, (id) => Boolean(tokens.get(id)?.refreshError), now);
 
   return async function uninstall(locationId: string): Promise<UninstallVerdict> {
     const record = tokens.get(locationId);
     if (!record) return "not_installed";
     if (record.uninstalledAt) return "uninstalled";
-    if (!record.refreshError) {
-      // Each check spends a single-use refresh token: a flood of replays makes one call a minute.
-      if (now() - (stillInstalledAt.get(locationId) ?? -Infinity) < RECHECK_MS) return "still_installed";
-      try {
-        await tokenService.refresh(locationId, true);
-        stillInstalledAt.set(locationId, now());
-        return "still_installed";
-      } catch (error) {
-        // Refused for good: the refresh error is now on the record. Anything else may pass.
-        if (!tokens.get(locationId)?.refreshError) throw error;
-      }
-    }
-    stillInstalledAt.delete(locationId);
+    if (await stillInstalled(locationId)) return "still_installed";
     // False: another UNINSTALL marked it first, or it was removed meanwhile.
     if (!tokens.markUninstalled(locationId, now())) return tokens.get(locationId) ? "uninstalled" : "not_installed";
     log.info(`location ${locationId} uninstalled: HighLevel no longer accepts its token; its settings are kept for a reinstall`);
     return "uninstalled";
+  };
+}
+
+/**
+ * Whether HighLevel still has the app installed for a token's owner (a location, an
+ * agency), asked the one way an uninstall shows: by presenting the refresh token, which
+ * an uninstall revokes. Each ask spends the single-use refresh token, so an owner just
+ * shown installed is not asked again within RECHECK_MS: a flood of replayed UNINSTALLs
+ * makes one call a minute. Throws when HighLevel cannot be asked.
+ */
+export function installCheck(
+  refresh: (id: string, force: boolean) => Promise<unknown>,
+  refused: (id: string) => boolean,
+  now: () => number,
+): (id: string) => Promise<boolean> {
+  const installedAt = new Map<string, number>();
+  return async function stillInstalled(id) {
+    if (!refused(id)) {
+      if (now() - (installedAt.get(id) ?? -Infinity) < RECHECK_MS) return true;
+      try {
+        await refresh(id, true);
+        installedAt.set(id, now());
+        return true;
+      } catch (error) {
+        // Refused for good: the refusal is now on the record. Anything else may pass.
+        if (!refused(id)) throw error;
+      }
+    }
+    installedAt.delete(id);
+    return false;
   };
 }
 
