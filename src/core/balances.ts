@@ -1,5 +1,5 @@
 import type { GatewayKeys } from "../db/gateway-keys.ts";
-import type { SmsGateway } from "./clients/cast.ts";
+import type { SmsGateway } from "./clients/gateway.ts";
 import { errorMessage } from "../errors.ts";
 import { keyTag } from "./key-tag.ts";
 import type { Logger } from "./log.ts";

@@ -1,4 +1,4 @@
-import type { SmsGateway } from "./clients/cast.ts";
+import type { SmsGateway } from "./clients/gateway.ts";
 import { GatewayError, errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import { maskSecret } from "./mask.ts";

@@ -1,6 +1,6 @@
 import type { Commit } from "../db/commit.ts";
 import type { Job, JobStore, Receipt } from "../db/jobs.ts";
-import type { DeliveryStatus, SmsGateway } from "./clients/cast.ts";
+import type { DeliveryStatus, SmsGateway } from "./clients/gateway.ts";
 import { errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import type { MessageMetrics } from "./metrics.ts";

@@ -3,9 +3,10 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
+import type { DeliveryStatus, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
 import { exchange } from "./transport.ts";
 
-/** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5). */
+/** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5): the SmsGateway driver bridge sends through. */
 export interface GatewayOptions {
   apiUrl: string;
   timeoutMs?: number;
@@ -19,41 +20,6 @@ export interface GatewayOptions {
   onBalance?: (apiKey: string, credits: number) => void;
 }
 
-export interface SendRequest {
-  apiKey: string;
-  /** Local form, 09XXXXXXXXX. */
-  to: string;
-  message: string;
-  /** "" lets the gateway use the account's default sender. */
-  senderId: string;
-  /** X-Idempotency-Key: the same for every attempt at one message, so Cast sends it once. */
-  idempotencyKey: string;
-}
-
-export interface SendResult {
-  messageId: string;
-  parts: number;
-}
-
-/** Cast's word on one message (`GET /api/v1/sms/status/{id}`). */
-export interface DeliveryStatus {
-  /** sent, pending (carrier accepted), delivered, undelivered, failed. */
-  status: string;
-  /** The carrier's code: DELIVRD, REJECTD, UNDELIV, EXPIRED, …; "" when none yet. */
-  dlrStatus: string;
-  errorMessage: string;
-}
-
-/** A sender ID approved on the account (`GET /api/v1/account/sender-ids`). */
-export interface SenderId {
-  senderId: string;
-  label: string;
-  /** "sms" or "sim": the channel it sends on. */
-  channel: string;
-}
-
-export type SmsGateway = ReturnType<typeof createCastClient>;
-
 /** Cast.ph's own limit on one message's text. */
 export const MAX_MESSAGE_LENGTH = 10_000;
 
@@ -64,7 +30,7 @@ interface CastRequest {
   query?: Record<string, number>;
 }
 
-export function createCastClient(options: GatewayOptions) {
+export function createCastClient(options: GatewayOptions): SmsGateway {
   const timeout = options.timeoutMs ?? 30_000;
   const host = hostOf(options.apiUrl);
   const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });

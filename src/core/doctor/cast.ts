@@ -1,6 +1,6 @@
 import type { TokenRecord } from "../../db/tokens.ts";
 import { sendingWith } from "../locations.ts";
-import type { SenderId, SmsGateway } from "../clients/cast.ts";
+import type { SenderId, SmsGateway } from "../clients/gateway.ts";
 import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { errorMessage, GatewayError } from "../../errors.ts";

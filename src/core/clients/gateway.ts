@@ -1,0 +1,52 @@
+/**
+ * What bridge asks of an SMS gateway, whichever it is. Cast.ph's client (cast.ts) is the
+ * one driver; another (such as a phone running SMS Gateway for Android) implements the
+ * same, and the core, which imports only this module, does not change. Every method
+ * throws GatewayError, whose `failure` says whether a retry is safe.
+ */
+export interface SmsGateway {
+  /** Sends one SMS, retrying only what provably did not go out. */
+  send(req: SendRequest): Promise<SendResult>;
+  /** A sent message's delivery status. */
+  status(apiKey: string, messageId: string): Promise<DeliveryStatus>;
+  /** The newest `limit` messages of the account with their statuses, by message id: many receipts in one call. */
+  logs(apiKey: string, limit?: number): Promise<Map<string, DeliveryStatus>>;
+  /** The account's credits: also how a held key is probed. */
+  balance(apiKey: string): Promise<number>;
+  /** The sender IDs approved on the key's account. */
+  senderIds(apiKey: string): Promise<SenderId[]>;
+}
+
+export interface SendRequest {
+  apiKey: string;
+  /** Local form, 09XXXXXXXXX. */
+  to: string;
+  message: string;
+  /** "" lets the gateway use the account's default sender. */
+  senderId: string;
+  /** The same for every attempt at one message, so that the gateway sends it once (Cast: X-Idempotency-Key). */
+  idempotencyKey: string;
+}
+
+export interface SendResult {
+  messageId: string;
+  parts: number;
+}
+
+/** The gateway's word on one message, in Cast's terms (`GET /api/v1/sms/status/{id}`): another driver maps its own onto them. */
+export interface DeliveryStatus {
+  /** sent, pending (carrier accepted), delivered, undelivered, failed. */
+  status: string;
+  /** The carrier's code: DELIVRD, REJECTD, UNDELIV, EXPIRED, …; "" when none yet. */
+  dlrStatus: string;
+  errorMessage: string;
+}
+
+/** A sender ID approved on the account. */
+export interface SenderId {
+  senderId: string;
+  label: string;
+  /** "sms" or "sim": the channel it sends on. */
+  channel: string;
+}
+
