@@ -73,7 +73,13 @@ async function main() {
   // The executable names its addon cache directory by this hash (src/db/native.ts).
   const addonSha256 = createHash("sha256").update(await readFile(addon)).digest("hex");
   const main = await bundleEntry(entry, bundle, addonSha256, [lazyChildProcess(), heavyAsset()]);
-  await bundleEntry(heavyEntry, heavyBundle, addonSha256, [standIns()]);
+  const heavy = await bundleEntry(heavyEntry, heavyBundle, addonSha256, [standIns()]);
+  // The heavy bundle carries its own copy of all it imports: a CLI module in it would be a
+  // second copy, out of step with the first (src/cli/heavy.ts).
+  const cliInHeavy = Object.keys(heavy.inputs).filter((input) => /^src[\\/]cli[\\/]/.test(input) && !input.endsWith("heavy.ts"));
+  if (cliInHeavy.length > 0) {
+    throw new Error(`src/cli/heavy.ts imports ${cliInHeavy[0]}; the heavy bundle must import nothing from src/cli`);
+  }
   // Start-up time of every command depends on these staying out of the main bundle.
   const leaked = Object.keys(main.inputs).filter((input) => /node_modules[\\/](zod|h3|consola|ofetch|libphonenumber-js)[\\/]/.test(input));
   if (leaked.length > 0) {

@@ -1,11 +1,13 @@
-// Everything that only `serve`, `token refresh`, `config set` and `doctor` use: the HTTP stack, the
-// CRM and gateway clients, zod and consola, about nine tenths of bridge's code. Commands
-// load it with `await import("./heavy.ts")`. In dist/bridge it is a second script that
-// is compiled only then (build.mjs), so `locations list` and `config get` start without it.
+// Everything that only `serve`, `token refresh`, `config set`, `locations sync`, `status` and
+// `doctor` use: the HTTP stack, the CRM and gateway clients, zod and consola, about nine
+// tenths of bridge's code. Commands load it with `await import("./heavy.ts")`. In
+// dist/bridge it is a second script that is compiled only then (build.mjs), so
+// `locations list` and `config get` start without it.
 //
 // In the executable this module is a separate bundle with its own copy of whatever it
-// imports. So it imports nothing from src/cli, and nothing that crosses back to the CLI
-// may depend on class identity: the CLI treats its errors as plain Errors.
+// imports. So it imports nothing from src/cli (build.mjs refuses a build that does), and
+// nothing that crosses back to the CLI may depend on class identity: the CLI tests errors
+// by class only for its own classes and commander's (test/unit/heavy-split.test.ts).
 export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/doctor.ts";
 export { setLocationConfig } from "../core/location-config.ts";
