@@ -66,9 +66,10 @@ export async function startWorld(name: string) {
 /**
  * The real bridge app on 127.0.0.1:0 with a temp SQLite file, a fake CRM and a fake
  * gateway (real HTTP servers), and its own webhook signing key. Waits are shortened
- * through Tuning, never by mocking.
+ * through Tuning, never by mocking. Tests get theirs through bridgePerTest, which closes
+ * it and removes its directory after the test.
  */
-export async function startBridge(options: BridgeOptions = {}) {
+async function startBridge(options: BridgeOptions = {}) {
   const world = await startWorld("test");
   const { dir, crm, gateway, keys } = world;
   const env: Record<string, string> = {
@@ -113,6 +114,7 @@ export async function startBridge(options: BridgeOptions = {}) {
   const server = await listen(app, "127.0.0.1", 0, options.timeouts);
   if (options.worker !== false) worker.start();
   const url = server.url;
+  let closing: Promise<void> | undefined;
 
   const bridge = {
     url,
@@ -162,13 +164,23 @@ export async function startBridge(options: BridgeOptions = {}) {
         true,
       );
     },
-    async close() {
-      await worker.stop(1000);
-      server.server.closeAllConnections();
-      await server.close();
-      db.close();
-      await world.close();
-      expect(unhandled, "errors reached the server's error hook unhandled").toEqual([]);
+    /**
+     * Stops the worker and the server, closes the database and the fakes, and fails if
+     * any request reached the server's error hook unhandled. Closing again does nothing
+     * more. The directory (and so the database file) stays until the test is over: a
+     * bridge started after this one may open the same file (env DATABASE_PATH).
+     */
+    close() {
+      closing ??= (async () => {
+        await worker.stop(1000);
+        server.server.closeAllConnections();
+        await server.close();
+        db.close();
+        await crm.close();
+        await gateway.close();
+        expect(unhandled, "errors reached the server's error hook unhandled").toEqual([]);
+      })();
+      return closing;
     },
   };
   return bridge;
@@ -177,32 +189,40 @@ export async function startBridge(options: BridgeOptions = {}) {
 export type Bridge = Awaited<ReturnType<typeof startBridge>>;
 
 /**
- * For tests that each start their bridge with options of their own: the returned
- * function starts one (and seeds `locations`), and the last one is closed after each test.
+ * How every test starts a bridge: call it once in a file or describe, and each test
+ * calls the function it returns, `start(options, ...locations)`, as often as it needs
+ * (a second bridge, or one restarted on the first one's DATABASE_PATH). Each start
+ * seeds `locations`. After each test, whether it passed or not, every bridge started
+ * in it is closed, the last started first, and their directories are removed; a bridge
+ * the test closed itself is not closed again.
  */
 export function bridgePerTest() {
-  let current: Bridge | undefined;
+  const started: Bridge[] = [];
   afterEach(async () => {
-    await current?.close();
-    current = undefined;
+    const bridges = started.splice(0).reverse();
+    const failures: unknown[] = [];
+    for (const bridge of bridges) await bridge.close().catch((error: unknown) => failures.push(error));
+    for (const bridge of bridges) rmSync(bridge.dir, { recursive: true, force: true });
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, `${failures.length} bridges failed to close cleanly`);
   });
-  return async (options: BridgeOptions = {}, ...locations: string[]) => {
-    current = await startBridge(options);
-    for (const locationId of locations) current.seed(locationId);
-    return current;
+  return async (options: BridgeOptions = {}, ...locations: string[]): Promise<Bridge> => {
+    const bridge = await startBridge(options);
+    started.push(bridge);
+    for (const locationId of locations) bridge.seed(locationId);
+    return bridge;
   };
 }
 
 /** Starts a fresh bridge before each test of the enclosing describe and closes it after. */
 export function useBridge(options: () => BridgeOptions = () => ({})) {
+  const start = bridgePerTest();
   const ctx = {} as { bridge: Bridge };
   beforeEach(async () => {
-    ctx.bridge = await startBridge(options());
+    ctx.bridge = await start(options());
   });
-  afterEach(() => ctx.bridge.close());
   return ctx;
 }
-
 
 /** A ProviderOutboundMessage webhook body. */
 export function outbound(messageId: string, fields: Record<string, unknown> = {}) {

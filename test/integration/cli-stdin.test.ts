@@ -1,16 +1,16 @@
-import { afterEach, beforeEach, expect, test } from "vitest";
+import { beforeEach, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
-import { startBridge, type Bridge } from "../helpers/bridge.ts";
+import { bridgePerTest, type Bridge } from "../helpers/bridge.ts";
 
 // `bridge config set … --sms-api-key -` with the Io's standard input fed by the test;
 // e2e/binary.test.ts feeds the executable's real standard input.
+const start = bridgePerTest();
 let bridge: Bridge;
 beforeEach(async () => {
-  bridge = await startBridge();
+  bridge = await start();
   await bridge.install("loc-1");
 });
-afterEach(() => bridge.close());
 
 function cli(stdin: string | undefined, ...argv: string[]) {
   const out: string[] = [];

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
-import { APP_ID, CLIENT_ID, startBridge, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { APP_ID, CLIENT_ID, bridgePerTest, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
@@ -11,18 +11,13 @@ import { jsonResponse } from "../helpers/http.ts";
 
 const MINUTE = 60_000;
 let clock = Date.parse("2030-03-01T08:00:00Z");
-let bridge: Bridge | undefined;
 const extraDbs: Db[] = [];
 
-async function start(options: BridgeOptions = {}): Promise<Bridge> {
-  bridge = await startBridge({ now: () => clock, ...options });
-  return bridge;
-}
+const startWith = bridgePerTest();
+const start = (options: BridgeOptions = {}) => startWith({ now: () => clock, ...options });
 
-afterEach(async () => {
+afterEach(() => {
   for (const db of extraDbs.splice(0)) db.close();
-  await bridge?.close();
-  bridge = undefined;
   clock = Date.parse("2030-03-01T08:00:00Z");
 });
 

@@ -2,24 +2,14 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
 import type { H3Event } from "h3";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, test } from "vitest";
-import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { describe, expect, test } from "vitest";
+import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { closedPort, jsonResponse } from "../helpers/http.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 
-let bridge: Bridge | undefined;
-
+const startWith = bridgePerTest();
 /** A bridge with "loc-1" installed (token valid for a day). */
-async function start(options: BridgeOptions = {}): Promise<Bridge> {
-  bridge = await startBridge(options);
-  bridge.seed("loc-1");
-  return bridge;
-}
-
-afterEach(async () => {
-  await bridge?.close();
-  bridge = undefined;
-});
+const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");
 
 /** Sends one webhook and waits until its job is finished (done or dead). */
 async function deliver(b: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
@@ -522,37 +512,29 @@ async function gatewayOn(port: number) {
 
 describe("a status report answered 401", () => {
   test("refreshes the location's token once and reports with the new one", async () => {
-    const bridge = await startBridge();
-    try {
-      await bridge.install("loc-1");
-      const first = bridge.core.tokens.get("loc-1")!.accessToken;
-      bridge.crm.on("PUT /conversations/messages/:messageId/status", (req) =>
-        req.headers.authorization === `Bearer ${first}` ? jsonResponse({ message: "Invalid JWT" }, 401) : jsonResponse({ success: true }),
-      );
-      expect((await bridge.webhook(outbound("m-401"))).status).toBe(200);
-      await waitFor(() => bridge.core.jobs.get("m-401")?.state === "done");
-      const reports = bridge.crm.statusReports();
-      expect(reports.map((r) => r.authorization)).toEqual([`Bearer ${first}`, `Bearer ${bridge.core.tokens.get("loc-1")!.accessToken}`]);
-      expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
-      expect(bridge.gateway.sent()).toHaveLength(1);
-    } finally {
-      await bridge.close();
-    }
+    const bridge = await startWith();
+    await bridge.install("loc-1");
+    const first = bridge.core.tokens.get("loc-1")!.accessToken;
+    bridge.crm.on("PUT /conversations/messages/:messageId/status", (req) =>
+      req.headers.authorization === `Bearer ${first}` ? jsonResponse({ message: "Invalid JWT" }, 401) : jsonResponse({ success: true }),
+    );
+    expect((await bridge.webhook(outbound("m-401"))).status).toBe(200);
+    await waitFor(() => bridge.core.jobs.get("m-401")?.state === "done");
+    const reports = bridge.crm.statusReports();
+    expect(reports.map((r) => r.authorization)).toEqual([`Bearer ${first}`, `Bearer ${bridge.core.tokens.get("loc-1")!.accessToken}`]);
+    expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
+    expect(bridge.gateway.sent()).toHaveLength(1);
   });
 
   test("always 401 (a missing scope, say): ONE refresh for all of the location's reports, not one per try", async () => {
-    const bridge = await startBridge({ tuning: { reportAttempts: 4 } });
-    try {
-      await bridge.install("loc-1");
-      bridge.crm.on("PUT /conversations/messages/:messageId/status", () => jsonResponse({ message: "The token is not authorized for this scope." }, 401));
-      for (const id of ["m-a", "m-b", "m-c"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
-      await waitFor(() => ["m-a", "m-b", "m-c"].every((id) => bridge.core.jobs.get(id)?.state === "dead"), 10_000);
+    const bridge = await startWith({ tuning: { reportAttempts: 4 } });
+    await bridge.install("loc-1");
+    bridge.crm.on("PUT /conversations/messages/:messageId/status", () => jsonResponse({ message: "The token is not authorized for this scope." }, 401));
+    for (const id of ["m-a", "m-b", "m-c"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+    await waitFor(() => ["m-a", "m-b", "m-c"].every((id) => bridge.core.jobs.get(id)?.state === "dead"), 10_000);
 
-      expect(bridge.crm.statusReports()).toHaveLength(3 * 4); // every report tried reportAttempts times
-      expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
-      expect(bridge.gateway.sent()).toHaveLength(3);
-    } finally {
-      await bridge.close();
-    }
+    expect(bridge.crm.statusReports()).toHaveLength(3 * 4); // every report tried reportAttempts times
+    expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
+    expect(bridge.gateway.sent()).toHaveLength(3);
   });
 });

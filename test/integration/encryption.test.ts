@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
-import { afterEach, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import { loadConfig } from "../../src/core/config.ts";
 import { createCore } from "../../src/core/index.ts";
@@ -8,16 +8,15 @@ import { createLogger } from "../../src/core/log.ts";
 import { createSealer } from "../../src/db/sealer.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
-import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { sealV1 } from "../helpers/sealer.ts";
 import { captureStream } from "../helpers/stream.ts";
 
 const KEY = randomBytes(32).toString("hex");
-let bridge: Bridge;
-afterEach(() => bridge.close());
+const start = bridgePerTest();
 
 test("with BRIDGE_ENCRYPTION_KEY, tokens and API keys are sealed on disk and work as before", async () => {
-  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  const bridge = await start({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
   await bridge.install("loc-1");
   bridge.core.tokens.setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
   expect((await bridge.webhook(outbound("e-1"))).status).toBe(200);
@@ -34,7 +33,7 @@ test("with BRIDGE_ENCRYPTION_KEY, tokens and API keys are sealed on disk and wor
 });
 
 test("a missing or wrong key is a clear error, not garbage tokens", async () => {
-  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  const bridge = await start({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
   await bridge.install("loc-1");
   const db = openDb(bridge.config.databasePath);
   try {
@@ -48,7 +47,7 @@ test("a missing or wrong key is a clear error, not garbage tokens", async () => 
 });
 
 test("a database whose only sealed secret is a location's API key is refused without the key too", async () => {
-  bridge = await startBridge(); // tokens stored plain
+  const bridge = await start(); // tokens stored plain
   await bridge.install("loc-1");
   const db = openDb(bridge.config.databasePath);
   try {
@@ -62,12 +61,11 @@ test("a database whose only sealed secret is a location's API key is refused wit
 });
 
 test.each(["short", "zz".repeat(32), randomBytes(31).toString("base64")])("key %j is refused at start", (key) => {
-  bridge = { close: async () => {} } as Bridge; // no bridge to close after this one
   expect(() => loadConfig({ BRIDGE_ENCRYPTION_KEY: key }, "store")).toThrow(/BRIDGE_ENCRYPTION_KEY: must be 32 bytes/);
 });
 
 test("values written before the key was set stay readable, and are sealed on their next write", async () => {
-  bridge = await startBridge(); // no key yet: stored plain
+  const bridge = await start(); // no key yet: stored plain
   await bridge.install("loc-1");
   bridge.core.tokens.setConfig("loc-1", { smsApiKey: "plain-api-key-123456" }, Date.now());
   const plain = bridge.core.tokens.get("loc-1")!;
@@ -95,7 +93,7 @@ test("values written before the key was set stay readable, and are sealed on the
 });
 
 test("a server started without the key answers 503, and holds the job, when a CLI command sealed a secret meanwhile", async () => {
-  bridge = await startBridge(); // serve runs without BRIDGE_ENCRYPTION_KEY
+  const bridge = await start(); // serve runs without BRIDGE_ENCRYPTION_KEY
   await bridge.install("loc-1");
   const db = openDb(bridge.config.databasePath); // as `bridge config set` with the key would
   try {
@@ -116,7 +114,7 @@ test("a server started without the key answers 503, and holds the job, when a CL
 });
 
 test("a status report that meets such a secret is tried again, not given up, and goes out once it can be read", async () => {
-  bridge = await startBridge(); // serve runs without BRIDGE_ENCRYPTION_KEY
+  const bridge = await start(); // serve runs without BRIDGE_ENCRYPTION_KEY
   await bridge.install("loc-1");
   const withStore = (sealer: ReturnType<typeof createSealer>, apiKey: string) => {
     const db = openDb(bridge.config.databasePath);
@@ -144,7 +142,7 @@ test("a status report that meets such a secret is tried again, not given up, and
 });
 
 test("a refresh token's ciphertext copied into sms_api_key is refused, never sent to the gateway as an API key", async () => {
-  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  const bridge = await start({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
   await bridge.install("loc-1");
   const { refreshToken } = bridge.core.tokens.get("loc-1")!;
   sql(bridge, "UPDATE tokens SET sms_api_key = refresh_token WHERE location_id = 'loc-1'");
@@ -166,7 +164,7 @@ test("a refresh token's ciphertext copied into sms_api_key is refused, never sen
 });
 
 test("a ciphertext copied into another row or another column fails to open; the key still passes the start check", async () => {
-  bridge = await startBridge({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  const bridge = await start({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
   await bridge.install("loc-1");
   await bridge.install("loc-2");
   sql(bridge, "UPDATE tokens SET refresh_token = (SELECT refresh_token FROM tokens WHERE location_id = 'loc-1') WHERE location_id = 'loc-2'");
@@ -186,7 +184,7 @@ test("a ciphertext copied into another row or another column fails to open; the 
 });
 
 test("enc:v1 values (sealed before values were bound) still open, and the first process with the key seals them as v2", async () => {
-  bridge = await startBridge(); // the values are written plain, then sealed as an earlier bridge did
+  const bridge = await start(); // the values are written plain, then sealed as an earlier bridge did
   for (const id of ["loc-1", "loc-2"]) await bridge.install(id);
   bridge.core.tokens.setConfig("loc-1", { smsApiKey: "old-api-key-123456" }, Date.now());
   const before = bridge.core.tokens.list();

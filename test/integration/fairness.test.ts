@@ -1,26 +1,21 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, expect, test } from "vitest";
-import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { expect, test } from "vitest";
+import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 
 /** Cast's limits and fair turns between locations (CONTRACT.md 5.8-9), through real HTTP. */
 
-let b: Bridge | undefined;
-afterEach(async () => {
-  await b?.close();
-  b = undefined;
-});
+const startWith = bridgePerTest();
 
+/** A bridge with locations "loc-a" and "loc-b", and a gateway that takes `latencyMs` to answer a send. */
 async function start(messagesPerSecond: number, latencyMs: number) {
-  b = await startBridge({ env: { CAST_MESSAGES_PER_SECOND: String(messagesPerSecond) } });
-  b.seed("loc-a");
-  b.seed("loc-b");
-  const gateway = b.gateway;
+  const bridge = await startWith({ env: { CAST_MESSAGES_PER_SECOND: String(messagesPerSecond) } }, "loc-a", "loc-b");
+  const gateway = bridge.gateway;
   gateway.on(SEND, async () => {
     await sleep(latencyMs);
     return gateway.accept();
   });
-  return b;
+  return bridge;
 }
 
 async function post(bridge: Bridge, ids: string[], locationId: string) {
@@ -67,8 +62,7 @@ test("messages waiting for the key's budget hold no worker: status reports and o
 });
 
 test("four keys together keep to CAST_REQUESTS_PER_SECOND: a gateway enforcing it per address answers no 429", async () => {
-  b = await startBridge({ env: { CAST_MESSAGES_PER_SECOND: "20", CAST_REQUESTS_PER_SECOND: "30" } });
-  const bridge = b;
+  const bridge = await startWith({ env: { CAST_MESSAGES_PER_SECOND: "20", CAST_REQUESTS_PER_SECOND: "30" } });
   // Cast's 30 a second, burst 50, for all calls from this address, with two to spare for loopback jitter.
   const limit = bridge.gateway.limitRequests(30, 52);
   const locations = ["loc-1", "loc-2", "loc-3", "loc-4"];

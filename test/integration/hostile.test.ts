@@ -1,24 +1,27 @@
 import fc from "fast-check";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import { toLocalPH } from "../../src/core/phone.ts";
-import { outbound, startBridge, type Bridge } from "../helpers/bridge.ts";
+import { bridgePerTest, outbound, type Bridge } from "../helpers/bridge.ts";
 
 /** Figures of the last run, printed for docs/RELIABILITY.md. */
 const tried = { webhooks: 0, unsigned: 0, admin: 0, paths: 0, phones: 0, cli: 0 };
-let bridge: Bridge;
-
-beforeAll(async () => {
-  bridge = await startBridge({ worker: false });
-  await bridge.install("loc-1");
-});
-afterAll(async () => {
-  await bridge.close(); // fails if any request reached the error hook unhandled
+afterAll(() => {
   console.log(`hostile input tried: ${JSON.stringify(tried)}`);
 });
 
+// Closing a bridge fails the test if any request reached the error hook unhandled.
+const startWith = bridgePerTest();
+
+/** A bridge with "loc-1" installed and no worker: what the input does is all there is to see. */
+async function start() {
+  const bridge = await startWith({ worker: false });
+  await bridge.install("loc-1");
+  return bridge;
+}
+
 /** Everything observable that a rejected request must leave alone. */
-function snapshot() {
+function snapshot(bridge: Bridge) {
   return JSON.stringify({ tokens: bridge.core.tokens.list(), jobs: bridge.core.jobs.counts() });
 }
 
@@ -29,6 +32,7 @@ const jsonValue = fc.oneof(
 );
 
 test("signed webhook bodies of any shape get 200 or a clear 400, never a 5xx", async () => {
+  const bridge = await start();
   await fc.assert(
     fc.asyncProperty(jsonValue, async (raw) => {
       tried.webhooks++;
@@ -42,7 +46,8 @@ test("signed webhook bodies of any shape get 200 or a clear 400, never a 5xx", a
 });
 
 test("unsigned or badly signed webhooks of any shape get 401 and change nothing", async () => {
-  const before = snapshot();
+  const bridge = await start();
+  const before = snapshot(bridge);
   await fc.assert(
     fc.asyncProperty(jsonValue, fc.option(fc.string(), { nil: undefined }), fc.constantFrom("x-ghl-signature", "x-wh-signature"), async (raw, signature, header) => {
       tried.unsigned++;
@@ -53,23 +58,25 @@ test("unsigned or badly signed webhooks of any shape get 401 and change nothing"
     }),
     { numRuns: 300 },
   );
-  expect(snapshot()).toBe(before);
+  expect(snapshot(bridge)).toBe(before);
 });
 
 test("admin PUT bodies of any shape get 200 or 400; a 400 leaves the store as it was", async () => {
+  const bridge = await start();
   await fc.assert(
     fc.asyncProperty(fc.oneof(fc.json(), fc.string()), async (raw) => {
       tried.admin++;
-      const before = snapshot();
+      const before = snapshot(bridge);
       const res = await bridge.admin("/api/admin/locations/loc-1/config", { method: "PUT", body: raw });
       expect([200, 400]).toContain(res.status);
-      if (res.status === 400) expect(snapshot()).toBe(before);
+      if (res.status === 400) expect(snapshot(bridge)).toBe(before);
     }),
     { numRuns: 300 },
   );
 });
 
 test("any location id in the path gets a clean 4xx or 200, never a 5xx", async () => {
+  const bridge = await start();
   await fc.assert(
     fc.asyncProperty(fc.string({ minLength: 1 }), async (id) => {
       tried.paths++;
@@ -93,6 +100,7 @@ test("phone normalization never throws and yields 09XXXXXXXXX or nothing", () =>
 });
 
 test("the CLI answers any arguments with exit code 0, 1 or 2 and never throws", async () => {
+  const bridge = await start();
   const word = fc.oneof(
     fc.constantFrom("locations", "list", "config", "get", "set", "token", "refresh", "install-url", "--json", "--all", "--force", "--sender-id", "--sms-api-key", "--db", "--env-file", "--help"),
     fc.string(),

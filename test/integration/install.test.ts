@@ -1,5 +1,5 @@
-import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { APP_ID, CLIENT_ID, CLIENT_SECRET, startBridge, type Bridge } from "../helpers/bridge.ts";
+import { beforeEach, describe, expect, test } from "vitest";
+import { APP_ID, CLIENT_ID, CLIENT_SECRET, bridgePerTest, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SPEC_SCOPES } from "../helpers/spec.ts";
 import { jsonResponse, type Recorded } from "../helpers/http.ts";
@@ -11,13 +11,13 @@ const DAY_S = 86399; // the fake CRM's expires_in
 const CALLBACK = "http://bridge.test/oauth-callback";
 const SCOPES = SPEC_SCOPES;
 
+const start = bridgePerTest();
 let clock = T0;
 let bridge: Bridge;
 beforeEach(async () => {
   clock = T0;
-  bridge = await startBridge({ now: () => clock });
+  bridge = await start({ now: () => clock });
 });
-afterEach(() => bridge.close());
 
 /** GET /oauth-callback with the given raw query string. */
 async function callback(query: string) {

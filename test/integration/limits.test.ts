@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { BODY_LIMIT, UNSIGNED_BODY_BUDGET } from "../../src/server/body.ts";
-import { outbound, signBody, startBridge, useBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { bridgePerTest, outbound, signBody, useBridge, waitFor } from "../helpers/bridge.ts";
 import { jsonResponse, rawExchange } from "../helpers/http.ts";
 
 /** Limits before authentication (CONTRACT.md 12), through real sockets against the real app. */
@@ -29,14 +29,10 @@ async function expectAccepted(res: Response) {
 }
 
 describe("a connection that sends nothing", () => {
-  let bridge: Bridge | undefined;
-  afterEach(async () => {
-    await bridge?.close();
-    bridge = undefined;
-  });
+  const start = bridgePerTest();
 
   test("is closed by the server within 10 s (serve's default)", async () => {
-    bridge = await startBridge({ worker: false });
+    const bridge = await start({ worker: false });
     const opened = Date.now();
     const silent = hold(bridge.url);
     await silent.closed;
@@ -45,7 +41,7 @@ describe("a connection that sends nothing", () => {
   }, 15_000);
 
   test("is closed, while a request whose handler outlasts that silence is still answered", async () => {
-    bridge = await startBridge({ worker: false, timeouts: { idleMs: 200 } });
+    const bridge = await start({ worker: false, timeouts: { idleMs: 200 } });
     const { crm } = bridge;
     crm.grantLocation("code-slow", "loc-slow");
     const answer = crm.codes.get("code-slow");

@@ -1,7 +1,7 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, expect, test } from "vitest";
-import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { bridgePerTest, outbound, waitFor } from "../helpers/bridge.ts";
 
 /**
  * A gateway outage is ridden out (CONTRACT.md 5.5): bridge reaches the fake Cast through
@@ -11,23 +11,20 @@ import { outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.t
 
 const OUTAGE_MS = 2 * 60_000;
 
-let bridge: Bridge | undefined;
+const start = bridgePerTest();
 let relay: Awaited<ReturnType<typeof startRelay>> | undefined;
 afterEach(async () => {
   await relay?.close();
-  await bridge?.close();
-  bridge = relay = undefined;
+  relay = undefined;
 });
 
 test("the gateway refuses connections for 2 minutes mid-drain: every message delivered exactly once, none failed", async () => {
   relay = await startRelay();
-  bridge = await startBridge({ env: { CAST_MESSAGES_PER_SECOND: "20", SMS_API_URL: relay.url }, tuning: { sms: { retries: 1, retryDelayMs: 50 } } });
-  relay.target = Number(new URL(bridge.gateway.url).port);
-  bridge.seed("loc-1");
+  const b = await start({ env: { CAST_MESSAGES_PER_SECOND: "20", SMS_API_URL: relay.url }, tuning: { sms: { retries: 1, retryDelayMs: 50 } } }, "loc-1");
+  relay.target = Number(new URL(b.gateway.url).port);
   const ids = Array.from({ length: 200 }, (_, i) => `m-${i}`);
-  for (const id of ids) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  for (const id of ids) expect((await b.webhook(outbound(id))).status).toBe(200);
 
-  const b = bridge;
   await waitFor(() => b.gateway.sent().length >= 50, 30_000);
   relay.down();
   await sleep(OUTAGE_MS);

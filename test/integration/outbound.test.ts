@@ -1,14 +1,11 @@
-import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { describe, expect, test } from "vitest";
+import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor } from "../helpers/bridge.ts";
 
-let bridge: Bridge;
-beforeEach(async () => {
-  bridge = await startBridge();
-});
-afterEach(() => bridge.close());
+const start = bridgePerTest();
 
 describe("outbound processing", () => {
   test("a signed webhook becomes one SMS in local format and a delivered status report", async () => {
+    const bridge = await start();
     await bridge.install("loc-1");
     const res = await bridge.webhook(outbound("m-1"));
     expect(res.status).toBe(200);

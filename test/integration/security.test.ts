@@ -2,18 +2,14 @@ import { statSync } from "node:fs";
 import { request } from "node:http";
 import { createApp } from "../../src/server/app.ts";
 import { listen } from "../../src/server/listen.ts";
-import { afterEach, beforeEach, expect, test } from "vitest";
-import { ADMIN_KEY, CLIENT_SECRET, GLOBAL_SMS_KEY, outbound, startBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { expect, test } from "vitest";
+import { ADMIN_KEY, CLIENT_SECRET, GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { rawExchange } from "../helpers/http.ts";
 
-let bridge: Bridge;
-beforeEach(async () => {
-  bridge = await startBridge();
-});
-afterEach(() => bridge.close());
+const start = bridgePerTest();
 
 /** GET /api/admin/locations from a given local address, answered with its status. */
-function getFrom(localAddress: string, headers: Record<string, string>): Promise<number> {
+function getFrom(bridge: Bridge, localAddress: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(`${bridge.url}/api/admin/locations`, { localAddress, headers, agent: false }, (res) => {
       res.resume();
@@ -25,7 +21,7 @@ function getFrom(localAddress: string, headers: Record<string, string>): Promise
 }
 
 /** Sends `n` wrong admin keys, each answered 401, 429 or as `expected` says. */
-async function wrongKeys(n: number, headers: Record<string, string> = {}, expected?: number) {
+async function wrongKeys(bridge: Bridge, n: number, headers: Record<string, string> = {}, expected?: number) {
   for (let i = 0; i < n; i++) {
     const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer wrong-key-${i}`, ...headers } });
     if (expected) expect(res.status).toBe(expected);
@@ -33,7 +29,8 @@ async function wrongKeys(n: number, headers: Record<string, string> = {}, expect
 }
 
 test("ten wrong admin keys from one address, then that address's wrong keys get 429", async () => {
-  await wrongKeys(10, {}, 401);
+  const bridge = await start();
+  await wrongKeys(bridge, 10, {}, 401);
   const blocked = await bridge.fetch("/api/admin/locations", { headers: { authorization: "Bearer wrong" } });
   expect(blocked.status).toBe(429);
   expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -43,7 +40,8 @@ test("ten wrong admin keys from one address, then that address's wrong keys get 
 });
 
 test("the right admin key passes after 50 failures from the same address", async () => {
-  await wrongKeys(50);
+  const bridge = await start();
+  await wrongKeys(bridge, 50);
   const res = await bridge.admin("/api/admin/locations");
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual({ locations: [] });
@@ -52,19 +50,19 @@ test("the right admin key passes after 50 failures from the same address", async
 });
 
 test("the limit is per minute: a client over it gets 401 again once its failures are a minute old", async () => {
-  await bridge.close();
   let clock = Date.parse("2025-03-01T08:00:00.000Z");
-  bridge = await startBridge({ now: () => clock, worker: false });
-  await wrongKeys(10, {}, 401);
-  await wrongKeys(5, {}, 429);
+  const bridge = await start({ now: () => clock, worker: false });
+  await wrongKeys(bridge, 10, {}, 401);
+  await wrongKeys(bridge, 5, {}, 429);
   clock += 59_999;
-  await wrongKeys(1, {}, 429);
+  await wrongKeys(bridge, 1, {}, 429);
   clock += 1;
-  await wrongKeys(10, {}, 401);
-  await wrongKeys(1, {}, 429);
+  await wrongKeys(bridge, 10, {}, 401);
+  await wrongKeys(bridge, 1, {}, 429);
 });
 
 test("X-Forwarded-For is not trusted by default: a new forged value per try does not escape the 429", async () => {
+  const bridge = await start();
   for (let i = 0; i < 10; i++) {
     const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer wrong-${i}`, "x-forwarded-for": `10.0.0.${i}` } });
     expect(res.status).toBe(401);
@@ -74,8 +72,7 @@ test("X-Forwarded-For is not trusted by default: a new forged value per try does
 });
 
 test("with TRUST_PROXY, failures count per forwarded client: one client cannot lock out another", async () => {
-  await bridge.close();
-  bridge = await startBridge({ env: { TRUST_PROXY: "1" } });
+  const bridge = await start({ env: { TRUST_PROXY: "1" } });
   const from = (client: string, authorization: string) =>
     bridge.fetch("/api/admin/locations", { headers: { authorization, "x-forwarded-for": client } });
   // The proxy appends the address it saw; what the client sent before it may be forged.
@@ -87,11 +84,10 @@ test("with TRUST_PROXY, failures count per forwarded client: one client cannot l
 });
 
 test("with TRUST_PROXY, X-Forwarded-For from a peer not in TRUSTED_PROXIES is ignored", async () => {
-  await bridge.close();
   // The proxy is 127.0.0.2, the attacker 127.0.0.1: both are this machine (all of 127/8 is).
-  bridge = await startBridge({ env: { TRUST_PROXY: "1", TRUSTED_PROXIES: "127.0.0.2" } });
-  const attacker = (client: string, key: string) => getFrom("127.0.0.1", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
-  const proxy = (client: string, key: string) => getFrom("127.0.0.2", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
+  const bridge = await start({ env: { TRUST_PROXY: "1", TRUSTED_PROXIES: "127.0.0.2" } });
+  const attacker = (client: string, key: string) => getFrom(bridge, "127.0.0.1", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
+  const proxy = (client: string, key: string) => getFrom(bridge, "127.0.0.2", { authorization: `Bearer ${key}`, "x-forwarded-for": client });
 
   // Naming a victim counts against the attacker's own address, not the victim's...
   for (let i = 0; i < 10; i++) expect(await attacker("203.0.113.7", `wrong-${i}`)).toBe(401);
@@ -107,6 +103,7 @@ test("with TRUST_PROXY, X-Forwarded-For from a peer not in TRUSTED_PROXIES is ig
 });
 
 test("a failed admin login is a warn line naming the client, the path and why, never the key presented", async () => {
+  const bridge = await start();
   const guesses = ["guess-do-not-log-4b227777d4dd", `${ADMIN_KEY.slice(0, -1)}`, `${ADMIN_KEY}x`];
   for (const guess of guesses) await bridge.fetch("/api/admin/locations", { headers: { authorization: `Bearer ${guess}` } });
   await bridge.fetch("/api/admin/locations/loc-1/config");
@@ -123,20 +120,22 @@ test("a failed admin login is a warn line naming the client, the path and why, n
 });
 
 test("a flood of failures logs a bounded number of lines: ten per client a minute, a hundred in all", async () => {
+  let bridge = await start();
   const failureLines = () => bridge.logs.filter((line) => line.includes("admin auth failed"));
   // A path of its own per try: the logger folds identical lines, which would hide the count.
   for (let i = 0; i < 50; i++) await bridge.fetch(`/api/admin/locations/loc-${i}/config`, { headers: { authorization: "Bearer wrong" } });
   expect(failureLines()).toHaveLength(10);
   expect(failureLines()[9]).toContain("(10 failures within 60 s: its wrong keys now get 429, not logged)");
 
-  await bridge.close();
-  bridge = await startBridge({ env: { TRUST_PROXY: "1" } });
-  for (let i = 0; i < 150; i++) await wrongKeys(1, { "x-forwarded-for": `198.51.100.${i}` }, 401);
+  // A second bridge, behind a proxy: a hundred clients of ten failures each.
+  bridge = await start({ env: { TRUST_PROXY: "1" } });
+  for (let i = 0; i < 150; i++) await wrongKeys(bridge, 1, { "x-forwarded-for": `198.51.100.${i}` }, 401);
   expect(failureLines()).toHaveLength(100);
   expect(bridge.logs.filter((line) => line.includes("more than 100 failed admin logins within 60 s"))).toHaveLength(1);
 });
 
 test("a full run never writes a token or key to the log, and the database files are 0600", async () => {
+  const bridge = await start();
   await bridge.install("loc-1");
   const stored = bridge.core.tokens.get("loc-1")!;
   await bridge.admin("/api/admin/locations/loc-1/config", {
@@ -173,11 +172,12 @@ test("a full run never writes a token or key to the log, and the database files 
 test.each([
   ["headers that never end", "POST /webhooks/crm HTTP/1.1\r\nHost: x\r\nX-Slow: "],
   ["a body that trickles in", "POST /webhooks/crm HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"type\":"],
-])("a slow client (%s) is cut off by the server's timeouts", async (_, start) => {
+])("a slow client (%s) is cut off by the server's timeouts", async (_, head) => {
+  const bridge = await start();
   const app = createApp({ core: bridge.core });
   const server = await listen(app, "127.0.0.1", 0, { headersMs: 300, requestMs: 600 });
   try {
-    const answer = await rawExchange(server.url, start, 3000);
+    const answer = await rawExchange(server.url, head, 3000);
     expect(answer).not.toMatch(/\(open\)$/); // cut off within 3 s
     expect(answer).toMatch(/^HTTP\/1\.1 408|^$/);
   } finally {

@@ -3,7 +3,7 @@ import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
-import { CLIENT_ID, CLIENT_SECRET, outbound, startBridge, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { CLIENT_ID, CLIENT_SECRET, bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 const MINUTE = 60_000;
@@ -17,19 +17,14 @@ const clock = Date.parse("2024-06-01T08:00:00Z");
 /** What the bridge's `now()` answers; a test may move it forward. */
 let current = clock;
 
-let bridge: Bridge | undefined;
 const extraDbs: Db[] = [];
 
-async function start(options: BridgeOptions = {}): Promise<Bridge> {
-  // The clock stands still here, so no receipt would ever come due: report on acceptance.
-  bridge = await startBridge({ now: () => current, ...options, env: { DLR_WAIT: "0", ...options.env } });
-  return bridge;
-}
+const startWith = bridgePerTest();
+// The clock stands still here, so no receipt would ever come due: report on acceptance.
+const start = (options: BridgeOptions = {}) => startWith({ now: () => current, ...options, env: { DLR_WAIT: "0", ...options.env } });
 
-afterEach(async () => {
+afterEach(() => {
   for (const db of extraDbs.splice(0)) db.close();
-  await bridge?.close();
-  bridge = undefined;
   current = clock;
 });
 
