@@ -2,7 +2,7 @@ import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, expect } from "vitest";
+import { afterEach, expect } from "vitest";
 import { loadConfig } from "../../src/core/config.ts";
 import { createCore, type Tuning } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
@@ -212,16 +212,6 @@ export function bridgePerTest() {
     for (const locationId of locations) bridge.seed(locationId);
     return bridge;
   };
-}
-
-/** Starts a fresh bridge before each test of the enclosing describe and closes it after. */
-export function useBridge(options: () => BridgeOptions = () => ({})) {
-  const start = bridgePerTest();
-  const ctx = {} as { bridge: Bridge };
-  beforeEach(async () => {
-    ctx.bridge = await start(options());
-  });
-  return ctx;
 }
 
 /** A ProviderOutboundMessage webhook body. */

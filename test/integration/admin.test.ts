@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { ADMIN_KEY, GLOBAL_SMS_KEY, outbound, useBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { ADMIN_KEY, GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/;
 
@@ -22,7 +22,7 @@ function put(bridge: Bridge, locationId: string, body: unknown, raw?: string) {
 }
 
 describe("admin auth", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
 
   const credentials = [
     { name: "no Authorization", authorization: undefined },
@@ -37,7 +37,7 @@ describe("admin auth", () => {
   const cases = ENDPOINTS.flatMap((endpoint) => credentials.map((c) => ({ ...endpoint, ...c })));
 
   test.each(cases)("$method $path with $name: 401 unauthorized, WWW-Authenticate: Bearer", async ({ method, path, body, authorization }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     const before = bridge.core.tokens.get("loc-1");
     const res = await sendAs(bridge, authorization, { method, path, body });
@@ -49,14 +49,14 @@ describe("admin auth", () => {
   });
 
   test.each(ENDPOINTS)("$method $path with the right bearer is not refused", async ({ method, path }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     const res = await bridge.admin(path, { method, body: method === "PUT" ? "{}" : undefined });
     expect(res.status).toBe(200);
   });
 
   test("the scheme name is case-insensitive", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const res = await bridge.fetch("/api/admin/locations", { headers: { authorization: `bearer ${ADMIN_KEY}` } });
     expect(res.status).toBe(200);
   });
@@ -65,7 +65,7 @@ describe("admin auth", () => {
 describe("admin API during a key rotation (INBOUND_API_KEY=old,new)", () => {
   const OLD = "old-admin-key-0123456789abcdef";
   const NEW = "new-admin-key-fedcba9876543210";
-  const ctx = useBridge(() => ({ worker: false, env: { INBOUND_API_KEY: `${OLD},${NEW}` } }));
+  const start = bridgePerTest();
 
   test.each([
     { name: "the old key", authorization: `Bearer ${OLD}`, status: 200 },
@@ -73,20 +73,21 @@ describe("admin API during a key rotation (INBOUND_API_KEY=old,new)", () => {
     { name: "both, as written in the variable", authorization: `Bearer ${OLD},${NEW}`, status: 401 },
     { name: "the key of the other tests", authorization: `Bearer ${ADMIN_KEY}`, status: 401 },
   ])("$name gets $status", async ({ authorization, status }) => {
-    const res = await sendAs(ctx.bridge, authorization, ENDPOINTS[0]!);
+    const bridge = await start({ worker: false, env: { INBOUND_API_KEY: `${OLD},${NEW}` } });
+    const res = await sendAs(bridge, authorization, ENDPOINTS[0]!);
     expect(res.status).toBe(status);
   });
 });
 
 describe("admin API with INBOUND_API_KEY unset", () => {
-  const ctx = useBridge(() => ({ worker: false, env: { INBOUND_API_KEY: "" } }));
+  const start = bridgePerTest();
 
   test.each(
     ENDPOINTS.flatMap((endpoint) =>
       [undefined, "Bearer ", `Bearer ${ADMIN_KEY}`, "Bearer undefined"].map((authorization) => ({ ...endpoint, authorization })),
     ),
   )("$method $path with authorization $authorization: 503, not open", async ({ method, path, body, authorization }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false, env: { INBOUND_API_KEY: "" } });
     await bridge.install("loc-1");
     const before = bridge.core.tokens.get("loc-1");
     const res = await sendAs(bridge, authorization, { method, path, body });
@@ -98,21 +99,24 @@ describe("admin API with INBOUND_API_KEY unset", () => {
 });
 
 describe("GET /api/admin/locations", () => {
-  const start = Date.parse("2025-03-01T08:00:00.000Z");
-  let clock = start;
-  const ctx = useBridge(() => {
-    clock = start;
-    return { worker: false, now: () => clock };
-  });
+  const T0 = Date.parse("2025-03-01T08:00:00.000Z");
+  let clock = T0;
+  const startWith = bridgePerTest();
+  /** A bridge whose clock stands at T0 until the test moves it. */
+  const start = () => {
+    clock = T0;
+    return startWith({ worker: false, now: () => clock });
+  };
 
   test("an empty store lists no locations", async () => {
-    const res = await ctx.bridge.admin("/api/admin/locations");
+    const bridge = await start();
+    const res = await bridge.admin("/api/admin/locations");
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ locations: [] });
   });
 
   test("lists every installed location with masked key and ISO-8601 UTC times", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     clock += 60_000;
     await bridge.install("loc-2");
@@ -132,7 +136,7 @@ describe("GET /api/admin/locations", () => {
       sms_api_key: "",
       installed_at: "2025-03-01T08:00:00.000Z",
       updated_at: "2025-03-01T08:00:00.000Z",
-      expires_at: new Date(start + 86_399_000).toISOString(),
+      expires_at: new Date(T0 + 86_399_000).toISOString(),
     });
     expect(byId["loc-2"]).toMatchObject({
       location_id: "loc-2",
@@ -141,7 +145,7 @@ describe("GET /api/admin/locations", () => {
       sms_api_key: "abcdefghijkl...",
       installed_at: "2025-03-01T08:01:00.000Z",
       updated_at: "2025-03-01T08:02:00.000Z",
-      expires_at: new Date(start + 60_000 + 86_399_000).toISOString(),
+      expires_at: new Date(T0 + 60_000 + 86_399_000).toISOString(),
     });
     for (const location of locations) {
       for (const field of ["expires_at", "installed_at", "updated_at"]) expect(location[field]).toMatch(ISO_UTC);
@@ -149,7 +153,7 @@ describe("GET /api/admin/locations", () => {
   });
 
   test("the response never carries an access token, a refresh token or a full API key", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await bridge.install("loc-2");
     await put(bridge, "loc-1", { sms_api_key: "secret-gateway-key-0123456789" });
@@ -170,7 +174,7 @@ describe("GET /api/admin/locations", () => {
 });
 
 describe("GET /api/admin/locations/{id}/config", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
 
   test.each([
     { key: "abcdefghijklmnopqrstuvwxyz", masked: "abcdefghijkl..." },
@@ -179,7 +183,7 @@ describe("GET /api/admin/locations/{id}/config", () => {
     { key: "short", masked: "short..." },
     { key: "", masked: "" },
   ])("sms_api_key $key is shown as $masked", async ({ key, masked }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     bridge.core.tokens.setConfig("loc-1", { senderId: "CASTPH", smsApiKey: key }, Date.now());
 
@@ -189,7 +193,7 @@ describe("GET /api/admin/locations/{id}/config", () => {
   });
 
   test("a location with nothing set shows empty values", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     const res = await bridge.admin("/api/admin/locations/loc-1/config");
     expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "" });
@@ -197,10 +201,10 @@ describe("GET /api/admin/locations/{id}/config", () => {
 });
 
 describe("PUT /api/admin/locations/{id}/config", () => {
-  const ctx = useBridge();
+  const start = bridgePerTest();
 
   test("sets sender_id and sms_api_key: 200 masked, stored unmasked, and the next SMS uses them", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const res = await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
     expect(res.status).toBe(200);
@@ -216,7 +220,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
   });
 
   test("an absent field keeps its value", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
 
@@ -230,7 +234,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
   });
 
   test('"" clears both back to the global defaults: the next SMS uses SMS_API_KEY and no sender_id', async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
 
@@ -245,7 +249,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
   });
 
   test.each(["ABCDEFGHIJK", "My Shop.PH", "a_b-c", "7", "ACME INC."])("sender_id %j (11 characters at most, inner spaces and punctuation) is accepted", async (senderId) => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const res = await put(bridge, "loc-1", { sender_id: senderId });
     expect(res.status).toBe(200);
@@ -273,7 +277,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     { name: "sms_api_key with a space", raw: JSON.stringify({ sms_api_key: "abc def" }) },
     { name: "a valid field beside an invalid one", raw: JSON.stringify({ sms_api_key: "k-new", sender_id: 1 }) },
   ])("$name: 400 and the store is unchanged", async ({ raw }) => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
     const before = bridge.core.tokens.get("loc-1");
@@ -285,7 +289,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
   });
 
   test("a body over 1 MiB: 413 and the store is unchanged", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const before = bridge.core.tokens.get("loc-1");
     const res = await put(bridge, "loc-1", { sms_api_key: "k".repeat(1.5 * 1024 * 1024) });
@@ -295,10 +299,10 @@ describe("PUT /api/admin/locations/{id}/config", () => {
 });
 
 describe("unknown locations and paths", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
 
   test.each(["GET", "PUT"])("%s config of an unknown location: 404 location not found, nothing created", async (method) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     const res = await bridge.admin("/api/admin/locations/loc-404/config", {
       method,
@@ -311,7 +315,7 @@ describe("unknown locations and paths", () => {
   });
 
   test("the old PUT …/sender-id endpoint is not part of the interface: 404, nothing changed", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     const before = bridge.core.tokens.get("loc-1");
     const res = await bridge.admin("/api/admin/locations/loc-1/sender-id", { method: "PUT", body: JSON.stringify({ sender_id: "OLD" }) });
@@ -334,7 +338,7 @@ describe("unknown locations and paths", () => {
   test.each(encodedIds.flatMap((id) => ["GET", "PUT"].map((method) => ({ ...id, method }))))(
     "$method config of $encoded: 400, the id is not an id, the store unchanged",
     async ({ encoded, decoded, method }) => {
-      const { bridge } = ctx;
+      const bridge = await start({ worker: false });
       await bridge.install("loc-1");
       const res = await bridge.admin(`/api/admin/locations/${encoded}/config`, {
         method,
@@ -351,7 +355,7 @@ describe("unknown locations and paths", () => {
 
   // Not valid percent-encoding at all: the framework refuses the URL before routing.
   test.each(["%", "%ZZ", "loc%E0%A4%A", "%C0%AF"])("GET and PUT config of malformed escape %s: 400, never 5xx", async (encoded) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     for (const method of ["GET", "PUT"]) {
       const res = await bridge.admin(`/api/admin/locations/${encoded}/config`, {
@@ -365,7 +369,7 @@ describe("unknown locations and paths", () => {
   });
 
   test("an unknown id, percent-encoded: a clean 404 naming the decoded id", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     const res = await bridge.admin("/api/admin/locations/loc%2D2/config");
     expect(res.status).toBe(404);

@@ -7,7 +7,7 @@ import { openDb } from "../../src/db/index.ts";
 import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
-import { GLOBAL_SMS_KEY, outbound, useBridge, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 
 /** Who may use the operator's gateway key (CONTRACT.md 12), through real HTTP. */
@@ -25,10 +25,11 @@ async function sendAndWait(bridge: Bridge, messageId: string, fields: Record<str
 }
 
 describe("with ALLOWED_COMPANY_IDS set to another company", () => {
-  const ctx = useBridge(() => ({ env: { ALLOWED_COMPANY_IDS: "operatorCo1, operatorCo2" } }));
+  const startWith = bridgePerTest();
+  const start = () => startWith({ env: { ALLOWED_COMPANY_IDS: "operatorCo1, operatorCo2" } });
 
   test("an outsider's location install is refused with 403, nothing stored, logged at warn", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     bridge.crm.grantLocation("code-x", "loc-x");
     expect(await callback(bridge, "code-x")).toEqual({ status: 403, body: `company ${COMPANY_ID} may not install this app` });
     expect(bridge.core.tokens.list()).toEqual([]);
@@ -36,7 +37,7 @@ describe("with ALLOWED_COMPANY_IDS set to another company", () => {
   });
 
   test("an outsider's agency install is refused before any location token is fetched", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     bridge.crm.grantCompany("code-co", { installedLocations: ["a", "b"] });
     expect(await callback(bridge, "code-co")).toEqual({ status: 403, body: `company ${COMPANY_ID} may not install this app` });
     expect(bridge.crm.received("POST /oauth/locationToken")).toEqual([]);
@@ -44,7 +45,7 @@ describe("with ALLOWED_COMPANY_IDS set to another company", () => {
   });
 
   test("a listed company's install is approved at once and sends with the global key", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     bridge.crm.grantLocation("code-ok", "loc-ok", { companyId: "operatorCo2" });
     expect((await callback(bridge, "code-ok")).status).toBe(200);
     expect(bridge.core.tokens.get("loc-ok")).toMatchObject({ approved: true, companyId: "operatorCo2" });
@@ -54,10 +55,11 @@ describe("with ALLOWED_COMPANY_IDS set to another company", () => {
 });
 
 describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
-  const ctx = useBridge(() => ({ env: { ALLOWED_COMPANY_IDS: "", SMS_SENDER_ID: "OPERATOR" } }));
+  const startWith = bridgePerTest();
+  const start = () => startWith({ env: { ALLOWED_COMPANY_IDS: "", SMS_SENDER_ID: "OPERATOR" } });
 
   test("a pending location's message does not reach the gateway with the global key; approve, then it does", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
     expect(bridge.logs.join("")).toContain("installed location loc-1 (company company-1); pending");
@@ -78,7 +80,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
   });
 
   test("a pending location with its own key sends on it, without the operator's sender ID", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.core.tokens.setConfig("loc-1", { smsApiKey: "their-own-key-0123" }, Date.now());
     expect(await sendAndWait(bridge, "m-own")).toMatchObject({ outcome: "delivered" });
@@ -88,7 +90,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
   });
 
   test("the admin list shows who is approved; approving an unknown location is a 404", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const list = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: unknown[] };
     expect(list.locations).toMatchObject([{ location_id: "loc-1", approved: false, uninstalled_at: null }]);
@@ -98,7 +100,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
   });
 
   test("approval needs the admin key", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const res = await bridge.fetch("/api/admin/locations/loc-1/approve", { method: "POST" });
     expect(res.status).toBe(401);
@@ -106,7 +108,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
   });
 
   test("a reinstall keeps an approval given before", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.core.tokens.approve("loc-1", Date.now());
     await bridge.install("loc-1");
@@ -115,7 +117,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
 });
 
 describe("ids", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
 
   test.each([
     { field: "locationId", value: "loc-1\r\n2026-11-21T00:00:00.000Z [error] forged" },
@@ -124,7 +126,7 @@ describe("ids", () => {
     { field: "contactId", value: "c 1" },
     { field: "locationId", value: "x".repeat(65) },
   ])("a webhook whose $field is $value is refused with 400, nothing stored", async ({ field, value }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const res = await bridge.webhook(outbound("m-1", { [field]: value }));
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toContain(field);

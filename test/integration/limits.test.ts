@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { describe, expect, test } from "vitest";
 import { BODY_LIMIT, UNSIGNED_BODY_BUDGET } from "../../src/server/body.ts";
-import { bridgePerTest, outbound, signBody, useBridge, waitFor } from "../helpers/bridge.ts";
+import { bridgePerTest, outbound, signBody, waitFor } from "../helpers/bridge.ts";
 import { jsonResponse, rawExchange } from "../helpers/http.ts";
 
 /** Limits before authentication (CONTRACT.md 12), through real sockets against the real app. */
@@ -67,11 +67,11 @@ describe("a connection that sends nothing", () => {
 });
 
 describe("unsigned bodies share one memory budget", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
   const atLimit = UNSIGNED_BODY_BUDGET / BODY_LIMIT;
 
   test("uploads past the budget get 429 with Retry-After and a closed connection; hang-ups give it all back", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     // Each declares a body at the limit, sends one byte of it and holds: the declared
     // length is reserved up front, so the budget is spent before the bytes come.
     const held = Array.from({ length: atLimit }, () => hold(bridge.url, `${declared(BODY_LIMIT)}{`));
@@ -95,7 +95,7 @@ describe("unsigned bodies share one memory budget", () => {
   });
 
   test("a chunked upload is counted as its bytes arrive, and refused when they no longer fit", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     // All but one body's worth reserved up front by uploads that hold...
     const held = Array.from({ length: atLimit - 1 }, () => hold(bridge.url, `${declared(BODY_LIMIT)}{`));
     await waitFor(() => bridge.bodyBudget.used === UNSIGNED_BODY_BUDGET - BODY_LIMIT);
@@ -117,7 +117,7 @@ describe("unsigned bodies share one memory budget", () => {
   });
 
   test("every way a webhook ends gives its share back", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const raw = JSON.stringify(outbound("m-1"));
     const signature = signBody(raw, bridge.signingKey);
     await expectAccepted(await bridge.webhook(undefined, { raw }));
@@ -148,10 +148,10 @@ describe("unsigned bodies share one memory budget", () => {
 });
 
 describe("OAuth code exchanges", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
 
   test("a flood of 50 made-up codes makes at most 4 token calls at once; 16 wait, the rest are told to retry", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const { crm } = bridge;
     const calls = { now: 0, peak: 0 };
     let release!: () => void;

@@ -6,7 +6,7 @@ import {
   GLOBAL_SMS_KEY,
   outbound,
   signBody,
-  useBridge,
+  bridgePerTest,
   waitFor,
   type Bridge,
 } from "../helpers/bridge.ts";
@@ -47,10 +47,10 @@ async function expectAccepted(res: Response) {
 }
 
 describe("webhook signature: Ed25519 (the configured default key)", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
 
   test("a valid x-ghl-signature is accepted and the job is committed before the response arrives", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await expectAccepted(await bridge.webhook(outbound("m-1")));
 
     expect(bridge.core.jobs.get("m-1")).toMatchObject({
@@ -69,13 +69,13 @@ describe("webhook signature: Ed25519 (the configured default key)", () => {
   });
 
   test("a valid Ed25519 signature on the legacy x-wh-signature header is accepted too", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await expectAccepted(await bridge.webhook(outbound("m-legacy"), { header: "x-wh-signature" }));
     expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
   test('x-ghl-signature "N/A" with a valid x-wh-signature is accepted', async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const raw = JSON.stringify(outbound("m-na"));
     const res = await postRaw(bridge, raw, {
       "x-ghl-signature": "N/A",
@@ -86,7 +86,7 @@ describe("webhook signature: Ed25519 (the configured default key)", () => {
   });
 
   test("an invalid x-ghl-signature does not hide a valid x-wh-signature", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const raw = JSON.stringify(outbound("m-both"));
     const wrong = generateKeyPairSync("ed25519").privateKey;
     const res = await postRaw(bridge, raw, {
@@ -98,14 +98,12 @@ describe("webhook signature: Ed25519 (the configured default key)", () => {
 });
 
 describe("webhook signature: ECDSA P-256 key (the spec's scheme)", () => {
-  let ec: { privateKey: KeyObject; publicKey: KeyObject };
-  const ctx = useBridge(() => {
-    ec = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
-    return { worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: pem(ec.publicKey) } };
-  });
+  const ec = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+  const startWith = bridgePerTest();
+  const start = () => startWith({ worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: pem(ec.publicKey) } });
 
   test("a DER-encoded ECDSA/SHA-256 signature on x-ghl-signature is accepted", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     const raw = JSON.stringify(outbound("m-ec"));
     const signature = signBody(raw, ec.privateKey);
     // The harness signs with node's default dsaEncoding: DER, a SEQUENCE (0x30), not raw r||s (64 bytes).
@@ -118,13 +116,13 @@ describe("webhook signature: ECDSA P-256 key (the spec's scheme)", () => {
   });
 
   test("the Ed25519 key of the default harness is no longer trusted", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await expectRefused(await bridge.webhook(outbound("m-ed")));
     expect(bridge.core.jobs.counts()).toEqual({});
   });
 
   test("an ECDSA signature over other bytes is refused", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     const signature = signBody(JSON.stringify(outbound("m-ec", { message: "original" })), ec.privateKey);
     await expectRefused(await postRaw(bridge, JSON.stringify(outbound("m-ec", { message: "tampered" })), { "x-ghl-signature": signature }));
     expect(bridge.core.jobs.counts()).toEqual({});
@@ -132,20 +130,18 @@ describe("webhook signature: ECDSA P-256 key (the spec's scheme)", () => {
 });
 
 describe("webhook signature: RSA key (HighLevel's legacy x-wh-signature)", () => {
-  let rsa: { privateKey: KeyObject; publicKey: KeyObject };
-  const ctx = useBridge(() => {
-    rsa = generateKeyPairSync("rsa", { modulusLength: 2048 });
-    return { worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: pem(rsa.publicKey) } };
-  });
+  const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const startWith = bridgePerTest();
+  const start = () => startWith({ worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: pem(rsa.publicKey) } });
 
   test("a PKCS#1 v1.5/SHA-256 signature on x-wh-signature is accepted", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await expectAccepted(await bridge.webhook(outbound("m-rsa"), { key: rsa.privateKey, header: "x-wh-signature" }));
     expect(bridge.core.jobs.get("m-rsa")?.state).toBe("queued");
   });
 
   test("an RSA signature from another key is refused", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
     await expectRefused(await bridge.webhook(outbound("m-rsa"), { key: other, header: "x-wh-signature" }));
     expect(bridge.core.jobs.counts()).toEqual({});
@@ -153,19 +149,16 @@ describe("webhook signature: RSA key (HighLevel's legacy x-wh-signature)", () =>
 });
 
 describe("webhook signature: several keys in CRM_WEBHOOK_PUBLIC_KEY", () => {
-  let first: { privateKey: KeyObject; publicKey: KeyObject };
-  let second: { privateKey: KeyObject; publicKey: KeyObject };
-  const ctx = useBridge(() => {
-    first = generateKeyPairSync("rsa", { modulusLength: 2048 });
-    second = generateKeyPairSync("ed25519");
-    return { worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: `${pem(first.publicKey)}\n${pem(second.publicKey)}` } };
-  });
+  const first = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const second = generateKeyPairSync("ed25519");
+  const startWith = bridgePerTest();
+  const start = () => startWith({ worker: false, env: { CRM_WEBHOOK_PUBLIC_KEY: `${pem(first.publicKey)}\n${pem(second.publicKey)}` } });
 
   test.each([
     { name: "the second key (Ed25519) on x-ghl-signature", key: () => second.privateKey, header: "x-ghl-signature" },
     { name: "the first key (RSA) on x-wh-signature", key: () => first.privateKey, header: "x-wh-signature" },
   ])("$name is accepted", async ({ key, header }) => {
-    const { bridge } = ctx;
+    const bridge = await start();
     expect(bridge.config.crm.webhookKeys).toHaveLength(2);
     await expectAccepted(await bridge.webhook(outbound("m-multi"), { key: key(), header }));
     expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
@@ -173,7 +166,7 @@ describe("webhook signature: several keys in CRM_WEBHOOK_PUBLIC_KEY", () => {
 });
 
 describe("webhook signature: fail closed", () => {
-  const ctx = useBridge();
+  const start = bridgePerTest();
 
   /** Each case yields the raw body sent and the headers it is sent with. */
   const cases: { name: string; request: (bridge: Bridge) => { raw: string; headers: Record<string, string> } }[] = [
@@ -234,7 +227,7 @@ describe("webhook signature: fail closed", () => {
   ];
 
   test.each(cases)("$name: 401, nothing stored, nothing sent", async ({ request }) => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1"); // so that an accepted message would really be sent
     const { raw, headers } = request(bridge);
     await expectRefused(await postRaw(bridge, raw, headers));
@@ -247,7 +240,7 @@ describe("webhook signature: fail closed", () => {
   });
 
   test("an unsigned UNINSTALL is refused and the location's record stays", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await expectRefused(await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" }, { key: null }));
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
@@ -255,7 +248,7 @@ describe("webhook signature: fail closed", () => {
 });
 
 describe("webhook payloads (signed)", () => {
-  const ctx = useBridge(() => ({ worker: false }));
+  const start = bridgePerTest();
 
   test.each([
     { name: "not JSON", raw: "type=SMS&messageId=m-1" },
@@ -268,7 +261,7 @@ describe("webhook payloads (signed)", () => {
     { name: "an object without type", raw: JSON.stringify({ messageId: "m-1", locationId: "loc-1" }) },
     { name: "a non-string type", raw: JSON.stringify({ type: 1, messageId: "m-1" }) },
   ])("$name: 400 with a JSON error, nothing queued", async ({ raw }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const res = await bridge.webhook(undefined, { raw });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: expect.any(String) });
@@ -283,7 +276,7 @@ describe("webhook payloads (signed)", () => {
     { field: "locationId", change: { locationId: "   " } },
     { field: "phone", change: { phone: 639171234567 } },
   ])("SMS with $field = $change.$field: 400 naming $field", async ({ field, change }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const res = await bridge.webhook(outbound("m-1", change));
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: string };
@@ -292,7 +285,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test.each(["Email", "WhatsApp", "GMB", "INSTALL", "sms", "X".repeat(500)])("type %s: 200 ignored, nothing queued", async (type) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const res = await bridge.webhook(outbound("m-1", { type }));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ignored" });
@@ -300,7 +293,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test("the same messageId twice: both 200 accepted, one job", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     await expectAccepted(await bridge.webhook(outbound("m-dup")));
     await expectAccepted(await bridge.webhook(outbound("m-dup", { message: "a retry with other text" })));
     expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
@@ -308,7 +301,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test("the same messageId concurrently: all 200 accepted, one job", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const responses = await Promise.all(Array.from({ length: 5 }, () => bridge.webhook(outbound("m-race"))));
     for (const res of responses) await expectAccepted(res);
     expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
@@ -318,7 +311,7 @@ describe("webhook payloads (signed)", () => {
     { name: "with Content-Length", chunked: false },
     { name: "chunked, without Content-Length", chunked: true },
   ])("a signed body one byte over 256 KiB ($name) is refused with 413", async ({ chunked }) => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const base = JSON.stringify(outbound("m-big", { message: "" }));
     const raw = JSON.stringify(outbound("m-big", { message: "x".repeat(256 * 1024 + 1 - Buffer.byteLength(base)) }));
     expect(Buffer.byteLength(raw)).toBe(256 * 1024 + 1);
@@ -331,7 +324,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test("a declared 10 GB body gets 413 at once and the connection is closed: none of it is read", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const answer = await rawExchange(bridge.url, "POST /webhooks/crm HTTP/1.1\r\nhost: bridge\r\ncontent-length: 10737418240\r\n\r\n{");
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
     expect(answer).toMatch(/\r\nconnection: close\r\n/i);
@@ -339,7 +332,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test("a client that hangs up mid-body is no server error, and stores nothing", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const raw = JSON.stringify(outbound("m-cut"));
     const signature = signBody(raw, bridge.signingKey);
     for (const framing of [`content-length: ${raw.length}\r\n\r\n`, "transfer-encoding: chunked\r\n\r\n14\r\n"]) {
@@ -353,7 +346,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test("a signed body of exactly 256 KiB is within the limit and accepted", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const base = JSON.stringify(outbound("m-edge", { padding: "" }));
     const raw = JSON.stringify(outbound("m-edge", { padding: "p".repeat(256 * 1024 - Buffer.byteLength(base)) }));
     expect(Buffer.byteLength(raw)).toBe(256 * 1024);
@@ -362,7 +355,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test("when the database cannot store the job: 429 with Retry-After, never 500; a retry later is accepted", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     bridge.core.db.exec("CREATE TRIGGER nojobs BEFORE INSERT ON jobs BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END");
     const res = await bridge.webhook(outbound("m-io"));
     expect(res.status).toBe(429);
@@ -376,7 +369,7 @@ describe("webhook payloads (signed)", () => {
   });
 
   test("GET /webhooks/crm is not a server error", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false });
     const res = await bridge.fetch("/webhooks/crm");
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
@@ -386,16 +379,16 @@ describe("webhook payloads (signed)", () => {
 
 describe("webhook group commit", () => {
   // A window no test waits out: an answer that needed it would time the test out.
-  const ctx = useBridge(() => ({ worker: false, tuning: { commitWindowMs: 60_000 } }));
+  const start = bridgePerTest();
 
   test("a lone webhook is committed and answered at once, without waiting out the window", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false, tuning: { commitWindowMs: 60_000 } });
     await expectAccepted(await bridge.webhook(outbound("m-1")));
     expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
   test("a verified webhook waits while another is still arriving; the last to arrive commits both", async () => {
-    const { bridge } = ctx;
+    const bridge = await start({ worker: false, tuning: { commitWindowMs: 60_000 } });
     const raw = JSON.stringify(outbound("m-slow"));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -425,10 +418,10 @@ describe("webhook group commit", () => {
 });
 
 describe("webhook processing with the worker running", () => {
-  const ctx = useBridge();
+  const start = bridgePerTest();
 
   test("the same messageId twice: the gateway receives exactly one SMS", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await expectAccepted(await bridge.webhook(outbound("m-dup")));
     await waitFor(() => bridge.crm.statusReports().length >= 1);
@@ -441,7 +434,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("the same messageId twice back to back: exactly one SMS", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const [a, b] = await Promise.all([bridge.webhook(outbound("m-twin")), bridge.webhook(outbound("m-twin"))]);
     await expectAccepted(a!);
@@ -453,7 +446,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("a signed UNINSTALL HighLevel confirms marks that location uninstalled, keeps its settings, and no other", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await bridge.install("loc-2");
     bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND", smsApiKey: "own-key-0123456789" }, Date.now());
@@ -472,7 +465,7 @@ describe("webhook processing with the worker running", () => {
     { name: "no appId", appId: undefined },
     { name: "a numeric appId", appId: 42 },
   ])("a signed UNINSTALL with $name is ignored and the record stays", async ({ appId }) => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.crm.uninstall("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId, locationId: "loc-1" });
@@ -483,7 +476,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("a signed UNINSTALL with our appId in upper case marks the location", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.crm.uninstall("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID.toUpperCase(), locationId: "loc-1" });
@@ -492,7 +485,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("a captured UNINSTALL replayed after a reinstall leaves the location working", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND" }, Date.now());
     const captured = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
@@ -515,7 +508,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("a flood of replayed UNINSTALLs asks HighLevel once a minute, not once each", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const before = bridge.crm.received("POST /oauth/token").length;
     for (let i = 0; i < 5; i++) {
@@ -526,7 +519,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("when HighLevel cannot confirm (its token endpoint fails): 429 with Retry-After; the retry applies it", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.crm.uninstall("loc-1");
     bridge.crm.on("POST /oauth/token", () => new Response("upstream down", { status: 503 }));
@@ -543,7 +536,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("when the mark cannot be stored: 429, never 500; the retry stores it", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.crm.uninstall("loc-1");
     bridge.core.db.exec("CREATE TRIGGER keep BEFORE UPDATE OF uninstalled_at ON tokens BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
@@ -555,7 +548,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("after UNINSTALL, a message for that location is reported failed and logged, not sent", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     bridge.crm.uninstall("loc-1");
     expect((await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" })).status).toBe(200);
@@ -571,7 +564,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("an agency-wide UNINSTALL (no locationId) HighLevel does not confirm is logged and changes nothing", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, companyId: "company-1" });
     expect(await res.json()).toEqual({ status: "ignored" });
@@ -580,7 +573,7 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("a messageId seen before is never sent again, even after its job was cleaned up", async () => {
-    const { bridge } = ctx;
+    const bridge = await start();
     await bridge.install("loc-1");
     await expectAccepted(await bridge.webhook(outbound("m-old")));
     await waitFor(() => bridge.core.jobs.get("m-old")?.state === "done");
@@ -598,32 +591,36 @@ describe("webhook processing with the worker running", () => {
 
 describe("health", () => {
   describe("with the worker running", () => {
-    const ctx = useBridge();
+    const start = bridgePerTest();
 
     test("GET /healthz: 200 {status: ok}", async () => {
-      const res = await ctx.bridge.fetch("/healthz");
+      const bridge = await start();
+      const res = await bridge.fetch("/healthz");
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ status: "ok" });
     });
 
     test("GET /readyz: 200", async () => {
-      const res = await ctx.bridge.fetch("/readyz");
+      const bridge = await start();
+      const res = await bridge.fetch("/readyz");
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ down: [] });
     });
   });
 
   describe("with the worker stopped", () => {
-    const ctx = useBridge(() => ({ worker: false }));
+    const start = bridgePerTest();
 
     test("GET /healthz is still 200", async () => {
-      const res = await ctx.bridge.fetch("/healthz");
+      const bridge = await start({ worker: false });
+      const res = await bridge.fetch("/healthz");
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ status: "ok" });
     });
 
     test('GET /readyz: 503 naming "worker"', async () => {
-      const res = await ctx.bridge.fetch("/readyz");
+      const bridge = await start({ worker: false });
+      const res = await bridge.fetch("/readyz");
       expect(res.status).toBe(503);
       const body = (await res.json()) as { down: string[] };
       expect(body.down).toContain("worker");
