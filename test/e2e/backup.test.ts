@@ -4,7 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { BINARY, e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
-import { outbound } from "../helpers/bridge.ts";
+import { outbound, waitFor } from "../helpers/bridge.ts";
 
 let e2e: E2E;
 let server: Serve;
@@ -45,7 +45,7 @@ describe("bridge backup", () => {
         if ((await e2e.webhook(server.url, outbound(id))).status === 200) acknowledged.push(id);
       }
     });
-    while (acknowledged.length < 200) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => acknowledged.length >= 200, 30_000);
 
     const before = [...acknowledged];
     const copy = join(e2e.dir, "copy.db");

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { e2eSetup, exited, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
@@ -18,7 +19,7 @@ beforeAll(async () => {
   e2e = await e2eSetup("crash", { CAST_MESSAGES_PER_SECOND: "100", CAST_REQUESTS_PER_SECOND: "100" });
   // A slow gateway keeps many sends in flight when the server is killed.
   e2e.gateway.on(SEND, async () => {
-    await new Promise((r) => setTimeout(r, 20 + Math.random() * 60));
+    await sleep(20 + Math.random() * 60);
     return e2e.gateway.accept();
   });
 });
@@ -53,14 +54,14 @@ test(`kill -9 during ${WEBHOOKS} webhooks: nothing acknowledged is lost, nothing
       const giveUp = Date.now() + 20_000;
       while (!acknowledged.has(id) && Date.now() < giveUp) {
         if (server && (await post(server.url, id))) acknowledged.add(id);
-        else await new Promise((r) => setTimeout(r, 25));
+        else await sleep(25); // HighLevel's pause before it sends a webhook again
       }
     }
   };
   const senders = Promise.all(Array.from({ length: 8 }, sender));
 
   for (let crash = 0; crash < CRASHES; crash++) {
-    await new Promise((r) => setTimeout(r, 300 + Math.random() * 400));
+    await sleep(300 + Math.random() * 400); // the server runs for a while: the kill comes at no chosen moment
     const victim = server!;
     server = undefined;
     victim.child.kill("SIGKILL");

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { e2eSetup, exited, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
@@ -21,7 +22,7 @@ test("SIGTERM lets in-flight sends finish, keeps the rest queued for the next st
   expect((await fetch(`${server.url}/oauth-callback?code=code-stop`)).status).toBe(200);
   // Each send takes 1.5 s, so SIGTERM finds a full set of sends in flight.
   gateway.on("POST /api/v1/sms/send", async () => {
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     return gateway.accept();
   });
   const ids = Array.from({ length: 40 }, (_, i) => `stop-${i}`);
@@ -59,7 +60,7 @@ test("SIGHUP stops gracefully as SIGTERM does: the send in flight finishes and i
   let answering = false;
   gateway.on("POST /api/v1/sms/send", async () => {
     answering = true;
-    await new Promise((r) => setTimeout(r, 1000));
+    await sleep(1000); // a send that takes a second: SIGHUP comes while it is in flight
     return gateway.accept();
   });
   expect((await e2e.webhook(server.url, outbound("hup-1", { locationId: "loc-hup" }))).status).toBe(200);

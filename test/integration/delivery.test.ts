@@ -165,7 +165,7 @@ describe("when the database refuses writes for a while", () => {
     const b = await start();
     b.gateway.on(SEND, () => {
       b.core.db.pragma("query_only = ON"); // SQLite refuses every write: SQLITE_READONLY
-      setTimeout(() => b.core.db.pragma("query_only = OFF"), 300);
+      setTimeout(() => b.core.db.pragma("query_only = OFF"), 300); // ...for 300 ms, as a full disk freed
       return b.gateway.accept();
     });
 
@@ -206,6 +206,8 @@ describe("when the database refuses writes for a while", () => {
     });
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
     await waitFor(() => b.crm.statusReports().length > 0);
+    // A window in which a job run again at once would report hundreds of times: with the
+    // pause (1 s at first, doubling), only a few reports may come.
     await sleep(1500);
     const reportsWhileRefused = b.crm.statusReports().length;
     refusing = false;
@@ -324,7 +326,7 @@ describe("gateway answers", () => {
   test("slower than the timeout: tried again with the same key, the gateway answers from its cache, delivered, one SMS", async () => {
     const b = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 50 } });
     b.gateway.on(SEND, async () => {
-      await sleep(1000);
+      await sleep(1000); // a gateway slower than the 200 ms timeout
       return b.gateway.accept();
     });
 
@@ -373,7 +375,7 @@ describe("gateway answers", () => {
     const b = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 300 } });
     b.gateway.on(SEND, async () => {
       b.core.tokens.setConfig("loc-1", { smsApiKey: "new-location-key-0123" }, Date.now());
-      await sleep(1000);
+      await sleep(1000); // a gateway slower than the 200 ms timeout
       return b.gateway.accept();
     });
 

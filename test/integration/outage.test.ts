@@ -27,7 +27,7 @@ test("the gateway refuses connections for 2 minutes mid-drain: every message del
 
   await waitFor(() => b.gateway.sent().length >= 50, 30_000);
   relay.down();
-  await sleep(OUTAGE_MS);
+  await sleep(OUTAGE_MS); // the outage: for all of it, no message may be reported failed
   const sentDuringOutage = b.gateway.sent().length;
   expect(b.crm.statusReports().filter((r) => r.body.status === "failed")).toEqual([]);
   await relay.up();

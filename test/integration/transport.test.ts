@@ -28,7 +28,7 @@ async function echo() {
     "GET /empty": () => new Response(null, { status: 204 }),
     "GET /moved": () => new Response(null, { status: 302, headers: { location: "/echo" } }),
     "GET /slow": async () => {
-      await sleep(1000);
+      await sleep(1000); // a server that takes its time to answer
       return "late";
     },
   });

@@ -1,4 +1,5 @@
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import {
@@ -33,8 +34,6 @@ function streamOf(text: string, chunk: number): ReadableStream<Uint8Array> {
     },
   });
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function expectRefused(res: Response) {
   expect(res.status).toBe(401);
@@ -234,7 +233,7 @@ describe("webhook signature: fail closed", () => {
 
     expect(bridge.core.jobs.counts()).toEqual({});
     expect(bridge.core.jobs.get("m-1")).toBeUndefined();
-    await sleep(100); // give a (wrongly) woken worker the time to send
+    await sleep(100); // a window in which a message queued all the same would be sent: none may
     expect(bridge.gateway.sent()).toEqual([]);
     expect(bridge.crm.statusReports()).toEqual([]);
   });
@@ -339,7 +338,7 @@ describe("webhook payloads (signed)", () => {
       const head = `POST /webhooks/crm HTTP/1.1\r\nhost: bridge\r\nx-ghl-signature: ${signature}\r\n${framing}${raw.slice(0, 20)}`;
       expect(await rawExchange(bridge.url, head, 200)).toBe("(open)"); // bridge waits for the rest; we hang up
     }
-    await sleep(100); // for bridge to notice the hang-ups
+    await waitFor(() => bridge.bodyBudget.used === 0); // bridge saw both hang-ups: their bodies' share is back
     expect(bridge.logs.join("\n")).not.toMatch(/unhandled|\[error\]/);
     expect(bridge.core.jobs.counts()).toEqual({});
     await expectAccepted(await bridge.webhook(outbound("m-after")));
@@ -406,6 +405,7 @@ describe("webhook group commit", () => {
     await waitFor(() => bridge.bodyBudget.used > 0); // the server is reading m-slow's body
 
     const fast = bridge.webhook(outbound("m-fast"));
+    // A window in which m-fast must not be answered: its commit waits for m-slow's.
     const early = await Promise.race([fast.then(() => "answered"), sleep(300).then(() => "waiting")]);
     expect(early).toBe("waiting");
     expect(bridge.core.jobs.get("m-fast")).toBeUndefined(); // not committed, so not acknowledged
@@ -426,7 +426,7 @@ describe("webhook processing with the worker running", () => {
     await expectAccepted(await bridge.webhook(outbound("m-dup")));
     await waitFor(() => bridge.crm.statusReports().length >= 1);
     await expectAccepted(await bridge.webhook(outbound("m-dup")));
-    await sleep(250);
+    await sleep(250); // a window in which a second SMS or report must not happen
 
     expect(bridge.gateway.sent()).toEqual([{ apiKey: GLOBAL_SMS_KEY, to: "09171234567", message: "hello m-dup" }]);
     expect(bridge.crm.statusReports()).toHaveLength(1);
@@ -440,7 +440,7 @@ describe("webhook processing with the worker running", () => {
     await expectAccepted(a!);
     await expectAccepted(b!);
     await waitFor(() => bridge.crm.statusReports().length >= 1);
-    await sleep(250);
+    await sleep(250); // a window in which a second SMS or report must not happen
     expect(bridge.gateway.sent()).toHaveLength(1);
     expect(bridge.crm.statusReports()).toHaveLength(1);
   });

@@ -31,6 +31,8 @@ test("jobs that throw pause instead of running again at once, and the queue is n
     backoffMs: 60_000,
   });
   worker.start();
+  // A window of some 30 looks at the queue (pollMs 10) in which no job may run twice and
+  // no look may read the whole queue.
   await sleep(300);
   await worker.stop(1000);
 
