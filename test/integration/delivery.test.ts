@@ -173,6 +173,7 @@ describe("when the database refuses writes for a while", () => {
 
     expect(sends(b)).toHaveLength(1);
     expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    expect(b.core.jobs.get("m-1")).toMatchObject({ state: "done", outcome: "delivered", gatewayMessageId: expect.stringMatching(/\S/) });
     expect(b.logs.join("\n")).toMatch(/m-1: its result \(delivered, gateway id \S+\) could not be stored/);
   });
 
@@ -193,6 +194,7 @@ describe("when the database refuses writes for a while", () => {
 
     expect(sends(b)).toHaveLength(1);
     expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    expect(b.core.jobs.get("m-1")).toMatchObject({ state: "done", outcome: "delivered", gatewayMessageId: expect.stringMatching(/\S/) });
     expect(failures().length).toBeGreaterThanOrEqual(13);
     expect(b.logs.join("\n")).not.toContain("job for message m-1 failed");
   });
@@ -437,7 +439,7 @@ describe("status reports to the CRM", () => {
     const b = await start();
 
     await deliver(b, "m-ghost", { locationId: "loc-ghost" });
-    expect(b.core.jobs.get("m-ghost")?.state).toBe("dead");
+    expect(b.core.jobs.get("m-ghost")).toMatchObject({ state: "dead", outcome: "failed", errorCode: "no_token", errorMessage: "no token for location: loc-ghost" });
     expect(b.logs.join("")).toContain("no token for location: loc-ghost");
 
     const reports = await deliver(b, "m-ok");
@@ -466,6 +468,8 @@ describe("status reports to the CRM", () => {
     expect(b.gateway.keys()).toEqual(["key-before-crash", "key-before-crash"]);
     expect(b.gateway.sent()).toHaveLength(1);
     expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    const shown = (await (await b.admin("/api/admin/messages/m-1")).json()) as { timeline: { event: string; detail: string }[] };
+    expect(shown.timeline).toContainEqual(expect.objectContaining({ event: "restart", detail: expect.stringContaining("sent again with the same idempotency key") }));
     expect(b.logs.join("")).toContain("1 message(s) were being sent when bridge stopped; sending them again with the same idempotency key");
   });
 

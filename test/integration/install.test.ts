@@ -304,6 +304,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.body).toMatch(/\b2 location/);
     expect(bridge.crm.received("POST /oauth/locationToken").map((r) => bodyOf(r).locationId)).toEqual(["a", "b", "c"]);
     expect(storedIds()).toEqual(["a", "c"]);
+    expect(res.body).toMatch(/<li><code>b<\/code>: locationToken endpoint returned 500: /);
     expect(bridge.logs.join("")).toContain("locationToken endpoint returned 500: ");
   });
 
@@ -316,6 +317,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/\b2 location/);
     expect(storedIds()).toEqual(["a", "c"]);
+    expect(res.body).toMatch(/<li><code>b<\/code>: .*disk full/);
     expect(bridge.logs.join("")).toContain("disk full");
   });
 
@@ -363,6 +365,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/\b2 location/);
     expect(storedIds()).toEqual(["a", "c"]);
+    expect(res.body).toMatch(/<li><code>b<\/code>: .*failed to parse location token response/);
     expect(bridge.logs.join("")).toContain("failed to parse location token response");
   });
 

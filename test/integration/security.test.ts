@@ -149,9 +149,11 @@ test("a full run never writes a token or key to the log, and the database files 
   await waitFor(() => bridge.crm.statusReports().length === 2);
   const refreshed = bridge.core.tokens.get("loc-1")!;
   expect(refreshed.accessToken).not.toBe(stored.accessToken);
+  const refreshes = bridge.crm.received("POST /oauth/token").filter((r) => new URLSearchParams(r.body).get("grant_type") === "refresh_token");
+  expect(refreshes.map((r) => new URLSearchParams(r.body).get("refresh_token"))).toEqual([stored.refreshToken]);
 
   const logs = bridge.logs.join("");
-  expect(logs).toContain("refreshed the access token of location loc-1");
+  expect(logs).toContain("refreshed the access token of location loc-1"); // that line too is checked below
   const secrets = [
     stored.accessToken,
     stored.refreshToken,

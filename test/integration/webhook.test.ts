@@ -339,6 +339,7 @@ describe("webhook payloads (signed)", () => {
       expect(await rawExchange(bridge.url, head, 200)).toBe("(open)"); // bridge waits for the rest; we hang up
     }
     await waitFor(() => bridge.bodyBudget.used === 0); // bridge saw both hang-ups: their bodies' share is back
+    expect(bridge.unhandled).toEqual([]);
     expect(bridge.logs.join("\n")).not.toMatch(/unhandled|\[error\]/);
     expect(bridge.core.jobs.counts()).toEqual({});
     await expectAccepted(await bridge.webhook(outbound("m-after")));
