@@ -23,9 +23,7 @@ test("with BRIDGE_ENCRYPTION_KEY, tokens and API keys are sealed on disk and wor
   await waitFor(() => bridge.crm.statusReports().length === 1);
   expect(bridge.gateway.sent()[0]?.apiKey).toBe("sealed-api-key-123456");
 
-  const raw = new Database(bridge.config.databasePath, { readonly: true })
-    .prepare("SELECT access_token, refresh_token, sms_api_key FROM tokens")
-    .get() as Record<string, string>;
+  const raw = onDiskOf(bridge, "loc-1");
   const record = bridge.core.tokens.get("loc-1")!;
   for (const value of Object.values(raw)) expect(value).toMatch(/^enc:v2:/);
   const onDisk = JSON.stringify(raw);
