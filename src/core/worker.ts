@@ -51,7 +51,8 @@ export function createWorker(options: WorkerOptions) {
 
   // Jobs whose last run threw (the database refused a write, say), or that wait for the
   // gateway's budget: when each may run again, and after how many failures. Without it
-  // the same job would run again at once.
+  // the same job would run again at once. These pauses are timers of this process, so
+  // they are kept in real time (Date.now); the queue's due times are the injected now().
   const failing = new Map<number, { failures: number; notBefore: number }>();
   // The earliest time a job skipped in the last look may run: the next look then.
   let nextLook = Infinity;
@@ -74,6 +75,11 @@ export function createWorker(options: WorkerOptions) {
           const delay = delayMs(RETRY.job, failures - 1, firstBackoffMs);
           failing.set(job.id, { failures, notBefore: Date.now() + delay });
           log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}; trying again in ${delay} ms`);
+          // The operator's view shows why the message waits (`bridge messages show`). When the
+          // database itself refuses the write, the line above is all there is.
+          try {
+            jobs.noteError(job.id, errorMessage(error), now());
+          } catch {}
         },
       )
       .finally(() => {

@@ -205,6 +205,9 @@ export function createJobStore(db: Db) {
     retryLater.run(at, reason, now, id);
     if (lastEvent.get(id, "report_retry") !== reason) addEvent.run(id, now, "report_retry", reason);
   });
+  const noteError = db.transaction((id: number, reason: string, now: number) => {
+    if (lastEvent.get(id, "error") !== reason) addEvent.run(id, now, "error", reason);
+  });
   // Caught mid-send by a crash: with a key Cast still remembers, the same send again is
   // safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
   const resumable = "state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since";
@@ -327,6 +330,10 @@ export function createJobStore(db: Db) {
     retryLater(id: number, at: number, reason: string, now: number): void {
       reportLater(id, at, reason, now);
     },
+    /** A run of the job threw `reason`: on its timeline once, until the reason changes. */
+    noteError(id: number, reason: string, now: number): void {
+      noteError(id, reason, now);
+    },
     /**
      * Jobs a crash caught mid-send: sent again with their key when it was first used
      * after `since` (Cast still remembers it); else reported failed, never resent.
@@ -374,7 +381,11 @@ function fromRow(row: Row): Job {
 }
 
 /** What the message log records besides the columns: each with its time. */
-export type EventKind = "retry" | "held" | "failed" | "report_retry" | "report_failed" | "restart" | "requeued";
+/**
+ * What a message's timeline records besides its milestones. "error": a run of the job
+ * threw (a sealed secret it cannot open, a write refused) and it will be tried again.
+ */
+export type EventKind = "retry" | "held" | "failed" | "report_retry" | "report_failed" | "restart" | "requeued" | "error";
 
 function describe(code: string, message: string): string {
   return code ? `${code}: ${message}` : message;

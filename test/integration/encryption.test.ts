@@ -150,6 +150,11 @@ test("a refresh token's ciphertext copied into sms_api_key is refused, never sen
   await waitFor(() => bridge.logs.some((line) => line.includes(`job for message e-swapped failed: ${misplaced}`)));
   expect(bridge.gateway.sent()).toEqual([]);
   expect(bridge.core.jobs.get("e-swapped")?.state).toBe("queued"); // it waits for an operator, nothing is lost
+  // The operator's view says why it waits, once however often it is tried again.
+  await waitFor(() => bridge.logs.filter((line) => line.includes("job for message e-swapped failed")).length >= 2);
+  const shown = (await (await bridge.admin("/api/admin/messages/e-swapped")).json()) as { status: string; timeline: { event: string }[] };
+  expect(shown.status).toBe("queued");
+  expect(shown.timeline.filter((t) => t.event === "error")).toEqual([expect.objectContaining({ detail: `${misplaced}; store it again` })]);
   const res = await bridge.admin("/api/admin/locations");
   expect(res.status).toBe(503);
   expect(await res.json()).toEqual({ error: `${misplaced}; store it again` });
