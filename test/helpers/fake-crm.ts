@@ -2,6 +2,11 @@ import { jsonResponse, startFake } from "./http.ts";
 
 export const COMPANY_ID = "company-1";
 
+/** A form body (`/oauth/token`, `/oauth/locationToken`) as its fields. */
+export function formOf(body: string): Record<string, string | undefined> {
+  return Object.fromEntries(new URLSearchParams(body));
+}
+
 /**
  * A fake HighLevel API that behaves like the real one where bridge depends on it:
  * codes exchange for tokens, refresh tokens are single-use and rotate, company
@@ -82,8 +87,11 @@ export async function startFakeCrm() {
     },
     "POST /oauth/locationToken": (req) => {
       if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
-      const { locationId } = JSON.parse(req.body) as { locationId: string };
-      return jsonResponse(issue(locationId));
+      // HighLevel documents a form body here; the fake reads nothing else.
+      if (!req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")) {
+        return jsonResponse({ message: ["companyId must be a string", "locationId must be a string"] }, 422);
+      }
+      return jsonResponse(issue(formOf(req.body).locationId ?? ""));
     },
     "GET /oauth/installedLocations": (req) => {
       if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);

@@ -114,8 +114,9 @@ export function createCrmClient(options: CrmOptions) {
           method: "POST",
           token: companyToken,
           version: LOCATION_API_VERSION,
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ companyId, locationId }),
+          // A form, as HighLevel documents this endpoint (GoHighLevel/highlevel-api-docs).
+          headers: { "Content-Type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ companyId, locationId }).toString(),
         });
         if (res.status !== 200) throw statusError("locationToken endpoint", res);
         return parseToken(res.text, "failed to parse location token response");
