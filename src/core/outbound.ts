@@ -3,7 +3,6 @@ import pRetry from "p-retry";
 import type { Commit } from "../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../db/jobs.ts";
 import type { TokenStore } from "../db/tokens.ts";
-import { MAX_MESSAGE_LENGTH } from "./clients/cast.ts";
 import type { SendRequest, SmsGateway } from "./clients/gateway.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config-values.ts";
@@ -129,8 +128,8 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${clip(message.phone, 40)}`) };
   const text = composeText(message);
   if (text.length === 0) return { result: failed("empty_message", "the message has no text") };
-  if (text.length > MAX_MESSAGE_LENGTH) {
-    const why = `the message is ${text.length} characters; the SMS gateway takes at most ${MAX_MESSAGE_LENGTH}`;
+  if (text.length > deps.sms.maxMessageLength) {
+    const why = `the message is ${text.length} characters; the SMS gateway takes at most ${deps.sms.maxMessageLength}`;
     return { result: failed("message_too_long", why) };
   }
   // One message must not burn a surprise amount of credit: each part costs one.

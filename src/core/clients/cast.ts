@@ -6,7 +6,6 @@ import { observed, type CallObserver } from "./observe.ts";
 import type { DeliveryStatus, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
 import { exchange } from "./transport.ts";
 
-/** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5): the SmsGateway driver bridge sends through. */
 export interface GatewayOptions {
   apiUrl: string;
   timeoutMs?: number;
@@ -21,7 +20,7 @@ export interface GatewayOptions {
 }
 
 /** Cast.ph's own limit on one message's text. */
-export const MAX_MESSAGE_LENGTH = 10_000;
+const MAX_MESSAGE_LENGTH = 10_000;
 
 /** What one request to Cast carries besides its path. */
 interface CastRequest {
@@ -30,6 +29,7 @@ interface CastRequest {
   query?: Record<string, number>;
 }
 
+/** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5): the SmsGateway driver bridge sends through. */
 export function createCastClient(options: GatewayOptions): SmsGateway {
   const timeout = options.timeoutMs ?? 30_000;
   const host = hostOf(options.apiUrl);
@@ -84,6 +84,8 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
   }
 
   return {
+    maxMessageLength: MAX_MESSAGE_LENGTH,
+
     /** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
     async balance(apiKey: string): Promise<number> {
       const res = await get("balance", "/api/v1/account/balance", apiKey);

@@ -5,6 +5,8 @@
  * throws GatewayError, whose `failure` says whether a retry is safe.
  */
 export interface SmsGateway {
+  /** The longest text one message may carry, in characters. */
+  readonly maxMessageLength: number;
   /** Sends one SMS, retrying only what provably did not go out. */
   send(req: SendRequest): Promise<SendResult>;
   /** A sent message's delivery status. */
@@ -49,4 +51,3 @@ export interface SenderId {
   /** "sms" or "sim": the channel it sends on. */
   channel: string;
 }
-
