@@ -70,11 +70,11 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export interface Variable {
   /** From the variable's text to the value bridge uses. */
   kind: kind.Kind<unknown>;
-  /** What `--help` and the README say it is for. */
+  /** What `--help` says it is for. */
   about: string;
   /** Its value when unset, written as in the environment and read by `kind` like any other. */
   default?: string;
-  /** What `--help` shows as the default instead, when `default` is not for reading. */
+  /** What `--help` shows as the default when `default` itself is too long to show (a PEM block). */
   shownDefault?: string;
   /** The commands that refuse to start without it. */
   requiredBy?: readonly ConfigNeed[];
@@ -186,8 +186,8 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
 }
 
 function resolve(env: Values): ResolvedConfig {
+  // `?? …`: what an unset variable without a default means, or one this command does not read.
   const clientId = env.CRM_CLIENT_ID ?? "";
-  // What an unset variable without a default means, or one this command does not read.
   return {
     baseUrl: env.BASE_URL ?? "",
     crm: {
@@ -226,7 +226,7 @@ function resolve(env: Values): ResolvedConfig {
 }
 
 /** Secrets replaced by their masked form: what `serve` logs at start. */
-export function describeConfig(config: ResolvedConfig): Record<string, string | number> {
+export function describeConfig(config: ResolvedConfig): Record<Name, string | number> {
   return {
     BASE_URL: config.baseUrl,
     CRM_CLIENT_ID: config.crm.clientId,
@@ -234,6 +234,7 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     CRM_API_URL: config.crm.apiUrl,
     CRM_MARKETPLACE_URL: config.crm.marketplaceUrl,
     CRM_WEBHOOK_PUBLIC_KEY: `${config.crm.webhookKeys.length} key(s): ${config.crm.webhookKeys.map((k) => k.asymmetricKeyType).join(", ")}`,
+    CRM_PROVIDER_ID: config.crm.providerId || "(unset)",
     SMS_API_URL: config.sms.apiUrl,
     SMS_API_KEY: config.sms.apiKey ? "(set)" : "(unset)",
     SMS_SENDER_ID: config.sms.senderId || "(gateway default)",
@@ -248,6 +249,7 @@ export function describeConfig(config: ResolvedConfig): Record<string, string | 
     DATABASE_PATH: config.databasePath,
     HOST: config.host,
     PORT: config.port,
+    LOG_LEVEL: config.logLevel,
     BRIDGE_ENCRYPTION_KEY: config.encryptionKey ? "(set: tokens and keys encrypted at rest)" : "(unset)",
     ALLOWED_COMPANY_IDS:
       config.allowedCompanyIds.join(",") || "(unset: any company may install; its locations wait for approval)",

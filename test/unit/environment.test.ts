@@ -3,7 +3,7 @@ import { expect, test } from "vitest";
 import { CONFIG_VARIABLES } from "../../src/cli/environment.ts";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
-import { loadConfig } from "../../src/core/config.ts";
+import { describeConfig, loadConfig } from "../../src/core/config.ts";
 
 /** The names loadConfig reads for `need`, found by watching it read them. */
 function namesRead(need: "serve" | "store"): string[] {
@@ -29,8 +29,11 @@ async function help(...argv: string[]): Promise<string> {
   return out.join("");
 }
 
-test("the help's list is exactly the variables the configuration reads", () => {
-  expect(CONFIG_VARIABLES.map((v) => v.name).sort()).toEqual(namesRead("serve"));
+test("what serve logs at start names every variable, and the help lists every one", () => {
+  const env = { BASE_URL: "https://bridge.example.com", CRM_CLIENT_ID: "0123456789abcdef01234567-x", CRM_CLIENT_SECRET: "s" };
+  const described = Object.keys(describeConfig(loadConfig(env, "serve"))).sort();
+  expect(described).toEqual(namesRead("serve"));
+  expect(CONFIG_VARIABLES.map((v) => v.name).sort()).toEqual(described);
 });
 
 test("`bridge serve --help` names every variable serve reads, each on its own line with what it does", async () => {
