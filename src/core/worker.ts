@@ -1,5 +1,5 @@
 import type { DueJob, Job, JobStore } from "../db/jobs.ts";
-import { errorMessage } from "../errors.ts";
+import { clip, errorMessage } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import { createPruner } from "./prune.ts";
 import { recoverInterrupted } from "./recovery.ts";
@@ -78,7 +78,7 @@ export function createWorker(options: WorkerOptions) {
           // The operator's view shows why the message waits (`bridge messages show`). When the
           // database itself refuses the write, the line above is all there is.
           try {
-            jobs.noteError(job.id, errorMessage(error), now());
+            jobs.noteError(job.id, clip(errorMessage(error)), now());
           } catch {}
         },
       )

@@ -380,10 +380,9 @@ function fromRow(row: Row): Job {
   };
 }
 
-/** What the message log records besides the columns: each with its time. */
 /**
- * What a message's timeline records besides its milestones. "error": a run of the job
- * threw (a sealed secret it cannot open, a write refused) and it will be tried again.
+ * What the message log records besides the columns, each with its time. "error": a run
+ * of the job threw (a sealed secret it cannot open, say) and it will be tried again.
  */
 export type EventKind = "retry" | "held" | "failed" | "report_retry" | "report_failed" | "restart" | "requeued" | "error";
 
