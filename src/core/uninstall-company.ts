@@ -33,8 +33,9 @@ export function createCompanyUninstaller(deps: CompanyUninstallDeps) {
   const stillInstalled = installCheck(companyTokens.refresh, (id) => Boolean(companies.get(id)?.refreshError), now);
 
   return async function uninstallCompany(companyId: string): Promise<{ verdict: CompanyUninstallVerdict; marked: number }> {
-    if (!companies.get(companyId)) return eachLocation(companyId);
-    if (await stillInstalled(companyId)) return { verdict: "still_installed", marked: 0 };
+    const company = companies.get(companyId);
+    if (!company) return eachLocation(companyId);
+    if (await stillInstalled(companyId, Boolean(company.refreshError))) return { verdict: "still_installed", marked: 0 };
     companies.delete(companyId);
     let marked = 0;
     for (const location of tokens.ofCompany(companyId)) if (tokens.markUninstalled(location.locationId, now())) marked++;

@@ -30,7 +30,7 @@ export function createUninstaller(deps: UninstallDeps) {
     const record = tokens.get(locationId);
     if (!record) return "not_installed";
     if (record.uninstalledAt) return "uninstalled";
-    if (await stillInstalled(locationId)) return "still_installed";
+    if (await stillInstalled(locationId, Boolean(record.refreshError))) return "still_installed";
     // False: another UNINSTALL marked it first, or it was removed meanwhile.
     if (!tokens.markUninstalled(locationId, now())) return tokens.get(locationId) ? "uninstalled" : "not_installed";
     log.info(`location ${locationId} uninstalled: HighLevel no longer accepts its token; its settings are kept for a reinstall`);
@@ -43,16 +43,18 @@ export function createUninstaller(deps: UninstallDeps) {
  * agency), asked the one way an uninstall shows: by presenting the refresh token, which
  * an uninstall revokes. Each ask spends the single-use refresh token, so an owner just
  * shown installed is not asked again within RECHECK_MS: a flood of replayed UNINSTALLs
- * makes one call a minute. Throws when HighLevel cannot be asked.
+ * makes one call a minute. `refusedBefore`: the stored token was refused already, so
+ * nothing is asked. `refused(id)` reads the refusal a failed ask leaves on the record.
+ * Throws when HighLevel cannot be asked.
  */
 export function installCheck(
   refresh: (id: string, force: boolean) => Promise<unknown>,
   refused: (id: string) => boolean,
   now: () => number,
-): (id: string) => Promise<boolean> {
+): (id: string, refusedBefore: boolean) => Promise<boolean> {
   const installedAt = new Map<string, number>();
-  return async function stillInstalled(id) {
-    if (!refused(id)) {
+  return async function stillInstalled(id, refusedBefore) {
+    if (!refusedBefore) {
       if (now() - (installedAt.get(id) ?? -Infinity) < RECHECK_MS) return true;
       try {
         await refresh(id, true);
