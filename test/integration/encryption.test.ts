@@ -67,14 +67,7 @@ test("values written before the key was set stay readable, and are sealed on the
   await bridge.install("loc-1");
   bridge.core.tokens.setConfig("loc-1", { smsApiKey: "plain-api-key-123456" }, Date.now());
   const plain = bridge.core.tokens.get("loc-1")!;
-  const onDisk = () => {
-    const raw = new Database(bridge.config.databasePath, { readonly: true });
-    try {
-      return raw.prepare("SELECT access_token, refresh_token, sms_api_key FROM tokens").get() as Record<string, string>;
-    } finally {
-      raw.close();
-    }
-  };
+  const onDisk = () => onDiskOf(bridge, "loc-1");
   expect(onDisk()).toEqual({ access_token: plain.accessToken, refresh_token: plain.refreshToken, sms_api_key: "plain-api-key-123456" });
 
   const db = openDb(bridge.config.databasePath);
