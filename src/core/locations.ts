@@ -3,7 +3,19 @@ import { notFound } from "../errors.ts";
 import { maskSecret } from "./mask.ts";
 
 /** A location as the admin API and `bridge locations list` show it: never a token, the API key masked. */
-export type LocationView = LocationListing;
+export interface LocationView {
+  location_id: string;
+  name: string;
+  company_id: string;
+  sender_id: string;
+  sms_api_key: string;
+  expires_at: string;
+  installed_at: string;
+  updated_at: string;
+  refresh_error: string;
+  approved: boolean;
+  uninstalled_at: string | null;
+}
 
 export interface LocationConfig {
   location_id: string;
@@ -23,9 +35,23 @@ export function sendingWith(record: Pick<TokenRecord, "approved" | "smsApiKey" |
 }
 
 export function listLocations(tokens: TokenStore): LocationView[] {
-  const listings = tokens.listings();
-  for (const listing of listings) listing.sms_api_key = maskSecret(listing.sms_api_key);
-  return listings;
+  return tokens.listings().map(view);
+}
+
+function view(l: LocationListing): LocationView {
+  return {
+    location_id: l.locationId,
+    name: l.name,
+    company_id: l.companyId,
+    sender_id: l.senderId,
+    sms_api_key: maskSecret(l.smsApiKey),
+    expires_at: l.expiresAt,
+    installed_at: l.installedAt,
+    updated_at: l.updatedAt,
+    refresh_error: l.refreshError,
+    approved: l.approved,
+    uninstalled_at: l.uninstalledAt,
+  };
 }
 
 /**

@@ -43,9 +43,9 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
       k.heldSince === null ? [] : [{ key: k.keyMasked, status: k.heldStatus, reason: k.heldReason, since: iso(k.heldSince) }],
     ),
     needs_attention: deps.tokens.listings().flatMap((l) => {
-      if (l.uninstalled_at) return [{ location_id: l.location_id, reason: `uninstalled at ${l.uninstalled_at}: reinstall the app to send again` }];
-      if (l.refresh_error) return [{ location_id: l.location_id, reason: `needs a reinstall: ${l.refresh_error}` }];
-      if (!l.approved && !l.sms_api_key) return [{ location_id: l.location_id, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+      if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
+      if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
+      if (!l.approved && !l.smsApiKey) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
       return [];
     }),
     balances: keys.flatMap((k) =>
@@ -66,6 +66,6 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
 
 /** The gateway keys messages go out with now: the operator's, and each location's own. */
 export function apiKeysInUse(tokens: TokenStore, defaultKey: string): string[] {
-  const own = tokens.listings().flatMap((l) => (l.sms_api_key && !l.uninstalled_at ? [l.sms_api_key] : []));
+  const own = tokens.listings().flatMap((l) => (l.smsApiKey && !l.uninstalledAt ? [l.smsApiKey] : []));
   return [...new Set([...(defaultKey ? [defaultKey] : []), ...own])];
 }

@@ -19,26 +19,26 @@ export interface TokenRecord extends TokenFields {
 }
 
 /**
- * A location as listings show it (the admin API's field names): no tokens, so none is
- * ever decrypted for a listing, and times already in ISO 8601.
+ * A location for a listing: no tokens, so none is ever decrypted for a listing, and
+ * times already in ISO 8601 (SQLite writes them faster than JavaScript would).
  */
 export interface LocationListing {
-  location_id: string;
+  locationId: string;
   /** The location's name in HighLevel; "" when not known. */
   name: string;
-  company_id: string;
-  sender_id: string;
+  companyId: string;
+  senderId: string;
   /** Opened here; `listLocations` masks it before anything shows it. */
-  sms_api_key: string;
-  expires_at: string;
-  installed_at: string;
-  updated_at: string;
+  smsApiKey: string;
+  expiresAt: string;
+  installedAt: string;
+  updatedAt: string;
   /** Why the location needs a reinstall; "" when it is healthy. */
-  refresh_error: string;
+  refreshError: string;
   /** May use the global SMS_API_KEY and SMS_SENDER_ID. */
   approved: boolean;
   /** When the app was uninstalled from it; null while installed. */
-  uninstalled_at: string | null;
+  uninstalledAt: string | null;
 }
 
 export interface NewToken {
@@ -90,9 +90,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
   const selectListings = db.prepare<[], LocationListing>(`
-    SELECT location_id, location_name AS name, company_id, sender_id, sms_api_key, ${isoTime("expires_at")} AS expires_at,
-      ${isoTime("installed_at")} AS installed_at, ${isoTime("updated_at")} AS updated_at, refresh_error,
-      approved, CASE WHEN uninstalled_at > 0 THEN ${isoTime("uninstalled_at")} END AS uninstalled_at
+    SELECT location_id AS locationId, location_name AS name, company_id AS companyId, sender_id AS senderId,
+      sms_api_key AS smsApiKey, ${isoTime("expires_at")} AS expiresAt, ${isoTime("installed_at")} AS installedAt,
+      ${isoTime("updated_at")} AS updatedAt, refresh_error AS refreshError, approved,
+      CASE WHEN uninstalled_at > 0 THEN ${isoTime("uninstalled_at")} END AS uninstalledAt
     FROM tokens ORDER BY location_id`);
   const selectOfCompany = db.prepare<[string], CompanyLocation>(`
     SELECT location_id AS locationId, location_name AS name, uninstalled_at AS uninstalledAt, refresh_error AS refreshError
@@ -139,7 +140,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     listings(): LocationListing[] {
       const listings = selectListings.all();
       for (const listing of listings) {
-        listing.sms_api_key = sealer.open(listing.sms_api_key, sealedIn("sms_api_key", listing.location_id));
+        listing.smsApiKey = sealer.open(listing.smsApiKey, sealedIn("sms_api_key", listing.locationId));
         listing.approved = Boolean(listing.approved);
       }
       return listings;

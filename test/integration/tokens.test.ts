@@ -274,7 +274,7 @@ describe("listings", () => {
     expect(listings).toHaveLength(times.length);
     listings.forEach((listing, i) => {
       const ms = times[i] as number;
-      expect([listing.expires_at, listing.installed_at, listing.updated_at]).toEqual([iso(ms), iso(ms + 7), iso(ms + 7)]);
+      expect([listing.expiresAt, listing.installedAt, listing.updatedAt]).toEqual([iso(ms), iso(ms + 7), iso(ms + 7)]);
     });
   });
 
@@ -286,17 +286,17 @@ describe("listings", () => {
     tokens.setConfig("loc-1", { senderId: "BRIDGE", smsApiKey: "sms-key" }, 2_000);
     expect(tokens.listings()).toEqual([
       {
-        location_id: "loc-1",
+        locationId: "loc-1",
         name: "",
-        company_id: "co-1",
-        sender_id: "BRIDGE",
-        sms_api_key: "sms-key",
-        expires_at: iso(5_000),
-        installed_at: iso(1_000),
-        updated_at: iso(2_000),
-        refresh_error: "",
+        companyId: "co-1",
+        senderId: "BRIDGE",
+        smsApiKey: "sms-key",
+        expiresAt: iso(5_000),
+        installedAt: iso(1_000),
+        updatedAt: iso(2_000),
+        refreshError: "",
         approved: false,
-        uninstalled_at: null,
+        uninstalledAt: null,
       },
     ]);
   });
