@@ -4,6 +4,7 @@ import { errorMessage } from "../errors.ts";
 import { keyTag } from "./key-tag.ts";
 import type { Logger } from "./log.ts";
 import { maskSecret } from "./mask.ts";
+import { isLow } from "./status.ts";
 
 export interface BalancesOptions {
   sms: Pick<SmsGateway, "balance">;
@@ -43,7 +44,7 @@ export function createBalances(options: BalancesOptions) {
       return;
     }
     keys.balance(tag, masked, now(), { credits });
-    if (lowCredits > 0 && credits < lowCredits && now() - (warnedAt.get(tag) ?? -Infinity) >= warnEveryMs) {
+    if (isLow(credits, lowCredits) && now() - (warnedAt.get(tag) ?? -Infinity) >= warnEveryMs) {
       warnedAt.set(tag, now());
       log.warn(`SMS gateway key ${masked} has ${credits} credits left, below LOW_BALANCE_CREDITS (${lowCredits}): top up before sending stops`);
     }

@@ -56,7 +56,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
               key: k.keyMasked,
               credits: k.balance,
               checked_at: iso(k.balanceAt),
-              low: deps.lowCredits > 0 && k.balance !== null && k.balance < deps.lowCredits,
+              low: isLow(k.balance, deps.lowCredits),
               error: k.balanceError,
             },
           ],
@@ -68,4 +68,13 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
 export function apiKeysInUse(tokens: TokenStore, defaultKey: string): string[] {
   const own = tokens.listings().flatMap((l) => (l.smsApiKey && !l.uninstalledAt ? [l.smsApiKey] : []));
   return [...new Set([...(defaultKey ? [defaultKey] : []), ...own])];
+}
+
+/**
+ * Whether `credits` is below LOW_BALANCE_CREDITS (`lowCredits`; 0: nothing is low): the
+ * one rule behind the low-balance warning, `bridge status` and doctor. Here, not in
+ * balances.ts, because the CLI loads this module without node:crypto.
+ */
+export function isLow(credits: number | null, lowCredits: number): boolean {
+  return lowCredits > 0 && credits !== null && credits < lowCredits;
 }

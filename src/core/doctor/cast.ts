@@ -5,6 +5,7 @@ import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { errorMessage, GatewayError } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
+import { isLow } from "../status.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 
 /** What doctor learnt of one API key: unusable keys are not asked about sender IDs. */
@@ -58,7 +59,7 @@ async function checkKey(config: ResolvedConfig, sms: SmsGateway, apiKey: string,
     checks.push(fail(name, `${who}: ${keyProblem(error)}`));
     return { usable: false };
   }
-  if (config.lowBalanceCredits > 0 && credits < config.lowBalanceCredits) {
+  if (isLow(credits, config.lowBalanceCredits)) {
     checks.push(warn(name, `${who}: ${credits} credits, below LOW_BALANCE_CREDITS (${config.lowBalanceCredits}): top up soon`));
   } else {
     checks.push(ok(name, `${who}: ${credits} credits`));
