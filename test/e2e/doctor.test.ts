@@ -106,11 +106,7 @@ describe("bridge doctor against the fake Cast and the fake HighLevel", () => {
   });
 
   test("a revoked key (401): exit 1 on that key's line", async () => {
-    e2e.gateway.on(BALANCE, (req: Recorded) =>
-      req.headers["x-api-key"] === LOCATION_KEY
-        ? jsonResponse({ success: false, error: "API key revoked", error_code: "API_KEY_REVOKED" }, 401)
-        : jsonResponse({ success: true, credits: 1000, currency: "PHP" }),
-    );
+    balances(() => jsonResponse({ success: false, error: "API key revoked", error_code: "API_KEY_REVOKED" }, 401), 1000);
     const { code, line } = await doctor();
     expect(code).toBe(1);
     expect(line("fail  Cast key loc1-own-cas...: used by loc-2: refused (gateway balance call answered 401: API key revoked)")).toBeDefined();
@@ -118,11 +114,7 @@ describe("bridge doctor against the fake Cast and the fake HighLevel", () => {
   });
 
   test("out of credit is a fail, a low balance a warn", async () => {
-    e2e.gateway.on(BALANCE, (req: Recorded) =>
-      req.headers["x-api-key"] === LOCATION_KEY
-        ? jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402)
-        : jsonResponse({ success: true, credits: 120, currency: "PHP" }),
-    );
+    balances(() => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402), 120);
     const { code, line } = await doctor();
     expect(code).toBe(1);
     expect(line("fail  Cast key loc1-own-cas...: used by loc-2: out of credit")).toBeDefined();
@@ -147,3 +139,10 @@ describe("bridge doctor against the fake Cast and the fake HighLevel", () => {
     expect(line("ok    HighLevel token loc-2")).toBeDefined();
   });
 });
+
+/** Cast's balance call answers `locationKey()` for LOCATION_KEY, and `credits` for every other key. */
+function balances(locationKey: () => Response, credits: number): void {
+  e2e.gateway.on(BALANCE, (req: Recorded) =>
+    req.headers["x-api-key"] === LOCATION_KEY ? locationKey() : jsonResponse({ success: true, credits, currency: "PHP" }),
+  );
+}
