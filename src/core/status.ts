@@ -66,8 +66,23 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
 
 /** The gateway keys messages go out with now: the operator's, and each location's own. */
 export function apiKeysInUse(tokens: TokenStore, defaultKey: string): string[] {
-  const own = tokens.listings().flatMap((l) => (l.smsApiKey && !l.uninstalledAt ? [l.smsApiKey] : []));
-  return [...new Set([...(defaultKey ? [defaultKey] : []), ...own])];
+  return [...keyUsers(defaultKey, tokens.listings()).keys()];
+}
+
+/**
+ * Each gateway key in use and who uses it: SMS_API_KEY (as "SMS_API_KEY"), then the
+ * installed locations' own keys (by location id), in the order given.
+ */
+export function keyUsers(
+  defaultKey: string,
+  locations: readonly { locationId: string; smsApiKey: string; uninstalledAt: unknown }[],
+): Map<string, string[]> {
+  const users = new Map<string, string[]>();
+  if (defaultKey) users.set(defaultKey, ["SMS_API_KEY"]);
+  for (const { locationId, smsApiKey, uninstalledAt } of locations) {
+    if (smsApiKey && !uninstalledAt) users.set(smsApiKey, [...(users.get(smsApiKey) ?? []), locationId]);
+  }
+  return users;
 }
 
 /**

@@ -5,7 +5,7 @@ import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { errorMessage, GatewayError } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
-import { isLow } from "../status.ts";
+import { isLow, keyUsers } from "../status.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 
 /** What doctor learnt of one API key: unusable keys are not asked about sender IDs. */
@@ -31,22 +31,12 @@ export async function checkCast(
   checks.push(ok("Cast reachable", `${config.sms.apiUrl} answered (HTTP ${found.status}) in ${found.ms} ms`));
   const installed = records.filter((r) => !r.uninstalledAt);
   const findings = new Map<string, KeyFindings>();
-  for (const [apiKey, users] of keysInUse(config, installed)) findings.set(apiKey, await checkKey(config, sms, apiKey, users, checks));
+  for (const [apiKey, users] of keyUsers(config.sms.apiKey, installed)) findings.set(apiKey, await checkKey(config, sms, apiKey, users, checks));
   for (const record of installed) checks.push(...senderCheck(config, record, findings));
   if (config.sms.apiKey && config.sms.senderId) {
     const check = senderOn("sender ID SMS_SENDER_ID", config.sms.senderId, config.sms.apiKey, findings.get(config.sms.apiKey), "set SMS_SENDER_ID to one of them");
     if (check) checks.push(check);
   }
-}
-
-/** Each distinct key and who uses it: SMS_API_KEY and the locations' own keys. */
-function keysInUse(config: ResolvedConfig, records: TokenRecord[]): Map<string, string[]> {
-  const keys = new Map<string, string[]>();
-  if (config.sms.apiKey) keys.set(config.sms.apiKey, ["SMS_API_KEY"]);
-  for (const record of records) {
-    if (record.smsApiKey) keys.set(record.smsApiKey, [...(keys.get(record.smsApiKey) ?? []), record.locationId]);
-  }
-  return keys;
 }
 
 async function checkKey(config: ResolvedConfig, sms: SmsGateway, apiKey: string, users: string[], checks: Check[]): Promise<KeyFindings> {
