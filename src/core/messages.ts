@@ -2,6 +2,7 @@ import { MESSAGE_STATUSES, type LoggedMessage, type MessageEvent, type MessageFi
 import { iso, pointInTime } from "./duration.ts";
 import { AppError } from "../errors.ts";
 import { ID_RULE, isId } from "./ids.ts";
+import { maskPhone } from "./mask.ts";
 import { composeText, smsParts } from "./parts.ts";
 
 /**
@@ -150,13 +151,6 @@ export function messageView(m: LoggedMessage): MessageView {
     sent_at: isoOrNull(m.sentAt),
     updated_at: iso(m.updatedAt),
   };
-}
-
-/** `+639171234567` -> `0917***4567`; any other number keeps only its first and last four characters. */
-export function maskPhone(phone: string): string {
-  const ph = /^\+63(\d{10})$/.exec(phone.trim());
-  const shown = ph ? `0${ph[1]}` : phone.trim();
-  return shown.length > 8 ? `${shown.slice(0, 4)}***${shown.slice(-4)}` : "***";
 }
 
 /** The cursor of the page after `last`: opaque to clients. */
