@@ -3,7 +3,7 @@ import type { GlobalOptions } from "./context.ts";
 import { json, locationArg, table, UsageError, type Io } from "./io.ts";
 import { syncCommand } from "./sync.ts";
 
-/** `bridge locations list|approve|sync|remove`: the installed locations, keys masked, never a token. */
+/** `bridge locations list|approve|unapprove|sync|remove`: the installed locations, keys masked, never a token. */
 export function locationsCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   const locations = program.command("locations").description("installed CRM locations");
   locations
@@ -30,15 +30,15 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
 
   locations
     .command("approve <locationId...>")
-    .description("let locations use the global SMS_API_KEY and SMS_SENDER_ID (new installs start pending)")
+    .description("let locations use the global SMS_API_KEY and SMS_SENDER_ID (new installs start pending; with ALLOWED_COMPANY_IDS set, it counts only for its companies)")
     .option("--json", "machine-readable output")
-    .action(async (ids: string[], options: { json?: boolean }) => {
-      for (const id of ids) locationArg(id);
-      const [{ withStore }, { approveLocation }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
-      const approved = withStore(io, globals(), (tokens) => ids.map((id) => approveLocation(tokens, id, Date.now())));
-      if (options.json) return io.out(json({ locations: approved }));
-      for (const { location_id } of approved) io.out(`approved ${location_id}: it may use the global SMS_API_KEY and SMS_SENDER_ID\n`);
-    });
+    .action(approval(io, globals, true, "approved", "it may use the global SMS_API_KEY and SMS_SENDER_ID (if ALLOWED_COMPANY_IDS is set, only while its company is listed)"));
+
+  locations
+    .command("unapprove <locationId...>")
+    .description("withdraw locations' approval: they send only with a key of their own (a listed company's reinstall approves again)")
+    .option("--json", "machine-readable output")
+    .action(approval(io, globals, false, "unapproved", "pending: it may no longer use the global SMS_API_KEY or SMS_SENDER_ID"));
 
   syncCommand(locations, io, globals);
 
@@ -55,6 +55,17 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
       withStore(io, globals(), (tokens) => removeLocation(tokens, id));
       io.out(`removed ${id}; if the app is still installed there in HighLevel, the next sync or INSTALL brings it back (uninstall it in HighLevel first)\n`);
     });
+}
+
+/** The action of `approve` (true) and `unapprove` (false): one path, as the admin API's. */
+function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done: string, meaning: string) {
+  return async (ids: string[], options: { json?: boolean }): Promise<void> => {
+    for (const id of ids) locationArg(id);
+    const [{ withStore }, { setApproval }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+    const changed = withStore(io, globals(), (tokens) => ids.map((id) => setApproval(tokens, id, approved, Date.now())));
+    if (options.json) return io.out(json({ locations: changed }));
+    for (const { location_id } of changed) io.out(`${done} ${location_id}: ${meaning}\n`);
+  };
 }
 
 function status(location: { refresh_error: string; uninstalled_at: string | null }): string {

@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config.ts";
+import { approvedOffList, offListWarning } from "../core/locations.ts";
 import { apiKeysInUse } from "../core/status.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
@@ -56,6 +57,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   if (config.allowedCompanyIds.length === 0) {
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }
+  const offList = approvedOffList(core.tokens, config.allowedCompanyIds);
+  if (offList.length > 0) log.warn(offListWarning(offList));
 
   const signal = await stopped;
   const reload = signal === "SIGHUP" ? " (bridge does not reload its configuration: it stops; start it again to apply changes)" : "";

@@ -22,7 +22,7 @@ export function statusCommand(program: Command, io: Io, globals: () => GlobalOpt
         "store",
         async (core) => {
           await core.balances.refresh(apiKeysInUse(core.tokens, core.config.sms.apiKey));
-          return bridgeStatus({ ...core, lowCredits: core.config.lowBalanceCredits, now: Date.now() });
+          return bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: Date.now() });
         },
         tuning,
       );

@@ -46,8 +46,9 @@ export interface ResolvedConfig {
   /** AES-256-GCM key for tokens and API keys at rest; undefined stores them plain. */
   encryptionKey: Buffer | undefined;
   /**
-   * Companies whose installs are accepted and approved at once; empty: any company may
-   * install, and its locations start pending (CONTRACT.md 12).
+   * Companies whose installs are accepted and approved at once, and the only ones whose
+   * approved locations may use SMS_API_KEY / SMS_SENDER_ID (checked at every send); empty:
+   * any company may install, and its locations start pending (CONTRACT.md 12).
    */
   allowedCompanyIds: string[];
   /** `text` lines, or one JSON object per line (LOG_FORMAT). */
@@ -120,7 +121,8 @@ export const VARIABLES = {
   CAST_MESSAGES_PER_SECOND: { kind: kind.rate, about: "Cast's limit on messages per API key", default: "10" },
   ALLOWED_COMPANY_IDS: {
     kind: kind.idList,
-    about: "companies allowed to install and use the defaults above; unset: any may, its locations wait for `locations approve`",
+    about:
+      "companies allowed to install; only their approved locations use the defaults above, checked at every send; unset: any may install, its locations wait for `locations approve`",
   },
   INBOUND_API_KEY: {
     kind: kind.adminKeys,

@@ -179,7 +179,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     holds,
     receiptBook: createReceiptBook({ sms, scheduler, freshMs: tuning.receiptBookMs }),
     crm,
-    defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId },
+    defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId, allowedCompanyIds: config.allowedCompanyIds },
     now,
     log,
     reportBackoffMs: tuning.reportBackoffMs,

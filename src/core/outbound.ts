@@ -16,7 +16,7 @@ import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
 import { delayMs, pRetryOptions, RETRY } from "./retry.ts";
-import { sendingWith } from "./locations.ts";
+import { sendingWith, sharedRefusal, type SharedSending } from "./locations.ts";
 import type { TokenService } from "./tokens.ts";
 
 export interface OutboundDeps {
@@ -33,7 +33,8 @@ export interface OutboundDeps {
   /** Delivery receipts read in batches from each key's log. */
   receiptBook: ReceiptBook;
   crm: CrmClient;
-  defaults: { apiKey: string; senderId: string };
+  /** The operator's key and sender ID, and who may use them: checked at every send. */
+  defaults: SharedSending;
   now: () => number;
   log: Logger;
   /** First delay before re-trying a status report (RETRY.report). */
@@ -136,9 +137,8 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   const { parts } = smsParts(text);
   if (parts > deps.maxParts) return { result: failed("too_many_parts", `${parts} parts; at most ${deps.maxParts} allowed`) };
   const { apiKey, senderId } = sendingWith(record, deps.defaults);
-  if (!record.smsApiKey && !record.approved && deps.defaults.apiKey) {
-    return { result: failed("not_approved", `location ${locationId} is not approved to use the shared gateway key`) };
-  }
+  const refusal = !record.smsApiKey && deps.defaults.apiKey ? sharedRefusal(record, deps.defaults.allowedCompanyIds) : undefined;
+  if (refusal) return { result: failed("not_approved", `location ${locationId} ${refusal}`) };
   if (!apiKey) return { result: failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key") };
   // Keys are checked when set; one stored before that check could not travel in a header.
   if (!API_KEY.pattern.test(apiKey)) return { result: failed("invalid_api_key", `the SMS gateway API key ${API_KEY.says}: set it again`) };

@@ -2,6 +2,7 @@ import type { GatewayKeys } from "../db/gateway-keys.ts";
 import type { MessageLog, MessageStatus } from "../db/messages.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import { iso } from "./duration.ts";
+import { sharedRefusal } from "./locations.ts";
 
 /** `bridge status` and `GET /api/admin/status` (CONTRACT.md 8). Times are ISO 8601. */
 export interface StatusView {
@@ -22,6 +23,8 @@ export interface StatusDeps {
   messages: MessageLog;
   tokens: TokenStore;
   gatewayKeys: GatewayKeys;
+  /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
+  allowedCompanyIds: readonly string[];
   /** LOW_BALANCE_CREDITS; 0: never low. */
   lowCredits: number;
   now: number;
@@ -45,7 +48,11 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
     needs_attention: deps.tokens.listings().flatMap((l) => {
       if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
       if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
-      if (!l.approved && !l.smsApiKey) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+      if (l.smsApiKey) return [];
+      if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+      if (sharedRefusal(l, deps.allowedCompanyIds)) {
+        return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
+      }
       return [];
     }),
     balances: keys.flatMap((k) =>

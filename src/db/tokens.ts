@@ -101,7 +101,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   const rename = db.prepare<[{ id: string; name: string }]>(
     "UPDATE tokens SET location_name = @name WHERE location_id = @id AND location_name <> @name",
   );
-  const approve = db.prepare<[number, string]>("UPDATE tokens SET approved = 1, updated_at = ? WHERE location_id = ?");
+  const approve = db.prepare<[number, number, string]>("UPDATE tokens SET approved = ?, updated_at = ? WHERE location_id = ?");
   const uninstalled = db.prepare<[number, number, string]>(
     "UPDATE tokens SET uninstalled_at = ?, updated_at = ? WHERE location_id = ? AND uninstalled_at = 0",
   );
@@ -153,9 +153,9 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     setName(locationId: string, name: string): void {
       if (name) rename.run({ id: locationId, name });
     },
-    /** Lets the location use the global key and sender ID; false when it is unknown. */
-    approve(locationId: string, now: number): boolean {
-      return approve.run(now, locationId).changes > 0;
+    /** Lets the location use the global key and sender ID, or withdraws that; false when it is unknown. */
+    setApproved(locationId: string, approved: boolean, now: number): boolean {
+      return approve.run(approved ? 1 : 0, now, locationId).changes > 0;
     },
     /** Marks the app uninstalled from the location, keeping its record; false if unknown or already marked. */
     markUninstalled(locationId: string, now: number): boolean {

@@ -1,7 +1,7 @@
 import { getRouterParam, type H3, type H3Event } from "h3";
 import { setLocationConfig } from "../core/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
-import { approveLocation, getLocationConfig, listLocations } from "../core/locations.ts";
+import { getLocationConfig, listLocations, setApproval } from "../core/locations.ts";
 import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
 import { bridgeStatus } from "../core/status.ts";
 import type { Core } from "../core/index.ts";
@@ -37,14 +37,16 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
     return setLocationConfig(core.tokens, locationParam(event), body, core.now());
   });
 
-  app.post("/api/admin/locations/:locationId/approve", (event) => {
-    auth(event);
-    return approveLocation(core.tokens, locationParam(event), core.now());
-  });
+  for (const [action, approved] of [["approve", true], ["unapprove", false]] as const) {
+    app.post(`/api/admin/locations/:locationId/${action}`, (event) => {
+      auth(event);
+      return setApproval(core.tokens, locationParam(event), approved, core.now());
+    });
+  }
 
   app.get("/api/admin/status", (event) => {
     auth(event);
-    return bridgeStatus({ ...core, lowCredits: core.config.lowBalanceCredits, now: core.now() });
+    return bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: core.now() });
   });
 
   app.get("/api/admin/messages", (event) => {

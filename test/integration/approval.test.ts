@@ -1,8 +1,9 @@
 import { describe, expect, test } from "vitest";
 import Database from "better-sqlite3";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { run } from "../../src/cli/index.ts";
 import { openDb } from "../../src/db/index.ts";
 import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
@@ -110,9 +111,125 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
   test("a reinstall keeps an approval given before", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
-    bridge.core.tokens.approve("loc-1", Date.now());
+    bridge.core.tokens.setApproved("loc-1", true, Date.now());
     await bridge.install("loc-1");
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true });
+  });
+});
+
+describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", () => {
+  const startWith = bridgePerTest();
+  const offList = "location loc-b belongs to company agencyB, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key";
+
+  /** A bridge whose agencyB location was installed (and approved) while agencyB was on the list, restarted with agencyA only. */
+  async function takenOffTheList(): Promise<Bridge> {
+    const before = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA,agencyB", SMS_SENDER_ID: "OPERATOR" } });
+    before.crm.grantLocation("code-b", "loc-b", { companyId: "agencyB" });
+    expect((await callback(before, "code-b")).status).toBe(200);
+    expect(before.core.tokens.get("loc-b")).toMatchObject({ approved: true });
+    await before.close();
+    return startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: before.config.databasePath } });
+  }
+
+  test("a location of a company taken off the list is pending at its next message: reported failed, logged, not sent", async () => {
+    const bridge = await takenOffTheList();
+    const refused = await sendAndWait(bridge, "m-b", { locationId: "loc-b" });
+    expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: offList });
+    expect(bridge.gateway.sent()).toEqual([]);
+    expect(bridge.crm.statusReports()).toMatchObject([{ body: { status: "failed", error: { message: offList } } }]);
+    expect(bridge.logs.join("")).toContain(`[warn] message m-b of location loc-b not sent: ${offList}`);
+  });
+
+  test("with its own key it still sends, on its key and without the operator's sender ID", async () => {
+    const bridge = await takenOffTheList();
+    bridge.core.tokens.setConfig("loc-b", { smsApiKey: "agency-b-own-key-0123" }, Date.now());
+    expect(await sendAndWait(bridge, "m-own", { locationId: "loc-b" })).toMatchObject({ outcome: "delivered" });
+    const [sent] = bridge.gateway.sent();
+    expect(sent?.apiKey).toBe("agency-b-own-key-0123");
+    expect(sent?.sender_id).toBeUndefined();
+  });
+
+  test("status names it as pending; back on the list, it sends again", async () => {
+    const bridge = await takenOffTheList();
+    const status = (await (await bridge.admin("/api/admin/status")).json()) as { needs_attention: unknown[] };
+    const reason = "pending: its company agencyB is not in ALLOWED_COMPANY_IDS, and it has no key of its own";
+    expect(status.needs_attention).toEqual([{ location_id: "loc-b", reason }]);
+
+    const again = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA,agencyB", DATABASE_PATH: bridge.config.databasePath } });
+    await bridge.close();
+    expect(await sendAndWait(again, "m-back", { locationId: "loc-b" })).toMatchObject({ outcome: "delivered" });
+    expect(again.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
+  });
+
+  test("a stranger's location that the schema-2 upgrade approved does not send on the operator's key", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "bridge-stranger-")), "bridge.db");
+    const old = new Database(path);
+    old.exec(MIGRATIONS[0]!);
+    old.pragma("user_version = 1");
+    old.prepare(
+      "INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES ('loc-s', 'stranger', 'at', 'rt', ?, 1, 1)",
+    ).run(Date.now() + 86_400_000);
+    old.close();
+    const upgrading = openDb(path, { keepOlderSchema: true });
+    migrate(upgrading);
+    upgrading.close();
+
+    try {
+      const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
+      expect(bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, companyId: "stranger" });
+      const refused = await sendAndWait(bridge, "m-phish", { locationId: "loc-s", message: "Your account is locked: http://phish.example" });
+      const reason = "location loc-s belongs to company stranger, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key";
+      expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: reason });
+      expect(bridge.gateway.sent()).toEqual([]);
+      await bridge.close();
+    } finally {
+      rmSync(dirname(path), { recursive: true, force: true });
+    }
+  });
+
+  test("without a list, an upgrade's approvals still serve (a bridge run without one keeps working)", async () => {
+    const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "" } }, "loc-1");
+    expect(await sendAndWait(bridge, "m-1")).toMatchObject({ outcome: "delivered" });
+    expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
+  });
+});
+
+describe("unapprove", () => {
+  const startWith = bridgePerTest();
+
+  test("POST …/unapprove makes a location pending again: its next message is not sent on the global key", async () => {
+    const bridge = await startWith({}, "loc-1");
+    expect(await sendAndWait(bridge, "m-before")).toMatchObject({ outcome: "delivered" });
+
+    const res = await bridge.admin("/api/admin/locations/loc-1/unapprove", { method: "POST" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ location_id: "loc-1", approved: false });
+    const after = await sendAndWait(bridge, "m-after");
+    expect(after).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: "location loc-1 is not approved to use the shared gateway key" });
+    expect(bridge.gateway.sent()).toHaveLength(1);
+  });
+
+  test("unapprove needs the admin key; an unknown location is a 404", async () => {
+    const bridge = await startWith({}, "loc-1");
+    expect((await bridge.fetch("/api/admin/locations/loc-1/unapprove", { method: "POST" })).status).toBe(401);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true });
+    const res = await bridge.admin("/api/admin/locations/loc-9/unapprove", { method: "POST" });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: "location not found: loc-9" });
+  });
+
+  test("bridge locations unapprove, then approve, on the same store", async () => {
+    const bridge = await startWith({}, "loc-1", "loc-2");
+    const io = (out: string[]) => ({ out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: bridge.env });
+    const out: string[] = [];
+    expect(await run(["locations", "unapprove", "loc-1", "loc-2"], io(out))).toBe(0);
+    expect(out.join("")).toContain("unapproved loc-1: pending");
+    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: false });
+    const json: string[] = [];
+    expect(await run(["locations", "approve", "loc-2", "--json"], io(json))).toBe(0);
+    expect(JSON.parse(json.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true }] });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true });
   });
 });
 

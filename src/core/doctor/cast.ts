@@ -71,10 +71,14 @@ function keyProblem(error: unknown): string {
 /** The sender ID a location's messages go with, on the key they go with. */
 function senderCheck(config: ResolvedConfig, record: TokenRecord, findings: Map<string, KeyFindings>): Check[] {
   const name = `sender ID ${record.locationId}`;
-  const { apiKey, senderId } = sendingWith(record, config.sms);
+  const { apiKey, senderId } = sendingWith(record, { ...config.sms, allowedCompanyIds: config.allowedCompanyIds });
   if (!apiKey) {
     if (!record.approved && config.sms.apiKey) {
       return [warn(name, `pending approval, with no API key of its own: its messages are reported failed; \`bridge locations approve ${record.locationId}\` or give it a key`)];
+    }
+    if (config.sms.apiKey) {
+      const why = `of company ${record.companyId || "(none)"}, not in ALLOWED_COMPANY_IDS, with no API key of its own: its messages are reported failed`;
+      return [warn(name, `${why}; \`bridge locations unapprove ${record.locationId}\`, add the company to ALLOWED_COMPANY_IDS, or give it a key`)];
     }
     return [fail(name, `no API key (neither its own nor SMS_API_KEY): its messages are reported failed; set SMS_API_KEY or \`bridge config set ${record.locationId} --sms-api-key -\``)];
   }
