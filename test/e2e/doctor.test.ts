@@ -65,6 +65,15 @@ describe("bridge doctor against the fake Cast and the fake HighLevel", () => {
     for (const secret of [LOCATION_KEY, "doctor-global-sms-key", KEY, ADMIN, "doctor-client-secret"]) expect(all).not.toContain(secret);
   });
 
+  test("approved locations of a company not in ALLOWED_COMPANY_IDS: a warning naming them, as serve's at start", async () => {
+    const { code, line } = await doctor({ ALLOWED_COMPANY_IDS: "another-co" });
+    expect(code).toBe(0);
+    expect(line("warn  approvals: 2 approved location(s) of companies not in ALLOWED_COMPANY_IDS: loc-1 (company company-1), loc-2 (company company-1)")).toBeDefined();
+    expect(line("warn  sender ID loc-1: of company company-1, not in ALLOWED_COMPANY_IDS, with no API key of its own")).toBeDefined();
+    expect(line("ok    approvals")).toBeUndefined();
+    expect((await doctor()).line("ok    approvals: every approved location's company is in ALLOWED_COMPANY_IDS")).toBeDefined();
+  });
+
   test("--json: ok and one entry per check", async () => {
     const { code, stdout } = await doctorBridge(e2e.env, "doctor", "--json");
     expect(code).toBe(0);

@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { e2eSetup, exited, runBridge, startServe, type E2E } from "../helpers/binary.ts";
+import { outbound, waitFor } from "../helpers/bridge.ts";
 
 /** The schema one migration short of this bridge's, as the previous release left it. */
 const OLD = MIGRATIONS.length - 1;
@@ -32,6 +33,10 @@ function oldDatabase(name: string, version = OLD): string {
   db.prepare("INSERT INTO jobs (message_id, location_id, payload, state, next_attempt_at, created_at, updated_at) VALUES ('m-old', 'loc-old', '{}', 'done', 1, 1, 1)").run();
   db.close();
   return path;
+}
+
+function nonEmpty<T>(list: T[]): T[] | undefined {
+  return list.length > 0 ? list : undefined;
 }
 
 function version(path: string): number {
@@ -85,6 +90,32 @@ describe("upgrading the database", () => {
       const copy = new Database(backup, { readonly: true });
       expect(copy.prepare("SELECT message_id FROM jobs").pluck().all()).toEqual(["m-old"]);
       copy.close();
+    } finally {
+      server.child.kill("SIGTERM");
+      await exited(server.child);
+    }
+  });
+
+  test("a stranger's location stored before approvals existed: serve names it, and its text does not go on the operator's key", async () => {
+    const path = oldDatabase("stranger.db", 1);
+    const db = new Database(path);
+    db.prepare(
+      "INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES ('loc-stranger', 'stranger-co', 'at', 'rt', ?, 1, 1)",
+    ).run(Date.now() + 86_400_000);
+    db.close();
+    const server = await startServe({ ...e2e.env, DATABASE_PATH: path, SMS_SENDER_ID: "OPERATOR" }, e2e.dir);
+    try {
+      // Logged just after the "listening on" line startServe waits for.
+      const warning = "[warn] 1 approved location(s) of companies not in ALLOWED_COMPANY_IDS: loc-stranger (company stranger-co); they may not use SMS_API_KEY or SMS_SENDER_ID";
+      await waitFor(() => server.log.includes(warning));
+      const res = await e2e.webhook(server.url, outbound("m-phish", { locationId: "loc-stranger", message: "Your account is locked: http://phish.example" }));
+      expect(res.status).toBe(200);
+      const [report] = await waitFor(() => nonEmpty(e2e.crm.statusReports().filter((r) => r.messageId === "m-phish")));
+      expect(report?.body).toMatchObject({
+        status: "failed",
+        error: { message: "location loc-stranger belongs to company stranger-co, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key" },
+      });
+      expect(e2e.gateway.sent().filter((m) => m.message.includes("phish"))).toEqual([]);
     } finally {
       server.child.kill("SIGTERM");
       await exited(server.child);
