@@ -32,7 +32,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     .command("approve <locationId...>")
     .description("let locations use the global SMS_API_KEY and SMS_SENDER_ID (new installs start pending; with ALLOWED_COMPANY_IDS set, it counts only for its companies)")
     .option("--json", "machine-readable output")
-    .action(approval(io, globals, true, "approved", "it may use the global SMS_API_KEY and SMS_SENDER_ID (if ALLOWED_COMPANY_IDS is set, only while its company is listed)"));
+    .action(approval(io, globals, true, "approved", "it may use the global SMS_API_KEY and SMS_SENDER_ID"));
 
   locations
     .command("unapprove <locationId...>")
@@ -61,10 +61,18 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
 function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done: string, meaning: string) {
   return async (ids: string[], options: { json?: boolean }): Promise<void> => {
     for (const id of ids) locationArg(id);
-    const [{ withStore }, { setApproval }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
-    const changed = withStore(io, globals(), (tokens) => ids.map((id) => setApproval(tokens, id, approved, Date.now())));
-    if (options.json) return io.out(json({ locations: changed }));
-    for (const { location_id } of changed) io.out(`${done} ${location_id}: ${meaning}\n`);
+    const [{ withStore }, { setApproval, sharedRefusal }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+    const changed = withStore(io, globals(), (tokens, config) =>
+      ids.map((id) => {
+        const change = setApproval(tokens, id, approved, Date.now());
+        const record = tokens.get(id);
+        // An approval the list overrides must not read as done.
+        const refusal = approved && record ? sharedRefusal(record, config.allowedCompanyIds) : undefined;
+        return { change, line: `${done} ${id}: ${refusal ? `but it stays pending: it ${refusal}` : meaning}\n` };
+      }),
+    );
+    if (options.json) return io.out(json({ locations: changed.map((c) => c.change) }));
+    for (const { line } of changed) io.out(line);
   };
 }
 

@@ -231,6 +231,16 @@ describe("unapprove", () => {
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
     expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true });
   });
+
+  test("bridge locations approve of a company not in ALLOWED_COMPANY_IDS says it stays pending", async () => {
+    const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA" } }, "loc-1");
+    bridge.core.tokens.setApproved("loc-1", false, Date.now());
+    const out: string[] = [];
+    expect(await run(["locations", "approve", "loc-1"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
+    expect(out.join("")).toBe(
+      "approved loc-1: but it stays pending: it belongs to company company-1, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key\n",
+    );
+  });
 });
 
 describe("ids", () => {
