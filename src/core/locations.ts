@@ -69,7 +69,7 @@ export function approvedOffList(tokens: TokenStore, allowedCompanyIds: readonly 
 
 /** The warning `serve` logs and doctor shows for `approvedOffList`'s locations. */
 export function offListWarning(locations: readonly LocationListing[]): string {
-  const named = locations.slice(0, 10).map((l) => `${l.locationId} (company ${l.companyId || "none"})`);
+  const named = locations.slice(0, 10).map((l) => `${l.locationId} (company ${l.companyId || "(none)"})`);
   const more = locations.length > 10 ? ` and ${locations.length - 10} more` : "";
   return (
     `${locations.length} approved location(s) of companies not in ALLOWED_COMPANY_IDS: ${named.join(", ")}${more}; ` +
