@@ -1,5 +1,4 @@
-import { existsSync, fstatSync, readFileSync } from "node:fs";
-import { parseEnv } from "node:util";
+import { existsSync, fstatSync } from "node:fs";
 import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config.ts";
 import type { Core, Tuning } from "../core/index.ts";
 import { createSealer } from "../db/sealer.ts";
@@ -7,6 +6,7 @@ import { openDb, type Db } from "../db/index.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { upgradeDb } from "../db/upgrade.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
+import { readEnvFile } from "./env-file.ts";
 import { UsageError, type Io } from "./io.ts";
 
 export interface GlobalOptions {
@@ -16,14 +16,16 @@ export interface GlobalOptions {
 
 /**
  * The environment a command runs with: a .env file (`--env-file`, else ./.env if
- * present) under the real environment, which wins; `--db` over DATABASE_PATH.
+ * present and the user's own) under the real environment, which wins; `--db` over
+ * DATABASE_PATH.
  */
 export function commandEnv(io: Io, options: GlobalOptions): Record<string, string | undefined> {
-  const file = options.envFile ?? (existsSync(".env") ? ".env" : undefined);
   let fromFile: Record<string, string | undefined> = {};
-  if (file) {
-    if (!existsSync(file)) throw new UsageError(`env file not found: ${file}`);
-    fromFile = parseEnv(readFileSync(file, "utf8"));
+  if (options.envFile !== undefined) {
+    if (!existsSync(options.envFile)) throw new UsageError(`env file not found: ${options.envFile}`);
+    fromFile = readEnvFile(options.envFile, { mustBeOurs: false });
+  } else if (existsSync(".env")) {
+    fromFile = readEnvFile("./.env", { mustBeOurs: true });
   }
   const env = { ...fromFile, ...io.env };
   if (options.db) env.DATABASE_PATH = options.db;

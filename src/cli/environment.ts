@@ -23,7 +23,7 @@ const SERVE_RUNTIME: readonly HelpLine[] = [
   { name: "NODE_EXTRA_CA_CERTS", about: "PEM file of extra certificate authorities for HighLevel and Cast" },
 ];
 
-const FROM = "also read from ./.env or --env-file; the real environment wins";
+const FROM = "also read from --env-file, or ./.env when it is yours or root's and not writable by others; the real environment wins";
 
 /** The root command's list: the configuration, for every command. */
 export function environmentHelp(): string {

@@ -122,9 +122,10 @@ export function createIntake(deps: IntakeDeps) {
     const { locationId, companyId } = event;
     if (!locationId) return uninstallCompany(companyId);
     const what = `location ${locationId}`;
-    const verdict = await confirmed(what, () => deps.uninstall(locationId));
-    if (verdict === "still_installed") return stale(what);
-    if (verdict === "not_installed") log.info(`UNINSTALL of ${what}: it was not installed`);
+    const result = await confirmed(what, () => deps.uninstall(locationId));
+    if (result.verdict === "recheck") throw recheck(what, result.recheckInMs);
+    if (result.verdict === "still_installed") return stale(what);
+    if (result.verdict === "not_installed") log.info(`UNINSTALL of ${what}: it was not installed`);
     return { status: "ok" };
   }
 
@@ -135,9 +136,10 @@ export function createIntake(deps: IntakeDeps) {
       return { status: "ignored" };
     }
     const what = `company ${companyId} (agency-wide)`;
-    const { verdict } = await confirmed(what, () => deps.uninstallCompany(companyId));
-    if (verdict === "still_installed") return stale(what);
-    if (verdict === "not_installed") log.info(`UNINSTALL of ${what}: bridge holds neither its token nor a location of it`);
+    const result = await confirmed(what, () => deps.uninstallCompany(companyId));
+    if (result.verdict === "recheck") throw recheck(what, result.recheckInMs);
+    if (result.verdict === "still_installed") return stale(what);
+    if (result.verdict === "not_installed") log.info(`UNINSTALL of ${what}: bridge holds neither its token nor a location of it`);
     return { status: "ok" };
   }
 
@@ -149,6 +151,17 @@ export function createIntake(deps: IntakeDeps) {
       log.warn(`UNINSTALL of ${what} not applied yet: HighLevel could not confirm it (${errorMessage(error)}); it will be sent again`);
       throw notStored("could not apply the uninstall");
     }
+  }
+
+  /**
+   * HighLevel accepted the token under a minute ago and is not asked again so soon (each
+   * ask spends the refresh token). This may be a real UNINSTALL right after a replayed
+   * one, so it is not acknowledged: HighLevel sends it again, after the minute is over.
+   */
+  function recheck(what: string, recheckInMs: number): AppError {
+    const seconds = Math.ceil(recheckInMs / 1000);
+    log.warn(`UNINSTALL of ${what} not applied yet: HighLevel accepted its token under a minute ago; it is asked again when this is sent again (in ${seconds} s or later)`);
+    return notStored("the uninstall cannot be confirmed yet", recheckInMs);
   }
 
   function stale(what: string): IntakeAnswer {
@@ -200,6 +213,6 @@ function badWebhook(message: string): AppError {
 }
 
 /** Not stored, so not acknowledged: HighLevel retries only a 429, and comes back after Retry-After. */
-function notStored(what: string): AppError {
-  return new AppError("NOT_STORED", `${what}; retry later`, { retryAfterMs: 5000 });
+function notStored(what: string, retryAfterMs = 5000): AppError {
+  return new AppError("NOT_STORED", `${what}; retry later`, { retryAfterMs });
 }

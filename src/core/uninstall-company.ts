@@ -2,9 +2,10 @@ import type { CompanyStore } from "../db/companies.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import type { Logger } from "./log.ts";
 import type { CompanyTokens } from "./tokens.ts";
-import { installCheck, type Uninstaller } from "./uninstall.ts";
+import { installCheck, stillInstalledResult, type UninstallResult, type Uninstaller } from "./uninstall.ts";
 
-export type CompanyUninstallVerdict = "uninstalled" | "not_installed" | "still_installed";
+/** As a location's, with how many of the company's locations this UNINSTALL marked. */
+export type CompanyUninstallResult = UninstallResult & { marked: number };
 
 export interface CompanyUninstallDeps {
   tokens: TokenStore;
@@ -32,10 +33,11 @@ export function createCompanyUninstaller(deps: CompanyUninstallDeps) {
   const { tokens, companies, companyTokens, uninstall, now, log } = deps;
   const stillInstalled = installCheck(companyTokens.refresh, (id) => Boolean(companies.get(id)?.refreshError), now);
 
-  return async function uninstallCompany(companyId: string): Promise<{ verdict: CompanyUninstallVerdict; marked: number }> {
+  return async function uninstallCompany(companyId: string): Promise<CompanyUninstallResult> {
     const company = companies.get(companyId);
     if (!company) return eachLocation(companyId);
-    if (await stillInstalled(companyId, Boolean(company.refreshError))) return { verdict: "still_installed", marked: 0 };
+    const state = await stillInstalled(companyId, Boolean(company.refreshError));
+    if (state.installed) return { ...stillInstalledResult(state), marked: 0 };
     companies.delete(companyId);
     let marked = 0;
     for (const location of tokens.ofCompany(companyId)) if (tokens.markUninstalled(location.locationId, now())) marked++;
@@ -43,12 +45,23 @@ export function createCompanyUninstaller(deps: CompanyUninstallDeps) {
     return { verdict: "uninstalled", marked };
   };
 
-  async function eachLocation(companyId: string): Promise<{ verdict: CompanyUninstallVerdict; marked: number }> {
+  /**
+   * Each location confirmed with its own token. One HighLevel showed installed under a
+   * minute ago makes the whole event `recheck`, even when others were marked: sent
+   * again, it finds those marked already and asks only for the rest.
+   */
+  async function eachLocation(companyId: string): Promise<CompanyUninstallResult> {
     const installed = tokens.ofCompany(companyId).filter((l) => !l.uninstalledAt);
     if (installed.length === 0) return { verdict: "not_installed", marked: 0 };
     let marked = 0;
-    for (const { locationId } of installed) if ((await uninstall(locationId)) === "uninstalled") marked++;
+    let recheckInMs = 0;
+    for (const { locationId } of installed) {
+      const result = await uninstall(locationId);
+      if (result.verdict === "uninstalled") marked++;
+      if (result.verdict === "recheck") recheckInMs = Math.max(recheckInMs, result.recheckInMs);
+    }
     if (marked > 0) log.info(`company ${companyId} uninstalled the app: ${marked} of ${installed.length} location(s) confirmed and marked uninstalled`);
+    if (recheckInMs > 0) return { verdict: "recheck", recheckInMs, marked };
     return { verdict: marked > 0 ? "uninstalled" : "still_installed", marked };
   }
 }

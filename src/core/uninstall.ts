@@ -2,7 +2,18 @@ import type { TokenStore } from "../db/tokens.ts";
 import type { Logger } from "./log.ts";
 import type { TokenService } from "./tokens.ts";
 
-export type UninstallVerdict = "uninstalled" | "not_installed" | "still_installed";
+/**
+ * What became of an UNINSTALL. `recheck`: HighLevel accepted the token less than a minute
+ * ago and is not asked again before `recheckInMs` have passed, so the event is neither
+ * applied nor dismissed but left unacknowledged for HighLevel to send again: a real
+ * UNINSTALL that comes right after a replayed one is applied later, not lost.
+ */
+export type UninstallResult = { verdict: "uninstalled" | "not_installed" | "still_installed" } | { verdict: "recheck"; recheckInMs: number };
+
+export type UninstallVerdict = UninstallResult["verdict"];
+
+/** What HighLevel says of an owner: installed (just now), gone, or installed when asked `recheckInMs` before the next ask. */
+export type InstallState = { installed: true; recheckInMs?: number } | { installed: false };
 
 export interface UninstallDeps {
   tokens: TokenStore;
@@ -26,15 +37,16 @@ export function createUninstaller(deps: UninstallDeps) {
   const { tokens, tokenService, now, log } = deps;
   const stillInstalled = installCheck(tokenService.refresh, (id) => Boolean(tokens.get(id)?.refreshError), now);
 
-  return async function uninstall(locationId: string): Promise<UninstallVerdict> {
+  return async function uninstall(locationId: string): Promise<UninstallResult> {
     const record = tokens.get(locationId);
-    if (!record) return "not_installed";
-    if (record.uninstalledAt) return "uninstalled";
-    if (await stillInstalled(locationId, Boolean(record.refreshError))) return "still_installed";
+    if (!record) return { verdict: "not_installed" };
+    if (record.uninstalledAt) return { verdict: "uninstalled" };
+    const state = await stillInstalled(locationId, Boolean(record.refreshError));
+    if (state.installed) return stillInstalledResult(state);
     // False: another UNINSTALL marked it first, or it was removed meanwhile.
-    if (!tokens.markUninstalled(locationId, now())) return tokens.get(locationId) ? "uninstalled" : "not_installed";
+    if (!tokens.markUninstalled(locationId, now())) return { verdict: tokens.get(locationId) ? "uninstalled" : "not_installed" };
     log.info(`location ${locationId} uninstalled: HighLevel no longer accepts its token; its settings are kept for a reinstall`);
-    return "uninstalled";
+    return { verdict: "uninstalled" };
   };
 }
 
@@ -43,7 +55,8 @@ export function createUninstaller(deps: UninstallDeps) {
  * agency), asked the one way an uninstall shows: by presenting the refresh token, which
  * an uninstall revokes. Each ask spends the single-use refresh token, so an owner just
  * shown installed is not asked again within RECHECK_MS: a flood of replayed UNINSTALLs
- * makes one call a minute. `refusedBefore`: the stored token was refused already, so
+ * makes one call a minute; within it the answer says when HighLevel may be asked again
+ * (`recheckInMs`). `refusedBefore`: the stored token was refused already, so
  * nothing is asked. `refused(id)` reads the refusal a failed ask leaves on the record.
  * Throws when HighLevel cannot be asked.
  */
@@ -51,23 +64,29 @@ export function installCheck(
   refresh: (id: string, force: boolean) => Promise<unknown>,
   refused: (id: string) => boolean,
   now: () => number,
-): (id: string, refusedBefore: boolean) => Promise<boolean> {
+): (id: string, refusedBefore: boolean) => Promise<InstallState> {
   const installedAt = new Map<string, number>();
   return async function stillInstalled(id, refusedBefore) {
     if (!refusedBefore) {
-      if (now() - (installedAt.get(id) ?? -Infinity) < RECHECK_MS) return true;
+      const since = now() - (installedAt.get(id) ?? -Infinity);
+      if (since < RECHECK_MS) return { installed: true, recheckInMs: RECHECK_MS - since };
       try {
         await refresh(id, true);
         installedAt.set(id, now());
-        return true;
+        return { installed: true };
       } catch (error) {
         // Refused for good: the refusal is now on the record. Anything else may pass.
         if (!refused(id)) throw error;
       }
     }
     installedAt.delete(id);
-    return false;
+    return { installed: false };
   };
+}
+
+/** Installed as HighLevel said just now, or as it said under a minute ago: then ask again later. */
+export function stillInstalledResult(state: Extract<InstallState, { installed: true }>): UninstallResult {
+  return state.recheckInMs === undefined ? { verdict: "still_installed" } : { verdict: "recheck", recheckInMs: state.recheckInMs };
 }
 
 export type Uninstaller = ReturnType<typeof createUninstaller>;

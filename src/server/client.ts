@@ -46,3 +46,19 @@ function family(address: string): "ipv4" | "ipv6" {
 function unmapped(address: string): string {
   return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(address) ? address.slice(7) : address;
 }
+
+/**
+ * The group a client address's share of a limit is counted by: an IPv4 address alone,
+ * an IPv6 address by its /64 (one subscriber is routed a whole /64 and may pick any
+ * address in it, so counting each address apart would give it 2^64 shares).
+ */
+export function addressGroup(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const [head = "", tail] = (address.split("%")[0] ?? "").split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  // A trailing dotted IPv4 part fills two groups; it never reaches the first four here.
+  const width = (groups: string[]) => groups.length + (groups.at(-1)?.includes(".") ? 1 : 0);
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - width(left) - width(right))).fill("0"), ...right];
+  return `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(":")}::/64`;
+}

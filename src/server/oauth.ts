@@ -3,6 +3,7 @@ import { AppError } from "../errors.ts";
 import { createGate } from "../core/gate.ts";
 import { installUrl, type InstallResult } from "../core/install.ts";
 import type { Core } from "../core/index.ts";
+import { addressGroup, createClientAddress } from "./client.ts";
 
 export type OauthDeps = Pick<Core, "config" | "log" | "install">;
 
@@ -15,7 +16,13 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
   // wait up to 10 s, the rest are told to retry (their code is not spent, so a reload
   // works). An install keeps its place to the end, a company's bulk install too:
   // those are rare, and fewer at once share HighLevel's rate limit better.
-  const installs = createGate({ concurrent: 4, queue: 16, maxWaitMs: 10_000 });
+  // Each client (an address; an IPv6 /64) has a share of one running and two waiting,
+  // so one client's flood of made-up codes cannot keep another's real install out; it
+  // still makes one token call at a time, each carrying the client secret: only
+  // HighLevel can tell a made-up code from a real one. Behind a reverse proxy without
+  // TRUST_PROXY every client is the proxy, and shares one place.
+  const installs = createGate({ concurrent: 4, queue: 16, maxWaitMs: 10_000, perClient: { concurrent: 1, queue: 2 } });
+  const clientOf = createClientAddress(config);
 
   app.get("/install", () => redirect(installUrl(config.crm.marketplaceUrl, config.baseUrl, config.crm.clientId), 302));
 
@@ -28,7 +35,7 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
     if (error) return text(400, `authorization denied: ${error}`);
     const code = first(query.code);
     if (!code) return text(400, "missing authorization code");
-    const leave = await installs.enter();
+    const leave = await installs.enter(addressGroup(clientOf(event)));
     if (!leave) return text(503, "too many installs in progress; retry in a moment", { "retry-after": "5" });
     try {
       const result = await core.install(code);

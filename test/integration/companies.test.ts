@@ -154,11 +154,51 @@ describe("an agency-level UNINSTALL (no locationId)", () => {
   test("a replayed one while the agency still has the app: ignored, one refresh a minute however many come", async () => {
     const b = await start();
     await agencyInstall(b);
-    for (let i = 0; i < 3; i++) expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ignored" });
+    expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ignored" });
+    // Within the minute HighLevel is not asked: not acknowledged, so a real one is not lost.
+    for (let i = 0; i < 2; i++) expect((await b.webhook(uninstall)).status).toBe(429);
     expect(companyRefreshCalls(b)).toHaveLength(1);
     expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
     expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
     expect(b.logs.join("")).toContain(`UNINSTALL of company ${COMPANY_ID} (agency-wide) ignored: HighLevel still accepts its token`);
+  });
+
+  test("a real one within a minute of a replayed one: 429 with Retry-After until the minute is over, then applied", async () => {
+    const b = await start();
+    await agencyInstall(b);
+    expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ignored" }); // the replay
+    clock += 15_000;
+    b.crm.uninstallCompany();
+    const real = await b.webhook(uninstall);
+    expect(real.status).toBe(429);
+    expect(real.headers.get("retry-after")).toBe("45");
+    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
+
+    clock += 45_000; // HighLevel sends it again
+    expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ok" });
+    expect(b.core.companies.ids()).toEqual([]);
+    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: clock });
+  });
+
+  test("without a company token, a location HighLevel showed installed under a minute ago makes it 429; the others are marked at once", async () => {
+    const b = await start();
+    await b.install("a");
+    await b.install("b");
+    const replay = await b.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "a", companyId: COMPANY_ID });
+    expect(await replay.json()).toEqual({ status: "ignored" });
+    clock += 10_000;
+    b.crm.uninstall("a");
+    b.crm.uninstall("b");
+
+    const real = await b.webhook(uninstall);
+    expect(real.status).toBe(429);
+    expect(real.headers.get("retry-after")).toBe("50");
+    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
+    expect(b.core.tokens.get("b")).toMatchObject({ uninstalledAt: clock });
+
+    clock += 50_000;
+    expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ok" });
+    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: clock });
   });
 
   test("when HighLevel cannot be asked: 429 with Retry-After, nothing changed; the retry applies it", async () => {

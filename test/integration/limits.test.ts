@@ -1,7 +1,8 @@
+import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 import { describe, expect, test } from "vitest";
 import { BODY_LIMIT, UNSIGNED_BODY_BUDGET } from "../../src/server/body.ts";
-import { bridgePerTest, outbound, signBody, waitFor } from "../helpers/bridge.ts";
+import { bridgePerTest, outbound, signBody, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { jsonResponse, rawExchange } from "../helpers/http.ts";
 
 /** Limits before authentication (CONTRACT.md 12), through real sockets against the real app. */
@@ -149,35 +150,81 @@ describe("unsigned bodies share one memory budget", () => {
 
 describe("OAuth code exchanges", () => {
   const start = bridgePerTest();
+  const busy = { status: 503, body: "too many installs in progress; retry in a moment", retryAfter: "5" };
 
-  test("a flood of 50 made-up codes makes at most 4 token calls at once; 16 wait, the rest are told to retry", async () => {
-    const bridge = await start({ worker: false });
-    const { crm } = bridge;
+  /** A fake token endpoint that holds every made-up code until released; real codes pass at once. */
+  function holdMadeUpCodes(crm: Bridge["crm"]) {
     const calls = { now: 0, peak: 0 };
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     crm.on("POST /oauth/token", async (req) => {
-      calls.peak = Math.max(calls.peak, ++calls.now);
-      await released;
-      calls.now--;
       const answer = crm.codes.get(new URLSearchParams(req.body).get("code") ?? "");
+      calls.peak = Math.max(calls.peak, ++calls.now);
+      if (!answer) await released;
+      calls.now--;
       return answer ? jsonResponse(answer) : jsonResponse({ error: "invalid_grant" }, 400);
     });
+    return { calls, release };
+  }
 
+  /** `n` callbacks with made-up codes at once; each answer is recorded as it comes. */
+  function flood(bridge: Bridge, n: number, headers: (i: number) => Record<string, string> = () => ({})) {
     const answers: { status: number; body: string; retryAfter: string | null }[] = [];
-    const flood = Array.from({ length: 50 }, async (_, i) => {
-      const res = await bridge.fetch(`/oauth-callback?code=made-up-${i}`);
-      answers.push({ status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") });
-    });
-    await waitFor(() => answers.length === 30 && calls.now === 4);
-    expect(answers).toEqual(
-      Array(30).fill({ status: 503, body: "too many installs in progress; retry in a moment", retryAfter: "5" }),
+    const done = Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const res = await bridge.fetch(`/oauth-callback?code=made-up-${i}`, { headers: headers(i) });
+        answers.push({ status: res.status, body: await res.text(), retryAfter: res.headers.get("retry-after") });
+      }),
     );
+    return { answers, done };
+  }
+
+  test.each<{ from: string; env: Record<string, string>; headers: (i: number) => Record<string, string> }>([
+    { from: "one address", env: {}, headers: () => ({}) },
+    // Behind a trusted proxy, each address of one IPv6 /64 is the same client.
+    { from: "one IPv6 /64, a new address each", env: { TRUST_PROXY: "1" }, headers: (i: number) => ({ "x-forwarded-for": `2001:db8:7:7::${i + 1}` }) },
+  ])("a flood of 50 made-up codes from $from makes one token call at a time; 2 wait, the rest are told to retry", async ({ env, headers }) => {
+    const bridge = await start({ worker: false, env });
+    const { calls, release } = holdMadeUpCodes(bridge.crm);
+    const { answers, done } = flood(bridge, 50, headers);
+    await waitFor(() => answers.length === 47 && calls.now === 1);
+    expect(answers).toEqual(Array(47).fill(busy));
 
     release();
-    await Promise.all(flood);
+    await done;
+    expect(calls.peak).toBe(1);
+    expect(bridge.crm.received("POST /oauth/token")).toHaveLength(3);
+    expect(answers.filter((a) => a.status === 500 && a.body.startsWith("token exchange failed: "))).toHaveLength(3);
+  });
+
+  test("a flood of made-up codes from one address does not keep a real install from another address out", async () => {
+    const bridge = await start({ worker: false });
+    const { calls, release } = holdMadeUpCodes(bridge.crm);
+    const { answers, done } = flood(bridge, 50);
+    await waitFor(() => answers.length === 47 && calls.now === 1);
+
+    bridge.crm.grantLocation("code-loc-real", "loc-real");
+    const real = await getFrom(`${bridge.url}/oauth-callback?code=code-loc-real`, "127.0.0.2");
+    expect(real.status).toBe(200);
+    expect(real.body).toContain("bridge is installed");
+    expect(bridge.core.tokens.get("loc-real")).toBeDefined();
+
+    release();
+    await done;
+    expect(calls.peak).toBe(2);
+  });
+
+  test("made-up codes from 50 clients make at most 4 token calls at once; 16 wait, the rest are told to retry", async () => {
+    const bridge = await start({ worker: false, env: { TRUST_PROXY: "1" } });
+    const { calls, release } = holdMadeUpCodes(bridge.crm);
+    const { answers, done } = flood(bridge, 50, (i) => ({ "x-forwarded-for": `198.51.100.${i + 1}` }));
+    await waitFor(() => answers.length === 30 && calls.now === 4);
+    expect(answers).toEqual(Array(30).fill(busy));
+
+    release();
+    await done;
     expect(calls.peak).toBe(4);
-    expect(crm.received("POST /oauth/token")).toHaveLength(20);
+    expect(bridge.crm.received("POST /oauth/token")).toHaveLength(20);
     expect(answers.filter((a) => a.status === 500 && a.body.startsWith("token exchange failed: "))).toHaveLength(20);
 
     // The flood is over: a real install goes through.
@@ -185,3 +232,17 @@ describe("OAuth code exchanges", () => {
     expect(bridge.core.tokens.get("loc-real")).toBeDefined();
   });
 });
+
+/** A GET sent from `localAddress` (another loopback address: another client). */
+function getFrom(url: string, localAddress: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { localAddress, agent: false }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}

@@ -509,14 +509,41 @@ describe("webhook processing with the worker running", () => {
   });
 
   test("a flood of replayed UNINSTALLs asks HighLevel once a minute, not once each", async () => {
-    const bridge = await start();
+    let clock = Date.now();
+    const bridge = await start({ now: () => clock });
     await bridge.install("loc-1");
     const before = bridge.crm.received("POST /oauth/token").length;
-    for (let i = 0; i < 5; i++) {
-      const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" });
-      expect(await res.json()).toEqual({ status: "ignored" });
-    }
+    const replay = () => bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" });
+    expect(await (await replay()).json()).toEqual({ status: "ignored" });
+    for (let i = 0; i < 4; i++) expect((await replay()).status).toBe(429); // not asked: sent again later
     expect(bridge.crm.received("POST /oauth/token").length - before).toBe(1);
+
+    clock += 60_000;
+    expect(await (await replay()).json()).toEqual({ status: "ignored" });
+    expect(bridge.crm.received("POST /oauth/token").length - before).toBe(2);
+  });
+
+  test("a real UNINSTALL within a minute of a replayed one: 429 with Retry-After until the minute is over, then applied", async () => {
+    let clock = Date.now();
+    const bridge = await start({ now: () => clock });
+    await bridge.install("loc-1");
+    const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
+    expect(await (await bridge.webhook(uninstall)).json()).toEqual({ status: "ignored" }); // the replay
+
+    clock += 20_000;
+    bridge.crm.uninstall("loc-1"); // the agency really uninstalls; HighLevel sends the event
+    const real = await bridge.webhook(uninstall);
+    expect(real.status).toBe(429);
+    expect(real.headers.get("retry-after")).toBe("40");
+    expect(await real.json()).toEqual({ error: "the uninstall cannot be confirmed yet; retry later" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+    expect(bridge.logs.join("")).toContain("UNINSTALL of location loc-1 not applied yet: HighLevel accepted its token under a minute ago");
+
+    clock += 40_000; // HighLevel sends it again
+    const again = await bridge.webhook(uninstall);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual({ status: "ok" });
+    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
   });
 
   test("when HighLevel cannot confirm (its token endpoint fails): 429 with Retry-After; the retry applies it", async () => {

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { clientAddress, trustedPeers } from "../../src/server/client.ts";
+import { addressGroup, clientAddress, trustedPeers } from "../../src/server/client.ts";
 
 const loopback = trustedPeers(["127.0.0.1", "::1"]);
 
@@ -40,4 +40,20 @@ test.each<[string[], string, boolean]>([
   [["127.0.0.1"], "unknown", false],
 ])("trustedPeers(%j) trusts %s: %s", (entries, address, trusted) => {
   expect(trustedPeers(entries)(address)).toBe(trusted);
+});
+
+test.each<[string, string]>([
+  ["203.0.113.9", "203.0.113.9"],
+  ["unknown", "unknown"],
+  ["2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"],
+  ["2001:db8:1:2:ffff::9", "2001:db8:1:2::/64"], // another address of the same /64
+  ["2001:0db8:0001:0002::1", "2001:db8:1:2::/64"], // leading zeros written out
+  ["2001:db8:1:3::1", "2001:db8:1:3::/64"], // the next /64: another client
+  ["2001:db8::1", "2001:db8:0:0::/64"],
+  ["::1", "0:0:0:0::/64"],
+  ["fe80::1%eth0", "fe80:0:0:0::/64"],
+  ["64:ff9b::192.0.2.1", "64:ff9b:0:0::/64"],
+  ["1:2:3:4:5:6:192.0.2.1", "1:2:3:4::/64"],
+])("addressGroup(%s) = %s", (address, group) => {
+  expect(addressGroup(address)).toBe(group);
 });

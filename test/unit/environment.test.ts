@@ -1,5 +1,8 @@
-import { readFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { expect, test } from "vitest";
+import { envFileProblem } from "../../src/cli/env-file.ts";
 import { CONFIG_VARIABLES } from "../../src/cli/environment.ts";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
@@ -64,5 +67,57 @@ test("the README's configuration table lists exactly these variables, with the s
   for (const { name, default: fallback } of CONFIG_VARIABLES) {
     // A literal default is shown as code in the table; a described one ("HighLevel's own") in words.
     if (fallback && /^[\w.:/,-]+$/.test(fallback)) expect(documented.get(name), name).toContain(`\`${fallback}\``);
+  }
+});
+
+test.each<{ uid: number; mode: number; me: number | undefined; refused: RegExp | undefined }>([
+  { uid: 1000, mode: 0o100600, me: 1000, refused: undefined },
+  { uid: 1000, mode: 0o100644, me: 1000, refused: undefined },
+  { uid: 0, mode: 0o100640, me: 1000, refused: undefined }, // root's: only root could have planted it
+  { uid: 0, mode: 0o100600, me: 0, refused: undefined },
+  { uid: 65534, mode: 0o100600, me: 1000, refused: /^refusing \.\/\.env: it belongs to uid 65534, not to you \(uid 1000\) or root, .*chown "\$\(id -u\)" \.\/\.env\); otherwise remove it, or set the variables in the environment, or name a file of yours with --env-file$/ },
+  { uid: 65534, mode: 0o100600, me: 0, refused: /belongs to uid 65534, not to you \(uid 0\) or root/ }, // root too refuses another's file
+  { uid: 1000, mode: 0o100664, me: 1000, refused: /^refusing \.\/\.env: it is writable by group or others \(mode 0664\), .*Run chmod go-w \.\/\.env, or set the variables in the environment/ },
+  { uid: 1000, mode: 0o100602, me: 1000, refused: /writable by group or others \(mode 0602\)/ },
+  { uid: 0, mode: 0o100666, me: 1000, refused: /writable by group or others \(mode 0666\)/ },
+  { uid: 65534, mode: 0o100666, me: undefined, refused: undefined }, // no owners to check (Windows)
+])("./.env of uid $uid, mode $mode, read by uid $me: refused $refused", ({ uid, mode, me, refused }) => {
+  const problem = envFileProblem("./.env", { uid, mode }, me);
+  if (refused) expect(problem).toMatch(refused);
+  else expect(problem).toBeUndefined();
+});
+
+test.skipIf(process.geteuid?.() !== 0)("./.env is read only when it is ours or root's and nobody else may write it; --env-file as named", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "bridge-dotenv-"));
+  const file = join(dir, ".env");
+  writeFileSync(file, "BASE_URL=https://bridge.example.com\nCRM_CLIENT_ID=0123456789abcdef01234567-x\n", { mode: 0o600 });
+  const cwd = process.cwd();
+  process.chdir(dir);
+  try {
+    const installUrl = async (...globals: string[]) => {
+      let out = "";
+      let err = "";
+      const code = await run([...globals, "install-url"], { out: (t) => (out += t), err: (t) => (err += t), env: {} });
+      return { code, out, err };
+    };
+    expect(await installUrl()).toMatchObject({ code: 0, out: expect.stringContaining("0123456789abcdef01234567") });
+
+    chownSync(file, 65534, 65534); // planted by another user (nobody)
+    expect(await installUrl()).toEqual({
+      code: 1,
+      out: "",
+      err: expect.stringMatching(/^bridge: refusing \.\/\.env: it belongs to uid 65534, not to you \(uid 0\) or root/),
+    });
+    // Named on purpose, it is read.
+    expect(await installUrl("--env-file", file)).toMatchObject({ code: 0, out: expect.stringContaining("0123456789abcdef01234567") });
+
+    chownSync(file, 0, 0);
+    chmodSync(file, 0o664);
+    expect(await installUrl()).toEqual({ code: 1, out: "", err: expect.stringMatching(/^bridge: refusing \.\/\.env: it is writable by group or others \(mode 0664\)/) });
+    chmodSync(file, 0o644);
+    expect((await installUrl()).code).toBe(0);
+  } finally {
+    process.chdir(cwd);
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -53,3 +53,34 @@ test("a gate's waiter gives up after maxWaitMs and frees its place in the queue"
   leave?.();
   expect(await gate.enter()).toBeTypeOf("function");
 });
+
+test("a gate's per-client share: one client cannot fill it, and a freed place goes to the oldest waiter with room", async () => {
+  const gate = createGate({ concurrent: 2, queue: 4, maxWaitMs: 60_000, perClient: { concurrent: 1, queue: 2 } });
+  const order: string[] = [];
+  const enter = (client: string) =>
+    gate.enter(client).then((leave) => {
+      if (leave) order.push(client);
+      return leave;
+    });
+  const a1 = enter("a");
+  const a2 = enter("a");
+  const a3 = enter("a");
+  expect(await enter("a")).toBeUndefined(); // a's share of the queue is full
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 1, waiting: 2 });
+
+  const b1 = await enter("b"); // a place is left for another client
+  expect(b1).toBeTypeOf("function");
+  const c1 = enter("c");
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 2, waiting: 3 });
+
+  b1?.(); // a2 waited longest but a is at its share: c gets the place
+  await c1;
+  expect(order).toEqual(["a", "b", "c"]);
+  (await a1)?.();
+  await a2;
+  expect(order).toEqual(["a", "b", "c", "a"]);
+  (await c1)?.();
+  (await a2)?.();
+  (await a3)?.();
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 0, waiting: 0 });
+});
