@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
-import { ConfigError, errorMessage } from "../errors.ts";
+import { errorMessage } from "../errors.ts";
 import { configCommand } from "./config.ts";
 import type { GlobalOptions } from "./context.ts";
 import { environmentHelp, serveEnvironmentHelp } from "./environment.ts";
@@ -63,8 +63,12 @@ function failure(error: unknown, io: Io): number {
   return 1;
 }
 
-/** One line, control characters escaped (an error may quote HighLevel or Cast); a configuration error lists its problems one a line. */
+/**
+ * One line, control characters escaped: an error may quote HighLevel or Cast. A
+ * configuration error (known by its code: see heavy.ts on classes) lists its problems one a line.
+ */
 function failureText(error: unknown): string {
-  if (!(error instanceof ConfigError)) return printable(errorMessage(error));
-  return error.message.split("\n").map(printable).join("\n");
+  const lines = errorMessage(error).split("\n");
+  if (error instanceof Error && "code" in error && error.code === "CONFIG_INVALID") return lines.map(printable).join("\n");
+  return printable(lines.join("\n"));
 }

@@ -149,3 +149,12 @@ test("token refresh: an error body from HighLevel's side shows escaped; a CLI er
   expect(stdout).not.toMatch(UNSAFE);
   expect(stderr).not.toMatch(UNSAFE);
 });
+
+test("a configuration error still lists its problems one a line", async () => {
+  const b = await start({}, "loc-1");
+  let stderr = "";
+  const env = { ...b.env, LOG_LEVEL: "loud", LOG_FORMAT: "xml" };
+  const code = await run(["locations", "list"], { out: () => {}, err: (t) => (stderr += t), env });
+  expect(code).toBe(1);
+  expect(stderr).toMatch(/^bridge: invalid configuration:\n {2}- LOG_LEVEL: [^\n]+\n {2}- LOG_FORMAT: [^\n]+\n$/);
+});
