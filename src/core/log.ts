@@ -40,8 +40,8 @@ export function writesToJournal(journalStream: string | undefined, stderr: { dev
  *
  * Messages quote outsiders (a webhook's phone, HighLevel's and Cast's error bodies):
  * their control characters are escaped, so none acts on the terminal that reads the
- * log, and a newline in them cannot forge an entry. Only an Error's stack keeps its
- * lines, each after the first indented.
+ * log, and a newline in them cannot forge an entry. Only a logged Error spans lines:
+ * its message on the first, then its stack, fields and cause as inspect lays them out.
  */
 function textLine(entry: LogObject): string {
   const args = (entry.args as unknown[]).map((arg) => (typeof arg === "string" ? printable(arg) : arg instanceof Error ? errorText(arg) : arg));

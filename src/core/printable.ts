@@ -12,6 +12,7 @@
  */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 const HAS_UNSAFE = new RegExp(UNSAFE.source);
+const UNSAFE_RUNS = new RegExp(`${UNSAFE.source}+`, "g");
 
 /** What JSON.stringify leaves raw of UNSAFE: it escapes C0 itself. */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
@@ -42,7 +43,7 @@ export function hasControls(text: string): boolean {
 
 /** A name to store: each run of unsafe characters becomes one space; trimmed. */
 export function withoutControls(text: string): string {
-  return text.replace(new RegExp(`${UNSAFE.source}+`, "g"), " ").trim();
+  return text.replace(UNSAFE_RUNS, " ").trim();
 }
 
 function escapeCode(c: string): string {
