@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { LocationConfig } from "../core/locations.ts";
 import type { GlobalOptions } from "./context.ts";
-import { json, locationArg, UsageError, type Io } from "./io.ts";
+import { json, locationArg, printable, UsageError, type Io } from "./io.ts";
 
 /** `bridge config get|set <locationId>`: the same code path as the admin API's config endpoints. */
 export function configCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
@@ -52,6 +52,6 @@ async function keyFromStdin(io: Io): Promise<string> {
 
 function print(io: Io, config: LocationConfig, asJson: boolean | undefined): void {
   if (asJson) return io.out(json(config));
-  io.out(`location_id  ${config.location_id}\nsender_id    ${config.sender_id || "(global default)"}\n`);
+  io.out(`location_id  ${config.location_id}\nsender_id    ${printable(config.sender_id) || "(global default)"}\n`);
   io.out(`sms_api_key  ${config.sms_api_key || "(global default)"}\n`);
 }

@@ -5,7 +5,7 @@ import { configCommand } from "./config.ts";
 import type { GlobalOptions } from "./context.ts";
 import { environmentHelp, serveEnvironmentHelp } from "./environment.ts";
 import { installUrlCommand } from "./install-url.ts";
-import { processIo, UsageError, type Io } from "./io.ts";
+import { printable, processIo, UsageError, type Io } from "./io.ts";
 import { locationsCommand } from "./locations.ts";
 import { messagesCommand } from "./messages.ts";
 import { opsCommands } from "./ops.ts";
@@ -56,9 +56,19 @@ function failure(error: unknown, io: Io): number {
     return error.exitCode === 0 ? 0 : 2;
   }
   if (error instanceof UsageError) {
-    io.err(`bridge: ${error.message}\n(run with --help for usage)\n`);
+    io.err(`bridge: ${printable(error.message)}\n(run with --help for usage)\n`);
     return 2;
   }
-  io.err(`bridge: ${errorMessage(error)}\n`);
+  io.err(`bridge: ${failureText(error)}\n`);
   return 1;
+}
+
+/**
+ * One line, control characters escaped: an error may quote HighLevel or Cast. A
+ * configuration error (known by its code: see heavy.ts on classes) lists its problems one a line.
+ */
+function failureText(error: unknown): string {
+  const lines = errorMessage(error).split("\n");
+  if (error instanceof Error && "code" in error && error.code === "CONFIG_INVALID") return lines.map(printable).join("\n");
+  return printable(lines.join("\n"));
 }

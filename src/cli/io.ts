@@ -1,6 +1,10 @@
 import { writeSync } from "node:fs";
 import { ID_RULE, isId } from "../core/ids.ts";
+import { printable, printableJson } from "../core/printable.ts";
 import { readStdinLine } from "./stdin.ts";
+
+/** Outside text in human output: control characters shown as escapes (see table). */
+export { printable };
 
 /** Where a command writes and what environment it sees; tests pass their own. */
 export interface Io {
@@ -39,15 +43,19 @@ export function locationArg(value: string): string {
   return value;
 }
 
-/** Plain aligned columns for people; scripts use --json. */
-export function table(headers: string[], rows: string[][]): string {
+/**
+ * Plain aligned columns for people; scripts use --json. Cells often hold outside text
+ * (names, reasons, error bodies): shown with their control characters escaped.
+ */
+export function table(headers: string[], cellsOf: string[][]): string {
+  const rows = cellsOf.map((cells) => cells.map(printable));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
   return [line(headers), ...rows.map(line)].join("\n") + "\n";
 }
 
 export function json(value: unknown): string {
-  return `${JSON.stringify(value, null, 2)}\n`;
+  return `${printableJson(JSON.stringify(value, null, 2))}\n`;
 }
 
 /**

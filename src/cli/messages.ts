@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import type { MessageDetail, MessageQuery, MessageView, RetryOutcome } from "../core/messages.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import type { GlobalOptions } from "./context.ts";
-import { json, table, UsageError, type Io } from "./io.ts";
+import { json, printable, table, UsageError, type Io } from "./io.ts";
 
 const STATUSES = "queued, held, sending, sent, delivered, failed";
 const SINCE = "received since: an ISO time (2026-11-24T08:00:00Z) or a duration back from now (15m, 2h, 7d)";
@@ -123,15 +123,15 @@ function describe(d: MessageDetail): string {
     ["attempts", d.attempts],
     ["idempotency key", d.idempotency_key],
   ];
-  const shown = fields.filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${`${k}:`.padEnd(17)}${v}`);
-  const timeline = d.timeline.map((t) => `  ${t.at}  ${t.event.padEnd(13)} ${t.detail}`);
+  const shown = fields.filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${`${k}:`.padEnd(17)}${printable(String(v))}`);
+  const timeline = d.timeline.map((t) => `  ${t.at}  ${t.event.padEnd(13)} ${printable(t.detail)}`);
   return [...shown, "", "timeline:", ...timeline].join("\n") + "\n";
 }
 
 function describeRetry(outcome: RetryOutcome, all: boolean): string {
   const lines = [
     ...outcome.queued.map((id) => `queued ${id}: it goes again with a new idempotency key`),
-    ...outcome.refused.map(({ message_id, reason }) => `refused ${message_id}: ${reason}`),
+    ...outcome.refused.map(({ message_id, reason }) => `refused ${message_id}: ${printable(reason)}`),
   ];
   if (all) lines.push(`${outcome.queued.length} queued, ${outcome.refused.length} refused`);
   return `${lines.join("\n")}\n`;

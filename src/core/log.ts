@@ -1,6 +1,7 @@
 import { createConsola, type ConsolaInstance, type ConsolaReporter, type LogObject } from "consola/core";
-import { formatWithOptions } from "node:util";
+import { formatWithOptions, inspect } from "node:util";
 import type { LogFormat, LogLevel } from "./config.ts";
+import { printable, printableJson } from "./printable.ts";
 
 export type Logger = Pick<ConsolaInstance, "error" | "warn" | "info" | "debug" | "success">;
 
@@ -36,10 +37,23 @@ export function writesToJournal(journalStream: string | undefined, stderr: { dev
  * One line per entry: `2026-11-21T14:21:33.123Z [warn] message`. consola's own
  * reporters print a locale time without the date and lay lines out for a terminal;
  * formatting that time also loaded ICU's locale data into the server.
+ *
+ * Messages quote outsiders (a webhook's phone, HighLevel's and Cast's error bodies):
+ * their control characters are escaped, so none acts on the terminal that reads the
+ * log, and a newline in them cannot forge an entry. Only a logged Error spans lines:
+ * its message on the first, then its stack, fields and cause as inspect lays them out.
  */
 function textLine(entry: LogObject): string {
-  const text = formatWithOptions({ colors: false, breakLength: Infinity }, ...entry.args);
-  return `${entry.date.toISOString()} [${entry.type}] ${text}`;
+  const args = (entry.args as unknown[]).map((arg) => (typeof arg === "string" ? printable(arg) : arg instanceof Error ? errorText(arg) : arg));
+  const text = formatWithOptions({ colors: false, breakLength: Infinity }, ...args);
+  return `${entry.date.toISOString()} [${entry.type}] ${text.split("\n").map(printable).join("\n")}`;
+}
+
+/** An Error as inspect shows it (stack, fields, cause), its message on one line. */
+function errorText(error: Error): string {
+  const text = inspect(error, { colors: false, breakLength: Infinity });
+  const head = `${error.name}: ${error.message}`;
+  return text.startsWith(head) ? printable(head) + text.slice(head.length) : printable(text);
 }
 
 /**
@@ -61,10 +75,10 @@ function jsonLine(entry: LogObject): string {
   };
   for (const [key, value] of Object.entries(fields)) if (!(key in line)) line[key] = value;
   try {
-    return JSON.stringify(line, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value));
+    return printableJson(JSON.stringify(line, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value)));
   } catch {
     // A circular object: its text form still says what happened.
-    return JSON.stringify({ time: line.time, level: line.level, msg: textLine(entry).replace(/^\S+ \[\w+\] /, "") });
+    return printableJson(JSON.stringify({ time: line.time, level: line.level, msg: textLine(entry).replace(/^\S+ \[\w+\] /, "") }));
   }
 }
 

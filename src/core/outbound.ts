@@ -15,6 +15,7 @@ import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
+import { printable } from "./printable.ts";
 import { delayMs, pRetryOptions, RETRY } from "./retry.ts";
 import { sendingWith, sharedRefusal, type SharedSending } from "./locations.ts";
 import type { TokenService } from "./tokens.ts";
@@ -126,7 +127,8 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
     return { result: failed("uninstalled", `location ${locationId} has uninstalled the app; reinstall it to send again`) };
   }
   const to = toLocalPH(message.phone);
-  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${clip(message.phone, 40)}`) };
+  // The reason is stored, listed and reported: the webhook's phone in it is escaped.
+  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${printable(clip(message.phone, 40))}`) };
   const text = composeText(message);
   if (text.length === 0) return { result: failed("empty_message", "the message has no text") };
   if (text.length > deps.sms.maxMessageLength) {

@@ -1,4 +1,5 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js/mobile";
+import { hasControls } from "./printable.ts";
 
 /**
  * Philippine mobile numbers between the CRM's E.164 (+639171234567) and the
@@ -7,6 +8,9 @@ import { parsePhoneNumberFromString } from "libphonenumber-js/mobile";
  * instead of being mangled by a prefix table.
  */
 export function toLocalPH(phone: string): string | undefined {
+  // libphonenumber reads a number out of the text around it ("+639171234567\n[error] …"):
+  // a phone with control characters in it is not what it seems, so no number is read from it.
+  if (hasControls(phone.trim())) return undefined;
   const parsed = parsePhoneNumberFromString(phone.trim(), "PH");
   if (!parsed || parsed.country !== "PH" || !parsed.isValid()) return undefined;
   return `0${parsed.nationalNumber}`;

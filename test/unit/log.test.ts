@@ -65,18 +65,46 @@ describe("createLogger", () => {
   it("under journald each line starts with its syslog priority, stack lines too", () => {
     const { lines, stream } = capture();
     const log = createLogger("trace", stream, { journal: true });
-    log.error("bad\n    at here");
+    log.error(Object.assign(new Error("bad"), { stack: "Error: bad\n    at here" }));
     log.warn("careful");
     log.info("fine");
     log.success("done");
     log.debug("detail");
-    expect(lines[0]).toMatch(/^<3>\d{4}-\d\d-\d\dT[\d:.]+Z \[error\] bad\n<3>    at here\n$/);
+    expect(lines[0]).toMatch(/^<3>\d{4}-\d\d-\d\dT[\d:.]+Z \[error\] Error: bad\n<3>    at here\n$/);
     expect(lines.slice(1).map((l) => l.slice(0, 3))).toEqual(["<4>", "<6>", "<6>", "<7>"]);
     expect(lines[2]).toMatch(/^<6>\S+Z \[info\] fine\n$/);
 
     const json = capture();
     createLogger("info", json.stream, { format: "json", journal: true }).error("x");
     expect(json.lines[0]).toMatch(/^<3>\{"time":/);
+  });
+
+  it("a value's control characters show as escapes: no terminal sequence, no forged line", () => {
+    const { lines, stream } = capture();
+    const phone = "+639171234567\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07\n2026-11-25T00:00:00.000Z [error] forged";
+    createLogger("info", stream).warn(`message m-1 failed: not a Philippine mobile number: ${phone}`, "\x1b]0;pwned\x07");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^\S+Z \[warn\] message m-1 failed: not a Philippine mobile number: \+639171234567\\x1b\]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\\x07\\n2026-11-25T00:00:00\.000Z \[error\] forged \\x1b\]0;pwned\\x07\n$/,
+    );
+  });
+
+  it("an Error keeps its stack's lines; its message, which may quote a remote answer, stays on the first", () => {
+    const { lines, stream } = capture();
+    createLogger("info", stream).error("unhandled:", Object.assign(new Error("502: \x1b[2J\n2026-11-25T00:00:00.000Z [info] all fine"), { body: "\u202e\x1b" }));
+    expect(lines).toHaveLength(1);
+    const [first, ...rest] = (lines[0] ?? "").trimEnd().split("\n");
+    expect(first).toMatch(/\[error\] unhandled: Error: 502: \\x1b\[2J\\n2026-11-25T00:00:00\.000Z \[info\] all fine$/);
+    expect(rest.length).toBeGreaterThan(1);
+    for (const line of rest) expect(line).toMatch(/^\s|^\}$/);
+    expect(lines[0]).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+  });
+
+  it("LOG_FORMAT=json: C1, DEL and bidi characters are \\u escapes too (JSON.stringify escapes C0)", () => {
+    const { lines, stream } = capture();
+    createLogger("info", stream, { format: "json" }).info("name \u009b2J\u202e\x7f", { name: "\x1b]0;x\x07\u2028" });
+    expect(lines[0]).toBe(lines[0]?.replace(/[\u007f-\u009f\u2028\u202e]/g, ""));
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({ msg: "name \u009b2J\u202e\x7f", name: "\x1b]0;x\x07\u2028" });
   });
 
   it.each([

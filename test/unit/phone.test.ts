@@ -24,6 +24,10 @@ describe("toLocalPH", () => {
     ["", "empty"],
     ["abc", "letters"],
     ["+63", "country code only"],
+    ["+639171234567\n[error] forged", "a line after the number"],
+    ["+639171234567\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07", "a clipboard write after the number"],
+    ["+63917\t1234567", "a tab inside"],
+    ["\u202e+639171234567", "a bidi override"],
   ])("%j (%s) is refused", (input) => {
     expect(toLocalPH(input)).toBeUndefined();
   });

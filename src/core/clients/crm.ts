@@ -2,6 +2,7 @@ import pRetry from "p-retry";
 import { z } from "zod";
 import { CrmError, clip, errorMessage } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
+import { withoutControls } from "../printable.ts";
 import { pRetryOptions, RETRY, retryAfterMs, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
@@ -201,8 +202,9 @@ const tokenSchema = z.object({
 });
 
 const locationsSchema = z.object({
-  // A name is shown in listings only: clipped, and never a reason to refuse the page.
-  locations: z.array(z.object({ _id: crmId, name: z.string().nullish().catch(null).transform((n) => n?.slice(0, 200)) })),
+  // A name is shown in listings only: clipped, and never a reason to refuse the page. Any
+  // agency may name its locations: stored without the control characters a terminal obeys.
+  locations: z.array(z.object({ _id: crmId, name: z.string().nullish().catch(null).transform((n) => n && withoutControls(n).slice(0, 200)) })),
   count: z.number().int().nonnegative().optional(),
 });
 
