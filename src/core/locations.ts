@@ -14,6 +14,8 @@ export interface LocationView {
   updated_at: string;
   refresh_error: string;
   approved: boolean;
+  /** Approved, yet ALLOWED_COMPANY_IDS keeps it from the operator's key and sender ID. */
+  off_list: boolean;
   uninstalled_at: string | null;
 }
 
@@ -78,11 +80,11 @@ export function offListWarning(locations: readonly LocationListing[]): string {
   );
 }
 
-export function listLocations(tokens: TokenStore): LocationView[] {
-  return tokens.listings().map(view);
+export function listLocations(tokens: TokenStore, allowedCompanyIds: readonly string[]): LocationView[] {
+  return tokens.listings().map((l) => view(l, allowedCompanyIds));
 }
 
-function view(l: LocationListing): LocationView {
+function view(l: LocationListing, allowedCompanyIds: readonly string[]): LocationView {
   return {
     location_id: l.locationId,
     name: l.name,
@@ -94,6 +96,7 @@ function view(l: LocationListing): LocationView {
     updated_at: l.updatedAt,
     refresh_error: l.refreshError,
     approved: l.approved,
+    off_list: l.approved && sharedRefusal(l, allowedCompanyIds) !== undefined,
     uninstalled_at: l.uninstalledAt,
   };
 }

@@ -23,7 +23,7 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
 
   app.get("/api/admin/locations", (event) => {
     auth(event);
-    return { locations: listLocations(core.tokens) };
+    return { locations: listLocations(core.tokens, core.config.allowedCompanyIds) };
   });
 
   app.get("/api/admin/locations/:locationId/config", (event) => {

@@ -161,6 +161,16 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
     expect(again.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
   });
 
+  test("locations list and the admin API show it off the list, not plainly approved", async () => {
+    const bridge = await takenOffTheList();
+    const listed = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: { location_id: string; approved: boolean; off_list: boolean }[] };
+    expect(listed.locations.find((l) => l.location_id === "loc-b")).toMatchObject({ approved: true, off_list: true });
+    const out: string[] = [];
+    expect(await run(["locations", "list"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
+    const row = out.join("").split("\n").find((line) => line.startsWith("loc-b"));
+    expect(row).toContain("off list");
+  });
+
   test("a stranger's location that the schema-2 upgrade approved does not send on the operator's key", async () => {
     const path = join(mkdtempSync(join(tmpdir(), "bridge-stranger-")), "bridge.db");
     const old = new Database(path);
