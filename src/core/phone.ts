@@ -1,5 +1,7 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js/mobile";
-import { hasControls } from "./printable.ts";
+
+/** What a phone number is written with: digits, one leading +, spaces, dots, dashes, brackets. */
+const PHONE_CHARACTERS = /^\+?[\d ().-]+$/;
 
 /**
  * Philippine mobile numbers between the CRM's E.164 (+639171234567) and the
@@ -8,10 +10,12 @@ import { hasControls } from "./printable.ts";
  * instead of being mangled by a prefix table.
  */
 export function toLocalPH(phone: string): string | undefined {
-  // libphonenumber reads a number out of the text around it ("+639171234567\n[error] …"):
-  // a phone with control characters in it is not what it seems, so no number is read from it.
-  if (hasControls(phone.trim())) return undefined;
-  const parsed = parsePhoneNumberFromString(phone.trim(), "PH");
+  // libphonenumber reads a number out of the text around it ("+639171234567\n[error] …",
+  // "+639171234567 call me"): a phone with anything else in it is not what it seems, so
+  // no number is read from it.
+  const written = phone.trim();
+  if (!PHONE_CHARACTERS.test(written)) return undefined;
+  const parsed = parsePhoneNumberFromString(written, "PH");
   if (!parsed || parsed.country !== "PH" || !parsed.isValid()) return undefined;
   return `0${parsed.nationalNumber}`;
 }

@@ -11,7 +11,6 @@
  * the line and paragraph separators, and the bidi embeddings, overrides and isolates.
  */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-const HAS_UNSAFE = new RegExp(UNSAFE.source);
 const UNSAFE_RUNS = new RegExp(`${UNSAFE.source}+`, "g");
 
 /** What JSON.stringify leaves raw of UNSAFE: it escapes C0 itself. */
@@ -34,11 +33,6 @@ export function printable(text: string): string {
  */
 export function printableJson(json: string): string {
   return json.replace(UNSAFE_IN_JSON, (c) => `\\u${hex(c, 4)}`);
-}
-
-/** True when `text` holds a character printable() would escape. */
-export function hasControls(text: string): boolean {
-  return HAS_UNSAFE.test(text);
 }
 
 /** A name to store: each run of unsafe characters becomes one space; trimmed. */

@@ -28,6 +28,9 @@ describe("toLocalPH", () => {
     ["+639171234567\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07", "a clipboard write after the number"],
     ["+63917\t1234567", "a tab inside"],
     ["\u202e+639171234567", "a bidi override"],
+    ["+639171234567 call me", "words after the number"],
+    ["tel:+639171234567", "a scheme before the number"],
+    ["+63 917 123 4567 ext. 2", "an extension"],
   ])("%j (%s) is refused", (input) => {
     expect(toLocalPH(input)).toBeUndefined();
   });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { hasControls, printable, printableJson, withoutControls } from "../../src/core/printable.ts";
+import { printable, printableJson, withoutControls } from "../../src/core/printable.ts";
 
 /** Every character a terminal or a log reader may act on instead of showing. */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
@@ -47,20 +47,6 @@ describe("printableJson", () => {
         return !UNSAFE.test(json);
       }),
     );
-  });
-});
-
-describe("hasControls", () => {
-  test.each([
-    ["+639171234567", false],
-    ["Café 東京", false],
-    ["+639171234567\n[error] forged", true],
-    [CLIPBOARD, true],
-    ["\u009b", true],
-    ["\u202e", true],
-  ])("%j: %s", (text, has) => {
-    expect(hasControls(text)).toBe(has);
-    expect(hasControls(text)).toBe(has); // no state kept between calls
   });
 });
 
