@@ -4,7 +4,7 @@ import type { ResolvedConfig } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
 import { createFailureThrottle } from "../core/throttle.ts";
 import { httpError } from "./app.ts";
-import { createClientAddress } from "./client.ts";
+import { addressGroup, createClientAddress } from "./client.ts";
 
 /** Wrong keys a client may send per window before its wrong keys get 429. */
 const LIMIT = 10;
@@ -56,13 +56,16 @@ export function createAdminAuth({ config, log, now }: AdminAuthDeps): (event: H3
     if (presented.key !== undefined && isOneOf(presented.key, digests)) return;
 
     const client = clientOf(event);
-    const wait = throttle.blockedFor(client);
+    // An IPv6 client holds a whole /64: counted per address, it would get a fresh
+    // share of wrong keys with every address it picks from its own network.
+    const group = addressGroup(client);
+    const wait = throttle.blockedFor(group);
     if (wait > 0) {
       throw httpError(429, "too many failed authentication attempts; retry later", {
         "retry-after": String(Math.ceil(wait / 1000)),
       });
     }
-    report(event, client, presented.key === undefined ? presented.reason : "wrong key", throttle.fail(client));
+    report(event, client, presented.key === undefined ? presented.reason : "wrong key", throttle.fail(group));
     throw httpError(401, "unauthorized", { "www-authenticate": "Bearer" });
   };
 }

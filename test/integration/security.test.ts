@@ -83,6 +83,15 @@ test("with TRUST_PROXY, failures count per forwarded client: one client cannot l
   expect((await from("203.0.113.7", `Bearer ${ADMIN_KEY}`)).status).toBe(200);
 });
 
+test("with TRUST_PROXY, an IPv6 client's failures count per /64: a new address in it does not escape the 429", async () => {
+  const bridge = await start({ env: { TRUST_PROXY: "1" } });
+  const from = (client: string, authorization: string) =>
+    bridge.fetch("/api/admin/locations", { headers: { authorization, "x-forwarded-for": client } });
+  for (let i = 0; i < 10; i++) expect((await from(`2001:db8:1:2::${i + 1}`, `Bearer wrong-${i}`)).status).toBe(401);
+  expect((await from("2001:db8:1:2:ffff::9", "Bearer wrong")).status).toBe(429);
+  expect((await from("2001:db8:1:3::1", "Bearer wrong")).status).toBe(401);
+});
+
 test("with TRUST_PROXY, X-Forwarded-For from a peer not in TRUSTED_PROXIES is ignored", async () => {
   // The proxy is 127.0.0.2, the attacker 127.0.0.1: both are this machine (all of 127/8 is).
   const bridge = await start({ env: { TRUST_PROXY: "1", TRUSTED_PROXIES: "127.0.0.2" } });
