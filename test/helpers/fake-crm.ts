@@ -1,10 +1,11 @@
-import { jsonResponse, startFake } from "./http.ts";
+import { jsonResponse, startFake, type Recorded } from "./http.ts";
 
 export const COMPANY_ID = "company-1";
 
-/** A form body (`/oauth/token`, `/oauth/locationToken`) as its fields. */
-export function formOf(body: string): Record<string, string | undefined> {
-  return Object.fromEntries(new URLSearchParams(body));
+/** A request body's fields, read as its Content-Type says: a form or JSON. */
+export function fieldsOf(req: Recorded): Record<string, unknown> {
+  if (req.headers["content-type"]?.startsWith("application/json")) return JSON.parse(req.body) as Record<string, unknown>;
+  return Object.fromEntries(new URLSearchParams(req.body));
 }
 
 /**
@@ -87,11 +88,12 @@ export async function startFakeCrm() {
     },
     "POST /oauth/locationToken": (req) => {
       if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
-      // HighLevel documents a form body here; the fake reads nothing else.
-      if (!req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")) {
+      // JSON (the spec, HighLevel's app template) or a form (its reference page): it takes both.
+      const { companyId, locationId } = bodyFields(req);
+      if (typeof companyId !== "string" || typeof locationId !== "string") {
         return jsonResponse({ message: ["companyId must be a string", "locationId must be a string"] }, 422);
       }
-      return jsonResponse(issue(formOf(req.body).locationId ?? ""));
+      return jsonResponse(issue(locationId));
     },
     "GET /oauth/installedLocations": (req) => {
       if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
@@ -154,3 +156,12 @@ export async function startFakeCrm() {
 }
 
 export type FakeCrm = Awaited<ReturnType<typeof startFakeCrm>>;
+
+/** A request's body fields; a body that is neither JSON nor a form has none. */
+function bodyFields(req: Recorded): Record<string, unknown> {
+  try {
+    return fieldsOf(req);
+  } catch {
+    return {};
+  }
+}

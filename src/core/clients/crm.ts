@@ -114,9 +114,10 @@ export function createCrmClient(options: CrmOptions) {
           method: "POST",
           token: companyToken,
           version: LOCATION_API_VERSION,
-          // A form, as HighLevel documents this endpoint (GoHighLevel/highlevel-api-docs).
-          headers: { "Content-Type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ companyId, locationId }).toString(),
+          // JSON, as the spec pins it (4.2) and HighLevel's marketplace-app template sends
+          // it; HighLevel takes a form too, which its reference page shows.
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ companyId, locationId }),
         });
         if (res.status !== 200) throw statusError("locationToken endpoint", res);
         return parseToken(res.text, "failed to parse location token response");
