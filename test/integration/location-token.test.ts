@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
-import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
+import { COMPANY_ID, fieldsOf, highlevelFixture } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /**
@@ -60,6 +60,35 @@ describe("a locationToken answer without refresh_token, as HighLevel's v2 refere
     const report = await sendAndWait(b, "m-1");
     expect(report).toMatchObject({ authorization: `Bearer ${stored!.accessToken}`, body: { status: "delivered" } });
     expect(b.gateway.sent()).toHaveLength(1);
+  });
+});
+
+describe("what bridge reads of a locationToken answer", () => {
+  const documented = highlevelFixture("oauth-location-token");
+  const { access_token, expires_in } = documented;
+  test.each([
+    ["the documented answer", documented, ""],
+    ["with refresh_token (the later change)", { ...documented, refresh_token: "rt-later" }, "rt-later"],
+    ["with refresh_token null", { ...documented, refresh_token: null }, ""],
+    ["only access_token and expires_in: every optional field absent", { access_token, expires_in }, ""],
+  ])("%s: accepted", async (_, answer, refreshToken) => {
+    const b = await start();
+    b.crm.on("POST /oauth/locationToken", () => jsonResponse(answer));
+
+    const token = await b.core.crm.getLocationToken("company-at", COMPANY_ID, "loc-1");
+
+    expect(token).toMatchObject({ accessToken: access_token, refreshToken, expiresIn: expires_in });
+  });
+
+  test.each([
+    ["no access_token", { ...documented, access_token: undefined }],
+    ["an empty refresh_token", { ...documented, refresh_token: "" }],
+    ["expires_in as text", { ...documented, expires_in: "86399" }],
+  ])("%s: refused with the spec's text", async (_, answer) => {
+    const b = await start();
+    b.crm.on("POST /oauth/locationToken", () => jsonResponse(answer));
+
+    await expect(b.core.crm.getLocationToken("company-at", COMPANY_ID, "loc-1")).rejects.toThrow(/^failed to parse location token response: /);
   });
 });
 
