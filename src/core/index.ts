@@ -156,8 +156,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
       released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
     },
   });
-  const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
+  const tokenService = createTokenService({ tokens, crm, companyTokens, companies, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const uninstall = createUninstaller({ tokens, tokenService, now, log });
   const installDeps: InstallDeps = {
     crm,

@@ -29,10 +29,12 @@ export interface LeasedStore<R extends LeasedToken> {
 
 export interface RefresherDeps<R extends LeasedToken> {
   store: LeasedStore<R>;
-  /** Spends a refresh token at the CRM. */
-  grant: (refreshToken: string) => Promise<TokenResponse>;
+  /** A new token for the record: its refresh token spent at the CRM, or another way. */
+  grant: (record: R) => Promise<TokenResponse>;
   /** "location" or "company": how log lines and errors name the owner of a token. */
   noun: string;
+  /** Why `grant`'s failure for the record will not pass without a reinstall; "" when it may. Default: a dead refresh token. */
+  refusedForGood?: (error: unknown, record: R) => string;
   /** The error when the record is gone. */
   missing: (id: string) => Error;
   now: () => number;
@@ -51,6 +53,7 @@ export interface RefresherDeps<R extends LeasedToken> {
  */
 export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   const { store, grant, noun, missing, now, log } = deps;
+  const refusedForGood = deps.refusedForGood ?? ((error: unknown) => deadGrantNote(error, noun));
   const leaseMs = deps.leaseMs ?? 60_000;
   const waitMs = deps.waitMs ?? 45_000;
   const storeRetryMs = deps.storeRetryMs ?? RETRY.storeToken.firstMs;
@@ -69,8 +72,9 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     const first = store.get(id);
     for (let record = first; ; record = store.get(id)) {
       if (!record) throw missing(id);
-      // Someone else refreshed while we waited: their pair is ours to use.
-      const rotated = record.refreshToken !== first?.refreshToken;
+      // Someone else refreshed while we waited: their pair is ours to use. The serial, not
+      // the refresh token, tells: a location renewed through its company has none.
+      const rotated = record.serial !== first?.serial;
       if (rotated || (!force && !needsRefresh(record.expiresAt, now()))) return record;
       // Refused before: only a forced refresh presents it again (the refusal may
       // have been our own client credentials', since mended).
@@ -87,12 +91,12 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   async function refreshHoldingLease(id: string, record: R): Promise<R> {
     let fresh: TokenResponse;
     try {
-      fresh = await grant(record.refreshToken);
+      fresh = await grant(record);
     } catch (error) {
       const latest = store.get(id);
       // invalid_grant because another process rotated the token first: use the newer pair.
-      if (latest && latest.refreshToken !== record.refreshToken) return latest;
-      store.releaseLease(id, record.serial, isDeadGrant(error) ? deadGrantNote(error, noun) : "");
+      if (latest && latest.serial !== record.serial) return latest;
+      store.releaseLease(id, record.serial, refusedForGood(error, record));
       log.error(`token refresh failed for ${noun} ${id}: ${errorMessage(error)}`);
       throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
     }
@@ -138,7 +142,9 @@ export function isDeadGrant(error: unknown): boolean {
   return error instanceof CrmError && (error.httpStatus === 400 || error.httpStatus === 401) && /invalid_grant/i.test(error.body ?? "");
 }
 
-function deadGrantNote(error: unknown, noun: string): string {
+/** Why a refresh token will not work again, "" when it may: see isDeadGrant. */
+export function deadGrantNote(error: unknown, noun: string): string {
+  if (!isDeadGrant(error)) return "";
   const how = noun === "company" ? "install the app again from the agency" : "reinstall the app for this location";
   return `the CRM refused the refresh token (${errorMessage(error)}); ${how}`;
 }

@@ -1,15 +1,18 @@
 import type { CompanyRecord, CompanyStore } from "../db/companies.ts";
 import type { TokenRecord, TokenStore } from "../db/tokens.ts";
-import type { CrmClient } from "./clients/crm.ts";
-import { AppError, noToken } from "../errors.ts";
+import type { CrmClient, TokenResponse } from "./clients/crm.ts";
+import { AppError, CrmError, errorMessage, noToken } from "../errors.ts";
 import type { Logger } from "./log.ts";
-import { createRefresher } from "./refresh.ts";
+import { createRefresher, deadGrantNote } from "./refresh.ts";
 
 export { needsRefresh, REFRESH_MARGIN_MS } from "./refresh.ts";
 
 export interface TokenServiceDeps {
   tokens: TokenStore;
   crm: CrmClient;
+  /** Renew the locations whose token came from /oauth/locationToken without a refresh token. */
+  companyTokens: CompanyTokens;
+  companies: CompanyStore;
   now: () => number;
   log: Logger;
   /** How long a refresh lease is held at most (a crashed holder frees it then). */
@@ -28,16 +31,35 @@ export type TokenService = ReturnType<typeof createTokenService>;
 /**
  * Valid access tokens for locations, refreshed single-flight (refresh.ts): one
  * promise per location inside this process, a lease row in SQLite between processes.
+ * A location with no refresh token (HighLevel's /oauth/locationToken may give none)
+ * is renewed through its company's token instead, on the same single-flight path.
  */
 export function createTokenService(deps: TokenServiceDeps) {
-  const { tokens, crm, now } = deps;
+  const { tokens, crm, companyTokens, companies, now } = deps;
   const { validToken, refresh } = createRefresher<TokenRecord>({
     ...deps,
     store: tokens,
-    grant: (refreshToken) => crm.refreshToken(refreshToken, "Location"),
+    grant: (record) => (record.refreshToken ? crm.refreshToken(record.refreshToken, "Location") : throughCompany(record)),
     noun: "location",
     missing: noToken,
+    refusedForGood: (error, record) => (record.refreshToken ? deadGrantNote(error, "location") : refusedThroughCompany(error)),
   });
+
+  async function throughCompany(record: TokenRecord): Promise<TokenResponse> {
+    const { locationId, companyId } = record;
+    if (!companyId) throw new AppError("NO_COMPANY_TOKEN", `location ${locationId} has no refresh token and no company`);
+    let company;
+    try {
+      company = await companyTokens.validToken(companyId);
+    } catch (error) {
+      const stored = companies.get(companyId);
+      // Gone or refused for good: only the agency installing again brings it back.
+      if (!stored || stored.refreshError) throw new AppError("NO_COMPANY_TOKEN", `company ${companyId}: ${errorMessage(error)}`, { cause: error });
+      throw error;
+    }
+    return crm.getLocationToken(company.accessToken, companyId, locationId);
+  }
+
   // Per location, when a 401 last made us fetch a new token. If the CRM refuses that
   // one too, the token is not the problem (HighLevel also answers 401 for a missing scope).
   const renewedAfter401 = new Map<string, number>();
@@ -62,7 +84,7 @@ export function createTokenService(deps: TokenServiceDeps) {
   };
 }
 
-export interface CompanyTokenDeps extends Omit<TokenServiceDeps, "tokens"> {
+export interface CompanyTokenDeps extends Omit<TokenServiceDeps, "tokens" | "companyTokens"> {
   companies: CompanyStore;
 }
 
@@ -77,10 +99,23 @@ export function createCompanyTokens(deps: CompanyTokenDeps) {
   return createRefresher<CompanyRecord>({
     ...deps,
     store: companies,
-    grant: (refreshToken) => crm.refreshToken(refreshToken, "Company"),
+    grant: (record) => crm.refreshToken(record.refreshToken, "Company"),
     noun: "company",
     missing: noCompanyToken,
   });
+}
+
+/**
+ * Why renewing a location through its company will not pass without the agency installing
+ * again, "" when it may: no company token, one refused for good, or HighLevel refusing the
+ * location's token (a 4xx: not this company's location, or the app is no longer there).
+ * A 429 or 5xx, or no answer, may pass.
+ */
+function refusedThroughCompany(error: unknown): string {
+  const refused =
+    (error instanceof AppError && error.code === "NO_COMPANY_TOKEN") ||
+    (error instanceof CrmError && [400, 401, 403, 404].includes(error.httpStatus ?? 0));
+  return refused ? `the CRM refused this location's token through its company (${errorMessage(error)}); install the app again from the agency` : "";
 }
 
 export function noCompanyToken(companyId: string): AppError {

@@ -1,17 +1,34 @@
-import { jsonResponse, startFake } from "./http.ts";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { jsonResponse, startFake, type Recorded } from "./http.ts";
 
 export const COMPANY_ID = "company-1";
 
-/** A form body (`/oauth/token`, `/oauth/locationToken`) as its fields. */
-export function formOf(body: string): Record<string, string | undefined> {
-  return Object.fromEntries(new URLSearchParams(body));
+/** The fixtures' folder: `shared/fixtures/highlevel` beside the repository (or its worktrees' folder). */
+const FIXTURES = findUp(import.meta.dirname, join("shared", "fixtures", "highlevel"));
+
+/**
+ * HighLevel's documented answers, as ../shared/fixtures/highlevel holds them (its
+ * README names each one's source, and where HighLevel contradicts itself).
+ */
+export function highlevelFixture(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(FIXTURES, `${name}.json`), "utf8")) as Record<string, unknown>;
+}
+
+/** A request body's fields, read as its Content-Type says: a form or JSON. */
+export function fieldsOf(req: Recorded): Record<string, unknown> {
+  if (req.headers["content-type"]?.startsWith("application/json")) return JSON.parse(req.body) as Record<string, unknown>;
+  return Object.fromEntries(new URLSearchParams(req.body));
 }
 
 /**
- * A fake HighLevel API that behaves like the real one where bridge depends on it:
+ * A fake HighLevel API that behaves like the real one where bridge depends on it, and
+ * answers in its documented shapes (held to the fixtures by fake-crm-contract.test.ts):
  * codes exchange for tokens, refresh tokens are single-use and rotate, company
  * tokens exchange for location tokens, installed locations come in pages. Company
  * tokens refresh (`user_type=Company`) and are revoked with the agency's uninstall.
+ * /oauth/locationToken takes JSON or a form, as HighLevel does, and answers without a
+ * `refresh_token`, as its v2 reference documents, unless `locationTokens.withRefresh`.
  */
 export async function startFakeCrm() {
   let serial = 0;
@@ -29,6 +46,13 @@ export async function startFakeCrm() {
   const revoked = new Set<string>();
   /** While set, code exchanges wait for it: an exchange still running when an INSTALL arrives. */
   let exchangeHeld: Promise<void> | undefined;
+  /**
+   * `withRefresh`: /oauth/locationToken answers with a `refresh_token`, as HighLevel
+   * said it does since a later change (fixtures README, note 3).
+   */
+  const locationTokens = { withRefresh: false };
+  /** Locations the app was uninstalled from: HighLevel gives no token for them. */
+  const uninstalled = new Set<string>();
 
   function issueCompany(companyId: string, extra: Record<string, unknown> = {}) {
     serial++;
@@ -36,12 +60,12 @@ export async function startFakeCrm() {
     companyRefreshTokens.set(refresh, companyId);
     companyAccessTokens.set(`company-at-${serial}`, companyId);
     return {
+      ...highlevelFixture("oauth-token-company"),
       access_token: `company-at-${serial}`,
       refresh_token: refresh,
-      expires_in: 86399,
-      userType: "Company",
       companyId,
-      locationId: null,
+      // In practice HighLevel does not list the chosen locations here (README, note 6).
+      approvedLocations: [],
       ...extra,
     };
   }
@@ -55,15 +79,22 @@ export async function startFakeCrm() {
     const refresh = `rt-${locationId}-${serial}`;
     refreshTokens.set(refresh, locationId);
     return {
+      ...highlevelFixture("oauth-token-location"),
       access_token: `at-${locationId}-${serial}`,
       refresh_token: refresh,
-      expires_in: 86399,
-      token_type: "Bearer",
-      userType: "Location",
       locationId,
       companyId: COMPANY_ID,
       ...extra,
     };
+  }
+
+  /** A /oauth/locationToken answer: no refresh_token, no companyId, no userType, as documented. */
+  function issueFromCompany(locationId: string) {
+    serial++;
+    const access = `at-${locationId}-${serial}`;
+    const refresh = locationTokens.withRefresh ? { refresh_token: `rt-${locationId}-${serial}` } : {};
+    if (refresh.refresh_token) refreshTokens.set(refresh.refresh_token, locationId);
+    return { ...highlevelFixture("oauth-location-token"), access_token: access, locationId, ...refresh };
   }
 
   const fake = await startFake({
@@ -87,21 +118,28 @@ export async function startFakeCrm() {
     },
     "POST /oauth/locationToken": (req) => {
       if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
-      // HighLevel documents a form body here; the fake reads nothing else.
-      if (!req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")) {
+      // JSON (the spec, HighLevel's app template) or a form (its reference page): it takes both.
+      const { companyId, locationId } = bodyFields(req);
+      if (typeof companyId !== "string" || typeof locationId !== "string") {
         return jsonResponse({ message: ["companyId must be a string", "locationId must be a string"] }, 422);
       }
-      return jsonResponse(issue(formOf(req.body).locationId ?? ""));
+      if (uninstalled.has(locationId)) return jsonResponse({ message: "Location not found for this company" }, 400);
+      return jsonResponse(issueFromCompany(locationId));
     },
     "GET /oauth/installedLocations": (req) => {
       if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
       if (!req.query.get("appId")) return jsonResponse({ message: "appId must be a string" }, 422);
       const skip = Number(req.query.get("skip") ?? 0);
       const limit = Math.min(Number(req.query.get("limit") ?? 100), installed.pageSize);
-      const page = installed.ids.slice(skip, skip + limit).map((_id) => ({ _id, name: `Location ${_id}` }));
-      return jsonResponse({ locations: page, count: installed.ids.length });
+      const [documented] = highlevelFixture("installed-locations").locations as Record<string, unknown>[];
+      const page = installed.ids.slice(skip, skip + limit).map((_id) => ({ ...documented, _id, name: `Location ${_id}` }));
+      return jsonResponse({ locations: page, count: installed.ids.length, installToFutureLocations: true });
     },
-    "PUT /conversations/messages/:messageId/status": () => jsonResponse({ success: true }),
+    "PUT /conversations/messages/:messageId/status": (req) => {
+      const { status } = JSON.parse(req.body) as { status: string };
+      const messageId = decodeURIComponent(req.path.split("/")[3] ?? "");
+      return jsonResponse({ ...highlevelFixture("message-status-200"), messageId, status });
+    },
   });
 
   return {
@@ -110,6 +148,7 @@ export async function startFakeCrm() {
     refreshTokens,
     companyRefreshTokens,
     installed,
+    locationTokens,
     /** Code exchanges wait until the returned function is called. */
     holdExchanges(): () => void {
       let release = () => {};
@@ -127,13 +166,15 @@ export async function startFakeCrm() {
     },
     /** Makes `code` exchange for a fresh token of `locationId`; returns that response. */
     grantLocation(code: string, locationId: string, extra: Record<string, unknown> = {}) {
+      uninstalled.delete(locationId);
       const answer = issue(locationId, extra);
       codes.set(code, answer);
       return answer;
     },
-    /** The app is uninstalled from `locationId`: its refresh tokens are revoked, as HighLevel does. */
+    /** The app is uninstalled from `locationId`: its refresh tokens are revoked, as HighLevel does, and no new token is given. */
     uninstall(locationId: string) {
       for (const [token, owner] of refreshTokens) if (owner === locationId) refreshTokens.delete(token);
+      uninstalled.add(locationId);
     },
     /** Makes `code` exchange for a company-scoped token. */
     grantCompany(code: string, extra: Record<string, unknown> = {}) {
@@ -154,3 +195,19 @@ export async function startFakeCrm() {
 }
 
 export type FakeCrm = Awaited<ReturnType<typeof startFakeCrm>>;
+
+/** A request's body fields; a body that is neither JSON nor a form has none. */
+function bodyFields(req: Recorded): Record<string, unknown> {
+  try {
+    return fieldsOf(req);
+  } catch {
+    return {};
+  }
+}
+
+function findUp(from: string, path: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, path))) return join(dir, path);
+    if (dirname(dir) === dir) throw new Error(`no ${path} above ${from}`);
+  }
+}

@@ -4,7 +4,7 @@ import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
 import { APP_ID, CLIENT_ID, bridgePerTest, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
-import { COMPANY_ID, formOf } from "../helpers/fake-crm.ts";
+import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** Agencies' own tokens (CONTRACT.md 9): kept after the install, refreshed single-flight. */
@@ -66,7 +66,7 @@ describe("an agency install keeps the company's token", () => {
   test("the page names each location that failed, and why, escaped", async () => {
     const b = await start();
     b.crm.on("POST /oauth/locationToken", (req) => {
-      const { locationId } = formOf(req.body) as { locationId: string };
+      const { locationId } = fieldsOf(req) as { locationId: string };
       if (locationId === "b") return jsonResponse({ message: "<script>alert(1)</script> not allowed" }, 403);
       return jsonResponse({ access_token: "at", refresh_token: "rt", expires_in: 3600, locationId, companyId: COMPANY_ID });
     });

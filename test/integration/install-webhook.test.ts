@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { APP_ID, bridgePerTest, waitFor, type Bridge } from "../helpers/bridge.ts";
-import { COMPANY_ID, formOf } from "../helpers/fake-crm.ts";
+import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** INSTALL webhooks of locations an agency adds after its install (CONTRACT.md 9), through real HTTP. */
@@ -32,7 +32,7 @@ function installEvent(fields: Record<string, unknown> = {}) {
 function locationTokenCalls(b: Bridge, locationId = "new-loc") {
   return b.crm
     .received("POST /oauth/locationToken")
-    .filter((r) => formOf(r.body).locationId === locationId);
+    .filter((r) => fieldsOf(r).locationId === locationId);
 }
 
 describe("INSTALL of a location added later", () => {
@@ -46,11 +46,11 @@ describe("INSTALL of a location added later", () => {
 
     const [call, ...more] = locationTokenCalls(b);
     expect(more).toEqual([]);
-    expect(formOf(call!.body)).toEqual({ companyId: COMPANY_ID, locationId: "new-loc" });
+    expect(JSON.parse(call!.body)).toEqual({ companyId: COMPANY_ID, locationId: "new-loc" });
     expect(call!.headers).toMatchObject({
       authorization: `Bearer ${company.access_token}`,
       version: "2021-07-28",
-      "content-type": "application/x-www-form-urlencoded",
+      "content-type": expect.stringMatching(/^application\/json/),
     });
     expect(b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID, approved: true, accessToken: expect.stringMatching(/^at-new-loc-/) });
   });
@@ -73,7 +73,7 @@ describe("INSTALL of a location added later", () => {
     await agencyInstall(b);
     b.core.companies.save({ companyId: "aOtherCo", accessToken: "other-at", refreshToken: "other-rt", expiresAt: Date.now() + 86_400_000 }, Date.now());
     b.crm.on("POST /oauth/locationToken", (req) => {
-      const { companyId, locationId } = formOf(req.body) as { companyId: string; locationId: string };
+      const { companyId, locationId } = fieldsOf(req) as { companyId: string; locationId: string };
       if (companyId !== COMPANY_ID) return jsonResponse({ message: "Location not found for this company" }, 400);
       return jsonResponse({ access_token: `at-${locationId}`, refresh_token: `rt-${locationId}`, expires_in: 3600, locationId, companyId });
     });
@@ -81,7 +81,7 @@ describe("INSTALL of a location added later", () => {
     const res = await b.webhook(installEvent({ companyId: undefined }));
     expect(await res.json()).toEqual({ status: "ok" });
     // aOtherCo comes first and is refused; then the agency whose location it is.
-    expect(locationTokenCalls(b).map((r) => formOf(r.body))).toEqual([
+    expect(locationTokenCalls(b).map((r) => fieldsOf(r))).toEqual([
       { companyId: "aOtherCo", locationId: "new-loc" },
       { companyId: COMPANY_ID, locationId: "new-loc" },
     ]);

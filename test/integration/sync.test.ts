@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
-import { COMPANY_ID, formOf } from "../helpers/fake-crm.ts";
+import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** Reconciliation with HighLevel's installed locations (CONTRACT.md 9), the core and the CLI, through real HTTP. */
@@ -15,7 +15,7 @@ async function agencyInstall(b: Bridge, ids: string[]) {
 }
 
 function tokenFetches(b: Bridge): string[] {
-  return b.crm.received("POST /oauth/locationToken").map((r) => formOf(r.body).locationId ?? "");
+  return b.crm.received("POST /oauth/locationToken").map((r) => String(fieldsOf(r).locationId));
 }
 
 /** `bridge …` in this process, on the bridge's database, as the CLI runs it. */
@@ -66,7 +66,7 @@ describe("reconciliation", () => {
     const at: number[] = [];
     let refused = false;
     b.crm.on("POST /oauth/locationToken", (req) => {
-      const { locationId } = formOf(req.body) as { locationId: string };
+      const { locationId } = fieldsOf(req) as { locationId: string };
       at.push(performance.now());
       if (locationId === "c" && !refused) {
         refused = true;

@@ -27,6 +27,7 @@ export interface CrmOptions {
 
 export interface TokenResponse {
   accessToken: string;
+  /** "" when a /oauth/locationToken answer has none: the company's token renews it. */
   refreshToken: string;
   expiresIn: number;
   userType: string;
@@ -94,7 +95,7 @@ export function createCrmClient(options: CrmOptions) {
       body: new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...form }).toString(),
     });
     if (res.status !== 200) throw new CrmError(`token endpoint returned ${res.status}: ${clip(res.text)}`, answerInfo(res));
-    return parseToken(res.text, "failed to parse token response");
+    return parseToken(res.text, "failed to parse token response", tokenSchema);
   }
 
   return {
@@ -115,12 +116,13 @@ export function createCrmClient(options: CrmOptions) {
           method: "POST",
           token: companyToken,
           version: LOCATION_API_VERSION,
-          // A form, as HighLevel documents this endpoint (GoHighLevel/highlevel-api-docs).
-          headers: { "Content-Type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ companyId, locationId }).toString(),
+          // JSON, as the spec pins it (4.2) and HighLevel's marketplace-app template sends
+          // it; HighLevel takes a form too, which its reference page shows.
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ companyId, locationId }),
         });
         if (res.status !== 200) throw statusError("locationToken endpoint", res);
-        return parseToken(res.text, "failed to parse location token response");
+        return parseToken(res.text, "failed to parse location token response", locationTokenSchema);
       });
     },
 
@@ -201,6 +203,12 @@ const tokenSchema = z.object({
   installedLocations: z.array(crmId).nullish(),
 });
 
+/**
+ * HighLevel's v2 reference documents this answer without `refresh_token`; a later change
+ * added one. Without it, the location's token is renewed through its company's.
+ */
+const locationTokenSchema = tokenSchema.extend({ refresh_token: z.string().min(1).nullish() });
+
 const locationsSchema = z.object({
   // A name is shown in listings only: clipped, and never a reason to refuse the page. Any
   // agency may name its locations: stored without the control characters a terminal obeys.
@@ -208,11 +216,11 @@ const locationsSchema = z.object({
   count: z.number().int().nonnegative().optional(),
 });
 
-function parseToken(text: string, prefix: string): TokenResponse {
-  const t = parse(text, tokenSchema, prefix);
+function parseToken(text: string, prefix: string, schema: z.ZodType<z.output<typeof locationTokenSchema>>): TokenResponse {
+  const t = parse(text, schema, prefix);
   return {
     accessToken: t.access_token,
-    refreshToken: t.refresh_token,
+    refreshToken: t.refresh_token ?? "",
     expiresIn: t.expires_in,
     userType: t.userType ?? "",
     locationId: t.locationId ?? "",
