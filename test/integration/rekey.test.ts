@@ -6,6 +6,7 @@ import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
 import { createSealer } from "../../src/db/sealer.ts";
 import { createCompanyStore } from "../../src/db/companies.ts";
+import { lockDb } from "../../src/db/lock.ts";
 import { SEALED_COLUMNS } from "../../src/db/rekey.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
 import { useTempDb } from "../helpers/db.ts";
@@ -118,6 +119,22 @@ describe("bridge rekey", () => {
   test("a missing key file is a failure naming it", async () => {
     const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, undefined, "rekey", "--new-key-file", join(t.dir, "nope"));
     expect(result).toMatchObject({ code: 1, err: `bridge: cannot read the new key from ${join(t.dir, "nope")}: ENOENT\n` });
+  });
+
+  test("refused while serve holds the database's lock, with what to do; done once it is released", async () => {
+    const before = stored();
+    const serve = lockDb(t.path, "serve"); // as a running `bridge serve` holds it
+    try {
+      const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+      expect(result.code).toBe(1);
+      expect(result.err).toContain(`${t.path} is in use by bridge serve (pid ${process.pid}, since `);
+      expect(result.err).toContain(`which holds ${t.path}.lock: stop bridge serve first (systemctl stop bridge), then run this again`);
+      expect(stored()).toEqual(before);
+    } finally {
+      serve.release();
+    }
+    expect((await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-")).code).toBe(0);
+    expect(readAll(NEW)).toEqual(PLAIN);
   });
 
   test("the same key again is refused", async () => {
