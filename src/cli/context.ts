@@ -5,6 +5,7 @@ import type { Core, Tuning } from "../core/index.ts";
 import { createSealer } from "../db/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
 import { lockDb, type LockHolder } from "../db/lock.ts";
+import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { upgradeDb } from "../db/upgrade.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
@@ -77,8 +78,8 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenStore, config: ResolvedConfig) => T): T {
   return withDb(io, options, (db, config) => {
     const sealer = createSealer(config.encryptionKey);
+    checkSealed(db, sealer); // the values it cannot open are refused where they are used, naming their place
     const tokens = createTokenStore(db, sealer);
-    tokens.checkKey();
     if (config.encryptionKey) resealV1(db, sealer);
     return fn(tokens, config);
   });

@@ -59,7 +59,7 @@ describe("bridge rekey", () => {
     expect(result.out).toContain("set BRIDGE_ENCRYPTION_KEY to the new key in the env file");
     expect(result.out).not.toContain(NEW.toString("hex"));
     expect(readAll(NEW)).toEqual(PLAIN);
-    expect(() => readAll(OLD)).toThrow("BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
+    expect(() => readAll(OLD)).toThrow("tokens.access_token of loc-1: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with");
     for (const row of stored()) for (const value of [row.access_token, row.refresh_token]) expect(value).toMatch(/^enc:v2:/);
   });
 
@@ -76,7 +76,9 @@ describe("bridge rekey", () => {
     const before = stored();
     const result = await cli({ BRIDGE_ENCRYPTION_KEY: randomBytes(32).toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
     expect(result.code).toBe(1);
-    expect(result.err).toContain("cannot be opened with the current key (BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with); nothing was changed");
+    expect(result.err).toContain(
+      "tokens.access_token of loc-1: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with (neither the current key nor the new one opens it); nothing was changed",
+    );
     expect(stored()).toEqual(before);
     expect(readAll(OLD)).toEqual(PLAIN);
   });
@@ -135,6 +137,25 @@ describe("bridge rekey", () => {
     }
     expect((await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-")).code).toBe(0);
     expect(readAll(NEW)).toEqual(PLAIN);
+  });
+
+  test("a file some of whose values are already under the new key is finished: those stay, the others move", async () => {
+    // As a CLI command run with the new key leaves it, or a server that kept the old key after a rekey.
+    createTokenStore(t.db, createSealer(NEW)).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
+    const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+    expect(result).toMatchObject({ code: 0, err: "" });
+    expect(readAll(NEW)).toEqual({ ...PLAIN, "loc-2": { ...PLAIN["loc-2"], smsApiKey: "sms-key-loc-2" } });
+  });
+
+  test("a value neither key opens is named, and nothing is changed", async () => {
+    createTokenStore(t.db, createSealer(randomBytes(32))).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
+    const before = stored();
+    const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+    expect(result.code).toBe(1);
+    expect(result.err).toContain(
+      "tokens.sms_api_key of loc-2: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with (neither the current key nor the new one opens it); nothing was changed",
+    );
+    expect(stored()).toEqual(before);
   });
 
   test("the same key again is refused", async () => {
