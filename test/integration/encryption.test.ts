@@ -83,6 +83,25 @@ test("one value sealed with another key: the start check names it and passes, th
   }
 });
 
+test("token refresh --all: a location whose token the key does not open fails alone, named; the others are refreshed", async () => {
+  const bridge = await start({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
+  await bridge.install("loc-1");
+  await bridge.install("loc-2");
+  const alien = createSealer(randomBytes(32)).seal("rt-old", { table: "tokens", column: "refresh_token", row: "loc-1" });
+  bridge.core.db.prepare("UPDATE tokens SET refresh_token = ? WHERE location_id = 'loc-1'").run(alien);
+
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await run(["token", "refresh", "--all", "--force", "--json"], { out: (s) => out.push(s), err: (s) => err.push(s), env: bridge.env });
+  expect(code).toBe(1);
+  expect(err.join("")).toContain("1 refresh(es) failed");
+  const { results } = JSON.parse(out.join("")) as { results: { location_id: string; status: string; error?: string }[] };
+  expect(results).toEqual([
+    expect.objectContaining({ location_id: "loc-1", status: "failed", error: "tokens.refresh_token of loc-1: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with" }),
+    expect.objectContaining({ location_id: "loc-2", status: "refreshed" }),
+  ]);
+});
+
 test.each(["short", "zz".repeat(32), randomBytes(31).toString("base64")])("key %j is refused at start", (key) => {
   expect(() => loadConfig({ BRIDGE_ENCRYPTION_KEY: key }, "store")).toThrow(/BRIDGE_ENCRYPTION_KEY: must be 32 bytes/);
 });
