@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync } from "node:fs";
+import { closeSync, existsSync, openSync, realpathSync } from "node:fs";
 import Database from "better-sqlite3";
 import { errorMessage } from "../errors.ts";
 import { nativeBinding } from "./native.ts";
@@ -7,16 +7,17 @@ import { nativeBinding } from "./native.ts";
 export type LockHolder = "serve" | "rekey" | "migrate";
 
 export interface DbLock {
-  /** `<db>.lock`. */
+  /** `<db>.lock`, beside the database file (symlinks resolved). */
   path: string;
   release(): void;
 }
 
 /**
- * Takes `<db>.lock`, or throws naming who holds it and what to do. `serve` holds it while
- * it runs; `rekey` and `migrate` while they work: a server sealing with the old key after
- * a rekey, or writing the old schema after a migrate, leaves a file that no key or bridge
- * can start. The other commands share the database with serve and take no lock.
+ * Takes `<db>.lock` (the database must exist), or throws naming who holds it and what to
+ * do. `serve` holds it while it runs; `rekey` and `migrate` while they work: a server
+ * sealing with the old key after a rekey, or writing the old schema after a migrate,
+ * leaves a file that no key or bridge can start. The other commands share the database
+ * with serve and take no lock.
  *
  * The lock is a write transaction SQLite holds open on a small side database: SQLite
  * locks with fcntl(), which the kernel releases when the process dies, even by kill -9,
@@ -25,8 +26,9 @@ export interface DbLock {
  * the lock is taken, for the message only.
  */
 export function lockDb(dbPath: string, holder: LockHolder): DbLock {
-  const path = `${dbPath}.lock`;
-  if (dbPath === ":memory:") return { path, release() {} };
+  if (dbPath === ":memory:") return { path: "", release() {} };
+  // Beside the file itself, as SQLite's -wal: two paths to one database (a symlink) share one lock.
+  const path = `${realpathSync(dbPath)}.lock`;
   const db = openLockFile(dbPath, path);
   try {
     // Record who we are, then hold a write lock until release: readers (the refused

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeEach, describe, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
@@ -137,6 +137,19 @@ describe("bridge rekey", () => {
     }
     expect((await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-")).code).toBe(0);
     expect(readAll(NEW)).toEqual(PLAIN);
+  });
+
+  test("a serve started through a symlink to the database holds the same lock", async () => {
+    const link = join(t.dir, "link.db");
+    symlinkSync(t.path, link);
+    const serve = lockDb(link, "serve");
+    try {
+      const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+      expect(result.code).toBe(1);
+      expect(result.err).toContain(`which holds ${t.path}.lock: stop bridge serve first`);
+    } finally {
+      serve.release();
+    }
   });
 
   test("a file some of whose values are already under the new key is finished: those stay, the others move", async () => {
