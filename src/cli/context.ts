@@ -3,6 +3,8 @@ import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config
 import type { Core, Tuning } from "../core/index.ts";
 import { createSealer } from "../db/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
+import { lockDb, type LockHolder } from "../db/lock.ts";
+import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { upgradeDb } from "../db/upgrade.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
@@ -46,13 +48,20 @@ export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed,
     journal: writesToJournal(io.env.JOURNAL_STREAM, stderrId()),
   });
   const db = openExisting(config, need, (message) => log.warn(message));
+  let lock: { release(): void } | undefined;
+  const close = () => {
+    db.close();
+    lock?.release();
+  };
   try {
+    // Held until serve stops: no rekey or migrate while it runs, and no second serve.
+    if (need === "serve") lock = lockDb(config.databasePath, "serve");
     // Only serve (and `bridge migrate`) change the schema, after a backup.
     if (need === "serve") await upgradeDb(db, config.databasePath, (message) => log.info(message));
     const core = createCore(config, db, log, Date.now, tuning);
-    return { ...core, close: () => db.close() };
+    return { ...core, close };
   } catch (error) {
-    db.close();
+    close();
     throw error;
   }
 }
@@ -71,8 +80,8 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenStore, config: ResolvedConfig) => T): T {
   return withDb(io, options, (db, config) => {
     const sealer = createSealer(config.encryptionKey);
+    checkSealed(db, sealer); // the values it cannot open are refused where they are used, naming their place
     const tokens = createTokenStore(db, sealer);
-    tokens.checkKey();
     if (config.encryptionKey) resealV1(db, sealer);
     return fn(tokens, config);
   });
@@ -91,20 +100,24 @@ export function withDb<T>(io: Io, options: GlobalOptions, fn: (db: Db, config: R
 
 /**
  * Runs `fn` with the database itself, for commands that work on the file (backup,
- * migrate, rekey); `keepOlderSchema` lets them open one an older bridge made.
+ * migrate, rekey); `keepOlderSchema` lets them open one an older bridge made. `lock`:
+ * the command rewrites the file, so it refuses while serve (or another such command) runs.
  */
 export async function withFile<T>(
   io: Io,
   options: GlobalOptions,
-  open: { keepOlderSchema?: boolean },
+  open: { keepOlderSchema?: boolean; lock?: LockHolder },
   fn: (db: Db, config: ResolvedConfig) => T | Promise<T>,
 ): Promise<T> {
   const config = commandConfig(io, options, "store");
   const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`), open.keepOlderSchema);
+  let lock: { release(): void } | undefined;
   try {
+    if (open.lock) lock = lockDb(config.databasePath, open.lock);
     return await fn(db, config);
   } finally {
     db.close();
+    lock?.release();
   }
 }
 

@@ -10,7 +10,7 @@ export function migrateCommand(program: Command, io: Io, globals: () => GlobalOp
     .option("--json", "machine-readable output")
     .action(async (options: { json?: boolean }) => {
       const [{ withFile }, { upgradeDb }] = await Promise.all([import("./context.ts"), import("../db/upgrade.ts")]);
-      const result = await withFile(io, globals(), { keepOlderSchema: true }, async (db, config) => {
+      const result = await withFile(io, globals(), { keepOlderSchema: true, lock: "migrate" }, async (db, config) => {
         const upgrade = await upgradeDb(db, config.databasePath, (message) => io.err(`bridge: ${message}\n`));
         return { database: config.databasePath, from_version: upgrade.from, to_version: upgrade.to, backup: upgrade.backup ?? null };
       });

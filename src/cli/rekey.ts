@@ -29,7 +29,7 @@ export function rekeyCommand(program: Command, io: Io, globals: () => GlobalOpti
         import("../db/sealer.ts"),
         import("../db/rekey.ts"),
       ]);
-      const count = await withFile(io, globals(), {}, (db, config) => {
+      const count = await withFile(io, globals(), { lock: "rekey" }, (db, config) => {
         if (next && config.encryptionKey?.equals(next)) throw new Error("the new key is the one BRIDGE_ENCRYPTION_KEY already holds: nothing to do");
         return rekey(db, createSealer(config.encryptionKey), createSealer(next));
       });

@@ -29,7 +29,8 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
       if (locationId) locationArg(locationId);
       const { withCore } = await import("./context.ts");
       const outcomes = await withCore(io, globals(), "token", async (core) => {
-        const ids = locationId ? [locationId] : core.tokens.list().map((t) => t.locationId);
+        // The listing opens no token: one location's that the key does not open fails alone.
+        const ids = locationId ? [locationId] : core.tokens.listings().map((t) => t.locationId);
         const results: Outcome[] = [];
         for (const id of ids) results.push(await refreshOne(core, id, options.force ?? false));
         return results;
@@ -43,8 +44,9 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
 }
 
 async function refreshOne(core: Core, locationId: string, force: boolean): Promise<Outcome> {
-  const before = core.tokens.get(locationId);
+  let before: ReturnType<Core["tokens"]["get"]>;
   try {
+    before = core.tokens.get(locationId);
     const after = await core.tokenService.refresh(locationId, force);
     const status = after.accessToken !== before?.accessToken ? "refreshed" : "still valid";
     return { location_id: locationId, status, expires_at: new Date(after.expiresAt).toISOString() };

@@ -5,6 +5,7 @@ import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
 import { createGatewayKeys, type GatewayKeys } from "../db/gateway-keys.ts";
 import { createMessageLog, type MessageLog } from "../db/messages.ts";
 import { createBalances, type Balances } from "./balances.ts";
+import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions } from "./clients/cast.ts";
@@ -25,7 +26,7 @@ import { createOutages, type Outages } from "./outages.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createPacer, type Pacer } from "./pace.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
-import { createSealer } from "../db/sealer.ts";
+import { createSealer, MEND_SEALED } from "../db/sealer.ts";
 import { createSync, type Sync } from "./sync.ts";
 import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./tokens.ts";
 import { createUninstaller, type Uninstaller } from "./uninstall.ts";
@@ -106,10 +107,11 @@ export interface Tuning {
 
 export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
   const sealer = createSealer(config.encryptionKey);
+  for (const unopenable of checkSealed(db, sealer)) {
+    log.warn(`${unopenable}: not used, and what needs it waits (the others work); ${MEND_SEALED}`);
+  }
   const tokens = createTokenStore(db, sealer);
-  tokens.checkKey();
   const companies = createCompanyStore(db, sealer);
-  companies.checkKey();
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);

@@ -90,7 +90,8 @@ function view(l: LocationListing, allowedCompanyIds: readonly string[]): Locatio
     name: l.name,
     company_id: l.companyId,
     sender_id: l.senderId,
-    sms_api_key: maskSecret(l.smsApiKey),
+    // Not "": that would read as "no key of its own" (bridge status says why).
+    sms_api_key: l.smsApiKeyError ? "(cannot be opened)" : maskSecret(l.smsApiKey),
     expires_at: l.expiresAt,
     installed_at: l.installedAt,
     updated_at: l.updatedAt,

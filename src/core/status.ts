@@ -1,5 +1,6 @@
 import type { GatewayKeys } from "../db/gateway-keys.ts";
 import type { MessageLog, MessageStatus } from "../db/messages.ts";
+import { MEND_SEALED } from "../db/sealer.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import { iso } from "./duration.ts";
 import { sharedRefusal } from "./locations.ts";
@@ -48,6 +49,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
     needs_attention: deps.tokens.listings().flatMap((l) => {
       if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
       if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
+      if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
       if (l.smsApiKey) return [];
       if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
       if (sharedRefusal(l, deps.allowedCompanyIds)) {

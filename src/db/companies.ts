@@ -1,5 +1,5 @@
 import { createTokenRows, tokenFields, type TokenColumns, type TokenFields } from "./token-rows.ts";
-import { checkOpens, createSealer, type SealContext, type Sealer } from "./sealer.ts";
+import { createSealer, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** An agency (company) install's token. */
@@ -38,9 +38,6 @@ export function createCompanyStore(db: Db, sealer: Sealer = createSealer(undefin
   const selectOne = db.prepare<[string], Row>("SELECT * FROM companies WHERE company_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM companies ORDER BY company_id");
   const rows = createTokenRows(db, sealer, { table: "companies", id: "company_id" });
-  const anySealed = db.prepare<[], { company_id: string; refresh_token: string }>(
-    "SELECT company_id, refresh_token FROM companies WHERE refresh_token LIKE 'enc:%' LIMIT 1",
-  );
 
   return {
     save(token: NewCompanyToken, now: number): void {
@@ -59,11 +56,6 @@ export function createCompanyStore(db: Db, sealer: Sealer = createSealer(undefin
       return selectAll.all().map((row) => row.company_id);
     },
     ...rows,
-    /** Throws now, at start, if sealed company tokens cannot be opened with the configured key. */
-    checkKey(): void {
-      const row = anySealed.get();
-      if (row) checkOpens(sealer, row.refresh_token, companySealedIn("refresh_token", row.company_id));
-    },
   };
 }
 

@@ -21,8 +21,10 @@ export const SEALED_COLUMNS: readonly SealedColumns[] = [
 
 /**
  * Opens every sealed value with `current` and seals it again with `next`, all in one
- * transaction: a value `current` cannot open throws before anything is written, so the
+ * transaction: a value neither key opens throws before anything is written, so the
  * database is left as it was. Returns how many non-empty values were sealed again.
+ * A value already sealed with `next` is taken as it is: a file some of whose values
+ * were sealed with the new key (by a process that had it) is finished, not refused.
  */
 export function rekey(db: Db, current: Sealer, next: Sealer, sealed: readonly SealedColumns[] = SEALED_COLUMNS): number {
   return db
@@ -36,7 +38,7 @@ export function rekey(db: Db, current: Sealer, next: Sealer, sealed: readonly Se
             const context = { table, column, row: String(values[row]) };
             const stored = values[column] ?? "";
             if (stored === "") continue;
-            values[column] = next.seal(openOrExplain(current, stored, context), context);
+            values[column] = next.seal(openEither(current, next, stored, context), context);
             count++;
           }
           update.run(values);
@@ -47,11 +49,14 @@ export function rekey(db: Db, current: Sealer, next: Sealer, sealed: readonly Se
     .immediate(); // a token refreshed meanwhile is not overwritten with its old value
 }
 
-function openOrExplain(sealer: Sealer, stored: string, context: { table: string; column: string; row: string }): string {
+function openEither(current: Sealer, next: Sealer, stored: string, context: { table: string; column: string; row: string }): string {
   try {
-    return sealer.open(stored, context);
+    return current.open(stored, context);
   } catch (error) {
-    throw new Error(`${context.table}.${context.column} of ${context.row} cannot be opened with the current key (${errorMessage(error)}); nothing was changed`, {
+    if (next.fits(stored)) return next.open(stored, context);
+    const place = `${context.table}.${context.column} of ${context.row}`;
+    const why = errorMessage(error);
+    throw new Error(`${why.startsWith(place) ? why : `${place}: ${why}`} (neither the current key nor the new one opens it); nothing was changed`, {
       cause: error,
     });
   }

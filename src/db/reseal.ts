@@ -12,7 +12,7 @@ type Row = { location_id: string } & Record<SecretColumn, string>;
  * Re-seals as enc:v2 (bound to its row and column) every secret an earlier bridge sealed
  * as enc:v1, in one transaction; returns how many locations changed. A v1 value is bound
  * to nothing: moved to another row or column it would still open, so it is not left to
- * wait for its next write. Call it with the key, after `checkKey`.
+ * wait for its next write. Call it with the key, after `checkSealed`.
  */
 export function resealV1(db: Db, sealer: Sealer): number {
   // Most starts find none: look first, so they take no write lock.
@@ -27,7 +27,8 @@ export function resealV1(db: Db, sealer: Sealer): number {
       const rows = select.all();
       for (const row of rows) {
         for (const column of COLUMNS) {
-          if (!row[column].startsWith(V1)) continue;
+          // One the key does not open is left as it is: the start-up check named it.
+          if (!row[column].startsWith(V1) || !sealer.fits(row[column])) continue;
           const at = sealedIn(column, row.location_id);
           row[column] = sealer.seal(sealer.open(row[column], at), at);
         }

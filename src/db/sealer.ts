@@ -18,6 +18,12 @@ export interface SealContext {
 export interface Sealer {
   seal(plain: string, context: SealContext): string;
   open(stored: string, context: SealContext): string;
+  /**
+   * Whether `stored` is plain or sealed with this key, by the key id it carries (an
+   * enc:v1 value, which carries none, is opened): what the start-up check asks of
+   * every value, without decrypting each. Not whether it opens in its place.
+   */
+  fits(stored: string): boolean;
 }
 
 /**
@@ -37,18 +43,9 @@ export class SealError extends AppError {
   }
 }
 
-/**
- * Throws if `stored` cannot be opened with the configured key: how a store checks the key
- * at start. A value sealed for another row proves the key right all the same: it is
- * refused where it is used, and does not stop every other row (or the CLI that mends it).
- */
-export function checkOpens(sealer: Sealer, stored: string, context: SealContext): void {
-  try {
-    sealer.open(stored, context);
-  } catch (error) {
-    if (!(error instanceof SealError && error.reason === "misplaced")) throw error;
-  }
-}
+/** What the operator does about a value the key does not open. */
+export const MEND_SEALED =
+  "store it again (a location's API key: `bridge config set LOCATION_ID --sms-api-key -`; its tokens: reinstall the app), or, if an earlier key sealed it, `bridge rekey` from that key to this one";
 
 /**
  * Encryption at rest of tokens and API keys, when BRIDGE_ENCRYPTION_KEY is set.
@@ -59,6 +56,7 @@ export function createSealer(key: Buffer | undefined): Sealer {
   if (!key) {
     return {
       seal: (plain) => plain,
+      fits: (stored) => !stored.startsWith(V1) && !stored.startsWith(V2),
       open(stored) {
         if (stored.startsWith(V1) || stored.startsWith(V2)) {
           throw new SealError("no_key", "the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
@@ -73,7 +71,10 @@ export function createSealer(key: Buffer | undefined): Sealer {
   // Names the key without revealing it, so a value sealed with another key is told
   // apart from one moved to another row (both fail GCM's check alike).
   const keyId = crypto.createHmac("sha256", key).update("bridge sealer key id").digest().subarray(0, 6).toString("base64");
-  const wrongKey = () => new SealError("wrong_key", "BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
+  // The place is named: one value sealed with another key (a CLI command run with an
+  // old key) stops only what needs it, and the operator must know which one to mend.
+  const wrongKey = ({ table, column, row }: SealContext) =>
+    new SealError("wrong_key", `${table}.${column} of ${row}: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with`);
   return {
     seal(plain, context) {
       if (plain === "") return plain;
@@ -85,15 +86,19 @@ export function createSealer(key: Buffer | undefined): Sealer {
     open(stored, context) {
       if (stored.startsWith(V1)) {
         const plain = decrypt(stored.slice(V1.length).split(":"), undefined);
-        if (plain === undefined) throw wrongKey();
+        if (plain === undefined) throw wrongKey(context);
         return plain;
       }
       if (!stored.startsWith(V2)) return stored;
       const [id, ...parts] = stored.slice(V2.length).split(":");
-      if (id !== keyId) throw wrongKey();
+      if (id !== keyId) throw wrongKey(context);
       const plain = decrypt(parts, associatedData(context));
       if (plain === undefined) throw misplaced(context);
       return plain;
+    },
+    fits(stored) {
+      if (stored.startsWith(V1)) return decrypt(stored.slice(V1.length).split(":"), undefined) !== undefined;
+      return !stored.startsWith(V2) || stored.slice(V2.length).split(":", 1)[0] === keyId;
     },
   };
 
@@ -120,8 +125,7 @@ function associatedData({ table, column, row }: SealContext): Buffer {
   return Buffer.from(`${table}.${column}.${row}`, "utf8");
 }
 
-// The row (a location id) is left out of the message: the caller's log line names it.
-function misplaced({ table, column }: SealContext): SealError {
+function misplaced({ table, column, row }: SealContext): SealError {
   const why = "the stored value was sealed for another row or column, or altered, so it is not used; store it again";
-  return new SealError("misplaced", `${table}.${column}: ${why}`);
+  return new SealError("misplaced", `${table}.${column} of ${row}: ${why}`);
 }

@@ -1,5 +1,5 @@
 import { createTokenRows, tokenFields, type TokenColumns, type TokenFields } from "./token-rows.ts";
-import { checkOpens, createSealer, type SealContext, type Sealer } from "./sealer.ts";
+import { createSealer, SealError, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
 /** One CRM location's token record (spec 2.1). Times are ms since the epoch. */
@@ -28,8 +28,10 @@ export interface LocationListing {
   name: string;
   companyId: string;
   senderId: string;
-  /** Opened here; `listLocations` masks it before anything shows it. */
+  /** Opened here; `listLocations` masks it before anything shows it. "" when it cannot be opened. */
   smsApiKey: string;
+  /** Why the stored API key cannot be opened (another key sealed it, or it was moved); "" when it opens. */
+  smsApiKeyError: string;
   expiresAt: string;
   installedAt: string;
   updatedAt: string;
@@ -109,11 +111,6 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     UPDATE tokens SET sender_id = coalesce(@senderId, sender_id), sms_api_key = coalesce(@smsApiKey, sms_api_key),
       updated_at = @now
     WHERE location_id = @id`);
-  // Tokens and API keys are sealed on their next write once a key is set: either may be first.
-  const anySealed = db.prepare<[], { location_id: string; secret_column: SecretColumn; v: string }>(`
-    SELECT location_id, CASE WHEN refresh_token LIKE 'enc:%' THEN 'refresh_token' ELSE 'sms_api_key' END AS secret_column,
-      CASE WHEN refresh_token LIKE 'enc:%' THEN refresh_token ELSE sms_api_key END AS v FROM tokens
-    WHERE refresh_token LIKE 'enc:%' OR sms_api_key LIKE 'enc:%' LIMIT 1`);
   const rows = createTokenRows(db, sealer, { table: "tokens", id: "location_id" });
 
   return {
@@ -140,7 +137,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     listings(): LocationListing[] {
       const listings = selectListings.all();
       for (const listing of listings) {
-        listing.smsApiKey = sealer.open(listing.smsApiKey, sealedIn("sms_api_key", listing.locationId));
+        Object.assign(listing, openListed(sealer, listing.smsApiKey, listing.locationId));
         listing.approved = Boolean(listing.approved);
       }
       return listings;
@@ -168,11 +165,6 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       return updateConfig.run(params).changes > 0;
     },
     ...rows,
-    /** Throws now, at start, if sealed secrets cannot be opened with the configured key. */
-    checkKey(): void {
-      const row = anySealed.get();
-      if (row) checkOpens(sealer, row.v, sealedIn(row.secret_column, row.location_id));
-    },
   };
 }
 
@@ -190,6 +182,20 @@ export function sealedIn(column: SecretColumn, locationId: string): SealContext 
  */
 function isoTime(column: string): string {
   return `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
+}
+
+/**
+ * A listed location's API key. One the key does not open is listed as such, not thrown:
+ * the listing (and the balances serve reads for the keys in use) goes on for the others.
+ * Without any key the whole listing fails: nothing sealed could be shown.
+ */
+function openListed(sealer: Sealer, stored: string, locationId: string): Pick<LocationListing, "smsApiKey" | "smsApiKeyError"> {
+  try {
+    return { smsApiKey: sealer.open(stored, sealedIn("sms_api_key", locationId)), smsApiKeyError: "" };
+  } catch (error) {
+    if (!(error instanceof SealError) || error.reason === "no_key") throw error;
+    return { smsApiKey: "", smsApiKeyError: error.message };
+  }
 }
 
 function fromRow(row: Row, sealer: Sealer): TokenRecord {

@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeEach, describe, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
 import { createSealer } from "../../src/db/sealer.ts";
 import { createCompanyStore } from "../../src/db/companies.ts";
+import { lockDb } from "../../src/db/lock.ts";
 import { SEALED_COLUMNS } from "../../src/db/rekey.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
 import { useTempDb } from "../helpers/db.ts";
@@ -58,7 +59,7 @@ describe("bridge rekey", () => {
     expect(result.out).toContain("set BRIDGE_ENCRYPTION_KEY to the new key in the env file");
     expect(result.out).not.toContain(NEW.toString("hex"));
     expect(readAll(NEW)).toEqual(PLAIN);
-    expect(() => readAll(OLD)).toThrow("BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
+    expect(() => readAll(OLD)).toThrow("tokens.access_token of loc-1: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with");
     for (const row of stored()) for (const value of [row.access_token, row.refresh_token]) expect(value).toMatch(/^enc:v2:/);
   });
 
@@ -75,7 +76,9 @@ describe("bridge rekey", () => {
     const before = stored();
     const result = await cli({ BRIDGE_ENCRYPTION_KEY: randomBytes(32).toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
     expect(result.code).toBe(1);
-    expect(result.err).toContain("cannot be opened with the current key (BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with); nothing was changed");
+    expect(result.err).toContain(
+      "tokens.access_token of loc-1: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with (neither the current key nor the new one opens it); nothing was changed",
+    );
     expect(stored()).toEqual(before);
     expect(readAll(OLD)).toEqual(PLAIN);
   });
@@ -118,6 +121,54 @@ describe("bridge rekey", () => {
   test("a missing key file is a failure naming it", async () => {
     const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, undefined, "rekey", "--new-key-file", join(t.dir, "nope"));
     expect(result).toMatchObject({ code: 1, err: `bridge: cannot read the new key from ${join(t.dir, "nope")}: ENOENT\n` });
+  });
+
+  test("refused while serve holds the database's lock, with what to do; done once it is released", async () => {
+    const before = stored();
+    const serve = lockDb(t.path, "serve"); // as a running `bridge serve` holds it
+    try {
+      const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+      expect(result.code).toBe(1);
+      expect(result.err).toContain(`${t.path} is in use by bridge serve (pid ${process.pid}, since `);
+      expect(result.err).toContain(`which holds ${t.path}.lock: stop bridge serve first (systemctl stop bridge), then run this again`);
+      expect(stored()).toEqual(before);
+    } finally {
+      serve.release();
+    }
+    expect((await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-")).code).toBe(0);
+    expect(readAll(NEW)).toEqual(PLAIN);
+  });
+
+  test("a serve started through a symlink to the database holds the same lock", async () => {
+    const link = join(t.dir, "link.db");
+    symlinkSync(t.path, link);
+    const serve = lockDb(link, "serve");
+    try {
+      const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+      expect(result.code).toBe(1);
+      expect(result.err).toContain(`which holds ${t.path}.lock: stop bridge serve first`);
+    } finally {
+      serve.release();
+    }
+  });
+
+  test("a file some of whose values are already under the new key is finished: those stay, the others move", async () => {
+    // As a CLI command run with the new key leaves it, or a server that kept the old key after a rekey.
+    createTokenStore(t.db, createSealer(NEW)).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
+    const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+    expect(result).toMatchObject({ code: 0, err: "" });
+    expect(readAll(NEW)).toEqual({ ...PLAIN, "loc-2": { ...PLAIN["loc-2"], smsApiKey: "sms-key-loc-2" } });
+  });
+
+  test("a value neither key opens is named, and nothing is changed", async () => {
+    createTokenStore(t.db, createSealer(randomBytes(32))).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
+    const before = stored();
+    const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
+    expect(result.code).toBe(1);
+    expect(result.err).toContain(
+      "tokens.sms_api_key of loc-2: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with (neither the current key nor the new one opens it); nothing was changed",
+    );
+    expect(stored()).toEqual(before);
   });
 
   test("the same key again is refused", async () => {

@@ -291,6 +291,7 @@ describe("listings", () => {
         companyId: "co-1",
         senderId: "BRIDGE",
         smsApiKey: "sms-key",
+        smsApiKeyError: "",
         expiresAt: iso(5_000),
         installedAt: iso(1_000),
         updatedAt: iso(2_000),

@@ -20,6 +20,19 @@ describe("seal and open", () => {
     expect(sealer.open(stored, context)).toBe(plain);
   });
 
+  test.each([
+    ["a plain value", () => "plain", true, true],
+    ["one sealed with the key", () => sealer.seal("v", at("sms_api_key", "loc-1")), true, false],
+    ["one sealed with the key for another place", () => sealer.seal("v", at("sms_api_key", "loc-2")), true, false],
+    ["one sealed with another key", () => createSealer(randomBytes(32)).seal("v", at("sms_api_key", "loc-1")), false, false],
+    ["an enc:v1 value of the key", () => sealV1("v", KEY), true, false],
+    ["an enc:v1 value of another key", () => sealV1("v", randomBytes(32)), false, false],
+  ])("fits: %s", (_, stored, withKey, withoutKey) => {
+    const value = stored();
+    expect(sealer.fits(value)).toBe(withKey);
+    expect(createSealer(undefined).fits(value)).toBe(withoutKey);
+  });
+
   test("the same value sealed twice differs (a fresh IV each time)", () => {
     expect(sealer.seal("same", at("sms_api_key", "loc-1"))).not.toBe(sealer.seal("same", at("sms_api_key", "loc-1")));
   });
@@ -37,7 +50,7 @@ describe("seal and open", () => {
   ])("a value sealed for tokens.refresh_token.loc-1 is refused in %s", (_, elsewhere) => {
     const stored = sealer.seal("rt-secret", at("refresh_token", "loc-1"));
     expect(() => sealer.open(stored, elsewhere)).toThrow(
-      `${elsewhere.table}.${elsewhere.column}: the stored value was sealed for another row or column, or altered, so it is not used; store it again`,
+      `${elsewhere.table}.${elsewhere.column} of ${elsewhere.row}: the stored value was sealed for another row or column, or altered, so it is not used; store it again`,
     );
   });
 
@@ -51,7 +64,7 @@ describe("seal and open", () => {
 
   test("a value sealed with another key says so, not that it was moved", () => {
     const stored = createSealer(randomBytes(32)).seal("rt-secret", at("refresh_token", "loc-1"));
-    expect(() => sealer.open(stored, at("refresh_token", "loc-1"))).toThrow("BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
+    expect(() => sealer.open(stored, at("refresh_token", "loc-1"))).toThrow("tokens.refresh_token of loc-1: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with");
   });
 
   test("without a key, sealed values are refused and plain ones pass", () => {

@@ -1,0 +1,44 @@
+import type { Db } from "./index.ts";
+import { SEALED_COLUMNS, type SealedColumns } from "./rekey.ts";
+import { SealError, type Sealer } from "./sealer.ts";
+
+/**
+ * The start-up check of BRIDGE_ENCRYPTION_KEY against every sealed value. Throws when
+ * values are sealed and none fits the key (no key, or the wrong one: the whole database
+ * is refused, nothing would work). Otherwise returns why each value that does not fit
+ * cannot be opened, its table, column and row named: one value sealed with another key
+ * stops only what needs it (that location's messages wait), not every location, nor
+ * the CLI that mends it. The key id decides (sealer.fits), so no value is decrypted.
+ */
+export function checkSealed(db: Db, sealer: Sealer, sealed: readonly SealedColumns[] = SEALED_COLUMNS): string[] {
+  let fitting = 0;
+  const unfit: SealError[] = [];
+  for (const { table, row, columns } of sealed) {
+    const anySealed = columns.map((c) => `${c} LIKE 'enc:%'`).join(" OR ");
+    const rows = db.prepare<[], Record<string, string>>(`SELECT ${[row, ...columns].join(", ")} FROM ${table} WHERE ${anySealed}`).all();
+    for (const values of rows) {
+      for (const column of columns) {
+        const stored = values[column] ?? "";
+        if (!stored.startsWith("enc:")) continue;
+        if (sealer.fits(stored)) fitting++;
+        else unfit.push(whyNot(sealer, stored, { table, column, row: String(values[row]) }));
+      }
+    }
+  }
+  const [first] = unfit;
+  if (first && fitting === 0) {
+    if (first.reason === "no_key") throw first;
+    throw new SealError("wrong_key", "BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
+  }
+  return unfit.map((error) => error.message);
+}
+
+function whyNot(sealer: Sealer, stored: string, context: { table: string; column: string; row: string }): SealError {
+  try {
+    sealer.open(stored, context);
+  } catch (error) {
+    if (error instanceof SealError) return error;
+    throw error;
+  }
+  throw new Error(`${context.table}.${context.column} of ${context.row}: the key check and the sealer disagree`);
+}
