@@ -2,7 +2,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { expect, test } from "vitest";
 
-// Comments (and messages) cite the docs by file, and by section: `docs/operations.md, "Logs"`.
+// Comments (and messages, and the pages themselves) cite the docs by file, and by section:
+// `docs/operations.md, "Logs"`.
 // When a page or a section moves, each citation of it must move too, or it sends the reader nowhere.
 
 /**
@@ -50,7 +51,7 @@ const fileCitations = SOURCES.flatMap((source) =>
   [...readFileSync(source, "utf8").matchAll(/(?<![\w/.-])((?:docs\/)?[A-Za-z][\w-]*\.md)\b/g)].map(([, name = ""]) => ({ source, name })),
 );
 // `README, "Section"`, `docs/x.md, "Section"`, or unquoted: `README, Operating bridge`.
-const sectionCitations = SOURCES.flatMap((source) =>
+const sectionCitations = [...SOURCES, ...PAGES].flatMap((source) =>
   [...readFileSync(source, "utf8").matchAll(/(?<![\w/.-])(README(?:\.md)?|docs\/[\w-]+\.md),\s+(?:"([^"]+)"|([A-Z][\w' -]*\w))/g)].map(
     ([, file = "", quoted, bare]) => ({ source, file: file === "README" ? "README.md" : file, section: quoted ?? bare ?? "" }),
   ),
