@@ -170,7 +170,7 @@ describe("dist/bridge, as an operator runs it", () => {
     [["no-such-command"], 2, "unknown command"],
     [["token", "refresh"], 2, "--all"],
     [["token", "refresh", "loc-1", "--all"], 2, "not both (got loc-1 and --all)"],
-    // Node itself reads --env-file before bridge starts (README, "Command line").
+    // Node itself reads --env-file before bridge starts (docs/cli.md, "Global options and exit codes").
     [["--env-file", "/nonexistent/bridge.env", "locations", "list"], 9, "/nonexistent/bridge.env: not found"],
   ])("bridge %j exits %i and says why on stderr", async (args, exit, message) => {
     const { code, stdout, stderr } = await bridge(...args);

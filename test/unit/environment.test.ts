@@ -7,6 +7,7 @@ import { CONFIG_VARIABLES } from "../../src/cli/environment.ts";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
 import { describeConfig, loadConfig } from "../../src/core/config.ts";
+import { CONFIGURATION_PAGE, withConfigurationTable } from "../../scripts/docs.ts";
 
 /** The names loadConfig reads for `need`, found by watching it read them. */
 function namesRead(need: "serve" | "store"): string[] {
@@ -54,10 +55,14 @@ test("`bridge --help` lists the configuration too", async () => {
   expect(text).toContain("Exit codes: 0 success, 1 failure, 2 usage error.");
 });
 
-test("the README's configuration table lists exactly these variables, with the same defaults", () => {
-  const readme = readFileSync("README.md", "utf8");
-  const table = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("## HighLevel app settings"));
-  const rows = table.split("\n").filter((line) => /^\| `[A-Z_]+`/.test(line));
+test("docs/configuration.md's table is what `npm run docs` writes from VARIABLES", () => {
+  const page = readFileSync(CONFIGURATION_PAGE, "utf8");
+  expect(page, "run `npm run docs`").toBe(withConfigurationTable(page));
+});
+
+test("docs/configuration.md's table lists exactly these variables, with the same defaults", () => {
+  const page = readFileSync(CONFIGURATION_PAGE, "utf8");
+  const rows = page.split("\n").filter((line) => /^\| `[A-Z_]+`/.test(line));
   const documented = new Map<string, string>();
   for (const row of rows) {
     const [names = "", fallback = ""] = row.split("|").slice(1, 3);
@@ -66,7 +71,8 @@ test("the README's configuration table lists exactly these variables, with the s
   expect([...documented.keys()].sort()).toEqual(CONFIG_VARIABLES.map((v) => v.name).sort());
   for (const { name, default: fallback } of CONFIG_VARIABLES) {
     // A literal default is shown as code in the table; a described one ("HighLevel's own") in words.
-    if (fallback && /^[\w.:/,-]+$/.test(fallback)) expect(documented.get(name), name).toContain(`\`${fallback}\``);
+    if (fallback && /^[\w.:/,-]+$/.test(fallback)) expect(documented.get(name), name).toBe(`\`${fallback}\``);
+    else expect(documented.get(name), name).toBe(fallback ?? "empty");
   }
 });
 
