@@ -213,11 +213,11 @@ describe("such a location's token is renewed through its company's token", () =>
   test("an UNINSTALL of such a location is confirmed by HighLevel refusing its token through the company", async () => {
     const b = await start();
     keepCompanyFresh(b, await agencyInstall(b));
-    expect(await b.core.uninstall("loc-1")).toBe("still_installed");
+    expect(await b.core.uninstall("loc-1")).toEqual({ verdict: "still_installed" });
 
     b.crm.uninstall("loc-1");
     clock += 2 * MINUTE;
-    expect(await b.core.uninstall("loc-1")).toBe("uninstalled");
+    expect(await b.core.uninstall("loc-1")).toEqual({ verdict: "uninstalled" });
     expect(b.core.tokens.get("loc-2")).toMatchObject({ uninstalledAt: 0, refreshError: "" });
   });
 });
