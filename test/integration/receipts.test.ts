@@ -105,3 +105,21 @@ test("a message not on the log's newest page is asked for by itself", async () =
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   expect(bridge.gateway.statusCalls().map((r) => r.path)).toEqual(["/api/v1/sms/status/cast-1"]);
 });
+
+test("a look 20-60 s after the send is scheduled in whole milliseconds: no error, no back-off", async () => {
+  let clock = Date.now();
+  const bridge = await start({ now: () => clock });
+  bridge.gateway.receipts(() => ({ status: "sent" }));
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting");
+  const nextLook = bridge.core.db.prepare<[string], number>("SELECT next_attempt_at FROM jobs WHERE message_id = ?").pluck();
+  const sentAt = bridge.core.jobs.get("m-1")!.firstSentAt!;
+
+  // (now - sentAt) / 4 is a fraction here: 30,001 ms after the send.
+  clock = sentAt + 30_001;
+  await waitFor(() => nextLook.get("m-1")! > clock || bridge.logs.join("").includes("[error]"));
+
+  expect(bridge.logs.join("")).not.toContain("[error]");
+  expect(Number.isInteger(nextLook.get("m-1"))).toBe(true);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null });
+});
