@@ -127,8 +127,9 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       if (res.status !== 200 || !Array.isArray(logs)) throw refused("logs call", res);
       const byId = new Map<string, DeliveryStatus>();
       for (const entry of logs as Record<string, unknown>[]) {
-        const status = readStatus(entry);
-        if (typeof entry.id === "string" && status) byId.set(entry.id, status);
+        const status = readLogEntry(entry);
+        // `id` is Cast's row number; the send's message id is `smpp_message_id`.
+        if (typeof entry.smpp_message_id === "string" && status) byId.set(entry.smpp_message_id, status);
       }
       return byId;
     },
@@ -201,6 +202,27 @@ function readStatus(body: unknown): DeliveryStatus | undefined {
     errorMessage: typeof b.error_message === "string" ? b.error_message : "",
   };
 }
+
+/**
+ * A logs entry in the status call's terms. Its `status` is only the submission (`sent`
+ * or `failed`); the carrier's receipt is `dlr_status`, absent until it came.
+ */
+function readLogEntry(entry: Record<string, unknown>): DeliveryStatus | undefined {
+  if (entry.status !== "sent" && entry.status !== "failed") return undefined;
+  const dlrStatus = typeof entry.dlr_status === "string" ? entry.dlr_status : "";
+  const errorMessage = typeof entry.error_message === "string" ? entry.error_message : "";
+  if (entry.status === "failed") return { status: "failed", dlrStatus, errorMessage };
+  return { status: STATUS_OF_DLR[dlrStatus] ?? (dlrStatus ? "pending" : "sent"), dlrStatus, errorMessage };
+}
+
+/** The status call's word for each carrier code; a code not listed is not final. */
+const STATUS_OF_DLR: Record<string, string> = {
+  DELIVRD: "delivered",
+  UNDELIV: "undelivered",
+  REJECTD: "undelivered",
+  EXPIRED: "undelivered",
+  ACCEPTD: "pending",
+};
 
 interface Body {
   success?: unknown;
