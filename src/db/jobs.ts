@@ -184,6 +184,13 @@ export function createJobStore(db: Db) {
     if (row.outcome === "failed") addEvent.run(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
   });
   const receiptLater = db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
+  // Only a job still waiting for its receipt: one already settled keeps its own schedule.
+  const receiptDue = db.prepare<[{ id: number; now: number }]>(`
+    UPDATE jobs SET next_attempt_at = @now
+    WHERE id = @id AND state = 'reporting' AND receipt_deadline IS NOT NULL AND next_attempt_at > @now`);
+  const receiptsDue = db.transaction((ids: number[], now: number) => {
+    for (const id of ids) receiptDue.run({ id, now });
+  });
   const toReceipt = db.prepare<[{ id: number; now: number; outcome: Outcome; receipt: string; errorCode: string; errorMessage: string }]>(`
     UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL, receipt_at = @now,
       error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
@@ -315,6 +322,10 @@ export function createJobStore(db: Db) {
     /** No final receipt yet: look again at `at`. */
     receiptLater(id: number, at: number, now: number): void {
       receiptLater.run(ms(at), ms(now), id);
+    },
+    /** A read of the log found these jobs' receipts: they look again now. */
+    receiptsDue(ids: number[], now: number): void {
+      receiptsDue(ids, ms(now));
     },
     /** The receipt settled the outcome (or none came in time): the report goes next. */
     recordReceipt(id: number, receipt: Receipt, now: number): void {
