@@ -352,8 +352,8 @@ async function drain() {
     // The fake's receipt is there once Cast accepted the message: this is the time from it to
     // the status report at HighLevel (bridge's first look comes 5 s after the send).
     receipts: receiptDelays(gateway, crm),
-    receiptPolls: gateway.stats.statusCalls,
-    receiptPollPct: round((100 * gateway.stats.statusCalls) / Math.max(1, gateway.stats.calls + gateway.stats.statusCalls), 2),
+    receiptPolls: gateway.stats.receiptReads,
+    receiptPollPct: round((100 * gateway.stats.receiptReads) / Math.max(1, gateway.stats.calls + gateway.stats.receiptReads), 2),
     // Per-second counts, to see the shape (a smooth 30/s or bursts and stalls).
     perSecond: perSecond(gateway, start, ended),
   };
