@@ -165,6 +165,10 @@ export function createReceiptBook(options: ReceiptBookOptions) {
       if (known?.missed && t - waiting.sentAt > ASK_ALONE_AFTER_MS) return "ask";
       return undefined;
     },
+    /** The message's status as the key's last read found it, if it did. */
+    statusOf(apiKey: string, messageId: string): DeliveryStatus | undefined {
+      return keys.get(apiKey)?.statuses.get(messageId);
+    },
     /** The message's receipt settled it: no read looks for it again. */
     settled(apiKey: string, messageId: string): void {
       const k = keys.get(apiKey);

@@ -75,7 +75,11 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   }
   const at = nextLook(now, waiting.sentAt, job.receiptDeadline, look === "ask", deps.receiptPollMs);
   await deps.commit(() => deps.jobs.receiptLater(job.id, at, deps.now()));
-  return undefined;
+  // A read that found the receipt while this look was being stored woke the job too
+  // early to count (the look above put it off again): it settles now instead.
+  const meanwhile = deps.receiptBook.statusOf(apiKey, waiting.messageId);
+  const late = meanwhile && readReceipt(meanwhile);
+  return late ? settle(deps, job, apiKey, late) : undefined;
 }
 
 /** The message's status by itself (`GET /api/v1/sms/status/{id}`); a number: the ms to wait for the budget. */
