@@ -13,6 +13,9 @@
 //                acknowledgement -> gateway p99
 //   3. CLI:      `bridge locations list --json` on 1,000 locations vs `node -e 0`; and
 //                `bridge messages list --json` on 100,000 messages vs that locations list
+//   4. receipts: a campaign of 1,000 messages on one key at Cast's limits, carrier receipts
+//                5-90 s after each send (1 in 20 REJECTD): receipt -> report lag, status
+//                calls per message, 429s. `BENCH_ONLY=receipts` runs this phase alone.
 // Prints a table with "met"/"NOT met" per target and writes bench/results.json.
 // Exit code: 0 when the measurement ran (targets met or not), 1 when it could not.
 import { spawnSync } from "node:child_process";
@@ -27,7 +30,7 @@ import vm from "node:vm";
 import { startFakeCrm, startFakeGateway } from "./lib/fakes.mjs";
 import { killAll, sampleProcess, sleep, startListening, stop } from "./lib/procs.mjs";
 import { filesystemOf, machine } from "./lib/machine.mjs";
-import { printTable, targets } from "./lib/report.mjs";
+import { printReceipts, printTable, receiptsTargets, targets } from "./lib/report.mjs";
 import { median, percentile, round } from "./lib/stats.mjs";
 import { LOCATION_ID, OTHER_LOCATION_ID, PUBLIC_KEY_PEM, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
 
@@ -51,8 +54,20 @@ const KEYS = { keys: 4, messagesPerKey: QUICK ? 50 : 300, ratePerSec: 30, burst:
 const FAIRNESS = { backlog: QUICK ? 300 : 3000, singles: QUICK ? 5 : 20, spacingMs: 2500, latencyMs: 250, ratePerSec: 10, posters: 20 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
 const CLI = { locations: 1000, messages: QUICK ? 10_000 : 100_000, runs: QUICK ? 3 : 20 };
+// Cast's limits: 10 messages/s per account, 30 requests/s (burst 50) for every call from one address.
+const RECEIPTS = {
+  messages: QUICK ? 200 : 1000,
+  posters: 20,
+  ratePerSec: 10,
+  burst: 10,
+  address: { ratePerSec: 30, burst: 50 },
+  delayMs: QUICK ? [2000, 20_000] : [5000, 90_000],
+  rejectEvery: 20,
+  capSec: QUICK ? 120 : 300,
+};
+const ONLY = process.env.BENCH_ONLY;
 const ADMIN_KEY = "bench-admin-key-0123456789abcdef";
-const WATCHDOG_MS = 480_000; // everything is bounded on its own; this is the last resort
+const WATCHDOG_MS = 840_000; // everything is bounded on its own; this is the last resort
 
 const started = performance.now();
 
@@ -115,23 +130,28 @@ const results = {
   timestamp: new Date().toISOString(),
   machine: machine(),
   build: buildInfo(),
-  settings: { quick: QUICK, INTAKE, DRAIN, KEYS, FAIRNESS, IDLE, CLI, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
+  settings: { quick: QUICK, only: ONLY ?? null, INTAKE, DRAIN, KEYS, FAIRNESS, IDLE, CLI, RECEIPTS, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
 };
 
 try {
   log(`bench: machine ${results.machine.cpu} x${results.machine.cores}, node ${process.version}; work dir ${WORK}`);
   log(`bench: dist/bridge ${results.build.version} built ${results.build.builtAt}; tree at ${results.build.commit}${results.build.dirty ? " + uncommitted changes" : ""}`);
-  results.intake = await intake();
-  results.drain = await drain();
-  results.keys = await fourKeys();
-  results.fairness = await fairness();
-  results.idleLatency = await idleLatency();
-  results.cli = await cliStartup();
-  results.targets = targets(results);
+  if (ONLY !== undefined && ONLY !== "receipts") throw new Error(`BENCH_ONLY=${ONLY}: only "receipts" runs alone`);
+  if (!ONLY) {
+    results.intake = await intake();
+    results.drain = await drain();
+    results.keys = await fourKeys();
+    results.fairness = await fairness();
+    results.idleLatency = await idleLatency();
+    results.cli = await cliStartup();
+  }
+  results.receipts = await receipts();
+  results.targets = ONLY ? receiptsTargets(results.receipts) : targets(results);
   results.durationSec = round((performance.now() - started) / 1000);
-  writeFileSync(RESULTS, JSON.stringify(results, null, 2) + "\n");
-  printTable(results, log);
-  log(`\nbench: done in ${results.durationSec} s; figures in bench/results.json`);
+  writeFileSync(ONLY ? RESULTS.replace(/\.json$/, `-${ONLY}.json`) : RESULTS, JSON.stringify(results, null, 2) + "\n");
+  if (ONLY) printReceipts(results, log);
+  else printTable(results, log);
+  log(`\nbench: done in ${results.durationSec} s; figures in bench/results${ONLY ? `-${ONLY}` : ""}.json`);
 } catch (error) {
   // A failed benchmark still leaves what it measured, marked as failed.
   results.error = error instanceof Error ? error.stack : String(error);
@@ -352,8 +372,8 @@ async function drain() {
     // The fake's receipt is there once Cast accepted the message: this is the time from it to
     // the status report at HighLevel (bridge's first look comes 5 s after the send).
     receipts: receiptDelays(gateway, crm),
-    receiptPolls: gateway.stats.statusCalls,
-    receiptPollPct: round((100 * gateway.stats.statusCalls) / Math.max(1, gateway.stats.calls + gateway.stats.statusCalls), 2),
+    receiptPolls: gateway.stats.receiptReads,
+    receiptPollPct: round((100 * gateway.stats.receiptReads) / Math.max(1, gateway.stats.calls + gateway.stats.receiptReads), 2),
     // Per-second counts, to see the shape (a smooth 30/s or bursts and stalls).
     perSecond: perSecond(gateway, start, ended),
   };
@@ -588,6 +608,91 @@ async function cliStartup() {
     messages: { ...summary(ms.messages), count: CLI.messages, ratio: round(median(ms.messages) / median(ms.bridge), 2) },
     runsMs: { bridge: ms.bridge.map((x) => round(x, 1)), node: ms.node.map((x) => round(x, 1)), messages: ms.messages.map((x) => round(x, 1)) },
   };
+}
+
+// ==== 4. receipts at campaign scale =================================================
+
+async function receipts() {
+  const R = RECEIPTS;
+  log(`\n[receipts]: ${R.messages} messages on one key at Cast's limits, receipts ${R.delayMs[0] / 1000}-${R.delayMs[1] / 1000} s late, 1 in ${R.rejectEvery} REJECTD`);
+  phaseLoad("receipts");
+  const { bridge, crm, gateway } = await startBridge("receipts", {
+    limit: true,
+    ratePerSec: R.ratePerSec,
+    burst: R.burst,
+    address: R.address,
+    receiptOf: (text) => carrierReceipt(Number(text.split("-").at(-1))),
+  });
+  let next = 0;
+  const poster = async () => {
+    while (next < R.messages) {
+      const id = `receipts-${next++}`;
+      const { status } = await postWebhook(bridge.url, id);
+      if (status !== 200) throw new Error(`receipts webhook ${id} answered ${status}\n${tail(bridge.logFile)}`);
+    }
+  };
+  await Promise.all(Array.from({ length: R.posters }, poster));
+  const deadline = performance.now() + R.capSec * 1000;
+  let shown = performance.now();
+  while (crm.reports.size < R.messages && performance.now() < deadline) {
+    await sleep(200);
+    if (performance.now() - shown > 15_000) {
+      shown = performance.now();
+      log(`[receipts]: ${gateway.acceptedAt.size} sent, ${crm.reports.size} reported, ${gateway.stats.statusCalls} status calls, ${gateway.stats.logReads} log reads`);
+    }
+  }
+  await stop(bridge.child, 3000);
+  await closeAll(crm, gateway);
+  return { ...receiptFigures(gateway, crm), errorLines: errorLines(bridge.logFile) };
+}
+
+/** Message n's receipt: DELIVRD, or REJECTD for every 20th, 5-90 s after its send (spread evenly, the same every run). */
+function carrierReceipt(n) {
+  const [min, max] = RECEIPTS.delayMs;
+  return { delayMs: min + ((n * 7919) % 1000) * ((max - min) / 1000), dlr: n % RECEIPTS.rejectEvery === 0 ? "REJECTD" : "DELIVRD" };
+}
+
+/** What each message was reported as against what its receipt said, and how long after it. */
+function receiptFigures(gateway, crm) {
+  const lags = [];
+  let wrong = 0;
+  let early = 0;
+  let missing = 0;
+  for (const [text, receipt] of gateway.receiptAt) {
+    const report = crm.reports.get(text.replace(/^bench /, ""));
+    if (!report) {
+      missing++;
+      continue;
+    }
+    if (report.status !== (receipt.dlr === "DELIVRD" ? "delivered" : "failed")) wrong++;
+    if (report.at < receipt.at) early++;
+    lags.push(report.at - receipt.at);
+  }
+  const cast = gateway.stats.calls + gateway.stats.receiptReads;
+  return {
+    messages: RECEIPTS.messages,
+    sent: gateway.acceptedAt.size,
+    reported: crm.reports.size,
+    missing,
+    wrong,
+    beforeReceipt: early,
+    lagMs: { p50: round(percentile(lags, 50)), p95: round(percentile(lags, 95)), max: round(Math.max(...lags)) },
+    statusCalls: gateway.stats.statusCalls,
+    statusCallsPct: round((100 * gateway.stats.statusCalls) / RECEIPTS.messages, 2),
+    logReads: gateway.stats.logReads,
+    rateLimited429: gateway.stats.rateLimited,
+    rateLimitedPct: round((100 * gateway.stats.rateLimited) / Math.max(1, cast), 2),
+    castCalls: cast,
+  };
+}
+
+/** The bridge's error lines (LOG_LEVEL=info, text format). */
+function errorLines(file) {
+  try {
+    return readFileSync(file, "utf8").split("\n").filter((line) => line.includes("[error]")).length;
+  } catch {
+    return -1;
+  }
 }
 
 // ==== bridge and its fakes ==========================================================

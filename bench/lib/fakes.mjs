@@ -84,59 +84,90 @@ export async function startFakeCrm() {
 }
 
 /**
- * Cast.ph. With `limit`, it enforces the documented limit with a token bucket
- * (refill `ratePerSec`, capacity `burst`, full from the start) and answers 429 with
- * Retry-After: 1 when empty, as the real gateway does. Every accepted SMS is timed
- * by the text it carries, so the benchmark can tie it to the webhook that asked for it.
- * A send is answered after `latencyMs`; a delivery status look-up and the log say DELIVRD
- * (the carrier's receipt is there as soon as the message was accepted); both count as
- * `statusCalls`. The rate limit covers sends only.
+ * Cast.ph, answering in the shapes of Cast's documented examples (../shared/fixtures/cast,
+ * CAST_API.md): the send's `message_id`; the status call's `status`, `sent_at` and, once
+ * the carrier's receipt exists, `dlr_status` and `delivered_at`; the log's entries with
+ * Cast's integer row `id`, the send's id in `smpp_message_id`, `status` only `sent`, and
+ * `dlr_status`/`delivered_at` once the receipt exists, newest first, paged by `limit`
+ * (at most 500) and `offset`; errors as `{success: false, error, error_code}`.
+ *
+ * With `limit`, sends meet Cast's per-account limit as a token bucket (refill
+ * `ratePerSec`, capacity `burst`, full from the start) and a 429 with Retry-After: 1
+ * when it is empty; `perAddress`: the same bucket covers every call (the four-keys
+ * phase). `address`: {ratePerSec, burst}, a bucket of its own for every call from this
+ * address (Cast's 30 requests/s, burst 50), beside the sends' one. A send is answered
+ * after `latencyMs`. `receiptOf(text)`: {delayMs, dlr} of each accepted message, when
+ * its carrier receipt comes and what it says; by default DELIVRD at once. Every
+ * accepted SMS is timed by the text it carries, so the benchmark can tie it to the
+ * webhook that asked for it.
  */
-export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0, perAddress = false } = {}) {
-  let tokens = burst;
-  let last = performance.now();
+export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0, perAddress = false, address, receiptOf } = {}) {
+  const sendBucket = bucket(ratePerSec, burst);
+  const addressBucket = address ? bucket(address.ratePerSec, address.burst) : undefined;
   let serial = 0;
+  let row = 42_412;
   const accepted = []; // { at, message }
   const acceptedAt = new Map(); // message text -> time the request arrived
+  const receiptAt = new Map(); // message text -> { at, dlr }: when its carrier receipt came, and what it said
   const rateLimitedAt = [];
-  const stats = { calls: 0, rateLimited: 0, duplicates: 0, replays: 0, statusCalls: 0 };
+  // receiptReads: status calls and log reads together.
+  const stats = { calls: 0, rateLimited: 0, duplicates: 0, replays: 0, receiptReads: 0, statusCalls: 0, logReads: 0 };
   // Cast's idempotency cache: a repeated X-Idempotency-Key gets the first answer again.
   const replies = new Map();
-  const ids = []; // { id, key } in the order sent, for each account's log
+  const sent = []; // each accepted message as the account's log keeps it, oldest first
+  const byId = new Map(); // message_id -> the same
   const readsAt = []; // when each status or log read arrived
 
-  function take(now) {
-    tokens = Math.min(burst, tokens + ((now - last) * ratePerSec) / 1000);
-    last = now;
-    if (tokens < 1) return false;
-    tokens -= 1;
-    return true;
+  function receipt(m, now) {
+    const r = receiptAt.get(m.message);
+    return r && r.at <= now ? { dlr_status: r.dlr, delivered_at: iso(r.at) } : {};
   }
 
   // `arrived`: the request's arrival, not the end of its body, is "the gateway received the call".
   const server = await listen((req, res, body, arrived) => {
-    // `perAddress`: the limit is Cast's 30 requests/s for every call from this address.
-    if (perAddress && req.method === "GET" && limit && !take(performance.now())) {
+    const now = performance.now();
+    if ((addressBucket && !addressBucket.take(now)) || (perAddress && req.method === "GET" && limit && !sendBucket.take(now))) {
       stats.rateLimited++;
-      return json(res, 429, { success: false, error: "rate limit exceeded" }, { "retry-after": "1" });
+      return json(res, 429, castError("RATE_LIMIT_EXCEEDED", "rate limit exceeded"), { "retry-after": "1" });
     }
-    if (req.method === "GET") readsAt.push(performance.now());
+    if (req.method === "GET") readsAt.push(now);
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/status/")) {
+      stats.receiptReads++;
       stats.statusCalls++;
-      return json(res, 200, { success: true, status: "delivered", dlr_status: "DELIVRD" });
+      const m = byId.get(decodeURIComponent(req.url.slice("/api/v1/sms/status/".length)));
+      if (!m) return json(res, 404, castError("NOT_FOUND", "message not found"));
+      const r = receipt(m, now);
+      const status = r.dlr_status === "DELIVRD" ? "delivered" : r.dlr_status ? "undelivered" : "sent";
+      return json(res, 200, { success: true, message_id: m.id, status, sent_at: iso(m.at), ...r });
     }
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/logs")) {
-      stats.statusCalls++;
-      const mine = ids.filter((sent) => sent.key === req.headers["x-api-key"]);
-      const logs = mine.slice(-500).reverse().map(({ id }) => ({ id, status: "delivered", dlr_status: "DELIVRD" }));
+      stats.receiptReads++;
+      stats.logReads++;
+      const q = new URL(req.url, "http://x").searchParams;
+      const size = Math.min(500, Number(q.get("limit") ?? 50) || 50);
+      const offset = Number(q.get("offset") ?? 0) || 0;
+      const mine = [];
+      for (let i = sent.length - 1; i >= 0; i--) if (sent[i].key === req.headers["x-api-key"]) mine.push(sent[i]);
+      const logs = mine.slice(offset, offset + size).map((m) => ({
+        id: m.row,
+        message_type: "sms",
+        sender_id: "BENCH",
+        destination: "+639171234567",
+        message: m.message,
+        smpp_message_id: m.id,
+        status: "sent",
+        parts: 1,
+        created_at: iso(m.at),
+        ...receipt(m, now),
+      }));
       return json(res, 200, { success: true, count: mine.length, logs });
     }
-    if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, { success: false, error: "not found" });
+    if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, castError("NOT_FOUND", "not found"));
     stats.calls++;
-    if (limit && !take(performance.now())) {
+    if (limit && !sendBucket.take(performance.now())) {
       stats.rateLimited++;
       rateLimitedAt.push(arrived);
-      return json(res, 429, { success: false, error: "rate limit exceeded" }, { "retry-after": "1" });
+      return json(res, 429, castError("RATE_LIMIT_EXCEEDED", "rate limit exceeded"), { "retry-after": "1" });
     }
     const key = req.headers["x-idempotency-key"];
     if (key && replies.has(key)) {
@@ -146,14 +177,49 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     const message = safeParse(body)?.message ?? "";
     if (acceptedAt.has(message)) stats.duplicates++;
     else acceptedAt.set(message, arrived);
-    accepted.push({ at: performance.now(), message });
-    const answer = { success: true, message_id: `cast-${++serial}`, parts: 1 };
-    ids.push({ id: answer.message_id, key: req.headers["x-api-key"] });
+    const at = performance.now();
+    accepted.push({ at, message });
+    const answer = { success: true, message_id: `CAST${(++serial).toString(16).padStart(12, "0")}`, parts: 1 };
+    const m = { id: answer.message_id, row: ++row, key: req.headers["x-api-key"], message, at };
+    sent.push(m);
+    byId.set(m.id, m);
+    if (!receiptAt.has(message)) {
+      const r = receiptOf?.(message) ?? { delayMs: 0, dlr: "DELIVRD" };
+      receiptAt.set(message, { at: at + r.delayMs, dlr: r.dlr });
+    }
     if (key) replies.set(key, answer);
     if (latencyMs > 0) setTimeout(() => json(res, 200, answer), latencyMs);
     else json(res, 200, answer);
   });
-  return { ...server, accepted, acceptedAt, rateLimitedAt, readsAt, stats };
+  return { ...server, accepted, acceptedAt, receiptAt, rateLimitedAt, readsAt, stats };
+}
+
+/** A token bucket, full from the start. */
+function bucket(perSec, size) {
+  let tokens = size;
+  let last = performance.now();
+  return {
+    take(now) {
+      tokens = Math.min(size, tokens + ((now - last) * perSec) / 1000);
+      last = now;
+      if (tokens < 1) return false;
+      tokens -= 1;
+      return true;
+    },
+  };
+}
+
+/** Cast's error envelope. */
+function castError(code, error) {
+  return { success: false, error, error_code: code };
+}
+
+/**
+ * Cast's times (ISO 8601 UTC to the second) of a performance.now() instant. Rounded
+ * down, as a clock that shows whole seconds is.
+ */
+function iso(at) {
+  return new Date(Math.floor((performance.timeOrigin + at) / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 function safeParse(text) {

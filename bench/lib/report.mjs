@@ -6,6 +6,7 @@ export function targets(r) {
   const i = r.intake;
   const d = r.drain;
   return [
+    ...receiptsTargets(r.receipts),
     { name: "intake req/s ratio (bridge / bare h3)", value: i.ratio, target: ">= 0.5", met: i.ratio >= 0.5 },
     { name: "intake p99 latency (ms)", value: i.bridge.latencyMs.p99, target: "< 25", met: i.bridge.latencyMs.p99 < 25 },
     { name: "peak RSS (MiB)", value: i.memoryMb.peak, target: "< 120", met: i.memoryMb.peak < 120 },
@@ -39,6 +40,34 @@ export function targets(r) {
       met: r.cli.messages.ratio <= 2,
     },
   ];
+}
+
+/** The receipts phase's targets: the truth, on time, without a call per message. */
+export function receiptsTargets(rc) {
+  return [
+    {
+      name: "receipts: every message reported as its receipt says",
+      value: `${rc.wrong} wrong, ${rc.missing} missing`,
+      target: "0, 0",
+      met: rc.wrong === 0 && rc.missing === 0,
+    },
+    { name: "receipts: reported before its receipt", value: rc.beforeReceipt, target: "0", met: rc.beforeReceipt === 0 },
+    { name: "receipts: receipt -> report p95 (ms)", value: rc.lagMs.p95, target: "<= 10000", met: rc.lagMs.p95 <= 10_000 },
+    { name: "receipts: status calls (% of messages)", value: rc.statusCallsPct, target: "<= 10", met: rc.statusCallsPct <= 10 },
+    { name: "receipts: 429s (% of Cast calls)", value: rc.rateLimitedPct, target: "<= 1", met: rc.rateLimitedPct <= 1 },
+    { name: "receipts: error lines in the log", value: rc.errorLines, target: "0", met: rc.errorLines === 0 },
+  ];
+}
+
+/** The receipts phase's rows, alone (BENCH_ONLY=receipts) or under the full table. */
+export function printReceipts(r, log) {
+  const rc = r.receipts;
+  const verdict = (name) => (r.targets.find((t) => t.name === name)?.met ? "met" : "NOT met");
+  const R = r.settings.RECEIPTS;
+  log(`\nreceipts: ${rc.sent} of ${rc.messages} sent, ${rc.reported} reported; ${rc.logReads} log reads, ${rc.castCalls} Cast calls in all`);
+  for (const t of receiptsTargets(rc)) log(`  ${t.name}: ${t.value} (target ${t.target}) ${verdict(t.name)}`);
+  log(`  receipt -> report p50 / p95 / max (ms): ${rc.lagMs.p50} / ${rc.lagMs.p95} / ${rc.lagMs.max}`);
+  log(`  (one key at ${R.ratePerSec} messages/s and ${R.address.ratePerSec} requests/s, burst ${R.address.burst}; receipts ${R.delayMs[0]}-${R.delayMs[1]} ms after the send)`);
 }
 
 export function printTable(r, log) {
@@ -91,6 +120,7 @@ export function printTable(r, log) {
       ` 1-min load average at each phase's start: ${JSON.stringify(r.loadAverage1m)} (other work on the machine skews figures)`,
   );
   if (d.capped) log(`drain: stopped at the ${DRAIN.capSec} s cap with ${d.reports.total} of ${d.queued} reported`);
+  printReceipts(r, log);
 }
 
 function ratio(a, b) {

@@ -67,6 +67,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   core.balances.stop();
   await reconciliation.stop();
   const left = await worker.stop(STOP_GRACE_MS);
+  core.receipts.stop();
   if (left > 0) log.warn(`${left} message(s) still in flight at exit: those caught mid-send are reported failed (delivery unknown) on the next start, the others resume then`);
   core.close();
   log.info("stopped");

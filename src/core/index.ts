@@ -23,7 +23,7 @@ import { keyTag } from "./key-tag.ts";
 import { maskSecret } from "./mask.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { createOutages, type Outages } from "./outages.ts";
-import { createReceiptBook } from "./receipts.ts";
+import { createReceiptBook, type ReceiptBook } from "./receipts.ts";
 import { createPacer, type Pacer } from "./pace.ts";
 import { createScheduler, type Scheduler } from "./scheduler.ts";
 import { createSealer, MEND_SEALED } from "../db/sealer.ts";
@@ -54,6 +54,8 @@ export interface Core {
   processOutbound: (job: Job) => Promise<number | void>;
   /** Cast's rate limits and the locations' turns. */
   scheduler: Scheduler;
+  /** Reads each key's log for the receipts its messages wait for; `stop` it with the worker. */
+  receipts: ReceiptBook;
   /** API keys Cast refused, waiting for a probe to succeed. */
   holds: KeyHolds;
   /** What the operator's view knows of each gateway key: holds and balances. */
@@ -171,6 +173,14 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     pace: createPacer(tuning.bulkPaceMs ?? 110),
     allowedCompanyIds: config.allowedCompanyIds,
   };
+  const receipts = createReceiptBook({
+    sms,
+    scheduler,
+    log,
+    now,
+    freshMs: tuning.receiptBookMs,
+    wake: (jobIds) => commit(() => jobs.receiptsDue(jobIds, now())),
+  });
   const deps: OutboundDeps = {
     tokens,
     jobs,
@@ -179,7 +189,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     sms,
     scheduler,
     holds,
-    receiptBook: createReceiptBook({ sms, scheduler, freshMs: tuning.receiptBookMs }),
+    receiptBook: receipts,
     crm,
     defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId, allowedCompanyIds: config.allowedCompanyIds },
     now,
@@ -210,6 +220,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     now,
     processOutbound: (job) => processOutbound(deps, job),
     scheduler,
+    receipts,
     holds,
     gatewayKeys,
     balances: createBalances({ sms, keys: gatewayKeys, log, now, lowCredits: config.lowBalanceCredits }),

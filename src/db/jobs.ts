@@ -1,4 +1,5 @@
 import type { Db } from "./index.ts";
+import { ms } from "./ms.ts";
 
 /** What a webhook asks us to send, as stored with its job. */
 export interface OutboundMessage {
@@ -110,6 +111,7 @@ interface Row {
  * each move is committed before the work it announces, so after a crash we know
  * which SMS may already have left (state "sending"). Each write is one statement, run
  * through the group commit (commit.ts); only the recovery at start-up commits on its own.
+ * Every time it writes goes through ms(): whole milliseconds, whatever the caller computed.
  */
 export function createJobStore(db: Db) {
   const remember = db.prepare<[string]>("INSERT INTO seen_messages (message_id) VALUES (?) ON CONFLICT DO NOTHING");
@@ -182,6 +184,13 @@ export function createJobStore(db: Db) {
     if (row.outcome === "failed") addEvent.run(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
   });
   const receiptLater = db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
+  // Only a job still waiting for its receipt: one already settled keeps its own schedule.
+  const receiptDue = db.prepare<[{ id: number; now: number }]>(`
+    UPDATE jobs SET next_attempt_at = @now
+    WHERE id = @id AND state = 'reporting' AND receipt_deadline IS NOT NULL AND next_attempt_at > @now`);
+  const receiptsDue = db.transaction((ids: number[], now: number) => {
+    for (const id of ids) receiptDue.run({ id, now });
+  });
   const toReceipt = db.prepare<[{ id: number; now: number; outcome: Outcome; receipt: string; errorCode: string; errorMessage: string }]>(`
     UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL, receipt_at = @now,
       error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
@@ -247,7 +256,7 @@ export function createJobStore(db: Db) {
      * job may be pruned; its id is remembered). Run inside the group commit's transaction.
      */
     enqueue(message: OutboundMessage, now: number): boolean {
-      return enqueue(message, now);
+      return enqueue(message, ms(now));
     },
     /** Due jobs in turns between locations; `turn` 1 is each location's first. */
     /**
@@ -281,7 +290,7 @@ export function createJobStore(db: Db) {
      * No claim: nothing goes to the gateway (the job is failed without a send).
      */
     claimForSending(id: number, now: number, claim?: Claim): boolean {
-      const row = { id, now, key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null, sender: claim?.senderId ?? null };
+      const row = { id, now: ms(now), key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null, sender: claim?.senderId ?? null };
       return toSending.run(row).changes > 0;
     },
     /**
@@ -290,15 +299,15 @@ export function createJobStore(db: Db) {
      * answer under its key too, so the old key could only be refused again).
      */
     sendLater(id: number, at: number, reason: string, now: number, how: SendLater = {}): void {
-      queueAgain(id, at, reason, now, how);
+      queueAgain(id, ms(at), reason, ms(now), how);
     },
     /** The send's result; with `receipt`, the report waits for the carrier's receipt (first look at `receipt.at`). */
     recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }): void {
       record({
         id,
-        now,
-        at: receipt?.at ?? now,
-        deadline: receipt?.deadline ?? null,
+        now: ms(now),
+        at: ms(receipt?.at ?? now),
+        deadline: receipt ? ms(receipt.deadline) : null,
         outcome: result.outcome,
         errorCode: result.errorCode ?? "",
         errorMessage: result.errorMessage ?? "",
@@ -308,38 +317,42 @@ export function createJobStore(db: Db) {
     },
     /** Waits, never tried, on a key the gateway refused: shown as held, with `reason`. */
     markHeld(id: number, reason: string, now: number): void {
-      hold(id, reason, now);
+      hold(id, reason, ms(now));
     },
     /** No final receipt yet: look again at `at`. */
     receiptLater(id: number, at: number, now: number): void {
-      receiptLater.run(at, now, id);
+      receiptLater.run(ms(at), ms(now), id);
+    },
+    /** A read of the log found these jobs' receipts: they look again now. */
+    receiptsDue(ids: number[], now: number): void {
+      receiptsDue(ids, ms(now));
     },
     /** The receipt settled the outcome (or none came in time): the report goes next. */
     recordReceipt(id: number, receipt: Receipt, now: number): void {
-      settle({ id, now, errorCode: "", errorMessage: "", ...receipt });
+      settle({ id, now: ms(now), errorCode: "", errorMessage: "", ...receipt });
     },
     /** HighLevel took the status: the job is done. */
     reported(id: number, status: string, now: number): void {
-      reported.run({ id, status, now });
+      reported.run({ id, status, now: ms(now) });
     },
     /** The status report is given up (`reason`): the job is dead. */
     giveUp(id: number, now: number, reason: string): void {
-      giveUp(id, now, reason);
+      giveUp(id, ms(now), reason);
     },
     /** The status report failed for `reason`: try again at `at`. */
     retryLater(id: number, at: number, reason: string, now: number): void {
-      reportLater(id, at, reason, now);
+      reportLater(id, ms(at), reason, ms(now));
     },
     /** A run of the job threw `reason`: on its timeline once, until the reason changes. */
     noteError(id: number, reason: string, now: number): void {
-      noteError(id, reason, now);
+      noteError(id, reason, ms(now));
     },
     /**
      * Jobs a crash caught mid-send: sent again with their key when it was first used
      * after `since` (Cast still remembers it); else reported failed, never resent.
      */
     recoverInterrupted(now: number, since: number): { resumed: number; failed: { messageId: string; locationId: string }[] } {
-      return recover(now, since);
+      return recover(ms(now), ms(since));
     },
     get(messageId: string): Job | undefined {
       const row = byMessage.get(messageId);
@@ -350,7 +363,7 @@ export function createJobStore(db: Db) {
     },
     /** Deletes up to `limit` finished jobs (done, dead) last changed before `before`; how many it deleted. */
     prune(before: number, limit: number): number {
-      return prune.run(before, limit).changes;
+      return prune.run(ms(before), limit).changes;
     },
     /** When the oldest job still waiting to be sent was accepted; undefined when none waits. */
     oldestQueuedAt(): number | undefined {

@@ -173,6 +173,7 @@ async function startBridge(options: BridgeOptions = {}) {
     close() {
       closing ??= (async () => {
         await worker.stop(1000);
+        core.receipts.stop();
         server.server.closeAllConnections();
         await server.close();
         db.close();

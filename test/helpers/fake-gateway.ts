@@ -1,4 +1,5 @@
 import type { H3Event } from "h3";
+import { fixture } from "./fixtures.ts";
 import { jsonResponse, startFake, type Handler, type Recorded } from "./http.ts";
 
 export const SEND = "POST /api/v1/sms/send";
@@ -10,25 +11,50 @@ export const SENDER_IDS = "GET /api/v1/account/sender-ids";
 /** One approved sender ID as Cast lists it. */
 export type ApprovedSender = { sender_id: string; label: string; channel: "sms" | "sim" };
 
-/** What the fake's status endpoint says of a message: Cast's `status` and the carrier's `dlr_status`. */
+/** What the carrier has said of a message so far, in the status call's terms: Cast's `status`, the carrier's `dlr_status`. */
 export type Receipt = { status: string; dlr_status?: string; error_message?: string };
+
+/**
+ * Cast's documented answers (../shared/fixtures/cast, CAST_API.md): every answer of this
+ * fake takes its field names, their order and the fixed values from these, and
+ * test/integration/cast-contract.test.ts holds each answer to them field for field.
+ */
+export const CAST = {
+  send: fixture("cast", "send-200.json"),
+  sandbox: fixture("cast", "send-sandbox-200.json"),
+  status: fixture("cast", "status-200.json"),
+  /** logs[0]: an entry whose receipt has not come (no dlr_status, no delivered_at); logs[1]: a delivered one. */
+  logs: fixture<{ logs: [Record<string, unknown>, Record<string, unknown>] } & Record<string, unknown>>("cast", "logs-200.json"),
+  balance: fixture("cast", "balance-200.json"),
+  senderIds: fixture("cast", "sender-ids-200.json"),
+  error: fixture("cast", "error-402.json"),
+};
+
+/** Cast's error envelope `{success: false, error, error_code}` (CAST_API.md "Basics"). */
+export function castError(status: number, errorCode: string, error: string, headers: Record<string, string> = {}): Response {
+  return jsonResponse(like(CAST.error, { error, error_code: errorCode }), status, headers);
+}
 
 /**
  * A fake Cast.ph v1: accepts every SMS unless a test swaps the handler, and honours
  * `X-Idempotency-Key` as Cast does: the first request with a key is handled and its
  * answer kept; a repeat (even while the first is still being answered) gets that
  * answer again with `X-Idempotent-Replay: true` and sends nothing. 429 and 5xx answers
- * are not kept, so a retry after them is handled anew.
+ * are not kept, so a retry after them is handled anew. A key starting `cast_test_` is a
+ * sandbox key: answered `sandbox: true` with a `SANDBOX_` id, and no carrier receipt.
+ * Each accepted message is a row of the account's log (`GET /api/v1/sms/logs`).
  */
 export async function startFakeGateway() {
   let serial = 0;
-  const accept = () => jsonResponse({ success: true, message_id: `cast-${++serial}`, parts: 1 });
+  const accept = () => jsonResponse(like(CAST.send, { message_id: `cast-${++serial}`, parts: 1 }));
   let handler: Handler = accept;
   const answers = new Map<string, Promise<Kept | undefined>>();
   /** The requests that reached the handler: replays are not among them. */
   const handled: Recorded[] = [];
-  /** Each accepted message by its message_id: its text and when it was sent. */
-  const accepted = new Map<string, { message: string; sentAt: number; apiKey: string | undefined }>();
+  /** Each accepted message by its message_id, in the order sent. */
+  const accepted = new Map<string, Sent>();
+  // Cast's own row numbers: an integer, not the send's message id.
+  let row = 42_412;
   // By default the carrier delivers at once; a test can make receipts late, or refusals.
   let receiptOf: (message: string, sinceSendMs: number) => Receipt = () => ({ status: "delivered", dlr_status: "DELIVRD" });
 
@@ -49,7 +75,7 @@ export async function startFakeGateway() {
   }
   function rateLimited(): Response {
     limit.rateLimited++;
-    return jsonResponse({ success: false, error: "Rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "1" });
+    return castError(429, "RATE_LIMIT_EXCEEDED", "rate limit exceeded", { "retry-after": "1" });
   }
   /** `handler` behind the per-address limit. */
   const limited =
@@ -65,49 +91,117 @@ export async function startFakeGateway() {
     const replay = kept && (await kept);
     if (replay) return new Response(replay.body, { status: replay.status, headers: { ...replay.headers, "x-idempotent-replay": "true" } });
     handled.push(req);
-    const answering = Promise.resolve(handler(req, event))
+    const sandbox = (req.headers["x-api-key"] ?? "").startsWith("cast_test_");
+    const answering = Promise.resolve(sandbox ? sandboxAnswer() : handler(req, event))
       .then(toResponse)
       .then(async (res) => {
-        const body = res.ok ? ((await res.clone().json().catch(() => undefined)) as { message_id?: unknown } | undefined) : undefined;
-        if (typeof body?.message_id === "string") {
-          const { message } = JSON.parse(req.body) as { message: string };
-          accepted.set(body.message_id, { message, sentAt: Date.now(), apiKey: req.headers["x-api-key"] });
-        }
+        const body = res.ok ? ((await res.clone().json().catch(() => undefined)) as { message_id?: unknown; parts?: unknown } | undefined) : undefined;
+        if (typeof body?.message_id === "string") record(body.message_id, req, typeof body.parts === "number" ? body.parts : 1, sandbox);
         return res;
       });
     if (req.headers["x-idempotency-key"]) answers.set(scope, answering.then(keep, () => undefined));
     return (await answering).clone();
   }
 
+  function sandboxAnswer(): Response {
+    return jsonResponse(like(CAST.sandbox, { message_id: `SANDBOX_${(++serial).toString(16).padStart(16, "0")}`, parts: 1 }));
+  }
+
+  function record(messageId: string, req: Recorded, parts: number, sandbox: boolean): void {
+    const body = JSON.parse(req.body) as { to?: string; message?: string; sender_id?: string };
+    const to = body.to ?? "";
+    accepted.set(messageId, {
+      id: ++row,
+      messageId,
+      apiKey: req.headers["x-api-key"],
+      destination: to.startsWith("09") ? `+63${to.slice(1)}` : to,
+      message: body.message ?? "",
+      senderId: body.sender_id ?? approvedSenders[0]?.sender_id ?? "",
+      parts,
+      sentAt: Date.now(),
+      sandbox,
+    });
+  }
+
+  /** What the carrier has said of `sent` by now, with when its receipt came. */
+  function carrier(sent: Sent): { status: string; dlr?: string; dlrAt?: number; errorMessage?: string } {
+    if (sent.sandbox) return { status: "sent" };
+    const said = receiptOf(sent.message, Date.now() - sent.sentAt);
+    const dlr = said.dlr_status ?? DLR_OF[said.status];
+    if (dlr && sent.dlr !== dlr) Object.assign(sent, { dlr, dlrAt: Date.now() });
+    return { status: said.status, dlr, dlrAt: dlr ? sent.dlrAt : undefined, errorMessage: said.error_message };
+  }
+
   function status(req: Recorded): Response {
     const id = decodeURIComponent(req.path.split("/").at(-1) ?? "");
     const sent = accepted.get(id);
-    if (!sent) return jsonResponse({ success: false, error: "Message not found", error_code: "NOT_FOUND" }, 404);
-    return jsonResponse({ success: true, message_id: id, ...receiptOf(sent.message, Date.now() - sent.sentAt) });
+    if (!sent || sent.apiKey !== req.headers["x-api-key"]) return castError(404, "NOT_FOUND", "message not found");
+    const now = carrier(sent);
+    return jsonResponse({
+      ...like(CAST.status, {
+        message_id: id,
+        status: now.status,
+        sent_at: iso(sent.sentAt),
+        dlr_status: now.dlr,
+        delivered_at: now.dlrAt === undefined ? undefined : iso(now.dlrAt),
+      }),
+      // Documented ("error_message"?) though the example has none.
+      ...(now.errorMessage && { error_message: now.errorMessage }),
+    });
   }
 
-  /** The account's newest messages first, with what the carrier said of each so far. */
+  /** The account's messages, newest first, as Cast's log lists them (CAST_API.md: read an entry carefully). */
   function logs(req: Recorded): Response {
-    const limit = Math.min(500, Number(req.query.get("limit") ?? 50));
-    const offset = Number(req.query.get("offset") ?? 0);
-    const apiKey = req.headers["x-api-key"];
-    const mine = [...accepted].filter(([, sent]) => sent.apiKey === apiKey).reverse();
-    const page = mine.slice(offset, offset + limit).map(([id, sent]) => ({ id, message: sent.message, ...receiptOf(sent.message, Date.now() - sent.sentAt) }));
-    return jsonResponse({ success: true, count: mine.length, logs: page });
+    const q = req.query;
+    const limit = Math.min(500, Math.max(1, Number(q.get("limit") ?? 50) || 50));
+    const offset = Math.max(0, Number(q.get("offset") ?? 0) || 0);
+    const from = q.get("from") ? Date.parse(`${q.get("from")}T00:00:00Z`) : -Infinity;
+    const to = q.get("to") ? Date.parse(`${q.get("to")}T00:00:00Z`) + 86_400_000 : Infinity;
+    const search = q.get("search") ?? "";
+    const entries = [...accepted.values()]
+      .filter((sent) => sent.apiKey === req.headers["x-api-key"] && sent.sentAt >= from && sent.sentAt < to)
+      .reverse()
+      .map(logEntry)
+      .filter((entry) => !q.get("status") || entry.status === q.get("status"))
+      .filter((entry) => !search || [entry.destination, entry.message, entry.smpp_message_id, entry.sender_id].some((v) => String(v).includes(search)));
+    return jsonResponse(like(CAST.logs, { count: entries.length, logs: entries.slice(offset, offset + limit) }));
+  }
+
+  function logEntry(sent: Sent): Record<string, unknown> {
+    const now = carrier(sent);
+    return like(CAST.logs.logs[1], {
+      id: sent.id,
+      sender_id: sent.senderId,
+      destination: sent.destination,
+      message: sent.message,
+      smpp_message_id: sent.messageId,
+      // The submission only: the carrier's word is dlr_status, absent until it came.
+      status: now.status === "failed" ? "failed" : "sent",
+      parts: sent.parts,
+      created_at: iso(sent.sentAt),
+      dlr_status: now.dlr,
+      delivered_at: now.dlrAt === undefined ? undefined : iso(now.dlrAt),
+    });
   }
 
   // The account's approved sender IDs, the same for every key unless a test swaps the route.
   let approvedSenders: ApprovedSender[] = [{ sender_id: "BRIDGE", label: "Bridge", channel: "sms" }];
 
-  const fake = await startFake({
-    [SEND]: handle,
-    [STATUS]: limited(status),
-    [LOGS]: limited(logs),
-    [BALANCE]: limited(() => jsonResponse({ success: true, credits: 1000, currency: "PHP" })),
-    [SENDER_IDS]: limited(() => jsonResponse({ success: true, sender_ids: approvedSenders })),
-  });
+  const own: Record<string, Handler> = {
+    [STATUS]: status,
+    [LOGS]: logs,
+    [BALANCE]: () => jsonResponse(like(CAST.balance, { credits: 1000 })),
+    [SENDER_IDS]: () => jsonResponse(like(CAST.senderIds, { sender_ids: approvedSenders })),
+  };
+  const fake = await startFake({ [SEND]: handle, ...Object.fromEntries(Object.entries(own).map(([route, h]) => [route, limited(h)])) });
   return {
     ...fake,
+    /** How the fake answers `route` by itself, for a test's handler to fall back on. */
+    own(route: string): Handler {
+      const h = own[route];
+      if (!h) throw new Error(`fake Cast has no own answer for ${route}`);
+      return h;
+    },
     /** Replace how a route answers; for the send route, behind the idempotency cache. */
     on(route: string, next: Handler) {
       if (route === SEND) handler = next;
@@ -148,6 +242,46 @@ export async function startFakeGateway() {
       return limit;
     },
   };
+}
+
+/** One accepted message, as the fake's log keeps it. */
+interface Sent {
+  /** Cast's row number. */
+  id: number;
+  messageId: string;
+  apiKey: string | undefined;
+  destination: string;
+  message: string;
+  senderId: string;
+  parts: number;
+  sentAt: number;
+  sandbox: boolean;
+  /** The carrier's code so far, and when it came. */
+  dlr?: string;
+  dlrAt?: number;
+}
+
+/** The carrier's code a status implies when a test gave only the status. */
+const DLR_OF: Record<string, string> = { delivered: "DELIVRD", undelivered: "UNDELIV", pending: "ACCEPTD" };
+
+/**
+ * An answer shaped as `template` (a documented example): its fields, in its order, each
+ * from `values` or else the example's own; a value given as undefined leaves the field
+ * out, as Cast does with one it has no value for. A field the example lacks is a mistake.
+ */
+function like(template: Record<string, unknown>, values: Record<string, unknown>): Record<string, unknown> {
+  for (const key of Object.keys(values)) if (!(key in template)) throw new Error(`Cast's documented answer has no field ${key}`);
+  const answer: Record<string, unknown> = {};
+  for (const [key, example] of Object.entries(template)) {
+    const value = key in values ? values[key] : example;
+    if (value !== undefined) answer[key] = value;
+  }
+  return answer;
+}
+
+/** Cast's times: ISO 8601 UTC to the second. */
+function iso(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 interface Kept {

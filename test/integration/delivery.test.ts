@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { closedPort, jsonResponse } from "../helpers/http.ts";
-import { SEND } from "../helpers/fake-gateway.ts";
+import { CAST, SEND } from "../helpers/fake-gateway.ts";
 
 const startWith = bridgePerTest();
 /** A bridge with "loc-1" installed (token valid for a day). */
@@ -498,9 +498,10 @@ async function gatewayOn(port: number) {
     req.on("data", (chunk: Buffer) => (raw += chunk.toString()));
     req.on("end", () => {
       res.writeHead(200, { "content-type": "application/json" });
-      const delivered = { status: "delivered", dlr_status: "DELIVRD" };
-      if (req.url?.startsWith("/api/v1/sms/logs")) return res.end(JSON.stringify({ success: true, count: 1, logs: [{ id: "cast-back", ...delivered }] }));
-      if (req.method === "GET") return res.end(JSON.stringify({ success: true, message_id: "cast-back", ...delivered }));
+      // Cast's documented answers, for the one message it ever accepts.
+      const logs = { ...CAST.logs, count: 1, logs: [{ ...CAST.logs.logs[1], smpp_message_id: "cast-back" }] };
+      if (req.url?.startsWith("/api/v1/sms/logs")) return res.end(JSON.stringify(logs));
+      if (req.method === "GET") return res.end(JSON.stringify({ ...CAST.status, message_id: "cast-back" }));
       bodies.push(JSON.parse(raw));
       res.end(JSON.stringify({ success: true, message_id: "cast-back", parts: 1 }));
     });

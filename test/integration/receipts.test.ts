@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
-import { LOGS } from "../helpers/fake-gateway.ts";
+import { CAST, castError, LOGS, STATUS } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** Delivery receipts (CONTRACT.md 5.7): Cast's acceptance is not delivery. */
@@ -13,6 +13,16 @@ async function deliver(bridge: Bridge, messageId: string) {
   await waitFor(() => bridge.core.jobs.get(messageId)?.state === "done", 10_000);
   return bridge.crm.statusReports().filter((r) => r.messageId === messageId);
 }
+
+test("a delivered receipt is read from the account's log: no status call", async () => {
+  const bridge = await start();
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.gateway.statusCalls()).toEqual([]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
+});
 
 test("delivered is reported only once the carrier's receipt says so", async () => {
   const bridge = await start();
@@ -47,7 +57,8 @@ test("Cast's own failure after acceptance (credits refunded): reported failed", 
 
   const reports = await deliver(bridge, "m-1");
 
-  expect(reports[0]?.body).toMatchObject({ status: "failed", error: { code: "FAILED", message: expect.stringMatching(/refunded \(FAILED\): route unavailable$/) } });
+  // The log says only that the submission failed; Cast's reason is the status call's.
+  expect(reports[0]?.body).toMatchObject({ status: "failed", error: { code: "FAILED", message: expect.stringMatching(/refunded \(FAILED\)/) } });
 });
 
 test("no final receipt within DLR_WAIT: reported delivered, and the job says no receipt came", async () => {
@@ -61,19 +72,21 @@ test("no final receipt within DLR_WAIT: reported delivered, and the job says no 
   expect(bridge.logs.join("")).toContain("message m-1 of location loc-1: no delivery receipt in time; reported delivered");
 });
 
-test("a log read that fails is tried again, never reported failed", async () => {
+test("a log read that fails: its message is asked for alone; once the log answers, receipts come from it again", async () => {
   const bridge = await start();
   let calls = 0;
-  bridge.gateway.on(LOGS, () =>
-    ++calls <= 2
-      ? jsonResponse({ success: false, error: "oops" }, 500)
-      : jsonResponse({ success: true, count: 1, logs: [{ id: "cast-1", status: "delivered", dlr_status: "DELIVRD" }] }),
-  );
+  // Down until the message has been asked for alone.
+  bridge.gateway.on(LOGS, (req, event) => {
+    calls++;
+    return bridge.gateway.statusCalls().length === 0 ? castError(500, "INTERNAL_ERROR", "internal error") : bridge.gateway.own(LOGS)(req, event);
+  });
 
-  const reports = await deliver(bridge, "m-1");
+  expect((await deliver(bridge, "m-1")).map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.gateway.statusCalls().map((r) => r.path)).toEqual(["/api/v1/sms/status/cast-1"]);
 
-  expect(calls).toBe(3);
-  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect((await deliver(bridge, "m-2")).map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.gateway.statusCalls()).toHaveLength(1);
+  expect(calls).toBeGreaterThanOrEqual(2);
 });
 
 test("DLR_WAIT=0: reported on the gateway's acceptance, no receipt asked for", async () => {
@@ -96,12 +109,110 @@ test("the receipts of many messages come from a few log reads, not a status call
   expect(bridge.gateway.logCalls().length).toBeLessThan(10);
 });
 
-test("a message not on the log's newest page is asked for by itself", async () => {
+test("a message behind the log's newest page is found by paging back: no status call", async () => {
   const bridge = await start();
-  bridge.gateway.on(LOGS, () => jsonResponse({ success: true, count: 500, logs: Array.from({ length: 500 }, (_, i) => ({ id: `other-${i}`, status: "delivered" })) }));
+  // 500 messages sent after it (by another system on the same account) fill the first page.
+  const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
+  const newer = Array.from({ length: 500 }, (_, i) => ({ ...CAST.logs.logs[1], id: 90_000 - i, smpp_message_id: `CASTnewer${i}`, created_at: now }));
+  bridge.gateway.on(LOGS, async (req, event) => {
+    const offset = Number(req.query.get("offset") ?? 0);
+    if (offset < 500) return jsonResponse({ success: true, count: 501, logs: newer.slice(offset) });
+    const query = new URLSearchParams(req.query);
+    query.set("offset", String(offset - 500));
+    const own = (await bridge.gateway.own(LOGS)({ ...req, query }, event)) as Response;
+    const page = (await own.json()) as { count: number };
+    return jsonResponse({ ...page, count: page.count + 500 });
+  });
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.gateway.statusCalls()).toEqual([]);
+  expect(bridge.gateway.logCalls().map((r) => r.query.get("offset"))).toContain("500");
+});
+
+test("a message the log does not list is asked for alone once it is a minute old", async () => {
+  let clock = Date.now();
+  const bridge = await start({ now: () => clock });
+  bridge.gateway.on(LOGS, () => jsonResponse({ ...CAST.logs, count: 0, logs: [] }));
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting");
+  clock += 20; // its first look: the key's log is read from then on
+  await waitFor(() => bridge.gateway.logCalls().length >= 2);
+  expect(bridge.gateway.statusCalls()).toEqual([]);
+
+  clock += 61_000;
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+
+  expect(bridge.gateway.statusCalls().map((r) => r.path)).toEqual(["/api/v1/sms/status/cast-1"]);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+});
+
+test("the log cannot be read: each message is asked for alone", async () => {
+  const bridge = await start();
+  bridge.gateway.on(LOGS, () => castError(503, "SERVICE_UNAVAILABLE", "service unavailable"));
 
   const reports = await deliver(bridge, "m-1");
 
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   expect(bridge.gateway.statusCalls().map((r) => r.path)).toEqual(["/api/v1/sms/status/cast-1"]);
+});
+
+test("at the deadline one last status call: a receipt the log never showed still counts", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" } });
+  // The log shows no receipt; the status call has the carrier's refusal.
+  bridge.gateway.on(LOGS, (req, event) => {
+    bridge.gateway.receipts(() => ({ status: "sent" }));
+    return bridge.gateway.own(LOGS)(req, event);
+  });
+  bridge.gateway.on(STATUS, (req, event) => {
+    bridge.gateway.receipts(() => ({ status: "undelivered", dlr_status: "REJECTD" }));
+    return bridge.gateway.own(STATUS)(req, event);
+  });
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(bridge.gateway.statusCalls()).toHaveLength(1);
+  expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "REJECTD", type: "saas", message: "the carrier rejected the message (REJECTD)" } }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "REJECTD" });
+});
+
+test("a campaign of 650 messages on one key: every receipt settled from paged log reads, no status call", async () => {
+  const bridge = await start({ env: { CAST_MESSAGES_PER_SECOND: "1000", CAST_REQUESTS_PER_SECOND: "1000" }, tuning: { receiptBookMs: 200 } });
+  // No receipt comes until the whole campaign is out; then every 20th is refused.
+  let receipts = false;
+  bridge.gateway.receipts((message) =>
+    !receipts ? { status: "sent" } : Number(message.split("-").at(-1)) % 20 === 0 ? { status: "undelivered", dlr_status: "REJECTD" } : { status: "delivered", dlr_status: "DELIVRD" },
+  );
+  const ids = Array.from({ length: 650 }, (_, i) => `m-${i}`);
+  for (const id of ids) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  await waitFor(() => bridge.gateway.sent().length === 650, 90_000);
+  expect(bridge.crm.statusReports()).toEqual([]);
+
+  receipts = true;
+  await waitFor(() => bridge.crm.statusReports().length === 650, 90_000);
+
+  const reported = new Map(bridge.crm.statusReports().map((r) => [r.messageId, r.body.status]));
+  expect(ids.filter((id, i) => reported.get(id) !== (i % 20 === 0 ? "failed" : "delivered"))).toEqual([]);
+  expect(bridge.gateway.statusCalls()).toEqual([]);
+  expect(bridge.gateway.logCalls().some((r) => Number(r.query.get("offset")) >= 500)).toBe(true);
+  expect(bridge.logs.join("")).not.toContain("[error]");
+}, 240_000);
+
+test("a look 20-60 s after the send is scheduled in whole milliseconds: no error, no back-off", async () => {
+  let clock = Date.now();
+  const bridge = await start({ now: () => clock });
+  bridge.gateway.receipts(() => ({ status: "sent" }));
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting");
+  const nextLook = bridge.core.db.prepare<[string], number>("SELECT next_attempt_at FROM jobs WHERE message_id = ?").pluck();
+  const sentAt = bridge.core.jobs.get("m-1")!.firstSentAt!;
+
+  // (now - sentAt) / 4 is a fraction here: 30,001 ms after the send.
+  clock = sentAt + 30_001;
+  await waitFor(() => nextLook.get("m-1")! > clock || bridge.logs.join("").includes("[error]"));
+
+  expect(bridge.logs.join("")).not.toContain("[error]");
+  expect(Number.isInteger(nextLook.get("m-1"))).toBe(true);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null });
 });

@@ -3,7 +3,7 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
-import type { DeliveryStatus, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
+import type { DeliveryStatus, LogPage, LogQuery, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
 import { exchange } from "./transport.ts";
 
 export interface GatewayOptions {
@@ -118,19 +118,14 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
     },
 
     /**
-     * The newest `limit` (at most 500) messages of the account with their statuses, by
-     * message id (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
+     * One page (at most 500 entries) of the account's log, newest first, with each
+     * message's status (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
      */
-    async logs(apiKey: string, limit = 500): Promise<Map<string, DeliveryStatus>> {
-      const res = await get("logs", "/api/v1/sms/logs", apiKey, { limit, offset: 0 });
-      const logs = (res.body as { logs?: unknown } | undefined)?.logs;
-      if (res.status !== 200 || !Array.isArray(logs)) throw refused("logs call", res);
-      const byId = new Map<string, DeliveryStatus>();
-      for (const entry of logs as Record<string, unknown>[]) {
-        const status = readStatus(entry);
-        if (typeof entry.id === "string" && status) byId.set(entry.id, status);
-      }
-      return byId;
+    async logs(apiKey: string, page: LogQuery): Promise<LogPage> {
+      const res = await get("logs", "/api/v1/sms/logs", apiKey, { limit: page.limit, offset: page.offset });
+      const body = res.body as { logs?: unknown; count?: unknown } | undefined;
+      if (res.status !== 200 || !Array.isArray(body?.logs)) throw refused("logs call", res);
+      return readLogPage(body.logs as unknown[], page, typeof body.count === "number" ? body.count : undefined);
     },
 
     /** Sends one SMS, retrying only what provably did not go out. */
@@ -201,6 +196,42 @@ function readStatus(body: unknown): DeliveryStatus | undefined {
     errorMessage: typeof b.error_message === "string" ? b.error_message : "",
   };
 }
+
+/** A page of Cast's log: each entry's status by the send's message id, and how far back the page reached. */
+function readLogPage(logs: unknown[], page: LogQuery, count: number | undefined): LogPage {
+  const statuses = new Map<string, DeliveryStatus>();
+  let oldestAt: number | undefined;
+  for (const entry of logs as Record<string, unknown>[]) {
+    const status = entry && readLogEntry(entry);
+    // `id` is Cast's row number; the send's message id is `smpp_message_id`.
+    if (typeof entry?.smpp_message_id === "string" && status) statuses.set(entry.smpp_message_id, status);
+    const at = typeof entry?.created_at === "string" ? Date.parse(entry.created_at) : Number.NaN;
+    if (Number.isFinite(at)) oldestAt = Math.min(oldestAt ?? at, at);
+  }
+  const last = logs.length < page.limit || (count !== undefined && page.offset + logs.length >= count);
+  return { statuses, entries: logs.length, oldestAt, last };
+}
+
+/**
+ * A logs entry in the status call's terms. Its `status` is only the submission (`sent`
+ * or `failed`); the carrier's receipt is `dlr_status`, absent until it came.
+ */
+function readLogEntry(entry: Record<string, unknown>): DeliveryStatus | undefined {
+  if (entry.status !== "sent" && entry.status !== "failed") return undefined;
+  const dlrStatus = typeof entry.dlr_status === "string" ? entry.dlr_status : "";
+  const errorMessage = typeof entry.error_message === "string" ? entry.error_message : "";
+  if (entry.status === "failed") return { status: "failed", dlrStatus, errorMessage };
+  return { status: STATUS_OF_DLR[dlrStatus] ?? (dlrStatus ? "pending" : "sent"), dlrStatus, errorMessage };
+}
+
+/** The status call's word for each carrier code; a code not listed is not final. */
+const STATUS_OF_DLR: Record<string, string> = {
+  DELIVRD: "delivered",
+  UNDELIV: "undelivered",
+  REJECTD: "undelivered",
+  EXPIRED: "undelivered",
+  ACCEPTD: "pending",
+};
 
 interface Body {
   success?: unknown;

@@ -11,8 +11,8 @@ export interface SmsGateway {
   send(req: SendRequest): Promise<SendResult>;
   /** A sent message's delivery status. */
   status(apiKey: string, messageId: string): Promise<DeliveryStatus>;
-  /** The newest `limit` messages of the account with their statuses, by message id: many receipts in one call. */
-  logs(apiKey: string, limit?: number): Promise<Map<string, DeliveryStatus>>;
+  /** One page of the account's log, newest first, with each message's status: many receipts in one call. */
+  logs(apiKey: string, page: LogQuery): Promise<LogPage>;
   /** The account's credits: also how a held key is probed. */
   balance(apiKey: string): Promise<number>;
   /** The sender IDs approved on the key's account. */
@@ -42,6 +42,25 @@ export interface DeliveryStatus {
   /** The carrier's code: DELIVRD, REJECTD, UNDELIV, EXPIRED, …; "" when none yet. */
   dlrStatus: string;
   errorMessage: string;
+}
+
+export interface LogQuery {
+  /** Entries on the page (Cast: at most 500). */
+  limit: number;
+  /** Entries skipped from the newest. */
+  offset: number;
+}
+
+/** One page of an account's log. */
+export interface LogPage {
+  /** Each listed message's status, by the message id its send was answered with. */
+  statuses: Map<string, DeliveryStatus>;
+  /** Entries on the page: the next page starts this many further back. */
+  entries: number;
+  /** When the page's oldest entry was sent (ms since the epoch); undefined when no entry says. */
+  oldestAt: number | undefined;
+  /** No older entry follows this page. */
+  last: boolean;
 }
 
 /** A sender ID approved on the account. */
