@@ -21,7 +21,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
         l.company_id,
         l.sender_id || "(default)",
         l.sms_api_key || "(default)",
-        l.off_list ? "off list" : l.approved ? "yes" : "pending",
+        l.off_list ? "off list" : l.unconfirmed ? "unconfirmed" : l.approved ? "yes" : "pending",
         l.expires_at,
         status(l),
       ]);

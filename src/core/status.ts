@@ -52,6 +52,10 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
       if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
       if (l.smsApiKey) return [];
       if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+      if (l.approvedBy === "unconfirmed" && deps.allowedCompanyIds.length === 0) {
+        const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
+        return [{ location_id: l.locationId, reason }];
+      }
       if (sharedRefusal(l, deps.allowedCompanyIds)) {
         return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
       }

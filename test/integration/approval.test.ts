@@ -8,6 +8,7 @@ import { openDb } from "../../src/db/index.ts";
 import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
+import { checkApprovals } from "../../src/core/doctor/approvals.ts";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 
@@ -16,6 +17,25 @@ import { COMPANY_ID } from "../helpers/fake-crm.ts";
 async function callback(bridge: Bridge, code: string) {
   const res = await bridge.fetch(`/oauth-callback?code=${code}`);
   return { status: res.status, body: await res.text() };
+}
+
+/**
+ * A database a bridge made before approvals existed (schema 1), holding one location,
+ * e.g. a stranger's install, migrated to this bridge's schema. Removed with `dirname`.
+ */
+function upgradedFromSchema1(locationId: string, companyId: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), "bridge-upgraded-")), "bridge.db");
+  const old = new Database(path);
+  old.exec(MIGRATIONS[0]!);
+  old.pragma("user_version = 1");
+  old.prepare(
+    "INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES (?, ?, 'at', 'rt', ?, 1, 1)",
+  ).run(locationId, companyId, Date.now() + 86_400_000);
+  old.close();
+  const upgrading = openDb(path, { keepOlderSchema: true });
+  migrate(upgrading);
+  upgrading.close();
+  return path;
 }
 
 async function sendAndWait(bridge: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
@@ -172,18 +192,7 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
   });
 
   test("a stranger's location that the schema-2 upgrade approved does not send on the operator's key", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "bridge-stranger-")), "bridge.db");
-    const old = new Database(path);
-    old.exec(MIGRATIONS[0]!);
-    old.pragma("user_version = 1");
-    old.prepare(
-      "INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES ('loc-s', 'stranger', 'at', 'rt', ?, 1, 1)",
-    ).run(Date.now() + 86_400_000);
-    old.close();
-    const upgrading = openDb(path, { keepOlderSchema: true });
-    migrate(upgrading);
-    upgrading.close();
-
+    const path = upgradedFromSchema1("loc-s", "stranger");
     try {
       const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
       expect(bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, companyId: "stranger" });
@@ -197,10 +206,75 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
     }
   });
 
-  test("without a list, an upgrade's approvals still serve (a bridge run without one keeps working)", async () => {
+  test("with a list, an upgrade's approval of a listed company's location still serves", async () => {
+    const path = upgradedFromSchema1("loc-a", "agencyA");
+    try {
+      const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", DATABASE_PATH: path } });
+      expect(await sendAndWait(bridge, "m-a", { locationId: "loc-a" })).toMatchObject({ outcome: "delivered" });
+      expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
+      await bridge.close();
+    } finally {
+      rmSync(dirname(path), { recursive: true, force: true });
+    }
+  });
+});
+
+describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the operator's confirmation", () => {
+  const startWith = bridgePerTest();
+  const unconfirmed = "location loc-s was approved by a database upgrade, not by the operator: it may not use the shared gateway key until confirmed with `bridge locations approve loc-s`";
+
+  test("its message is reported failed with the command that confirms it, and not sent; status, list and doctor name it; approve, then it sends", async () => {
+    const path = upgradedFromSchema1("loc-s", "stranger");
+    try {
+      const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
+      expect(bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, approvedBy: "unconfirmed" });
+      const refused = await sendAndWait(bridge, "m-phish", { locationId: "loc-s", message: "Your account is locked: http://phish.example" });
+      expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: unconfirmed });
+      expect(bridge.gateway.sent()).toEqual([]);
+      expect(bridge.crm.statusReports()).toMatchObject([{ body: { status: "failed", error: { message: unconfirmed } } }]);
+
+      const status = (await (await bridge.admin("/api/admin/status")).json()) as { needs_attention: unknown[] };
+      expect(status.needs_attention).toEqual([
+        {
+          location_id: "loc-s",
+          reason: "pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with `bridge locations approve loc-s`",
+        },
+      ]);
+      const listed = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: unknown[] };
+      expect(listed.locations).toMatchObject([{ location_id: "loc-s", approved: true, unconfirmed: true, off_list: false }]);
+      const out: string[] = [];
+      const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: bridge.env };
+      expect(await run(["locations", "list"], io)).toBe(0);
+      expect(out.join("").split("\n").find((line) => line.startsWith("loc-s"))).toContain("unconfirmed");
+      expect(checkApprovals(bridge.core.tokens, [])).toEqual([
+        {
+          check: "approvals",
+          status: "warn",
+          detail:
+            "1 location(s) approved by a database upgrade, not by the operator: loc-s (company stranger); without ALLOWED_COMPANY_IDS they may not use " +
+            "SMS_API_KEY or SMS_SENDER_ID until confirmed (their messages are reported failed): confirm the ones you know with " +
+            "`bridge locations approve loc-s`, `bridge locations unapprove` the others",
+        },
+      ]);
+
+      expect(await run(["locations", "approve", "loc-s"], io)).toBe(0);
+      expect(checkApprovals(bridge.core.tokens, [])).toEqual([]);
+      expect(await sendAndWait(bridge, "m-confirmed", { locationId: "loc-s" })).toMatchObject({ outcome: "delivered" });
+      expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY, sender_id: "OPERATOR" }]);
+      await bridge.close();
+    } finally {
+      rmSync(dirname(path), { recursive: true, force: true });
+    }
+  });
+
+  test("approvals given since (an operator's, a listed company's install) are not unconfirmed", async () => {
     const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "" } }, "loc-1");
-    expect(await sendAndWait(bridge, "m-1")).toMatchObject({ outcome: "delivered" });
-    expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
+    await bridge.install("loc-2");
+    bridge.core.tokens.setApproved("loc-2", true, Date.now());
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
+    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true, approvedBy: "operator" });
+    expect(await sendAndWait(bridge, "m-1", { locationId: "loc-1" })).toMatchObject({ outcome: "delivered" });
+    expect(await sendAndWait(bridge, "m-2", { locationId: "loc-2" })).toMatchObject({ outcome: "delivered" });
   });
 });
 
@@ -272,7 +346,7 @@ describe("ids", () => {
   });
 });
 
-test("the migration approves the locations that exist when it ships, and remembers their messages", () => {
+test("the migrations approve the locations that exist when approvals ship, as unconfirmed, and remember their messages", () => {
   const dir = mkdtempSync(join(tmpdir(), "bridge-migrate-"));
   try {
     const path = join(dir, "bridge.db");
@@ -286,7 +360,7 @@ test("the migration approves the locations that exist when it ships, and remembe
     const db = openDb(path, { keepOlderSchema: true });
     try {
       migrate(db);
-      expect(createTokenStore(db).get("loc-old")).toMatchObject({ approved: true, uninstalledAt: 0 });
+      expect(createTokenStore(db).get("loc-old")).toMatchObject({ approved: true, approvedBy: "unconfirmed", uninstalledAt: 0 });
       expect(db.prepare("SELECT message_id FROM seen_messages").pluck().all()).toEqual(["m-old"]);
     } finally {
       db.close();

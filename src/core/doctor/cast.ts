@@ -76,6 +76,10 @@ function senderCheck(config: ResolvedConfig, record: TokenRecord, findings: Map<
     if (!record.approved && config.sms.apiKey) {
       return [warn(name, `pending approval, with no API key of its own: its messages are reported failed; \`bridge locations approve ${record.locationId}\` or give it a key`)];
     }
+    if (config.sms.apiKey && record.approvedBy === "unconfirmed" && config.allowedCompanyIds.length === 0) {
+      const why = "approved by a database upgrade, not by the operator, with no API key of its own: its messages are reported failed";
+      return [warn(name, `${why}; confirm it with \`bridge locations approve ${record.locationId}\`, or give it a key`)];
+    }
     if (config.sms.apiKey) {
       const why = `of company ${record.companyId || "(none)"}, not in ALLOWED_COMPANY_IDS, with no API key of its own: its messages are reported failed`;
       return [warn(name, `${why}; \`bridge locations unapprove ${record.locationId}\`, add the company to ALLOWED_COMPANY_IDS, or give it a key`)];
