@@ -36,7 +36,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
 
   locations
     .command("unapprove <locationId...>")
-    .description("withdraw locations' approval: they send only with a key of their own (a listed company's reinstall approves again)")
+    .description("withdraw locations' approval: they send only with a key of their own (until approved again; a reinstall does not)")
     .option("--json", "machine-readable output")
     .action(approval(io, globals, false, "unapproved", "pending: it may no longer use the global SMS_API_KEY or SMS_SENDER_ID"));
 

@@ -90,7 +90,8 @@ interface Row extends TokenColumns {
  */
 export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined)) {
   // A reinstall keeps the settings and an approval given before, and clears the
-  // uninstalled mark. An operator's approval stays theirs.
+  // uninstalled mark. An operator's unapprove outlasts it (a listed company's install,
+  // or sync reconnecting one, would approve again), and an operator's approval stays theirs.
   const upsert = db.prepare<[NewToken & { now: number; approved: number; approvedBy: ApprovalSource; name: string }]>(`
     INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at, approved, approved_by, location_name)
     VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now, @approved, @approvedBy, @name)
@@ -99,8 +100,8 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
       updated_at = excluded.updated_at, refresh_error = '', refresh_lease_until = 0,
       token_serial = token_serial + 1, uninstalled_at = 0,
-      approved = max(approved, excluded.approved),
-      approved_by = CASE WHEN approved_by = 'operator' OR excluded.approved = 0 THEN approved_by ELSE excluded.approved_by END,
+      approved = CASE WHEN approved_by = 'withdrawn' THEN 0 ELSE max(approved, excluded.approved) END,
+      approved_by = CASE WHEN approved_by IN ('operator', 'withdrawn') OR excluded.approved = 0 THEN approved_by ELSE excluded.approved_by END,
       location_name = CASE WHEN excluded.location_name <> '' THEN excluded.location_name ELSE location_name END`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
@@ -131,7 +132,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   return {
     /**
      * Upsert by location_id; installed_at, sender_id, sms_api_key and an earlier approval
-     * survive a reinstall. `approved`: its company is in
+     * (or an operator's withdrawal) survive a reinstall. `approved`: its company is in
      * ALLOWED_COMPANY_IDS, so it may use the global key from now on.
      */
     save(token: NewToken, now: number, approved = false): void {

@@ -325,6 +325,29 @@ describe("unapprove", () => {
       "approved loc-1: but it stays pending: it belongs to company company-1, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key\n",
     );
   });
+
+  test("an operator's unapprove outlasts a listed agency's reinstall and the sync reconnecting the location; approve lifts it", async () => {
+    const bridge = await startWith({});
+    bridge.crm.installed.ids = ["loc-1"];
+    bridge.crm.grantCompany("code-co");
+    expect((await callback(bridge, "code-co")).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
+
+    expect((await bridge.admin("/api/admin/locations/loc-1/unapprove", { method: "POST" })).status).toBe(200);
+    bridge.core.tokens.markUninstalled("loc-1", Date.now());
+    expect((await bridge.core.sync())[0]?.added).toEqual(["loc-1"]);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false, approvedBy: "withdrawn", uninstalledAt: 0 });
+
+    bridge.crm.grantCompany("code-co-2");
+    expect((await callback(bridge, "code-co-2")).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    const refused = await sendAndWait(bridge, "m-withdrawn", { locationId: "loc-1" });
+    expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved" });
+    expect(bridge.gateway.sent()).toEqual([]);
+
+    expect((await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" })).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "operator" });
+  });
 });
 
 describe("ids", () => {
