@@ -11,6 +11,8 @@ import { createTokenStore } from "../../src/db/tokens.ts";
 import { checkApprovals } from "../../src/core/doctor/approvals.ts";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
+import { SEND } from "../helpers/fake-gateway.ts";
+import { jsonResponse } from "../helpers/http.ts";
 
 /** Who may use the operator's gateway key (CONTRACT.md 12), through real HTTP. */
 
@@ -347,6 +349,27 @@ describe("unapprove", () => {
 
     expect((await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" })).status).toBe(200);
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "operator" });
+  });
+
+  test("unapproved after an attempt with no clear answer (502: the SMS may have left): failed, delivery unknown, not sent again", async () => {
+    const bridge = await startWith({ tuning: { sendBackoffMs: 100 } }, "loc-1");
+    let calls = 0;
+    bridge.gateway.on(SEND, () => {
+      calls += 1;
+      bridge.core.tokens.setApproved("loc-1", false, Date.now());
+      return jsonResponse({ success: false, error: "Bad Gateway" }, 502);
+    });
+
+    const job = await sendAndWait(bridge, "m-unclear");
+
+    expect(calls).toBe(1);
+    expect(job).toMatchObject({
+      outcome: "failed",
+      errorCode: "delivery_unknown",
+      errorMessage:
+        "location loc-1 is not approved to use the shared gateway key, after an attempt that got no clear answer; delivery unknown",
+    });
+    expect(bridge.crm.statusReports()).toMatchObject([{ body: { status: "failed", error: { code: "delivery_unknown" } } }]);
   });
 });
 
