@@ -64,7 +64,7 @@ function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done:
     const [{ withStore }, { setApproval, sharedRefusal }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
     const changed = withStore(io, globals(), (tokens, config) =>
       ids.map((id) => {
-        const change = setApproval(tokens, id, approved, Date.now());
+        const change = setApproval(tokens, id, approved, Date.now(), config.allowedCompanyIds);
         const record = tokens.get(id);
         // An approval the list overrides must not read as done.
         const refusal = approved && record ? sharedRefusal(record, config.allowedCompanyIds) : undefined;

@@ -142,20 +142,29 @@ function view(l: LocationListing, allowedCompanyIds: readonly string[]): Locatio
   };
 }
 
+/** What an approve or unapprove answers: `off_list`, the approval does not count (see LocationView). */
+export interface ApprovalChange {
+  location_id: string;
+  approved: boolean;
+  off_list: boolean;
+}
+
 /**
  * Lets a pending location use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12),
- * or withdraws that: the one code path of `bridge locations approve|unapprove` and
- * `POST …/approve|unapprove`. With ALLOWED_COMPANY_IDS set, an approval counts only for a
- * listed company (`sharedRefusal`).
+ * or withdraws that for good (no reinstall approves it again): the one code path of
+ * `bridge locations approve|unapprove` and `POST …/approve|unapprove`. With
+ * ALLOWED_COMPANY_IDS set, an approval counts only for a listed company (`sharedRefusal`).
  */
 export function setApproval(
   tokens: TokenStore,
   locationId: string,
   approved: boolean,
   now: number,
-): { location_id: string; approved: boolean } {
+  allowedCompanyIds: readonly string[],
+): ApprovalChange {
   if (!tokens.setApproved(locationId, approved, now)) throw notFound(locationId);
-  return { location_id: locationId, approved };
+  const companyId = tokens.companyOf(locationId) ?? "";
+  return { location_id: locationId, approved, off_list: offList({ approved, companyId }, allowedCompanyIds) };
 }
 
 /** Deletes a location's record (token, settings); its messages stay in the log. */

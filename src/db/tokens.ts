@@ -114,6 +114,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   const selectOfCompany = db.prepare<[string], CompanyLocation>(`
     SELECT location_id AS locationId, location_name AS name, uninstalled_at AS uninstalledAt, refresh_error AS refreshError
     FROM tokens WHERE company_id = ? ORDER BY location_id`);
+  const selectCompany = db.prepare<[string], string>("SELECT company_id FROM tokens WHERE location_id = ?").pluck();
   const rename = db.prepare<[{ id: string; name: string }]>(
     "UPDATE tokens SET location_name = @name WHERE location_id = @id AND location_name <> @name",
   );
@@ -163,6 +164,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     /** The company's stored locations, installed or not. */
     ofCompany(companyId: string): CompanyLocation[] {
       return selectOfCompany.all(companyId);
+    },
+    /** The location's company; undefined when the location is unknown. */
+    companyOf(locationId: string): string | undefined {
+      return selectCompany.get(locationId);
     },
     /** Records the location's name in HighLevel (shown in listings only). */
     setName(locationId: string, name: string): void {

@@ -96,7 +96,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
 
     const approve = await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" });
     expect(approve.status).toBe(200);
-    expect(await approve.json()).toEqual({ location_id: "loc-1", approved: true });
+    expect(await approve.json()).toEqual({ location_id: "loc-1", approved: true, off_list: false });
 
     expect(await sendAndWait(bridge, "m-approved")).toMatchObject({ outcome: "delivered" });
     expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY, sender_id: "OPERATOR" }]);
@@ -289,7 +289,7 @@ describe("unapprove", () => {
 
     const res = await bridge.admin("/api/admin/locations/loc-1/unapprove", { method: "POST" });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ location_id: "loc-1", approved: false });
+    expect(await res.json()).toEqual({ location_id: "loc-1", approved: false, off_list: false });
     const after = await sendAndWait(bridge, "m-after");
     expect(after).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: "location loc-1 is not approved to use the shared gateway key" });
     expect(bridge.gateway.sent()).toHaveLength(1);
@@ -313,7 +313,7 @@ describe("unapprove", () => {
     expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: false });
     const json: string[] = [];
     expect(await run(["locations", "approve", "loc-2", "--json"], io(json))).toBe(0);
-    expect(JSON.parse(json.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true }] });
+    expect(JSON.parse(json.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true, off_list: false }] });
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
     expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true });
   });
@@ -326,6 +326,15 @@ describe("unapprove", () => {
     expect(out.join("")).toBe(
       "approved loc-1: but it stays pending: it belongs to company company-1, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key\n",
     );
+  });
+
+  test("approving a location of a company not in ALLOWED_COMPANY_IDS answers off_list, in the admin API and --json", async () => {
+    const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA" } }, "loc-1", "loc-2");
+    const res = await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" });
+    expect(await res.json()).toEqual({ location_id: "loc-1", approved: true, off_list: true });
+    const out: string[] = [];
+    expect(await run(["locations", "approve", "loc-2", "--json"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
+    expect(JSON.parse(out.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true, off_list: true }] });
   });
 
   test("an operator's unapprove outlasts a listed agency's reinstall and the sync reconnecting the location; approve lifts it", async () => {
