@@ -65,18 +65,12 @@ export function sharedRefusal(record: SharedGate, allowedCompanyIds: readonly st
   return `belongs to company ${record.companyId || "(none)"}, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key`;
 }
 
-/** An approval the schema upgrade gave, which (without a list) only an operator's approve makes count. */
-function unconfirmed(record: SharedGate, allowedCompanyIds: readonly string[]): boolean {
+/**
+ * An approval the schema upgrade gave, which (without a list) counts only once an
+ * operator's approve confirms it; with a list, the list decides for it as for any other.
+ */
+export function unconfirmed(record: Pick<SharedGate, "approved" | "approvedBy">, allowedCompanyIds: readonly string[]): boolean {
   return record.approved && record.approvedBy === "unconfirmed" && allowedCompanyIds.length === 0;
-}
-
-function unconfirmedRefusal(locationId: string): string {
-  return `was approved by a database upgrade, not by the operator: it may not use the shared gateway key until confirmed with \`bridge locations approve ${locationId}\``;
-}
-
-/** Approved, but of a company the list leaves out. */
-function offList(record: Pick<SharedGate, "approved" | "companyId">, allowedCompanyIds: readonly string[]): boolean {
-  return record.approved && allowedCompanyIds.length > 0 && !allowedCompanyIds.includes(record.companyId);
 }
 
 /**
@@ -180,4 +174,13 @@ export function getLocationConfig(tokens: TokenStore, locationId: string): Locat
 
 function configView(record: TokenRecord): LocationConfig {
   return { location_id: record.locationId, sender_id: record.senderId, sms_api_key: maskSecret(record.smsApiKey) };
+}
+
+function unconfirmedRefusal(locationId: string): string {
+  return `was approved by a database upgrade, not by the operator: it may not use the shared gateway key until confirmed with \`bridge locations approve ${locationId}\``;
+}
+
+/** Approved, but of a company the list leaves out. */
+function offList(record: Pick<SharedGate, "approved" | "companyId">, allowedCompanyIds: readonly string[]): boolean {
+  return record.approved && allowedCompanyIds.length > 0 && !allowedCompanyIds.includes(record.companyId);
 }

@@ -139,6 +139,9 @@ describe("upgrading the database", () => {
       const doctor = await runBridge(env, e2e.dir, ["doctor"]);
       expect(doctor.stdout).toContain(`warn  approvals: 2 location(s) approved by a database upgrade`);
       expect(doctor.stdout).toContain(command);
+      expect(doctor.stdout).toContain(
+        "warn  sender ID loc-stranger: approved by a database upgrade, not by the operator, with no API key of its own: its messages are reported failed; confirm it with `bridge locations approve loc-stranger`",
+      );
       const status = await runBridge(env, e2e.dir, ["status"]);
       expect(status.stdout).toContain("confirm it with `bridge locations approve loc-stranger`");
 
