@@ -21,7 +21,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
         l.company_id,
         l.sender_id || "(default)",
         l.sms_api_key || "(default)",
-        l.off_list ? "off list" : l.approved ? "yes" : "pending",
+        l.off_list ? "off list" : l.unconfirmed ? "unconfirmed" : l.approved ? "yes" : "pending",
         l.expires_at,
         status(l),
       ]);
@@ -36,7 +36,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
 
   locations
     .command("unapprove <locationId...>")
-    .description("withdraw locations' approval: they send only with a key of their own (a listed company's reinstall approves again)")
+    .description("withdraw locations' approval: they send only with a key of their own (until approved again; a reinstall does not)")
     .option("--json", "machine-readable output")
     .action(approval(io, globals, false, "unapproved", "pending: it may no longer use the global SMS_API_KEY or SMS_SENDER_ID"));
 
@@ -64,7 +64,7 @@ function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done:
     const [{ withStore }, { setApproval, sharedRefusal }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
     const changed = withStore(io, globals(), (tokens, config) =>
       ids.map((id) => {
-        const change = setApproval(tokens, id, approved, Date.now());
+        const change = setApproval(tokens, id, approved, Date.now(), config.allowedCompanyIds);
         const record = tokens.get(id);
         // An approval the list overrides must not read as done.
         const refusal = approved && record ? sharedRefusal(record, config.allowedCompanyIds) : undefined;

@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config.ts";
-import { approvedOffList, offListWarning } from "../core/locations.ts";
+import { approvedOffList, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/locations.ts";
 import { apiKeysInUse } from "../core/status.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
@@ -59,6 +59,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   }
   const offList = approvedOffList(core.tokens, config.allowedCompanyIds);
   if (offList.length > 0) log.warn(offListWarning(offList));
+  const unconfirmed = unconfirmedApprovals(core.tokens, config.allowedCompanyIds);
+  if (unconfirmed.length > 0) log.warn(unconfirmedWarning(unconfirmed));
 
   const signal = await stopped;
   const reload = signal === "SIGHUP" ? " (bridge does not reload its configuration: it stops; start it again to apply changes)" : "";

@@ -16,6 +16,11 @@ export interface LocationView {
   approved: boolean;
   /** Approved, yet ALLOWED_COMPANY_IDS keeps it from the operator's key and sender ID. */
   off_list: boolean;
+  /**
+   * Approved by the schema upgrade, not by an operator: without ALLOWED_COMPANY_IDS it may
+   * not use the operator's key and sender ID until `bridge locations approve` confirms it.
+   */
+  unconfirmed: boolean;
   uninstalled_at: string | null;
 }
 
@@ -43,21 +48,29 @@ export function sendingWith(record: SharedGate & Pick<TokenRecord, "smsApiKey" |
   return { apiKey: record.smsApiKey || defaults.apiKey, senderId: record.senderId || defaults.senderId };
 }
 
-type SharedGate = Pick<TokenRecord, "approved" | "companyId">;
+type SharedGate = Pick<TokenRecord, "locationId" | "approved" | "approvedBy" | "companyId">;
 
 /**
  * Why a location may not use the operator's key and sender ID ("location X …"); undefined:
  * it may. It must be approved and, while ALLOWED_COMPANY_IDS is set, of a listed company,
  * checked at every send: taking a company off the list withdraws it at the next message.
- * The list is the gate for every approval, whoever gave it: schema migration 2 approved
- * every location stored before approvals existed (strangers' installs included), and a
- * database cannot tell those from an operator's, so no approval outlives the list.
- * Without a list, approvals alone decide, so a bridge run without one keeps working.
+ * The list is the gate for every approval, whoever gave it. Without a list, approvals
+ * decide, except the ones schema 2 gave every location stored before approvals existed
+ * (strangers' installs included): those wait for an operator's confirmation.
  */
 export function sharedRefusal(record: SharedGate, allowedCompanyIds: readonly string[]): string | undefined {
   if (!record.approved) return "is not approved to use the shared gateway key";
-  if (allowedCompanyIds.length === 0 || allowedCompanyIds.includes(record.companyId)) return undefined;
+  if (allowedCompanyIds.length === 0) return unconfirmed(record, allowedCompanyIds) ? unconfirmedRefusal(record.locationId) : undefined;
+  if (allowedCompanyIds.includes(record.companyId)) return undefined;
   return `belongs to company ${record.companyId || "(none)"}, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key`;
+}
+
+/**
+ * An approval the schema upgrade gave, which (without a list) counts only once an
+ * operator's approve confirms it; with a list, the list decides for it as for any other.
+ */
+export function unconfirmed(record: Pick<SharedGate, "approved" | "approvedBy">, allowedCompanyIds: readonly string[]): boolean {
+  return record.approved && record.approvedBy === "unconfirmed" && allowedCompanyIds.length === 0;
 }
 
 /**
@@ -65,8 +78,28 @@ export function sharedRefusal(record: SharedGate, allowedCompanyIds: readonly st
  * at start and doctor names. None without a list.
  */
 export function approvedOffList(tokens: TokenStore, allowedCompanyIds: readonly string[]): LocationListing[] {
-  if (allowedCompanyIds.length === 0) return [];
-  return tokens.listings().filter((l) => l.approved && !l.uninstalledAt && sharedRefusal(l, allowedCompanyIds));
+  return tokens.listings().filter((l) => !l.uninstalledAt && offList(l, allowedCompanyIds));
+}
+
+/**
+ * Without a list, the locations whose approval came from the schema upgrade: pending
+ * until an operator confirms them. What `serve` warns about at start and doctor names.
+ */
+export function unconfirmedApprovals(tokens: TokenStore, allowedCompanyIds: readonly string[]): LocationListing[] {
+  return tokens.listings().filter((l) => !l.uninstalledAt && unconfirmed(l, allowedCompanyIds));
+}
+
+/** The warning `serve` logs and doctor shows for `unconfirmedApprovals`' locations: the exact command to confirm them. */
+export function unconfirmedWarning(locations: readonly LocationListing[]): string {
+  const shown = locations.slice(0, 10);
+  const named = shown.map((l) => `${l.locationId} (company ${l.companyId || "(none)"})`);
+  const more = locations.length > 10 ? ` and ${locations.length - 10} more (\`bridge locations list\` shows them as unconfirmed)` : "";
+  return (
+    `${locations.length} location(s) approved by a database upgrade, not by the operator: ${named.join(", ")}${more}; ` +
+    "without ALLOWED_COMPANY_IDS they may not use SMS_API_KEY or SMS_SENDER_ID until confirmed (their messages are reported failed): " +
+    `confirm the ones you know with \`bridge locations approve ${shown.map((l) => l.locationId).join(" ")}\`, ` +
+    "`bridge locations unapprove` the others"
+  );
 }
 
 /** The warning `serve` logs and doctor shows for `approvedOffList`'s locations. */
@@ -97,25 +130,35 @@ function view(l: LocationListing, allowedCompanyIds: readonly string[]): Locatio
     updated_at: l.updatedAt,
     refresh_error: l.refreshError,
     approved: l.approved,
-    off_list: l.approved && sharedRefusal(l, allowedCompanyIds) !== undefined,
+    off_list: offList(l, allowedCompanyIds),
+    unconfirmed: unconfirmed(l, allowedCompanyIds),
     uninstalled_at: l.uninstalledAt,
   };
 }
 
+/** What an approve or unapprove answers: `off_list`, the approval does not count (see LocationView). */
+export interface ApprovalChange {
+  location_id: string;
+  approved: boolean;
+  off_list: boolean;
+}
+
 /**
  * Lets a pending location use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12),
- * or withdraws that: the one code path of `bridge locations approve|unapprove` and
- * `POST …/approve|unapprove`. With ALLOWED_COMPANY_IDS set, an approval counts only for a
- * listed company (`sharedRefusal`).
+ * or withdraws that for good (no reinstall approves it again): the one code path of
+ * `bridge locations approve|unapprove` and `POST …/approve|unapprove`. With
+ * ALLOWED_COMPANY_IDS set, an approval counts only for a listed company (`sharedRefusal`).
  */
 export function setApproval(
   tokens: TokenStore,
   locationId: string,
   approved: boolean,
   now: number,
-): { location_id: string; approved: boolean } {
+  allowedCompanyIds: readonly string[],
+): ApprovalChange {
   if (!tokens.setApproved(locationId, approved, now)) throw notFound(locationId);
-  return { location_id: locationId, approved };
+  const companyId = tokens.companyOf(locationId) ?? "";
+  return { location_id: locationId, approved, off_list: offList({ approved, companyId }, allowedCompanyIds) };
 }
 
 /** Deletes a location's record (token, settings); its messages stay in the log. */
@@ -131,4 +174,13 @@ export function getLocationConfig(tokens: TokenStore, locationId: string): Locat
 
 function configView(record: TokenRecord): LocationConfig {
   return { location_id: record.locationId, sender_id: record.senderId, sms_api_key: maskSecret(record.smsApiKey) };
+}
+
+function unconfirmedRefusal(locationId: string): string {
+  return `was approved by a database upgrade, not by the operator: it may not use the shared gateway key until confirmed with \`bridge locations approve ${locationId}\``;
+}
+
+/** Approved, but of a company the list leaves out. */
+function offList(record: Pick<SharedGate, "approved" | "companyId">, allowedCompanyIds: readonly string[]): boolean {
+  return record.approved && allowedCompanyIds.length > 0 && !allowedCompanyIds.includes(record.companyId);
 }

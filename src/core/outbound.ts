@@ -140,6 +140,10 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   if (parts > deps.maxParts) return { result: failed("too_many_parts", `${parts} parts; at most ${deps.maxParts} allowed`) };
   const { apiKey, senderId } = sendingWith(record, deps.defaults);
   const refusal = !record.smsApiKey && deps.defaults.apiKey ? sharedRefusal(record, deps.defaults.allowedCompanyIds) : undefined;
+  // After an attempt with no clear answer the SMS may have left: not a plain failure.
+  if (refusal && job.firstSentAt !== null) {
+    return { result: failed("delivery_unknown", `location ${locationId} ${refusal}, after an attempt that got no clear answer; delivery unknown`) };
+  }
   if (refusal) return { result: failed("not_approved", `location ${locationId} ${refusal}`) };
   if (!apiKey) return { result: failed("no_api_key", "no SMS gateway API key: set SMS_API_KEY or this location's sms_api_key") };
   // Keys are checked when set; one stored before that check could not travel in a header.

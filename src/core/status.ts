@@ -3,7 +3,7 @@ import type { MessageLog, MessageStatus } from "../db/messages.ts";
 import { MEND_SEALED } from "../db/sealer.ts";
 import type { TokenStore } from "../db/tokens.ts";
 import { iso } from "./duration.ts";
-import { sharedRefusal } from "./locations.ts";
+import { sharedRefusal, unconfirmed } from "./locations.ts";
 
 /** `bridge status` and `GET /api/admin/status` (CONTRACT.md 8). Times are ISO 8601. */
 export interface StatusView {
@@ -52,6 +52,10 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
       if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
       if (l.smsApiKey) return [];
       if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+      if (unconfirmed(l, deps.allowedCompanyIds)) {
+        const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
+        return [{ location_id: l.locationId, reason }];
+      }
       if (sharedRefusal(l, deps.allowedCompanyIds)) {
         return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
       }

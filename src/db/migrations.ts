@@ -145,4 +145,14 @@ export const MIGRATIONS: readonly string[] = [
   -- The location's name in HighLevel, when known (from /oauth/installedLocations).
   ALTER TABLE tokens ADD COLUMN location_name TEXT NOT NULL DEFAULT '';
   `,
+  `
+  -- Where a location's approval came from: 'operator' (bridge locations approve),
+  -- 'allowlist' (an install of a company in ALLOWED_COMPANY_IDS), 'withdrawn' (bridge
+  -- locations unapprove: reinstalls and sync keep it), '' (never approved). The approvals
+  -- stored before this are 'unconfirmed': schema 2 approved every location it found,
+  -- strangers' installs included, and nothing since tells those from an operator's.
+  ALTER TABLE tokens ADD COLUMN approved_by TEXT NOT NULL DEFAULT ''
+    CHECK (approved_by IN ('', 'operator', 'allowlist', 'unconfirmed', 'withdrawn'));
+  UPDATE tokens SET approved_by = 'unconfirmed' WHERE approved = 1;
+  `,
 ];

@@ -2,6 +2,14 @@ import { createTokenRows, tokenFields, type TokenColumns, type TokenFields } fro
 import { createSealer, SealError, type SealContext, type Sealer } from "./sealer.ts";
 import type { Db } from "./index.ts";
 
+/**
+ * Where an approval came from: an operator's `locations approve`, an install of a company
+ * in ALLOWED_COMPANY_IDS, or schema 2, which approved every location stored before
+ * approvals existed ('unconfirmed': strangers' installs included). 'withdrawn': an
+ * operator's `locations unapprove`, which no install lifts. '': never approved.
+ */
+export type ApprovalSource = "" | "operator" | "allowlist" | "unconfirmed" | "withdrawn";
+
 /** One CRM location's token record (spec 2.1). Times are ms since the epoch. */
 export interface TokenRecord extends TokenFields {
   locationId: string;
@@ -12,6 +20,7 @@ export interface TokenRecord extends TokenFields {
   smsApiKey: string;
   /** May use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12). */
   approved: boolean;
+  approvedBy: ApprovalSource;
   /** When HighLevel confirmed the app uninstalled from it; 0 while installed. */
   uninstalledAt: number;
   /** The location's name in HighLevel; "" when not known. */
@@ -39,6 +48,7 @@ export interface LocationListing {
   refreshError: string;
   /** May use the global SMS_API_KEY and SMS_SENDER_ID. */
   approved: boolean;
+  approvedBy: ApprovalSource;
   /** When the app was uninstalled from it; null while installed. */
   uninstalledAt: string | null;
 }
@@ -69,6 +79,7 @@ interface Row extends TokenColumns {
   sender_id: string;
   sms_api_key: string;
   approved: number;
+  approved_by: ApprovalSource;
   uninstalled_at: number;
   location_name: string;
 }
@@ -79,31 +90,37 @@ interface Row extends TokenColumns {
  */
 export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined)) {
   // A reinstall keeps the settings and an approval given before, and clears the
-  // uninstalled mark.
-  const upsert = db.prepare<[NewToken & { now: number; approved: number; name: string }]>(`
-    INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at, approved, location_name)
-    VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now, @approved, @name)
+  // uninstalled mark. An operator's unapprove outlasts it (a listed company's install,
+  // or sync reconnecting one, would approve again), and an operator's approval stays theirs.
+  const upsert = db.prepare<[NewToken & { now: number; approved: number; approvedBy: ApprovalSource; name: string }]>(`
+    INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at, approved, approved_by, location_name)
+    VALUES (@locationId, @companyId, @accessToken, @refreshToken, @expiresAt, @now, @now, @approved, @approvedBy, @name)
     ON CONFLICT (location_id) DO UPDATE SET
       company_id = excluded.company_id, access_token = excluded.access_token,
       refresh_token = excluded.refresh_token, expires_at = excluded.expires_at,
       updated_at = excluded.updated_at, refresh_error = '', refresh_lease_until = 0,
-      token_serial = token_serial + 1, approved = max(approved, excluded.approved), uninstalled_at = 0,
+      token_serial = token_serial + 1, uninstalled_at = 0,
+      approved = CASE WHEN approved_by = 'withdrawn' THEN 0 ELSE max(approved, excluded.approved) END,
+      approved_by = CASE WHEN approved_by IN ('operator', 'withdrawn') OR excluded.approved = 0 THEN approved_by ELSE excluded.approved_by END,
       location_name = CASE WHEN excluded.location_name <> '' THEN excluded.location_name ELSE location_name END`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
   const selectListings = db.prepare<[], LocationListing>(`
     SELECT location_id AS locationId, location_name AS name, company_id AS companyId, sender_id AS senderId,
       sms_api_key AS smsApiKey, ${isoTime("expires_at")} AS expiresAt, ${isoTime("installed_at")} AS installedAt,
-      ${isoTime("updated_at")} AS updatedAt, refresh_error AS refreshError, approved,
+      ${isoTime("updated_at")} AS updatedAt, refresh_error AS refreshError, approved, approved_by AS approvedBy,
       CASE WHEN uninstalled_at > 0 THEN ${isoTime("uninstalled_at")} END AS uninstalledAt
     FROM tokens ORDER BY location_id`);
   const selectOfCompany = db.prepare<[string], CompanyLocation>(`
     SELECT location_id AS locationId, location_name AS name, uninstalled_at AS uninstalledAt, refresh_error AS refreshError
     FROM tokens WHERE company_id = ? ORDER BY location_id`);
+  const selectCompany = db.prepare<[string], string>("SELECT company_id FROM tokens WHERE location_id = ?").pluck();
   const rename = db.prepare<[{ id: string; name: string }]>(
     "UPDATE tokens SET location_name = @name WHERE location_id = @id AND location_name <> @name",
   );
-  const approve = db.prepare<[number, number, string]>("UPDATE tokens SET approved = ?, updated_at = ? WHERE location_id = ?");
+  const approve = db.prepare<[number, ApprovalSource, number, string]>(
+    "UPDATE tokens SET approved = ?, approved_by = ?, updated_at = ? WHERE location_id = ?",
+  );
   const uninstalled = db.prepare<[number, number, string]>(
     "UPDATE tokens SET uninstalled_at = ?, updated_at = ? WHERE location_id = ? AND uninstalled_at = 0",
   );
@@ -116,7 +133,8 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
   return {
     /**
      * Upsert by location_id; installed_at, sender_id, sms_api_key and an earlier approval
-     * survive a reinstall. `approved`: the location may use the global key from now on.
+     * (or an operator's withdrawal) survive a reinstall. `approved`: its company is in
+     * ALLOWED_COMPANY_IDS, so it may use the global key from now on.
      */
     save(token: NewToken, now: number, approved = false): void {
       if (!token.locationId) throw new Error("refusing to store a token record without a location_id");
@@ -125,7 +143,8 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
         accessToken: sealer.seal(token.accessToken, sealedIn("access_token", locationId)),
         refreshToken: sealer.seal(token.refreshToken, sealedIn("refresh_token", locationId)),
       };
-      upsert.run({ ...token, ...sealed, now, approved: approved ? 1 : 0, name: token.name ?? "" });
+      const approvedBy: ApprovalSource = approved ? "allowlist" : "";
+      upsert.run({ ...token, ...sealed, now, approved: approved ? 1 : 0, approvedBy, name: token.name ?? "" });
     },
     get(locationId: string): TokenRecord | undefined {
       const row = selectOne.get(locationId);
@@ -146,13 +165,17 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     ofCompany(companyId: string): CompanyLocation[] {
       return selectOfCompany.all(companyId);
     },
+    /** The location's company; undefined when the location is unknown. */
+    companyOf(locationId: string): string | undefined {
+      return selectCompany.get(locationId);
+    },
     /** Records the location's name in HighLevel (shown in listings only). */
     setName(locationId: string, name: string): void {
       if (name) rename.run({ id: locationId, name });
     },
-    /** Lets the location use the global key and sender ID, or withdraws that; false when it is unknown. */
+    /** An operator lets the location use the global key and sender ID, or withdraws that; false when it is unknown. */
     setApproved(locationId: string, approved: boolean, now: number): boolean {
-      return approve.run(approved ? 1 : 0, now, locationId).changes > 0;
+      return approve.run(approved ? 1 : 0, approved ? "operator" : "withdrawn", now, locationId).changes > 0;
     },
     /** Marks the app uninstalled from the location, keeping its record; false if unknown or already marked. */
     markUninstalled(locationId: string, now: number): boolean {
@@ -206,6 +229,7 @@ function fromRow(row: Row, sealer: Sealer): TokenRecord {
     senderId: row.sender_id,
     smsApiKey: sealer.open(row.sms_api_key, sealedIn("sms_api_key", row.location_id)),
     approved: row.approved === 1,
+    approvedBy: row.approved_by,
     uninstalledAt: row.uninstalled_at,
     name: row.location_name,
   };

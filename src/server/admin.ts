@@ -40,7 +40,7 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
   for (const [action, approved] of [["approve", true], ["unapprove", false]] as const) {
     app.post(`/api/admin/locations/:locationId/${action}`, (event) => {
       auth(event);
-      return setApproval(core.tokens, locationParam(event), approved, core.now());
+      return setApproval(core.tokens, locationParam(event), approved, core.now(), core.config.allowedCompanyIds);
     });
   }
 

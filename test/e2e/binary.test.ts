@@ -57,7 +57,7 @@ describe("dist/bridge, as an operator runs it", () => {
 
   test("locations approve: approves a known location, refuses an unknown one (1) and a malformed id (2)", async () => {
     const ok = await bridge("locations", "approve", "loc-1", "--json");
-    expect(ok).toMatchObject({ code: 0, stdout: `${JSON.stringify({ locations: [{ location_id: "loc-1", approved: true }] }, null, 2)}\n` });
+    expect(ok).toMatchObject({ code: 0, stdout: `${JSON.stringify({ locations: [{ location_id: "loc-1", approved: true, off_list: false }] }, null, 2)}\n` });
     const listed = JSON.parse((await bridge("locations", "list", "--json")).stdout) as { locations: { approved: boolean }[] };
     expect(listed.locations).toMatchObject([{ approved: true }]);
     expect(await bridge("locations", "approve", "loc-9")).toMatchObject({ code: 1, stderr: "bridge: location not found: loc-9\n" });

@@ -122,6 +122,52 @@ describe("upgrading the database", () => {
     }
   });
 
+  test("without ALLOWED_COMPANY_IDS, the locations the upgrade approved wait for the operator: serve, doctor and status name them with the command, and a stranger's text does not go", async () => {
+    const path = oldDatabase("unconfirmed.db", 1);
+    const db = new Database(path);
+    db.prepare(
+      "INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES ('loc-stranger', 'stranger-co', 'at', 'rt', ?, 1, 1)",
+    ).run(Date.now() + 86_400_000);
+    db.close();
+    const env: Record<string, string> = { ...e2e.env, DATABASE_PATH: path, SMS_SENDER_ID: "OPERATOR", ALLOWED_COMPANY_IDS: "" };
+    const server = await startServe(env, e2e.dir);
+    try {
+      const command = "`bridge locations approve loc-old loc-stranger`";
+      const warning = `[warn] 2 location(s) approved by a database upgrade, not by the operator: loc-old (company company-1), loc-stranger (company stranger-co);`;
+      await waitFor(() => server.log.includes(warning));
+      expect(server.log).toContain(`confirm the ones you know with ${command}, \`bridge locations unapprove\` the others`);
+      const doctor = await runBridge(env, e2e.dir, ["doctor"]);
+      expect(doctor.stdout).toContain(`warn  approvals: 2 location(s) approved by a database upgrade`);
+      expect(doctor.stdout).toContain(command);
+      expect(doctor.stdout).toContain(
+        "warn  sender ID loc-stranger: approved by a database upgrade, not by the operator, with no API key of its own: its messages are reported failed; confirm it with `bridge locations approve loc-stranger`",
+      );
+      const status = await runBridge(env, e2e.dir, ["status"]);
+      expect(status.stdout).toContain("confirm it with `bridge locations approve loc-stranger`");
+
+      const res = await e2e.webhook(server.url, outbound("m-phish-2", { locationId: "loc-stranger", message: "Your account is locked: http://phish.example" }));
+      expect(res.status).toBe(200);
+      const [report] = await waitFor(() => nonEmpty(e2e.crm.statusReports().filter((r) => r.messageId === "m-phish-2")));
+      expect(report?.body).toMatchObject({
+        status: "failed",
+        error: {
+          message:
+            "location loc-stranger was approved by a database upgrade, not by the operator: it may not use the shared gateway key until confirmed with `bridge locations approve loc-stranger`",
+        },
+      });
+      expect(e2e.gateway.sent().filter((m) => m.message.includes("phish"))).toEqual([]);
+
+      // The operator confirms the location they know; it sends on their key again.
+      expect((await runBridge(env, e2e.dir, ["locations", "approve", "loc-old"])).code).toBe(0);
+      expect((await e2e.webhook(server.url, outbound("m-known", { locationId: "loc-old" }))).status).toBe(200);
+      await waitFor(() => nonEmpty(e2e.crm.statusReports().filter((r) => r.messageId === "m-known")));
+      expect(e2e.gateway.sent().filter((m) => m.message === "hello m-known")).toMatchObject([{ apiKey: env.SMS_API_KEY, sender_id: "OPERATOR" }]);
+    } finally {
+      server.child.kill("SIGTERM");
+      await exited(server.child);
+    }
+  });
+
   test("a new database needs no backup", async () => {
     const path = join(e2e.dir, "fresh.db");
     const server = await startServe({ ...e2e.env, DATABASE_PATH: path }, e2e.dir);

@@ -8,14 +8,36 @@ import { openDb } from "../../src/db/index.ts";
 import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
+import { checkApprovals } from "../../src/core/doctor/approvals.ts";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
+import { SEND } from "../helpers/fake-gateway.ts";
+import { jsonResponse } from "../helpers/http.ts";
 
 /** Who may use the operator's gateway key (CONTRACT.md 12), through real HTTP. */
 
 async function callback(bridge: Bridge, code: string) {
   const res = await bridge.fetch(`/oauth-callback?code=${code}`);
   return { status: res.status, body: await res.text() };
+}
+
+/**
+ * A database a bridge made before approvals existed (schema 1), holding one location,
+ * e.g. a stranger's install, migrated to this bridge's schema. Removed with `dirname`.
+ */
+function upgradedFromSchema1(locationId: string, companyId: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), "bridge-upgraded-")), "bridge.db");
+  const old = new Database(path);
+  old.exec(MIGRATIONS[0]!);
+  old.pragma("user_version = 1");
+  old.prepare(
+    "INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES (?, ?, 'at', 'rt', ?, 1, 1)",
+  ).run(locationId, companyId, Date.now() + 86_400_000);
+  old.close();
+  const upgrading = openDb(path, { keepOlderSchema: true });
+  migrate(upgrading);
+  upgrading.close();
+  return path;
 }
 
 async function sendAndWait(bridge: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
@@ -74,7 +96,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
 
     const approve = await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" });
     expect(approve.status).toBe(200);
-    expect(await approve.json()).toEqual({ location_id: "loc-1", approved: true });
+    expect(await approve.json()).toEqual({ location_id: "loc-1", approved: true, off_list: false });
 
     expect(await sendAndWait(bridge, "m-approved")).toMatchObject({ outcome: "delivered" });
     expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY, sender_id: "OPERATOR" }]);
@@ -172,18 +194,7 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
   });
 
   test("a stranger's location that the schema-2 upgrade approved does not send on the operator's key", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "bridge-stranger-")), "bridge.db");
-    const old = new Database(path);
-    old.exec(MIGRATIONS[0]!);
-    old.pragma("user_version = 1");
-    old.prepare(
-      "INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at, updated_at) VALUES ('loc-s', 'stranger', 'at', 'rt', ?, 1, 1)",
-    ).run(Date.now() + 86_400_000);
-    old.close();
-    const upgrading = openDb(path, { keepOlderSchema: true });
-    migrate(upgrading);
-    upgrading.close();
-
+    const path = upgradedFromSchema1("loc-s", "stranger");
     try {
       const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
       expect(bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, companyId: "stranger" });
@@ -197,10 +208,75 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
     }
   });
 
-  test("without a list, an upgrade's approvals still serve (a bridge run without one keeps working)", async () => {
+  test("with a list, an upgrade's approval of a listed company's location still serves", async () => {
+    const path = upgradedFromSchema1("loc-a", "agencyA");
+    try {
+      const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", DATABASE_PATH: path } });
+      expect(await sendAndWait(bridge, "m-a", { locationId: "loc-a" })).toMatchObject({ outcome: "delivered" });
+      expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
+      await bridge.close();
+    } finally {
+      rmSync(dirname(path), { recursive: true, force: true });
+    }
+  });
+});
+
+describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the operator's confirmation", () => {
+  const startWith = bridgePerTest();
+  const unconfirmed = "location loc-s was approved by a database upgrade, not by the operator: it may not use the shared gateway key until confirmed with `bridge locations approve loc-s`";
+
+  test("its message is reported failed with the command that confirms it, and not sent; status, list and doctor name it; approve, then it sends", async () => {
+    const path = upgradedFromSchema1("loc-s", "stranger");
+    try {
+      const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
+      expect(bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, approvedBy: "unconfirmed" });
+      const refused = await sendAndWait(bridge, "m-phish", { locationId: "loc-s", message: "Your account is locked: http://phish.example" });
+      expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: unconfirmed });
+      expect(bridge.gateway.sent()).toEqual([]);
+      expect(bridge.crm.statusReports()).toMatchObject([{ body: { status: "failed", error: { message: unconfirmed } } }]);
+
+      const status = (await (await bridge.admin("/api/admin/status")).json()) as { needs_attention: unknown[] };
+      expect(status.needs_attention).toEqual([
+        {
+          location_id: "loc-s",
+          reason: "pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with `bridge locations approve loc-s`",
+        },
+      ]);
+      const listed = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: unknown[] };
+      expect(listed.locations).toMatchObject([{ location_id: "loc-s", approved: true, unconfirmed: true, off_list: false }]);
+      const out: string[] = [];
+      const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: bridge.env };
+      expect(await run(["locations", "list"], io)).toBe(0);
+      expect(out.join("").split("\n").find((line) => line.startsWith("loc-s"))).toContain("unconfirmed");
+      expect(checkApprovals(bridge.core.tokens, [])).toEqual([
+        {
+          check: "approvals",
+          status: "warn",
+          detail:
+            "1 location(s) approved by a database upgrade, not by the operator: loc-s (company stranger); without ALLOWED_COMPANY_IDS they may not use " +
+            "SMS_API_KEY or SMS_SENDER_ID until confirmed (their messages are reported failed): confirm the ones you know with " +
+            "`bridge locations approve loc-s`, `bridge locations unapprove` the others",
+        },
+      ]);
+
+      expect(await run(["locations", "approve", "loc-s"], io)).toBe(0);
+      expect(checkApprovals(bridge.core.tokens, [])).toEqual([]);
+      expect(await sendAndWait(bridge, "m-confirmed", { locationId: "loc-s" })).toMatchObject({ outcome: "delivered" });
+      expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY, sender_id: "OPERATOR" }]);
+      await bridge.close();
+    } finally {
+      rmSync(dirname(path), { recursive: true, force: true });
+    }
+  });
+
+  test("approvals given since (an operator's, a listed company's install) are not unconfirmed", async () => {
     const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "" } }, "loc-1");
-    expect(await sendAndWait(bridge, "m-1")).toMatchObject({ outcome: "delivered" });
-    expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
+    await bridge.install("loc-2");
+    bridge.core.tokens.setApproved("loc-2", true, Date.now());
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
+    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true, approvedBy: "operator" });
+    expect(await sendAndWait(bridge, "m-1", { locationId: "loc-1" })).toMatchObject({ outcome: "delivered" });
+    expect(await sendAndWait(bridge, "m-2", { locationId: "loc-2" })).toMatchObject({ outcome: "delivered" });
   });
 });
 
@@ -213,7 +289,7 @@ describe("unapprove", () => {
 
     const res = await bridge.admin("/api/admin/locations/loc-1/unapprove", { method: "POST" });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ location_id: "loc-1", approved: false });
+    expect(await res.json()).toEqual({ location_id: "loc-1", approved: false, off_list: false });
     const after = await sendAndWait(bridge, "m-after");
     expect(after).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: "location loc-1 is not approved to use the shared gateway key" });
     expect(bridge.gateway.sent()).toHaveLength(1);
@@ -237,7 +313,7 @@ describe("unapprove", () => {
     expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: false });
     const json: string[] = [];
     expect(await run(["locations", "approve", "loc-2", "--json"], io(json))).toBe(0);
-    expect(JSON.parse(json.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true }] });
+    expect(JSON.parse(json.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true, off_list: false }] });
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
     expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true });
   });
@@ -250,6 +326,59 @@ describe("unapprove", () => {
     expect(out.join("")).toBe(
       "approved loc-1: but it stays pending: it belongs to company company-1, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key\n",
     );
+  });
+
+  test("approving a location of a company not in ALLOWED_COMPANY_IDS answers off_list, in the admin API and --json", async () => {
+    const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA" } }, "loc-1", "loc-2");
+    const res = await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" });
+    expect(await res.json()).toEqual({ location_id: "loc-1", approved: true, off_list: true });
+    const out: string[] = [];
+    expect(await run(["locations", "approve", "loc-2", "--json"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
+    expect(JSON.parse(out.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true, off_list: true }] });
+  });
+
+  test("an operator's unapprove outlasts a listed agency's reinstall and the sync reconnecting the location; approve lifts it", async () => {
+    const bridge = await startWith({});
+    bridge.crm.installed.ids = ["loc-1"];
+    bridge.crm.grantCompany("code-co");
+    expect((await callback(bridge, "code-co")).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
+
+    expect((await bridge.admin("/api/admin/locations/loc-1/unapprove", { method: "POST" })).status).toBe(200);
+    bridge.core.tokens.markUninstalled("loc-1", Date.now());
+    expect((await bridge.core.sync())[0]?.added).toEqual(["loc-1"]);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false, approvedBy: "withdrawn", uninstalledAt: 0 });
+
+    bridge.crm.grantCompany("code-co-2");
+    expect((await callback(bridge, "code-co-2")).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    const refused = await sendAndWait(bridge, "m-withdrawn", { locationId: "loc-1" });
+    expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved" });
+    expect(bridge.gateway.sent()).toEqual([]);
+
+    expect((await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" })).status).toBe(200);
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "operator" });
+  });
+
+  test("unapproved after an attempt with no clear answer (502: the SMS may have left): failed, delivery unknown, not sent again", async () => {
+    const bridge = await startWith({ tuning: { sendBackoffMs: 100 } }, "loc-1");
+    let calls = 0;
+    bridge.gateway.on(SEND, () => {
+      calls += 1;
+      bridge.core.tokens.setApproved("loc-1", false, Date.now());
+      return jsonResponse({ success: false, error: "Bad Gateway" }, 502);
+    });
+
+    const job = await sendAndWait(bridge, "m-unclear");
+
+    expect(calls).toBe(1);
+    expect(job).toMatchObject({
+      outcome: "failed",
+      errorCode: "delivery_unknown",
+      errorMessage:
+        "location loc-1 is not approved to use the shared gateway key, after an attempt that got no clear answer; delivery unknown",
+    });
+    expect(bridge.crm.statusReports()).toMatchObject([{ body: { status: "failed", error: { code: "delivery_unknown" } } }]);
   });
 });
 
@@ -272,7 +401,7 @@ describe("ids", () => {
   });
 });
 
-test("the migration approves the locations that exist when it ships, and remembers their messages", () => {
+test("the migrations approve the locations that exist when approvals ship, as unconfirmed, and remember their messages", () => {
   const dir = mkdtempSync(join(tmpdir(), "bridge-migrate-"));
   try {
     const path = join(dir, "bridge.db");
@@ -286,7 +415,7 @@ test("the migration approves the locations that exist when it ships, and remembe
     const db = openDb(path, { keepOlderSchema: true });
     try {
       migrate(db);
-      expect(createTokenStore(db).get("loc-old")).toMatchObject({ approved: true, uninstalledAt: 0 });
+      expect(createTokenStore(db).get("loc-old")).toMatchObject({ approved: true, approvedBy: "unconfirmed", uninstalledAt: 0 });
       expect(db.prepare("SELECT message_id FROM seen_messages").pluck().all()).toEqual(["m-old"]);
     } finally {
       db.close();

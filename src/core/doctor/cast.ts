@@ -1,5 +1,5 @@
 import type { TokenRecord } from "../../db/tokens.ts";
-import { sendingWith } from "../locations.ts";
+import { sendingWith, unconfirmed } from "../locations.ts";
 import type { SenderId, SmsGateway } from "../clients/gateway.ts";
 import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
@@ -75,6 +75,10 @@ function senderCheck(config: ResolvedConfig, record: TokenRecord, findings: Map<
   if (!apiKey) {
     if (!record.approved && config.sms.apiKey) {
       return [warn(name, `pending approval, with no API key of its own: its messages are reported failed; \`bridge locations approve ${record.locationId}\` or give it a key`)];
+    }
+    if (config.sms.apiKey && unconfirmed(record, config.allowedCompanyIds)) {
+      const why = "approved by a database upgrade, not by the operator, with no API key of its own: its messages are reported failed";
+      return [warn(name, `${why}; confirm it with \`bridge locations approve ${record.locationId}\`, or give it a key`)];
     }
     if (config.sms.apiKey) {
       const why = `of company ${record.companyId || "(none)"}, not in ALLOWED_COMPANY_IDS, with no API key of its own: its messages are reported failed`;
