@@ -1,18 +1,15 @@
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { fixture } from "./fixtures.ts";
 import { jsonResponse, startFake, type Recorded } from "./http.ts";
 
 export const COMPANY_ID = "company-1";
 
-/** The fixtures' folder: `shared/fixtures/highlevel` beside the repository (or its worktrees' folder). */
-const FIXTURES = findUp(import.meta.dirname, join("shared", "fixtures", "highlevel"));
-
 /**
- * HighLevel's documented answers, as ../shared/fixtures/highlevel holds them (its
- * README names each one's source, and where HighLevel contradicts itself).
+ * HighLevel's documented answers, as ../shared/fixtures/highlevel holds them (copied to
+ * test/fixtures/highlevel; its README names each one's source, and where HighLevel
+ * contradicts itself).
  */
 export function highlevelFixture(name: string): Record<string, unknown> {
-  return JSON.parse(readFileSync(join(FIXTURES, `${name}.json`), "utf8")) as Record<string, unknown>;
+  return fixture("highlevel", `${name}.json`);
 }
 
 /** A request body's fields, read as its Content-Type says: a form or JSON. */
@@ -202,12 +199,5 @@ function bodyFields(req: Recorded): Record<string, unknown> {
     return fieldsOf(req);
   } catch {
     return {};
-  }
-}
-
-function findUp(from: string, path: string): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, path))) return join(dir, path);
-    if (dirname(dir) === dir) throw new Error(`no ${path} above ${from}`);
   }
 }

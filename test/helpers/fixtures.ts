@@ -1,27 +1,16 @@
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
 /**
- * The documented example answers of the services bridge talks to: `../shared/fixtures`
- * beside the repository (CAST_API.md's examples, field for field). A worktree sits one
- * level deeper, so the nearest `shared/fixtures` up the tree is taken; BRIDGE_FIXTURES
- * names another place.
+ * The documented example answers of the services bridge talks to: `test/fixtures/`, a
+ * copy of the team's `../shared/fixtures` (CAST_API.md's and HighLevel's examples, field
+ * for field, each folder's README naming its sources), kept in the repository so that a
+ * clone runs its tests alone. `fixtures.test.ts` holds the copy to `../shared/fixtures`
+ * wherever that folder is beside the repository.
  */
-export const FIXTURES = findFixtures();
+export const FIXTURES = join(import.meta.dirname, "..", "fixtures");
 
 /** One fixture, parsed: e.g. `fixture("cast", "logs-200.json")`. */
 export function fixture<T = Record<string, unknown>>(service: "cast" | "highlevel" | "android", name: string): T {
   return JSON.parse(readFileSync(join(FIXTURES, service, name), "utf8")) as T;
-}
-
-function findFixtures(): string {
-  if (process.env.BRIDGE_FIXTURES) return resolve(process.env.BRIDGE_FIXTURES);
-  const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-  for (let dir = dirname(repo); ; dir = dirname(dir)) {
-    const candidate = join(dir, "shared", "fixtures");
-    if (existsSync(join(candidate, "cast"))) return candidate;
-    if (dirname(dir) === dir) break;
-  }
-  throw new Error(`no shared/fixtures above ${repo}: the services' documented answers live in ../shared/fixtures (or set BRIDGE_FIXTURES)`);
 }
