@@ -36,7 +36,7 @@ export type TokenService = ReturnType<typeof createTokenService>;
  */
 export function createTokenService(deps: TokenServiceDeps) {
   const { tokens, crm, companyTokens, companies, now } = deps;
-  const { validToken, refresh } = createRefresher<TokenRecord>({
+  const { validToken, refresh, confirm } = createRefresher<TokenRecord>({
     ...deps,
     store: tokens,
     grant: (record) => (record.refreshToken ? crm.refreshToken(record.refreshToken, "Location") : throughCompany(record)),
@@ -69,6 +69,8 @@ export function createTokenService(deps: TokenServiceDeps) {
     validToken,
     /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`), even a token refused before. */
     refresh,
+    /** A forced refresh that asks HighLevel itself now, or undefined (refresh.ts). */
+    confirm,
     /**
      * The CRM answered 401 to `accessToken`: fetch a new one. Not when the location
      * already holds a newer one, nor more than once in RENEW_401_MS per location:
