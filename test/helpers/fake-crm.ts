@@ -174,6 +174,10 @@ export async function startFakeCrm() {
         release();
       };
     },
+    /** HighLevel no longer accepts this company access token (revoked before its expiry); the refresh token still works. */
+    revokeAccessToken(token: string) {
+      revoked.add(token);
+    },
     /** The agency uninstalled the app: its company tokens are refused, no location is listed. */
     uninstallCompany(companyId = COMPANY_ID) {
       for (const [token, owner] of companyRefreshTokens) if (owner === companyId) companyRefreshTokens.delete(token);
