@@ -1,6 +1,7 @@
 import type { LocationListing, TokenRecord, TokenStore } from "../db/tokens.ts";
 import { notFound } from "../errors.ts";
 import { maskSecret } from "./mask.ts";
+import { withoutControls } from "./printable.ts";
 
 /** A location as the admin API and `bridge locations list` show it: never a token, the API key masked. */
 export interface LocationView {
@@ -67,6 +68,22 @@ export function sharedRefusal(record: SharedGate, allowedCompanyIds: readonly st
 export function approvedOffList(tokens: TokenStore, allowedCompanyIds: readonly string[]): LocationListing[] {
   if (allowedCompanyIds.length === 0) return [];
   return tokens.listings().filter((l) => l.approved && !l.uninstalledAt && sharedRefusal(l, allowedCompanyIds));
+}
+
+/**
+ * Names are cleaned of control characters as they come in from HighLevel; one stored by
+ * an older bridge may still hold them, so `serve` cleans those at start. Returns how many
+ * it cleaned. A name of nothing but controls stays as stored: every output escapes it.
+ */
+export function cleanStoredNames(tokens: TokenStore): number {
+  let cleaned = 0;
+  for (const { locationId, name } of tokens.listings()) {
+    const clean = withoutControls(name);
+    if (clean === name || !clean) continue;
+    tokens.setName(locationId, clean);
+    cleaned++;
+  }
+  return cleaned;
 }
 
 /** The warning `serve` logs and doctor shows for `approvedOffList`'s locations. */
