@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
 import { parseEnv } from "node:util";
 
 /** What decides whether a file may be read: its owner and permission bits. */
@@ -7,26 +7,53 @@ export interface FileOwnership {
   mode: number;
 }
 
+/** An env file holds a few dozen lines; more than this is not one. */
+export const ENV_FILE_MAX_BYTES = 1024 * 1024;
+
 /**
  * The variables of an env file. `./.env`, read because it happens to be in the working
  * directory, is read only when it is the user's own (or root's) and nobody else may
  * write it: its variables choose where bridge sends the client secret and tokens
  * (CRM_API_URL), so a `.env` another user left in a shared directory must not count.
- * A file named with `--env-file` is read as named: naming it is the choice.
- * The checks are made on the descriptor that is read, so the file cannot be swapped
- * between them.
+ * It must also be a regular file: it is opened without waiting (a named pipe would
+ * hold every command until someone writes to it) and read only up to ENV_FILE_MAX_BYTES.
+ * A symlink is followed: the checks are of the file it leads to, so one to another
+ * user's file is refused, and one to a file of ours reads only what we could anyway.
+ * A file named with `--env-file` is read as named: naming it is the choice, and a pipe
+ * (`--env-file <(decrypt …)`) is a fair one. The checks are made on the descriptor that
+ * is read, so the file cannot be swapped between them.
  */
 export function readEnvFile(path: string, options: { mustBeOurs: boolean }): Record<string, string | undefined> {
-  const fd = openSync(path, "r");
+  const fd = openSync(path, options.mustBeOurs ? constants.O_RDONLY | constants.O_NONBLOCK : "r");
   try {
     if (options.mustBeOurs) {
-      const problem = envFileProblem(path, fstatSync(fd), process.geteuid?.());
+      const stats = fstatSync(fd);
+      const problem = notRegular(path, stats) ?? envFileProblem(path, stats, process.geteuid?.());
       if (problem) throw new Error(problem);
     }
-    return parseEnv(readFileSync(fd, "utf8"));
+    return parseEnv(readBounded(fd, path));
   } finally {
     closeSync(fd);
   }
+}
+
+/** The file's text, refused past ENV_FILE_MAX_BYTES instead of read whole into memory. */
+function readBounded(fd: number, path: string): string {
+  const buffer = Buffer.alloc(ENV_FILE_MAX_BYTES + 1);
+  let length = 0;
+  while (length < buffer.length) {
+    const n = readSync(fd, buffer, length, buffer.length - length, null);
+    if (n === 0) break;
+    length += n;
+  }
+  if (length > ENV_FILE_MAX_BYTES) throw new Error(`refusing ${path}: it is larger than ${ENV_FILE_MAX_BYTES} bytes, too large for an env file`);
+  return buffer.toString("utf8", 0, length);
+}
+
+function notRegular(path: string, stats: Stats): string | undefined {
+  if (stats.isFile()) return undefined;
+  const kind = stats.isFIFO() ? "a named pipe" : stats.isDirectory() ? "a directory" : stats.isSocket() ? "a socket" : "a device";
+  return `refusing ${path}: it is ${kind}, not a regular file. Remove it, or set the variables in the environment, or name a file with --env-file`;
 }
 
 /**

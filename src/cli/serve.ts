@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config.ts";
-import { approvedOffList, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/locations.ts";
+import { approvedOffList, cleanStoredNames, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/locations.ts";
 import { apiKeysInUse } from "../core/status.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
@@ -57,6 +57,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   if (config.allowedCompanyIds.length === 0) {
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }
+  const cleaned = cleanStoredNames(core.tokens);
+  if (cleaned > 0) log.info(`${cleaned} location name(s) stored with control characters were cleaned of them`);
   const offList = approvedOffList(core.tokens, config.allowedCompanyIds);
   if (offList.length > 0) log.warn(offListWarning(offList));
   const unconfirmed = unconfirmedApprovals(core.tokens, config.allowedCompanyIds);

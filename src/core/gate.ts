@@ -1,12 +1,20 @@
+export interface Share {
+  concurrent: number;
+  queue: number;
+}
+
 export interface GateOptions {
   concurrent: number;
   queue: number;
   maxWaitMs: number;
   /**
-   * Each client's share: at most this many of one client's holders inside and waiting
-   * (default: the whole gate), so one client alone cannot fill it and keep others out.
+   * The shares, one per level of client: `enter(keys)` names the holder's client at
+   * each level (e.g. an address, then its network), and at most `shares[i]` of the
+   * holders with the same `keys[i]` are inside and waiting, so one client (or one
+   * network) alone cannot fill the gate and keep others out. A level the holder names
+   * no key for does not limit it.
    */
-  perClient?: { concurrent: number; queue: number };
+  shares?: readonly Share[];
 }
 
 /**
@@ -14,31 +22,44 @@ export interface GateOptions {
  * each for at most `maxWaitMs`. `enter` resolves with the function that lets the
  * holder out again, or with undefined when the queue is full or the wait ran out:
  * under a flood, a bounded number work, a bounded number wait, the rest are told no
- * at once instead of piling up. With `perClient`, the same holds for each client
- * (named by `enter`'s argument) within the whole: a freed place goes to the oldest
- * waiter whose client is under its share.
+ * at once instead of piling up. With `shares`, the same holds for each client at each
+ * level within the whole: a freed place goes to the oldest waiter whose clients are
+ * all under their share.
  */
 export function createGate(options: GateOptions) {
   const { concurrent, queue, maxWaitMs } = options;
-  const share = options.perClient ?? { concurrent, queue };
-  const inside = createCounts();
+  const levels = (options.shares ?? []).map((share) => ({ share, inside: createCounts(), waiting: createCounts() }));
+  let insideTotal = 0;
   /** The waiting, oldest first (a Set keeps insertion order). */
-  const waiting = new Set<{ client: string; wake: () => void }>();
-  const waitingOf = createCounts();
+  const waiting = new Set<{ keys: readonly string[]; wake: () => void }>();
 
-  const mayEnter = (client: string) => inside.total < concurrent && inside.of(client) < share.concurrent;
+  /** Each level the holder names a key for, with that key. */
+  const named = (keys: readonly string[]) =>
+    levels.flatMap((level, i) => {
+      const key = keys[i];
+      return key === undefined ? [] : [{ level, key }];
+    });
+  const mayEnter = (keys: readonly string[]) =>
+    insideTotal < concurrent && named(keys).every(({ level, key }) => level.inside.of(key) < level.share.concurrent);
+  const mayWait = (keys: readonly string[]) =>
+    waiting.size < queue && named(keys).every(({ level, key }) => level.waiting.of(key) < level.share.queue);
+  const count = (keys: readonly string[], where: "inside" | "waiting", n: number) => {
+    for (const { level, key } of named(keys)) level[where].add(key, n);
+  };
 
-  function admit(client: string): () => void {
-    inside.add(client, 1);
+  function admit(keys: readonly string[]): () => void {
+    insideTotal++;
+    count(keys, "inside", 1);
     let left = false;
     return () => {
       if (left) return;
       left = true;
-      inside.add(client, -1);
+      insideTotal--;
+      count(keys, "inside", -1);
       for (const waiter of waiting) {
-        if (!mayEnter(waiter.client)) continue;
+        if (!mayEnter(waiter.keys)) continue;
         waiting.delete(waiter);
-        waitingOf.add(waiter.client, -1);
+        count(waiter.keys, "waiting", -1);
         waiter.wake();
         return;
       }
@@ -47,29 +68,29 @@ export function createGate(options: GateOptions) {
 
   return {
     get inside() {
-      return inside.total;
+      return insideTotal;
     },
     get waiting() {
       return waiting.size;
     },
-    enter(client = ""): Promise<(() => void) | undefined> {
-      if (mayEnter(client)) return Promise.resolve(admit(client));
-      if (waiting.size >= queue || waitingOf.of(client) >= share.queue) return Promise.resolve(undefined);
+    enter(keys: readonly string[] = []): Promise<(() => void) | undefined> {
+      if (mayEnter(keys)) return Promise.resolve(admit(keys));
+      if (!mayWait(keys)) return Promise.resolve(undefined);
       return new Promise((resolve) => {
         const waiter = {
-          client,
+          keys,
           wake: () => {
             clearTimeout(timer);
-            resolve(admit(client));
+            resolve(admit(keys));
           },
         };
         const timer = setTimeout(() => {
           waiting.delete(waiter);
-          waitingOf.add(client, -1);
+          count(keys, "waiting", -1);
           resolve(undefined);
         }, maxWaitMs);
         waiting.add(waiter);
-        waitingOf.add(client, 1);
+        count(keys, "waiting", 1);
       });
     },
   };
@@ -77,17 +98,12 @@ export function createGate(options: GateOptions) {
 
 export type Gate = ReturnType<typeof createGate>;
 
-/** A count per client and in all; a client counted down to zero is forgotten. */
+/** A count per client; a client counted down to zero is forgotten. */
 function createCounts() {
   const byClient = new Map<string, number>();
-  let total = 0;
   return {
-    get total() {
-      return total;
-    },
     of: (client: string) => byClient.get(client) ?? 0,
     add(client: string, n: number): void {
-      total += n;
       const count = (byClient.get(client) ?? 0) + n;
       if (count === 0) byClient.delete(client);
       else byClient.set(client, count);

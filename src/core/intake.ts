@@ -155,12 +155,13 @@ export function createIntake(deps: IntakeDeps) {
 
   /**
    * HighLevel accepted the token under a minute ago and is not asked again so soon (each
-   * ask spends the refresh token). This may be a real UNINSTALL right after a replayed
-   * one, so it is not acknowledged: HighLevel sends it again, after the minute is over.
+   * ask spends the refresh token), or its answer came to a refresh that began before this
+   * event. This may be a real UNINSTALL right after a replayed one or that refresh, so it
+   * is not acknowledged: HighLevel sends it again, when it may be asked.
    */
   function recheck(what: string, recheckInMs: number): AppError {
     const seconds = Math.ceil(recheckInMs / 1000);
-    log.warn(`UNINSTALL of ${what} not applied yet: HighLevel accepted its token under a minute ago; it is asked again when this is sent again (in ${seconds} s or later)`);
+    log.warn(`UNINSTALL of ${what} not applied yet: HighLevel accepted its token under a minute ago, or a refresh begun before this event was asking it; it is asked again when this is sent again (in ${seconds} s or later)`);
     return notStored("the uninstall cannot be confirmed yet", recheckInMs);
   }
 

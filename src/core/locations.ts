@@ -1,6 +1,7 @@
 import type { LocationListing, TokenRecord, TokenStore } from "../db/tokens.ts";
 import { notFound } from "../errors.ts";
 import { maskSecret } from "./mask.ts";
+import { withoutControls } from "./printable.ts";
 
 /** A location as the admin API and `bridge locations list` show it: never a token, the API key masked. */
 export interface LocationView {
@@ -100,6 +101,22 @@ export function unconfirmedWarning(locations: readonly LocationListing[]): strin
     `confirm the ones you know with \`bridge locations approve ${shown.map((l) => l.locationId).join(" ")}\`, ` +
     "`bridge locations unapprove` the others"
   );
+}
+
+/**
+ * Names are cleaned of control characters as they come in from HighLevel; one stored by
+ * an older bridge may still hold them, so `serve` cleans those at start. Returns how many
+ * it cleaned. A name of nothing but controls stays as stored: every output escapes it.
+ */
+export function cleanStoredNames(tokens: TokenStore): number {
+  let cleaned = 0;
+  for (const { locationId, name } of tokens.listings()) {
+    const clean = withoutControls(name);
+    if (clean === name || !clean) continue;
+    tokens.setName(locationId, clean);
+    cleaned++;
+  }
+  return cleaned;
 }
 
 /** The warning `serve` logs and doctor shows for `approvedOffList`'s locations. */

@@ -49,7 +49,7 @@ export interface RefresherDeps<R extends LeasedToken> {
  * promise per id inside this process, and a lease row in SQLite between processes
  * (the server and the CLI). `validToken(id)`: the record with an access token good for
  * at least REFRESH_MARGIN_MS more; `refresh(id, force)`: refreshed now if needed, or
- * always with `force`, even a token refused before.
+ * always with `force`, even a token refused before; `confirm(id)`: see there.
  */
 export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   const { store, grant, noun, missing, now, log } = deps;
@@ -62,12 +62,31 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   function refresh(id: string, force = false): Promise<R> {
     const running = inflight.get(id);
     if (running) return running;
-    const started = refreshOnce(id, force).finally(() => inflight.delete(id));
+    const started = refreshOnce(id, force, false)
+      .then(({ record }) => record)
+      .finally(() => inflight.delete(id));
     inflight.set(id, started);
     return started;
   }
 
-  async function refreshOnce(id: string, force: boolean): Promise<R> {
+  /**
+   * A forced refresh whose grant starts in this call, for an answer about now (is the app
+   * still installed?): undefined, without asking, when another refresh is running here or
+   * in another process, or got there first: its answer may be older than the question.
+   * Not joined by `refresh` (which must wait for a running one): the lease keeps the two
+   * from spending the token twice.
+   */
+  async function confirm(id: string): Promise<R | undefined> {
+    if (inflight.has(id)) return undefined;
+    const { record, own } = await refreshOnce(id, true, true);
+    return own ? record : undefined;
+  }
+
+  /**
+   * `own`: this call's grant made the record, not another process's. `ownOnly`: does not
+   * wait for another process's lease, whose answer would not be its own.
+   */
+  async function refreshOnce(id: string, force: boolean, ownOnly: boolean): Promise<{ record: R; own: boolean }> {
     const giveUpAt = Date.now() + waitMs;
     const first = store.get(id);
     for (let record = first; ; record = store.get(id)) {
@@ -75,12 +94,14 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
       // Someone else refreshed while we waited: their pair is ours to use. The serial, not
       // the refresh token, tells: a location renewed through its company has none.
       const rotated = record.serial !== first?.serial;
-      if (rotated || (!force && !needsRefresh(record.expiresAt, now()))) return record;
+      if (rotated) return { record, own: false };
+      if (!force && !needsRefresh(record.expiresAt, now())) return { record, own: true };
       // Refused before: only a forced refresh presents it again (the refusal may
       // have been our own client credentials', since mended).
       if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
       // Lease times are wall-clock: they coordinate real processes, not business time.
       if (store.tryLease(id, record.serial, Date.now(), Date.now() + leaseMs)) return refreshHoldingLease(id, record);
+      if (ownOnly) return { record, own: false };
       if (Date.now() > giveUpAt) {
         throw new AppError("REFRESH_FAILED", "refresh token failed: another process is still refreshing this token");
       }
@@ -88,14 +109,14 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     }
   }
 
-  async function refreshHoldingLease(id: string, record: R): Promise<R> {
+  async function refreshHoldingLease(id: string, record: R): Promise<{ record: R; own: boolean }> {
     let fresh: TokenResponse;
     try {
       fresh = await grant(record);
     } catch (error) {
       const latest = store.get(id);
       // invalid_grant because another process rotated the token first: use the newer pair.
-      if (latest && latest.serial !== record.serial) return latest;
+      if (latest && latest.serial !== record.serial) return { record: latest, own: false };
       store.releaseLease(id, record.serial, refusedForGood(error, record));
       log.error(`token refresh failed for ${noun} ${id}: ${errorMessage(error)}`);
       throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
@@ -124,7 +145,7 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     log.info(`refreshed the access token of ${noun} ${id}`);
     const stored = store.get(id);
     if (!stored) throw missing(id);
-    return stored;
+    return { record: stored, own: true };
   }
 
   async function validToken(id: string): Promise<R> {
@@ -134,7 +155,7 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     return refresh(id);
   }
 
-  return { validToken, refresh };
+  return { validToken, refresh, confirm };
 }
 
 /** The CRM refused the refresh token itself: only a reinstall brings it back. */

@@ -35,8 +35,8 @@ export type TokenService = ReturnType<typeof createTokenService>;
  * is renewed through its company's token instead, on the same single-flight path.
  */
 export function createTokenService(deps: TokenServiceDeps) {
-  const { tokens, crm, companyTokens, companies, now } = deps;
-  const { validToken, refresh } = createRefresher<TokenRecord>({
+  const { tokens, crm, companyTokens, companies, now, log } = deps;
+  const { validToken, refresh, confirm } = createRefresher<TokenRecord>({
     ...deps,
     store: tokens,
     grant: (record) => (record.refreshToken ? crm.refreshToken(record.refreshToken, "Location") : throughCompany(record)),
@@ -45,19 +45,40 @@ export function createTokenService(deps: TokenServiceDeps) {
     refusedForGood: (error, record) => (record.refreshToken ? deadGrantNote(error, "location") : refusedThroughCompany(error)),
   });
 
+  /**
+   * A 401 from /oauth/locationToken refuses the company's access token, not the location
+   * (HighLevel may revoke an access token before its expiry): the company's token is
+   * renewed, once, and the location asked for again. Only a company refused for good, or
+   * a 4xx about the location on that second ask, marks the location (refusedThroughCompany).
+   */
   async function throughCompany(record: TokenRecord): Promise<TokenResponse> {
     const { locationId, companyId } = record;
     if (!companyId) throw new AppError("NO_COMPANY_TOKEN", `location ${locationId} has no refresh token and no company`);
-    let company;
+    const company = await companyToken(companyId, () => companyTokens.validToken(companyId));
     try {
-      company = await companyTokens.validToken(companyId);
+      return await crm.getLocationToken(company.accessToken, companyId, locationId);
+    } catch (error) {
+      if (!(error instanceof CrmError && error.httpStatus === 401)) throw error;
+      log.warn(`the CRM refused company ${companyId}'s access token for location ${locationId} (${errorMessage(error)}); renewing it`);
+      // Another caller may have renewed it meanwhile: then that one is used, not spent again.
+      const current = companies.get(companyId);
+      const renewed =
+        current && current.accessToken !== company.accessToken
+          ? current
+          : await companyToken(companyId, () => companyTokens.refresh(companyId, true));
+      return crm.getLocationToken(renewed.accessToken, companyId, locationId);
+    }
+  }
+
+  /** The company's token from `get`; gone or refused for good, only the agency installing again brings it back. */
+  async function companyToken(companyId: string, get: () => Promise<CompanyRecord>): Promise<CompanyRecord> {
+    try {
+      return await get();
     } catch (error) {
       const stored = companies.get(companyId);
-      // Gone or refused for good: only the agency installing again brings it back.
       if (!stored || stored.refreshError) throw new AppError("NO_COMPANY_TOKEN", `company ${companyId}: ${errorMessage(error)}`, { cause: error });
       throw error;
     }
-    return crm.getLocationToken(company.accessToken, companyId, locationId);
   }
 
   // Per location, when a 401 last made us fetch a new token. If the CRM refuses that
@@ -69,6 +90,8 @@ export function createTokenService(deps: TokenServiceDeps) {
     validToken,
     /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`), even a token refused before. */
     refresh,
+    /** A forced refresh that asks HighLevel itself now, or undefined (refresh.ts). */
+    confirm,
     /**
      * The CRM answered 401 to `accessToken`: fetch a new one. Not when the location
      * already holds a newer one, nor more than once in RENEW_401_MS per location:
@@ -108,13 +131,14 @@ export function createCompanyTokens(deps: CompanyTokenDeps) {
 /**
  * Why renewing a location through its company will not pass without the agency installing
  * again, "" when it may: no company token, one refused for good, or HighLevel refusing the
- * location's token (a 4xx: not this company's location, or the app is no longer there).
- * A 429 or 5xx, or no answer, may pass.
+ * location's token (a 400, 403 or 404: not this company's location, or the app is no
+ * longer there). A 401 refuses the company's access token, which throughCompany has
+ * renewed already: it may pass, as may a 429 or 5xx, or no answer.
  */
 function refusedThroughCompany(error: unknown): string {
   const refused =
     (error instanceof AppError && error.code === "NO_COMPANY_TOKEN") ||
-    (error instanceof CrmError && [400, 401, 403, 404].includes(error.httpStatus ?? 0));
+    (error instanceof CrmError && [400, 403, 404].includes(error.httpStatus ?? 0));
   return refused ? `the CRM refused this location's token through its company (${errorMessage(error)}); install the app again from the agency` : "";
 }
 

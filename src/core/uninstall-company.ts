@@ -31,7 +31,7 @@ export interface CompanyUninstallDeps {
  */
 export function createCompanyUninstaller(deps: CompanyUninstallDeps) {
   const { tokens, companies, companyTokens, uninstall, now, log } = deps;
-  const stillInstalled = installCheck(companyTokens.refresh, (id) => Boolean(companies.get(id)?.refreshError), now);
+  const stillInstalled = installCheck(companyTokens.confirm, (id) => Boolean(companies.get(id)?.refreshError), now);
 
   return async function uninstallCompany(companyId: string): Promise<CompanyUninstallResult> {
     const company = companies.get(companyId);

@@ -24,6 +24,8 @@ export interface UninstallDeps {
 
 /** An owner HighLevel just showed installed is not asked again within this. */
 const RECHECK_MS = 60_000;
+/** When another refresh was asking HighLevel, the event is sent again after this. */
+const BUSY_RECHECK_MS = 5_000;
 
 /**
  * UNINSTALL for a location (CONTRACT.md 12). A signed UNINSTALL can be captured and
@@ -35,7 +37,7 @@ const RECHECK_MS = 60_000;
  */
 export function createUninstaller(deps: UninstallDeps) {
   const { tokens, tokenService, now, log } = deps;
-  const stillInstalled = installCheck(tokenService.refresh, (id) => Boolean(tokens.get(id)?.refreshError), now);
+  const stillInstalled = installCheck(tokenService.confirm, (id) => Boolean(tokens.get(id)?.refreshError), now);
 
   return async function uninstall(locationId: string): Promise<UninstallResult> {
     const record = tokens.get(locationId);
@@ -56,12 +58,15 @@ export function createUninstaller(deps: UninstallDeps) {
  * an uninstall revokes. Each ask spends the single-use refresh token, so an owner just
  * shown installed is not asked again within RECHECK_MS: a flood of replayed UNINSTALLs
  * makes one call a minute; within it the answer says when HighLevel may be asked again
- * (`recheckInMs`). `refusedBefore`: the stored token was refused already, so
- * nothing is asked. `refused(id)` reads the refusal a failed ask leaves on the record.
- * Throws when HighLevel cannot be asked.
+ * (`recheckInMs`). Only an ask that starts here may say "installed": `confirm(id)` gives
+ * undefined when another refresh (begun, perhaps, before the UNINSTALL arrived) was
+ * asking, and its "installed" may predate the uninstall, so the answer is to ask again
+ * shortly. `refusedBefore`: the stored token was refused already, so nothing is asked.
+ * `refused(id)` reads the refusal a failed ask leaves on the record. Throws when
+ * HighLevel cannot be asked.
  */
 export function installCheck(
-  refresh: (id: string, force: boolean) => Promise<unknown>,
+  confirm: (id: string) => Promise<unknown>,
   refused: (id: string) => boolean,
   now: () => number,
 ): (id: string, refusedBefore: boolean) => Promise<InstallState> {
@@ -71,7 +76,7 @@ export function installCheck(
       const since = now() - (installedAt.get(id) ?? -Infinity);
       if (since < RECHECK_MS) return { installed: true, recheckInMs: RECHECK_MS - since };
       try {
-        await refresh(id, true);
+        if ((await confirm(id)) === undefined) return { installed: true, recheckInMs: BUSY_RECHECK_MS };
         installedAt.set(id, now());
         return { installed: true };
       } catch (error) {

@@ -1,6 +1,7 @@
-import { getRouterParam, type H3, type H3Event } from "h3";
+import { getRouterParam, onResponse, type H3, type H3Event } from "h3";
 import { setLocationConfig } from "../core/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
+import { printableJson } from "../core/printable.ts";
 import { getLocationConfig, listLocations, setApproval } from "../core/locations.ts";
 import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
 import { bridgeStatus } from "../core/status.ts";
@@ -20,6 +21,10 @@ export interface AdminDeps {
 /** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
 export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
   const auth = createAdminAuth(core);
+  // The answers carry outside text (location names, webhook phones, CRM and Cast error
+  // bodies) that an operator reads with curl on a terminal: JSON.stringify leaves C1 and
+  // bidi characters raw, so every answer here is written with them escaped, the same JSON.
+  app.use("/api/admin/**", onResponse(printableAnswer));
 
   app.get("/api/admin/locations", (event) => {
     auth(event);
@@ -86,4 +91,13 @@ function idParam(event: H3Event, param: string, what: string): string {
   }
   if (!isId(id)) throw httpError(400, `invalid ${what} id: it ${ID_RULE}`);
   return id;
+}
+
+/** A JSON answer with the characters a terminal would obey escaped (printableJson); any other as it is. */
+async function printableAnswer(response: Response): Promise<Response | undefined> {
+  if (!response.headers.get("content-type")?.includes("json") || !response.body) return undefined;
+  const json = printableJson(await response.text());
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  return new Response(json, { status: response.status, statusText: response.statusText, headers });
 }

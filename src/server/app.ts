@@ -1,10 +1,11 @@
-import { H3, HTTPError, type H3Event } from "h3";
+import { H3, HTTPError, onRequest, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
 import type { Core } from "../core/index.ts";
 import { createIntake } from "../core/intake.ts";
 import type { Worker } from "../core/worker.ts";
 import { adminRoutes } from "./admin.ts";
 import type { BodyBudget } from "./body.ts";
+import { createProxyWarning } from "./client.ts";
 import { healthRoutes } from "./health.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { oauthRoutes } from "./oauth.ts";
@@ -24,6 +25,7 @@ export interface AppDeps {
 export function createApp(deps: AppDeps): H3 {
   const app = new H3({ silent: true, onError: (error, event) => errorResponse(error, event, deps) });
   const { core } = deps;
+  app.use(onRequest(createProxyWarning(core.config, core.log)));
   oauthRoutes(app, core);
   const intake = createIntake({
     ...core,

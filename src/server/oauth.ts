@@ -1,9 +1,10 @@
-import { getQuery, redirect, type H3 } from "h3";
+import { getQuery, getRequestIP, redirect, type H3, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
 import { createGate } from "../core/gate.ts";
 import { installUrl, type InstallResult } from "../core/install.ts";
 import type { Core } from "../core/index.ts";
-import { addressGroup, createClientAddress } from "./client.ts";
+import type { ResolvedConfig } from "../core/config.ts";
+import { addressShares, createClientAddress, proxyPeers } from "./client.ts";
 
 export type OauthDeps = Pick<Core, "config" | "log" | "install">;
 
@@ -19,10 +20,18 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
   // Each client (an address; an IPv6 /64) has a share of one running and two waiting,
   // so one client's flood of made-up codes cannot keep another's real install out; it
   // still makes one token call at a time, each carrying the client secret: only
-  // HighLevel can tell a made-up code from a real one. Behind a reverse proxy without
-  // TRUST_PROXY every client is the proxy, and shares one place.
-  const installs = createGate({ concurrent: 4, queue: 16, maxWaitMs: 10_000, perClient: { concurrent: 1, queue: 2 } });
-  const clientOf = createClientAddress(config);
+  // HighLevel can tell a made-up code from a real one. An IPv6 /48 (one site's
+  // network, 65536 /64s) has two running and four waiting in all.
+  const installs = createGate({
+    concurrent: 4,
+    queue: 16,
+    maxWaitMs: 10_000,
+    shares: [
+      { concurrent: 1, queue: 2 },
+      { concurrent: 2, queue: 4 },
+    ],
+  });
+  const sharesOf = createInstallShares(config);
 
   app.get("/install", () => redirect(installUrl(config.crm.marketplaceUrl, config.baseUrl, config.crm.clientId), 302));
 
@@ -35,7 +44,7 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
     if (error) return text(400, `authorization denied: ${error}`);
     const code = first(query.code);
     if (!code) return text(400, "missing authorization code");
-    const leave = await installs.enter(addressGroup(clientOf(event)));
+    const leave = await installs.enter(sharesOf(event));
     if (!leave) return text(503, "too many installs in progress; retry in a moment", { "retry-after": "5" });
     try {
       const result = await core.install(code);
@@ -50,6 +59,19 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
       leave();
     }
   });
+}
+
+/**
+ * The keys of a request's shares of the install gate. A request from a proxy peer
+ * while TRUST_PROXY is off has none, only the whole gate's limits: its address stands
+ * for every client behind the proxy, and one client's share for all of them would let
+ * three made-up codes keep every real install out (the whole gate takes twenty).
+ * Telling them apart needs TRUST_PROXY=1; serve warns at the first such request.
+ */
+function createInstallShares(config: Pick<ResolvedConfig, "trustProxy" | "trustedProxies">): (event: H3Event) => string[] {
+  const clientOf = createClientAddress(config);
+  const isProxy = proxyPeers(config);
+  return (event) => (!config.trustProxy && isProxy(getRequestIP(event)) ? [] : addressShares(clientOf(event)));
 }
 
 /** A query value may come repeated; the first one counts. */

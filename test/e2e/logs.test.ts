@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import pkg from "../../package.json" with { type: "json" };
 import { MIGRATIONS } from "../../src/db/migrations.ts";
@@ -111,4 +112,23 @@ test("outside text in a line or a listing is escaped: a name that clears the scr
   expect(lines).toContainEqual(expect.stringMatching(/\[warn\] message m-evil of location loc-evil (not sent|failed): not a Philippine mobile number: \+639171234567\\x1b/));
   for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[\w+\] /);
   expect(lines.join("")).not.toMatch(unsafe);
+});
+
+test("serve cleans a location name stored with control characters (by an older bridge) at start, and says so", async () => {
+  const first = await serveToFile("names-before");
+  e2e.crm.grantLocation("code-raw-name", "loc-raw-name");
+  expect((await fetch(`${first.url}/oauth-callback?code=code-raw-name`)).status).toBe(200);
+  first.child.kill("SIGTERM");
+  expect(await exited(first.child)).toBe(0);
+  const db = new Database(e2e.env.DATABASE_PATH);
+  db.prepare("UPDATE tokens SET location_name = ? WHERE location_id = 'loc-raw-name'").run("Clinic\u009b2J\u202eKO");
+  db.close();
+
+  const server = await serveToFile("names-after");
+  server.child.kill("SIGTERM");
+  expect(await exited(server.child)).toBe(0);
+  expect(server.read()).toMatch(/\[info\] 1 location name\(s\) stored with control characters were cleaned of them\n/);
+  const listed = await runBridge(e2e.env, e2e.dir, ["locations", "list", "--json"]);
+  const { locations } = JSON.parse(listed.stdout) as { locations: { location_id: string; name: string }[] };
+  expect(locations.find((l) => l.location_id === "loc-raw-name")?.name).toBe("Clinic 2J KO");
 });

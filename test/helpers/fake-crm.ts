@@ -43,6 +43,8 @@ export async function startFakeCrm() {
   const revoked = new Set<string>();
   /** While set, code exchanges wait for it: an exchange still running when an INSTALL arrives. */
   let exchangeHeld: Promise<void> | undefined;
+  /** While set, location refreshes are answered (as of their arrival) only once it resolves. */
+  let refreshHeld: Promise<void> | undefined;
   /**
    * `withRefresh`: /oauth/locationToken answers with a `refresh_token`, as HighLevel
    * said it does since a later change (fixtures README, note 3).
@@ -111,7 +113,9 @@ export async function startFakeCrm() {
       const locationId = refreshTokens.get(form.get("refresh_token") ?? "");
       if (!locationId) return jsonResponse({ error: "invalid_grant", error_description: "Invalid refresh token" }, 400);
       refreshTokens.delete(form.get("refresh_token") ?? ""); // single-use
-      return jsonResponse(issue(locationId));
+      const answer = issue(locationId);
+      await refreshHeld;
+      return jsonResponse(answer);
     },
     "POST /oauth/locationToken": (req) => {
       if (refused(req)) return jsonResponse({ message: "Invalid JWT" }, 401);
@@ -154,6 +158,22 @@ export async function startFakeCrm() {
         exchangeHeld = undefined;
         release();
       };
+    },
+    /**
+     * Location refreshes are answered only when the returned function is called, as
+     * decided when each arrived: a refresh in flight while the app is uninstalled.
+     */
+    holdRefreshes(): () => void {
+      let release = () => {};
+      refreshHeld = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        refreshHeld = undefined;
+        release();
+      };
+    },
+    /** HighLevel no longer accepts this company access token (revoked before its expiry); the refresh token still works. */
+    revokeAccessToken(token: string) {
+      revoked.add(token);
     },
     /** The agency uninstalled the app: its company tokens are refused, no location is listed. */
     uninstallCompany(companyId = COMPANY_ID) {

@@ -180,7 +180,7 @@ describe("OAuth code exchanges", () => {
   }
 
   test.each<{ from: string; env: Record<string, string>; headers: (i: number) => Record<string, string> }>([
-    { from: "one address", env: {}, headers: () => ({}) },
+    { from: "one address", env: { TRUST_PROXY: "1" }, headers: () => ({}) },
     // Behind a trusted proxy, each address of one IPv6 /64 is the same client.
     { from: "one IPv6 /64, a new address each", env: { TRUST_PROXY: "1" }, headers: (i: number) => ({ "x-forwarded-for": `2001:db8:7:7::${i + 1}` }) },
   ])("a flood of 50 made-up codes from $from makes one token call at a time; 2 wait, the rest are told to retry", async ({ env, headers }) => {
@@ -198,7 +198,7 @@ describe("OAuth code exchanges", () => {
   });
 
   test("a flood of made-up codes from one address does not keep a real install from another address out", async () => {
-    const bridge = await start({ worker: false });
+    const bridge = await start({ worker: false, env: { TRUST_PROXY: "1" } });
     const { calls, release } = holdMadeUpCodes(bridge.crm);
     const { answers, done } = flood(bridge, 50);
     await waitFor(() => answers.length === 47 && calls.now === 1);
@@ -212,6 +212,39 @@ describe("OAuth code exchanges", () => {
     release();
     await done;
     expect(calls.peak).toBe(2);
+  });
+
+  test("made-up codes from 20 /64s of one IPv6 /48 make at most 2 token calls at once, 4 wait; another network's install goes through", async () => {
+    const bridge = await start({ worker: false, env: { TRUST_PROXY: "1" } });
+    const { calls, release } = holdMadeUpCodes(bridge.crm);
+    const { answers, done } = flood(bridge, 20, (i) => ({ "x-forwarded-for": `2001:db8:7:${i + 1}::1` }));
+    await waitFor(() => answers.length === 14 && calls.now === 2);
+    expect(answers).toEqual(Array(14).fill(busy));
+
+    bridge.crm.grantLocation("code-loc-real", "loc-real");
+    const real = await bridge.fetch("/oauth-callback?code=code-loc-real", { headers: { "x-forwarded-for": "2001:db8:8::1" } });
+    expect(real.status).toBe(200);
+    release();
+    await done;
+    expect(calls.peak).toBe(3); // the network's two and the real install
+  });
+
+  test("behind a proxy without TRUST_PROXY, made-up codes share the whole gate, not one place; serve warns once to set TRUST_PROXY=1", async () => {
+    const bridge = await start({ worker: false });
+    const { calls, release } = holdMadeUpCodes(bridge.crm);
+    const proxied = (i: number) => ({ "x-forwarded-for": `198.51.100.${i + 1}` });
+    const { answers, done } = flood(bridge, 3, proxied);
+    await waitFor(() => calls.now === 3);
+
+    bridge.crm.grantLocation("code-loc-real", "loc-real");
+    const real = await bridge.fetch("/oauth-callback?code=code-loc-real", { headers: proxied(9) });
+    expect(real.status).toBe(200);
+    release();
+    await done;
+    expect(answers.filter((a) => a.status === 503)).toEqual([]);
+    const warnings = bridge.logs.filter((line) => line.includes("set TRUST_PROXY=1"));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("a request from 127.0.0.1 came through a reverse proxy (it sent X-Forwarded-For), but TRUST_PROXY is off");
   });
 
   test("made-up codes from 50 clients make at most 4 token calls at once; 16 wait, the rest are told to retry", async () => {

@@ -190,6 +190,35 @@ describe("such a location's token is renewed through its company's token", () =>
     expect(b.crm.requests.length).toBe(asked);
   });
 
+  test("a 401 from locationToken (the company's access token refused): the company's token is renewed and the location asked again", async () => {
+    const b = await start();
+    const company = await agencyInstall(b, ["loc-1"]);
+    keepCompanyFresh(b, company);
+    b.crm.revokeAccessToken(company.access_token);
+    const installed = locationTokenCalls(b).length;
+
+    const record = await b.core.tokenService.refresh("loc-1", true);
+
+    expect(refreshGrants(b)).toEqual([{ user_type: "Company", refresh_token: company.refresh_token }]);
+    const renewed = b.core.companies.get(COMPANY_ID)?.accessToken;
+    expect(renewed).not.toBe(company.access_token);
+    expect(locationTokenCalls(b).slice(installed).map((c) => c.authorization)).toEqual([`Bearer ${company.access_token}`, `Bearer ${renewed}`]);
+    expect(record).toMatchObject({ refreshError: "", expiresAt: clock + 86_399_000 });
+    expect(b.core.tokens.get("loc-1")?.refreshError).toBe("");
+  });
+
+  test("a 401 again after the company's token was renewed marks nothing: it may pass", async () => {
+    const b = await start();
+    keepCompanyFresh(b, await agencyInstall(b, ["loc-1"]));
+    b.crm.on("POST /oauth/locationToken", () => jsonResponse({ message: "Invalid JWT" }, 401));
+    const installed = locationTokenCalls(b).length;
+
+    await expect(b.core.tokenService.refresh("loc-1", true)).rejects.toThrow(/^refresh token failed: locationToken endpoint returned 401/);
+    expect(locationTokenCalls(b).length - installed).toBe(2);
+    expect(refreshGrants(b).map((g) => g.user_type)).toEqual(["Company"]);
+    expect(b.core.tokens.get("loc-1")?.refreshError).toBe("");
+  });
+
   test("HighLevel unreachable for the renewal: an error that may pass, nothing marked", async () => {
     const b = await start();
     keepCompanyFresh(b, await agencyInstall(b));

@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
+import { cleanStoredNames } from "../../src/core/locations.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
@@ -119,6 +120,40 @@ test("messages list and show: a phone and reasons stored raw (by an older bridge
   expect(list.stdout).toContain("\\x1b[2J");
   expect(show.stdout).toContain("sender refused\\x1b]0;pwned");
   expectHonestLog(b);
+});
+
+test("the admin API: a name and a phone stored raw with C1 and bidi characters are answered escaped, the same JSON", async () => {
+  const b = await start({}, "loc-1");
+  const name = "Clinic\u009b2J\u202eKO SLLIB";
+  b.core.tokens.setName("loc-1", name);
+  expect((await b.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+  const phone = "\u009b2J+639171234567\u202e";
+  b.core.db.prepare("UPDATE jobs SET payload = json_set(payload, '$.phone', ?) WHERE message_id = 'm-1'").run(phone);
+
+  for (const path of ["/api/admin/locations", "/api/admin/messages", "/api/admin/messages/m-1"]) {
+    const res = await b.admin(path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const raw = await res.text();
+    expect(raw, path).not.toMatch(UNSAFE_ANYWHERE);
+    expect(raw, path).toMatch(/\\u009b2J/);
+    expect(raw, path).toMatch(/\\u202e/);
+  }
+  const listed = (await (await b.admin("/api/admin/locations")).json()) as { locations: { name: string }[] };
+  expect(listed.locations[0]?.name).toBe(name);
+  const shown = (await (await b.admin("/api/admin/messages/m-1")).json()) as { phone: string };
+  expect(shown.phone).toMatch(/^\u009b.*\u202e$/);
+});
+
+test("serve's start cleans names stored with control characters; a name of nothing else stays (escaped in every output)", async () => {
+  const b = await start({}, "loc-1", "loc-2", "loc-3");
+  b.core.tokens.setName("loc-1", TITLE_AND_CLEAR);
+  b.core.tokens.setName("loc-2", "\u202e\u009b");
+  b.core.tokens.setName("loc-3", "Clinic");
+  expect(cleanStoredNames(b.core.tokens)).toBe(1);
+  expect(b.core.tokens.listings().map((l) => l.name)).toEqual(["]0;pwned [2J ALL LOCATIONS OK", "\u202e\u009b", "Clinic"]);
+  expect(cleanStoredNames(b.core.tokens)).toBe(0);
 });
 
 test("sync: an error body from HighLevel's side shows escaped in the table, the exit message and the log", async () => {

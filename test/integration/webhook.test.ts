@@ -546,6 +546,45 @@ describe("webhook processing with the worker running", () => {
     expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
   });
 
+  test("a real UNINSTALL while a refresh begun before it is running: 429 with a short Retry-After, then applied", async () => {
+    const bridge = await start();
+    await bridge.install("loc-1");
+    const before = bridge.crm.received("POST /oauth/token").length;
+    const release = bridge.crm.holdRefreshes();
+    const refreshing = bridge.core.tokenService.refresh("loc-1", true);
+    await waitFor(() => bridge.crm.received("POST /oauth/token").length === before + 1);
+    bridge.crm.uninstall("loc-1"); // HighLevel accepted that refresh; then the agency uninstalls
+    const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
+    // Answered while that refresh is still held: joining it would wait for its answer,
+    // an "installed" from before the uninstall.
+    const real = await bridge.webhook(uninstall).finally(release);
+    await refreshing;
+    expect(real.status).toBe(429);
+    expect(real.headers.get("retry-after")).toBe("5");
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+
+    const again = await bridge.webhook(uninstall); // HighLevel sends it again
+    expect(await again.json()).toEqual({ status: "ok" });
+    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+  });
+
+  test("a real UNINSTALL while another process holds the refresh lease: 429, not ignored", async () => {
+    const bridge = await start();
+    await bridge.install("loc-1");
+    const held = bridge.core.tokens.get("loc-1")!;
+    expect(bridge.core.tokens.tryLease("loc-1", held.serial, Date.now(), Date.now() + 60_000)).toBe(true); // the CLI's refresh
+    bridge.crm.uninstall("loc-1");
+    const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
+    const real = await bridge.webhook(uninstall);
+    expect(real.status).toBe(429);
+    expect(real.headers.get("retry-after")).toBe("5");
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+
+    bridge.core.tokens.releaseLease("loc-1", held.serial); // that process ends
+    expect(await (await bridge.webhook(uninstall)).json()).toEqual({ status: "ok" });
+    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+  });
+
   test("when HighLevel cannot confirm (its token endpoint fails): 429 with Retry-After; the retry applies it", async () => {
     const bridge = await start();
     await bridge.install("loc-1");

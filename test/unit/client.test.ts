@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { addressGroup, clientAddress, trustedPeers } from "../../src/server/client.ts";
+import { addressGroup, addressShares, clientAddress, proxyPeers, trustedPeers } from "../../src/server/client.ts";
 
 const loopback = trustedPeers(["127.0.0.1", "::1"]);
 
@@ -56,4 +56,25 @@ test.each<[string, string]>([
   ["1:2:3:4:5:6:192.0.2.1", "1:2:3:4::/64"],
 ])("addressGroup(%s) = %s", (address, group) => {
   expect(addressGroup(address)).toBe(group);
+});
+
+test.each<[string, string[]]>([
+  ["203.0.113.9", ["203.0.113.9"]],
+  ["2001:db8:1:2:3:4:5:6", ["2001:db8:1:2::/64", "2001:db8:1::/48"]],
+  ["2001:db8:1:ffff::1", ["2001:db8:1:ffff::/64", "2001:db8:1::/48"]], // another /64 of the same /48
+  ["2001:db8::1", ["2001:db8:0:0::/64", "2001:db8:0::/48"]],
+])("addressShares(%s) = %j", (address, shares) => {
+  expect(addressShares(address)).toEqual(shares);
+});
+
+test.each<[string[], string | undefined, boolean]>([
+  [[], "127.0.0.1", true],
+  [[], "127.0.0.2", true],
+  [[], "::1", true],
+  [[], "::ffff:127.0.0.1", true],
+  [[], "203.0.113.9", false],
+  [["10.0.0.0/8"], "10.1.2.3", true],
+  [[], undefined, false],
+])("proxyPeers(%j) takes %s for a proxy: %s", (entries, peer, proxy) => {
+  expect(proxyPeers({ trustedProxies: entries })(peer)).toBe(proxy);
 });

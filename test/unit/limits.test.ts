@@ -55,10 +55,10 @@ test("a gate's waiter gives up after maxWaitMs and frees its place in the queue"
 });
 
 test("a gate's per-client share: one client cannot fill it, and a freed place goes to the oldest waiter with room", async () => {
-  const gate = createGate({ concurrent: 2, queue: 4, maxWaitMs: 60_000, perClient: { concurrent: 1, queue: 2 } });
+  const gate = createGate({ concurrent: 2, queue: 4, maxWaitMs: 60_000, shares: [{ concurrent: 1, queue: 2 }] });
   const order: string[] = [];
   const enter = (client: string) =>
-    gate.enter(client).then((leave) => {
+    gate.enter([client]).then((leave) => {
       if (leave) order.push(client);
       return leave;
     });
@@ -82,5 +82,32 @@ test("a gate's per-client share: one client cannot fill it, and a freed place go
   (await c1)?.();
   (await a2)?.();
   (await a3)?.();
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 0, waiting: 0 });
+});
+
+test("a gate's second level of shares: clients of one network together have the network's share", async () => {
+  const gate = createGate({
+    concurrent: 4,
+    queue: 8,
+    maxWaitMs: 60_000,
+    shares: [
+      { concurrent: 1, queue: 2 },
+      { concurrent: 2, queue: 3 },
+    ],
+  });
+  const entered = [1, 2, 3].map((n) => gate.enter([`n1-c${n}`, "n1"]));
+  const [c1, c2] = await Promise.all(entered.slice(0, 2));
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 2, waiting: 1 }); // c3 waits: n1 runs 2
+  const more = [4, 5].map((n) => gate.enter([`n1-c${n}`, "n1"]));
+  expect(await gate.enter(["n1-c6", "n1"])).toBeUndefined(); // n1's share of the queue (3) is full
+  const other = await gate.enter(["n2-c1", "n2"]); // another network still gets in
+  const anyone = await gate.enter(); // a holder naming no client is held by the whole only
+  expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 4, waiting: 3 });
+
+  c1?.(); // n1 is under its share again: its oldest waiter, c3, takes the place
+  const c3 = await entered[2];
+  expect(c3).toBeTypeOf("function");
+  for (const leave of [c2, c3, other, anyone]) leave?.();
+  for (const leave of await Promise.all(more)) leave?.();
   expect({ inside: gate.inside, waiting: gate.waiting }).toEqual({ inside: 0, waiting: 0 });
 });
