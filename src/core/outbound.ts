@@ -171,7 +171,10 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: nu
   if (!hold) return undefined;
   // An operator's retry starts the wait anew.
   if (deps.now() - (job.requeuedAt ?? job.createdAt) < deps.holdMaxMs) return { waitMs: deps.holds.lookAgainMs, reason: hold.reason };
-  return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
+  const why = `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`;
+  // An earlier attempt may have sent it: a refusal since then proves nothing about that one.
+  if (job.unclear) return failed("delivery_unknown", `${why}; an earlier attempt got no clear answer, delivery unknown`);
+  return failed("gateway_key_refused", why);
 }
 
 /** The API key a sent message's receipt is asked with: the one its location sends with now. */
@@ -204,7 +207,9 @@ async function send(
     // The key or the account, not this message: hold the key's messages until it works again.
     if (error instanceof GatewayError && [401, 402, 403].includes(error.httpStatus ?? 0)) {
       deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
-      return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: true, held: true };
+      // Cast checks the key and the address before its idempotency cache: this refusal says
+      // nothing of an earlier attempt that got no answer. Its key stays, or a second SMS could go.
+      return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: !job.unclear, held: true };
     }
     if (error instanceof GatewayError && error.failure !== "rejected") {
       // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is

@@ -38,6 +38,8 @@ export interface Job {
   requeuedAt: number | null;
   /** Waiting because the gateway refused its API key. */
   held: boolean;
+  /** An attempt got no clear answer (or a crash cut it off): its SMS may have left under the idempotency key. */
+  unclear: boolean;
 }
 
 /** A due job as the queue sees it before it runs one: no payload read yet. */
@@ -76,7 +78,7 @@ export interface Result {
 
 /** Why a send goes back to the queue: each is recorded in the message log differently. */
 export interface SendLater {
-  /** A refusal that proves nothing was sent: the next attempt takes a fresh key. */
+  /** A refusal that proves nothing was ever sent under the job's key: the next attempt takes a fresh one. */
   freshKey?: boolean;
   /** The gateway refused the API key itself: the message is held, not failed. */
   held?: boolean;
@@ -103,6 +105,7 @@ interface Row {
   created_at: number;
   requeued_at: number | null;
   held: number;
+  unclear: number;
 }
 
 /**
@@ -215,7 +218,7 @@ export function createJobStore(db: Db) {
     INSERT INTO job_events (job_id, at, kind, detail)
     SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`);
   const resumeInterrupted = db.prepare<[{ now: number; since: number }]>(`
-    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now WHERE ${resumable}`);
+    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`);
   const stillSending = db.prepare<[], { messageId: string; locationId: string }>(
     "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
   );
@@ -286,8 +289,8 @@ export function createJobStore(db: Db) {
     },
     /**
      * Queued again for `at`: with the same idempotency key after an unclear answer; with
-     * `freshKey` after a refusal that proves nothing was sent (Cast keeps a refusal's
-     * answer under its key too, so the old key could only be refused again).
+     * `freshKey` after a refusal that proves nothing was ever sent under the old key (Cast
+     * keeps a refused send's answer under its key too, so the old key could only be refused again).
      */
     sendLater(id: number, at: number, reason: string, now: number, how: SendLater = {}): void {
       queueAgain(id, at, reason, now, how);
@@ -377,6 +380,7 @@ function fromRow(row: Row): Job {
     createdAt: row.created_at,
     requeuedAt: row.requeued_at,
     held: row.held === 1,
+    unclear: row.unclear === 1,
   };
 }
 

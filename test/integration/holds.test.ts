@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type BridgeOptions } from "../helpers/bridge.ts";
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
@@ -60,4 +61,26 @@ test("a held key holds only its own messages: another location's own key still s
 
   await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "m-other"), 5_000);
   expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-other"]);
+});
+
+test("a refusal after an attempt without an answer keeps the idempotency key: once the key works again, no second SMS", async () => {
+  const bridge = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 50 } });
+  const notWhitelisted = () => jsonResponse({ success: false, error: "IP not whitelisted", error_code: "IP_NOT_WHITELISTED" }, 403);
+  let calls = 0;
+  bridge.gateway.on(SEND, async () => {
+    if (++calls > 1) return bridge.gateway.accept();
+    // Cast sends, but answers after our timeout; then the operator's firewall change starts refusing us.
+    bridge.gateway.checkKey(notWhitelisted);
+    await sleep(600);
+    return bridge.gateway.accept();
+  });
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.gateway.calls().length >= 3, 5_000); // the timed-out attempt, then refusals
+  bridge.gateway.checkKey(undefined); // the operator whitelists the address again
+
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  expect(bridge.gateway.sent()).toHaveLength(1);
+  expect(new Set(bridge.gateway.keys()).size).toBe(1);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
 });
