@@ -99,12 +99,18 @@ export type GatewayFailure = "rejected" | "rate_limited" | "unreachable" | "unkn
 export class GatewayError extends AppError {
   readonly failure: GatewayFailure;
   readonly httpStatus: number | undefined;
+  /**
+   * The gateway replayed a failure it had kept under the idempotency key: nothing was
+   * ever sent under that key, and nothing ever will be. Only a fresh key can send.
+   */
+  readonly keySpent: boolean;
 
-  constructor(failure: GatewayFailure, message: string, options: AppErrorOptions & { httpStatus?: number } = {}) {
+  constructor(failure: GatewayFailure, message: string, options: AppErrorOptions & { httpStatus?: number; keySpent?: boolean } = {}) {
     super(`GATEWAY_${failure.toUpperCase() as Uppercase<GatewayFailure>}`, message, options);
     this.name = "GatewayError";
     this.failure = failure;
     this.httpStatus = options.httpStatus;
+    this.keySpent = options.keySpent ?? false;
   }
 }
 

@@ -201,34 +201,48 @@ async function send(
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId, parts: sent.parts };
   } catch (error) {
-    const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
-    // Cast says how long its budget is spent: no send on this key before then.
-    if (error instanceof GatewayError && error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
-    // The key or the account, not this message: hold the key's messages until it works again.
-    if (error instanceof GatewayError && [401, 402, 403].includes(error.httpStatus ?? 0)) {
-      deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
-      // Cast checks the key and the address before its idempotency cache: this refusal says
-      // nothing of an earlier attempt that got no answer. Its key stays, or a second SMS could go.
-      return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: !job.unclear, held: true };
-    }
-    if (error instanceof GatewayError && error.failure !== "rejected") {
-      // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
-      // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX.
-      const now = deps.now();
-      const first = job.firstSentAt ?? now; // set by the claim
-      const retryAt = now + delayMs(RETRY.send, job.attempts, deps.sendBackoffMs);
-      if (retryAt - first <= Math.min(deps.holdMaxMs, RESEND_WINDOW_MS)) {
-        const log = job.attempts === 0 ? deps.log.warn : deps.log.debug;
-        log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with the same idempotency key`);
-        return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" };
-      }
-      const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
-      deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
-      return failed(code, why);
-    }
+    return afterFailure(deps, job, request, error);
+  }
+}
+
+/** A send that failed: held, tried again later (with the same key, or a fresh one where that is proven safe), or failed. */
+function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error: unknown): Result | ({ retryAt: number; reason: string } & SendLater) {
+  const { messageId, locationId } = job.message;
+  if (!(error instanceof GatewayError)) {
+    deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
+    return failed("send_failed", errorMessage(error));
+  }
+  const code = error.code.toLowerCase();
+  // Cast says how long its budget is spent: no send on this key before then.
+  if (error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
+  // The key or the account, not this message: hold the key's messages until it works again.
+  if ([401, 402, 403].includes(error.httpStatus ?? 0)) {
+    deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
+    // Cast checks the key and the address before its idempotency cache: this refusal says
+    // nothing of an earlier attempt that got no answer. Its key stays, or a second SMS could go.
+    return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: !job.unclear, held: true };
+  }
+  if (error.failure === "rejected") {
     deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
     return failed(code, errorMessage(error));
   }
+  // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
+  // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX. A
+  // failure Cast replays from its cache sent nothing under the key: only a new one can send.
+  const now = deps.now();
+  const first = job.firstSentAt ?? now; // set by the claim
+  const retryAt = now + delayMs(RETRY.send, job.attempts, deps.sendBackoffMs);
+  // SMS_HOLD_MAX counts from the message's arrival: a new key must not start it anew.
+  const waiting = retryAt - (job.requeuedAt ?? job.createdAt);
+  if (waiting <= deps.holdMaxMs && retryAt - first <= RESEND_WINDOW_MS) {
+    const log = job.attempts === 0 ? deps.log.warn : deps.log.debug;
+    const key = error.keySpent ? "a new" : "the same";
+    log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with ${key} idempotency key`);
+    return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" && !error.keySpent, freshKey: error.keySpent };
+  }
+  const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
+  deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
+  return failed(code, why);
 }
 
 /**

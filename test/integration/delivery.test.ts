@@ -311,6 +311,35 @@ describe("gateway answers", () => {
   });
 
   test.each([
+    { name: "503 SERVICE_UNAVAILABLE", answer: () => jsonResponse({ success: false, error: "down", error_code: "SERVICE_UNAVAILABLE" }, 503) },
+    { name: "429 RATE_LIMIT_EXCEEDED", answer: () => jsonResponse({ success: false, error: "rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "0" }) },
+  ])("$name kept in the gateway's cache and replayed: the next attempt takes a new idempotency key, one SMS", async ({ answer }) => {
+    const b = await start({ env: { SMS_HOLD_MAX: "5s" }, tuning: { sendBackoffMs: 50 } });
+    b.gateway.keepFailedAnswers();
+    let calls = 0;
+    b.gateway.on(SEND, () => (++calls === 1 ? answer() : b.gateway.accept()));
+
+    const reports = await deliver(b, "m-1");
+
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    const [first, ...later] = b.gateway.keys();
+    expect(later.at(-1)).not.toBe(first);
+    expect(b.gateway.sent()).toHaveLength(2); // the failed first request, and the one SMS
+    expect(b.logs.join("")).toMatch(/replayed its kept answer \((503|429)\).*trying again in \d+ ms with a new idempotency key/);
+  });
+
+  test("a 503 answered afresh (no replay header) is tried again with the same key", async () => {
+    const b = await start({ tuning: { sendBackoffMs: 50 } });
+    let calls = 0;
+    b.gateway.on(SEND, () => (++calls === 1 ? jsonResponse({ success: false, error: "down", error_code: "SERVICE_UNAVAILABLE" }, 503) : b.gateway.accept()));
+
+    await deliver(b, "m-1");
+
+    expect(new Set(b.gateway.keys()).size).toBe(1);
+    expect(b.gateway.sent()).toHaveLength(2);
+  });
+
+  test.each([
     { name: "200 with a garbage body", answer: () => new Response("<html>ok?</html>", { status: 200 }), says: /delivery unknown/ },
     { name: "202 with an empty body (no refusal, no message_id)", answer: () => new Response(null, { status: 202 }), says: /202 without a message_id; delivery unknown/ },
   ])("$name, answered again from the cache: one SMS at most, failed once SMS_HOLD_MAX is over", async ({ answer, says }) => {

@@ -65,7 +65,22 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       // The request may have reached the gateway: never resend it blindly.
       throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
     }
-    return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
+    try {
+      return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
+    } catch (error) {
+      throw res.headers.get("x-idempotent-replay") === "true" ? replayed(error, res.status) : error;
+    }
+  }
+
+  /**
+   * An answer from Cast's idempotency cache. A 503 or a 429 kept there was the first
+   * request's answer under this key: that request sent nothing, and every repeat only
+   * gets the same answer. Anything else (a 200, a 500 that may have followed a send) stands.
+   */
+  function replayed(error: unknown, status: number): unknown {
+    if (!(error instanceof GatewayError) || (status !== 503 && status !== 429)) return error;
+    const message = `gateway replayed its kept answer (${status}) to this idempotency key: nothing was sent with it; trying a new key`;
+    return new GatewayError(error.failure, message, { httpStatus: status, keySpent: true, retryAfterMs: error.retryAfterMs, cause: error });
   }
 
   /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
@@ -141,7 +156,7 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
           ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
           ...(options.retries !== undefined && { retries: options.retries }),
           shouldRetry: ({ error }) =>
-            error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
+            error instanceof GatewayError && !error.keySpent && (error.failure === "rate_limited" || error.failure === "unreachable"),
           onFailedAttempt: async (context) => {
             attempts = context.attemptNumber;
             await waitAsRemoteAsked(context);
@@ -150,7 +165,8 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       } catch (error) {
         // Retried and still failing: say so in the status the CRM shows.
         if (attempts < 2 || !(error instanceof GatewayError)) throw error;
-        throw new GatewayError(error.failure, `${error.message} (${attempts} attempts)`, { httpStatus: error.httpStatus, cause: error });
+        const { httpStatus, keySpent, retryAfterMs } = error;
+        throw new GatewayError(error.failure, `${error.message} (${attempts} attempts)`, { httpStatus, keySpent, retryAfterMs, cause: error });
       }
     },
   };
