@@ -276,6 +276,19 @@ describe("gateway answers", () => {
     expect(reports[0]?.body).toMatchObject({ status: "failed", error: { message: expect.stringMatching(/429/) } });
   });
 
+  test("a sandbox key's answer (sandbox: true): nothing was sent, reported failed, never delivered", async () => {
+    const b = await start();
+    // ../shared/fixtures/cast/send-sandbox-200.json, Cast's documented answer to a cast_test_ key.
+    b.gateway.on(SEND, () => jsonResponse({ success: true, message_id: "SANDBOX_a1b2c3d4e5f6a7b8", parts: 1, sandbox: true }));
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(1);
+    expect(reports.map((r) => r.body)).toEqual([
+      { status: "failed", error: { code: "gateway_rejected", type: "saas", message: expect.stringMatching(/sandbox key: the gateway sent nothing/) } },
+    ]);
+  });
+
   test('400 {"success":false,"error":"Invalid sender"}: ONE call, never resent, reported failed', async () => {
     const b = await start();
     b.gateway.on(SEND, () => jsonResponse({ success: false, error: "Invalid sender" }, 400));

@@ -194,6 +194,10 @@ function readAnswer(status: number, text: string, retryAfter: string | null): Se
   if (body?.success !== true || typeof body.message_id !== "string") {
     throw new GatewayError("unknown", `gateway answered ${status} without a message_id; delivery unknown`, { httpStatus: status });
   }
+  // A sandbox key (cast_test_…) is answered like a send, but nothing goes to a carrier.
+  if (body.sandbox === true) {
+    throw new GatewayError("rejected", `the SMS API key is a sandbox key: the gateway sent nothing (id ${body.message_id}); set a live key`, { httpStatus: status });
+  }
   return { messageId: body.message_id, parts: typeof body.parts === "number" ? body.parts : 1 };
 }
 
@@ -221,6 +225,7 @@ function readStatus(body: unknown): DeliveryStatus | undefined {
 interface Body {
   success?: unknown;
   message_id?: unknown;
+  sandbox?: unknown;
   parts?: unknown;
   error?: unknown;
 }
