@@ -13,6 +13,8 @@ export interface KeyHoldsOptions {
   remindEveryMs?: number;
   /** Told of each hold and release, so that other processes (`bridge status`) see them. */
   record?: { held(apiKey: string, hold: Hold): void; released(apiKey: string): void };
+  /** A key works again: its waiting messages should look now, not at their next look. */
+  wake?: () => void;
 }
 
 export interface Hold {
@@ -44,11 +46,20 @@ export function createKeyHolds(options: KeyHoldsOptions) {
       if (hold.status === 402 && credits <= 0) return;
       held.delete(apiKey);
       tell(() => options.record?.released(apiKey));
+      wake();
       log.info(`SMS gateway key ${maskSecret(apiKey)} works again after ${Math.round((now() - hold.since) / 1000)} s: its messages go out now`);
     } catch (error) {
       if (error instanceof GatewayError && error.httpStatus) hold.reason = errorMessage(error);
     } finally {
       hold.probing = false;
+    }
+  }
+
+  function wake(): void {
+    try {
+      options.wake?.();
+    } catch (error) {
+      log.warn(`held keys: messages not woken (${errorMessage(error)}); they look again within ${probeEveryMs / 1000} s`);
     }
   }
 
@@ -62,8 +73,8 @@ export function createKeyHolds(options: KeyHoldsOptions) {
   }
 
   return {
-    /** How often a held key's messages should look again: a probe may have freed it. */
-    lookAgainMs: Math.min(5_000, probeEveryMs),
+    /** How long a held key's messages wait before they look again: by then a probe is due (a release wakes them sooner). */
+    lookAgainMs: probeEveryMs,
     /** The gateway refused the key itself: hold its messages. */
     hold(apiKey: string, status: number, reason: string): void {
       const current = held.get(apiKey);

@@ -155,6 +155,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
       held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
       released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
     },
+    wake: () => jobs.wakeHeld(now()),
   });
   const tokenService = createTokenService({ tokens, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });

@@ -75,9 +75,11 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     if ("request" in plan) {
       const held = heldTooLong(deps, job, plan.request.apiKey);
       if (held && "waitMs" in held) {
-        // Shown as held in the message log, once, with the gateway's reason.
-        if (!job.held) await deps.commit(() => deps.jobs.markHeld(job.id, held.reason, deps.now()));
-        return held.waitMs;
+        // Shown as held in the message log, with the gateway's reason; not due again until a
+        // probe may have freed the key (a release wakes it), so that held messages take no
+        // turns from their location's reports, nor from the locations of other keys.
+        await deps.commit(() => deps.jobs.markHeld(job.id, held.reason, deps.now() + held.waitMs, deps.now()));
+        return;
       }
       if (held) plan = { result: held };
     }

@@ -156,11 +156,16 @@ export function createJobStore(db: Db) {
   const lastEvent = db.prepare<[number, EventKind], string>(
     "SELECT detail FROM job_events WHERE job_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
   ).pluck();
-  const markHeld = db.prepare<[{ id: number; reason: string; now: number }]>(`
-    UPDATE jobs SET held = 1, error_message = @reason, updated_at = @now WHERE id = @id AND state = 'queued' AND held = 0`);
-  const hold = db.transaction((id: number, reason: string, now: number) => {
-    if (markHeld.run({ id, reason, now }).changes > 0) addEvent.run(id, now, "held", reason);
+  const heldNow = db.prepare<[number], number>("SELECT held FROM jobs WHERE id = ? AND state = 'queued'").pluck();
+  const markHeld = db.prepare<[{ id: number; reason: string; at: number; now: number }]>(`
+    UPDATE jobs SET held = 1, error_message = @reason, next_attempt_at = @at, updated_at = @now WHERE id = @id AND state = 'queued'`);
+  const hold = db.transaction((id: number, reason: string, at: number, now: number) => {
+    if (heldNow.get(id) !== 0) return markHeld.run({ id, reason, at, now });
+    markHeld.run({ id, reason, at, now });
+    addEvent.run(id, now, "held", reason);
   });
+  const wakeHeld = db.prepare<[{ now: number }]>(`
+    UPDATE jobs SET next_attempt_at = @now WHERE state = 'queued' AND held = 1 AND next_attempt_at > @now`);
   // A wait is logged when its reason changes, not at every try of a long outage.
   const queueAgain = db.transaction((id: number, at: number, reason: string, now: number, how: SendLater) => {
     const before = lastReason.get(id);
@@ -309,9 +314,16 @@ export function createJobStore(db: Db) {
         parts: result.parts ?? null,
       });
     },
-    /** Waits, never tried, on a key the gateway refused: shown as held, with `reason`. */
-    markHeld(id: number, reason: string, now: number): void {
-      hold(id, reason, now);
+    /**
+     * Waits on a key the gateway refused until `at`: shown as held, with `reason`. Out of
+     * the queue's way meanwhile, so it takes no turn from reports or from other keys' sends.
+     */
+    markHeld(id: number, reason: string, at: number, now: number): void {
+      hold(id, reason, at, now);
+    },
+    /** A held key works again: its messages (every held one, in fact) are due now. */
+    wakeHeld(now: number): number {
+      return wakeHeld.run({ now }).changes;
     },
     /** No final receipt yet: look again at `at`. */
     receiptLater(id: number, at: number, now: number): void {

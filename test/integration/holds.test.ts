@@ -84,3 +84,45 @@ test("a refusal after an attempt without an answer keeps the idempotency key: on
   expect(new Set(bridge.gateway.keys()).size).toBe(1);
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
 });
+
+test("held messages take no turns from their location's status reports", async () => {
+  const bridge = await start();
+  let answerReport: (() => void) | undefined;
+  const reportHeld = new Promise<void>((resolve) => (answerReport = resolve));
+  let reports = 0;
+  bridge.crm.on("PUT /conversations/messages/:messageId/status", async () => {
+    if (++reports > 1) return jsonResponse({ success: true });
+    await reportHeld; // the first report is answered (503) only once the held messages wait
+    return jsonResponse({ message: "busy" }, 503);
+  });
+  expect((await bridge.webhook(outbound("m-sent"))).status).toBe(200);
+  await waitFor(() => reports === 1);
+
+  bridge.gateway.on(SEND, OUT_OF_CREDIT);
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
+  for (let i = 0; i < 60; i++) expect((await bridge.webhook(outbound(`m-${i}`))).status).toBe(200);
+  await waitFor(() => Array.from({ length: 60 }, (_, i) => bridge.core.jobs.get(`m-${i}`)).filter((j) => j?.held).length >= 40, 10_000);
+  answerReport?.(); // the report is due again in moments, after every held message
+
+  await waitFor(() => bridge.core.jobs.get("m-sent")?.state === "done", 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-sent", "m-sent"]);
+});
+
+test("sixty locations waiting on a held shared key do not cut off a location with its own working key", async () => {
+  const bridge = await start();
+  bridge.gateway.on(SEND, (req) => (req.headers["x-api-key"] === GLOBAL_SMS_KEY ? OUT_OF_CREDIT() : bridge.gateway.accept()));
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
+  const shared = Array.from({ length: 60 }, (_, i) => `loc-s${i}`);
+  for (const locationId of shared) {
+    bridge.seed(locationId);
+    expect((await bridge.webhook(outbound(`m-${locationId}`, { locationId }))).status).toBe(200);
+  }
+  await waitFor(() => shared.filter((id) => bridge.core.jobs.get(`m-${id}`)?.held).length >= 40, 10_000);
+
+  bridge.seed("loc-own");
+  bridge.core.tokens.setConfig("loc-own", { smsApiKey: "loc-own-key-0123456" }, Date.now());
+  expect((await bridge.webhook(outbound("m-own", { locationId: "loc-own" }))).status).toBe(200);
+
+  await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "m-own"), 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-own"]);
+});
