@@ -200,6 +200,7 @@ async function send(
   const { messageId, locationId } = job.message;
   try {
     const sent = await deps.sms.send(request);
+    deps.holds.sent(request.apiKey); // it was a probe, or a probe freed the key meanwhile
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId, parts: sent.parts };
   } catch (error) {
@@ -219,7 +220,7 @@ function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error:
   if (error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
   // The key or the account, not this message: hold the key's messages until it works again.
   if ([401, 402, 403].includes(error.httpStatus ?? 0)) {
-    deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
+    deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error), error.gatewayCode);
     // Cast checks the key and the address before its idempotency cache: this refusal says
     // nothing of an earlier attempt that got no answer. Its key stays, or a second SMS could go.
     return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: !job.unclear, held: true };

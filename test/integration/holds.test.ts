@@ -11,17 +11,20 @@ const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");
 
 const OUT_OF_CREDIT = () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402);
 
-test("out of credit (402): the key's messages wait, the operator is told once, and they go when the balance is back", async () => {
+test("out of credit (402): the key's messages wait, the operator is told once, and they go once a probe send passes", async () => {
   const bridge = await start();
   let credits = 0;
-  bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
-  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits, currency: "PHP" }));
+  const accepted: string[] = [];
+  bridge.gateway.on(SEND, (req) => {
+    if (credits <= 0) return OUT_OF_CREDIT();
+    accepted.push((JSON.parse(req.body) as { message: string }).message);
+    return bridge.gateway.accept();
+  });
 
   for (const id of ["m-1", "m-2", "m-3"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
-  await waitFor(() => bridge.gateway.received(BALANCE).length >= 2, 5_000);
+  await waitFor(() => bridge.gateway.calls().length >= 3, 5_000); // the first refusal, then probes: one message each
   expect(bridge.crm.statusReports()).toEqual([]); // waiting, not failed
-  const refusals = bridge.gateway.calls().length;
-  expect(refusals).toBeLessThanOrEqual(3); // the queue is not burned one message at a time, again and again
+  expect(bridge.gateway.received(BALANCE)).toEqual([]); // a balance does not say whether a send will go
   const log = bridge.logs.join("");
   expect(log.match(/SMS gateway refused key global-sms-k\.\.\. \(gateway rejected the message \(402\): Insufficient credits\): its messages wait/g)).toHaveLength(1);
   expect(log).not.toContain(GLOBAL_SMS_KEY);
@@ -29,8 +32,40 @@ test("out of credit (402): the key's messages wait, the operator is told once, a
   credits = 500;
   await waitFor(() => bridge.crm.statusReports().length === 3, 10_000);
   expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["delivered", "delivered", "delivered"]);
-  expect(bridge.gateway.sent().filter((s) => s.message.startsWith("hello"))).toHaveLength(refusals + 3);
+  expect(accepted.toSorted()).toEqual(["hello m-1", "hello m-2", "hello m-3"]);
   expect(bridge.logs.join("")).toMatch(/SMS gateway key global-sms-k\.\.\. works again after \d+ s: its messages go out now/);
+});
+
+test("a postpaid account at its credit limit (402 CREDIT_LIMIT_REACHED, balance below 0): its messages go once the limit is raised", async () => {
+  const bridge = await start();
+  let limitReached = true;
+  const atLimit = () => jsonResponse({ success: false, error: "credit limit reached", error_code: "CREDIT_LIMIT_REACHED" }, 402);
+  bridge.gateway.on(SEND, () => (limitReached ? atLimit() : bridge.gateway.accept()));
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: -1500, currency: "PHP" })); // postpaid: below 0 in normal use
+
+  for (const id of ["m-1", "m-2"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  await waitFor(() => bridge.gateway.calls().length >= 2, 5_000);
+  expect(bridge.crm.statusReports()).toEqual([]);
+  limitReached = false;
+
+  await waitFor(() => bridge.crm.statusReports().length === 2, 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["delivered", "delivered"]);
+});
+
+test.each([
+  { code: "CHANNEL_NOT_ALLOWED", error: "channel not allowed" },
+  { code: "IP_NOT_WHITELISTED", error: "IP not whitelisted" },
+])("a key refused with $code stays held while its balance call works: no flapping, one line for the operator", async ({ code, error }) => {
+  const bridge = await start();
+  bridge.gateway.on(SEND, () => jsonResponse({ success: false, error, error_code: code }, 403));
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.gateway.calls().length >= 4, 5_000); // the refusal, then probes
+
+  const log = bridge.logs.join("");
+  expect(log.match(/SMS gateway refused key/g)).toHaveLength(1);
+  expect(log).not.toContain("works again");
+  expect(bridge.crm.statusReports()).toEqual([]);
 });
 
 test("a revoked key (403) held longer than SMS_HOLD_MAX: its messages are reported failed with the reason", async () => {

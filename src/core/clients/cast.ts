@@ -189,7 +189,8 @@ function readAnswer(status: number, text: string, retryAfter: string | null): Se
   // only an explicit success:false or a non-2xx says it did not.
   const ok = status >= 200 && status < 300;
   if (!ok || body?.success === false) {
-    throw new GatewayError("rejected", `gateway rejected the message (${status})${detail(body, text)}`, { httpStatus: status });
+    const gatewayCode = typeof body?.error_code === "string" ? body.error_code : undefined;
+    throw new GatewayError("rejected", `gateway rejected the message (${status})${detail(body, text)}`, { httpStatus: status, gatewayCode });
   }
   if (body?.success !== true || typeof body.message_id !== "string") {
     throw new GatewayError("unknown", `gateway answered ${status} without a message_id; delivery unknown`, { httpStatus: status });
@@ -228,6 +229,7 @@ interface Body {
   sandbox?: unknown;
   parts?: unknown;
   error?: unknown;
+  error_code?: unknown;
 }
 
 function parseBody(text: string): Body | undefined {
