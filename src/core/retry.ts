@@ -85,8 +85,10 @@ export function timedOut(error: unknown): boolean {
  */
 export function retryAfterMs(header: string | null | undefined, now: number, maxMs = 60_000): number | undefined {
   if (!header) return undefined;
-  // RFC 9110: whole seconds, or an HTTP date.
-  const ms = /^\d+$/.test(header.trim()) ? Number(header.trim()) * 1000 : Date.parse(header) - now;
+  const value = header.trim();
+  // RFC 9110: whole seconds, or an HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"). Seconds with
+  // a fraction ("1.5") are read as seconds too: Date.parse would take them for a date of 2001.
+  const ms = /^\d+(\.\d+)?$/.test(value) ? Math.ceil(Number(value) * 1000) : /[a-z]/i.test(value) ? Date.parse(value) - now : NaN;
   if (!Number.isFinite(ms)) return undefined;
   return Math.min(Math.max(ms, 0), maxMs);
 }
