@@ -134,7 +134,14 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     observe,
     ...tuning.crm,
   });
-  const sms = createCastClient({ apiUrl: config.sms.apiUrl, observe, onBalance: metrics.balance, ...tuning.sms });
+  const sms = createCastClient({
+    apiUrl: config.sms.apiUrl,
+    observe,
+    onBalance: metrics.balance,
+    // Cast's per-address limit answers the same 429 as a key's: every send and poll waits.
+    onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
+    ...tuning.sms,
+  });
   // Wall-clock time (real requests a second), a little under Cast's limits: its buckets
   // count arrivals, which network jitter bunches together, and every 429 costs a second
   // of Retry-After.

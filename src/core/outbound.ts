@@ -234,11 +234,13 @@ function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error:
   // failure Cast replays from its cache sent nothing under the key: only a new one can send.
   const now = deps.now();
   const first = job.firstSentAt ?? now; // set by the claim
-  const retryAt = now + delayMs(RETRY.send, job.attempts, deps.sendBackoffMs);
+  // A 429 is waited out here, in the queue: no worker sleeps through Cast's Retry-After.
+  const retryAt = now + Math.max(error.retryAfterMs ?? 0, delayMs(RETRY.send, job.attempts, deps.sendBackoffMs));
   // SMS_HOLD_MAX counts from the message's arrival: a new key must not start it anew.
   const waiting = retryAt - (job.requeuedAt ?? job.createdAt);
   if (waiting <= deps.holdMaxMs && retryAt - first <= RESEND_WINDOW_MS) {
-    const log = job.attempts === 0 ? deps.log.warn : deps.log.debug;
+    // Pacing (a 429) is no news for the operator; nor is every try of a long outage.
+    const log = job.attempts === 0 && error.failure !== "rate_limited" ? deps.log.warn : deps.log.debug;
     const key = error.keySpent ? "a new" : "the same";
     log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with ${key} idempotency key`);
     return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" && !error.keySpent, freshKey: error.keySpent };

@@ -33,9 +33,9 @@ export interface Backoff {
  * the shape of each stays here.
  */
 export const RETRY = {
-  /** A send without a clear answer, again with the same idempotency key, until SMS_HOLD_MAX. */
+  /** A send without a clear answer (or a 429: at least its Retry-After), again with the same idempotency key, until SMS_HOLD_MAX. */
   send: { firstMs: 1000, maxMs: 60_000 },
-  /** Within one send: a connection never made, or a 429 (nothing was sent either way). */
+  /** Within one send: a connection never made (nothing was sent). A 429 waits in the queue instead. */
   gatewayCall: { firstMs: 1000, maxMs: 60_000, tries: 5 },
   /** HighLevel's 429 ("100 requests per 10 s"), honouring its Retry-After. */
   crmRateLimit: { firstMs: 1000, maxMs: 60_000, tries: 6 },
@@ -65,9 +65,9 @@ export function backoffMs(firstMs: number, retry: number, maxMs = 60_000): numbe
 }
 
 /**
- * p-retry's `onFailedAttempt` for remotes that send Retry-After (Cast's and HighLevel's
- * 429s): waits what the remote asked beyond p-retry's own back-off, which follows it,
- * and only when another try follows, so the last 429 is not waited out for nothing.
+ * p-retry's `onFailedAttempt` for a remote that sends Retry-After (HighLevel's 429s):
+ * waits what the remote asked beyond p-retry's own back-off, which follows it, and only
+ * when another try follows, so the last 429 is not waited out for nothing.
  */
 export async function waitAsRemoteAsked(context: { error: unknown; retriesLeft: number; retryDelay: number }): Promise<void> {
   const asked = context.error instanceof AppError ? context.error.retryAfterMs : undefined;

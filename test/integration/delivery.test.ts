@@ -5,7 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { closedPort, jsonResponse } from "../helpers/http.ts";
-import { SEND } from "../helpers/fake-gateway.ts";
+import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
 
 const startWith = bridgePerTest();
 /** A bridge with "loc-1" installed (token valid for a day). */
@@ -246,34 +246,44 @@ describe("gateway answers", () => {
     expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   });
 
-  test("always 429: 5 calls an attempt, attempts with back-off until SMS_HOLD_MAX, then failed", async () => {
+  test("always 429: waited out in the queue with the same key until SMS_HOLD_MAX, then failed", async () => {
     const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sendBackoffMs: 100 } });
     b.gateway.on(SEND, () => jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }));
 
     const reports = await deliver(b, "m-1");
 
-    expect(sends(b).length % 5).toBe(0);
-    expect(sends(b).length).toBeGreaterThanOrEqual(10);
+    expect(sends(b).length).toBeGreaterThanOrEqual(2);
     expect(new Set(b.gateway.keys()).size).toBe(1);
     expect(reports).toHaveLength(1);
     expect(reports[0]?.body).toMatchObject({ status: "failed", error: { type: "saas", message: expect.stringMatching(/429.*gave up after \d+ attempts/) } });
   });
 
-  test("429 with Retry-After: 2 s: waited out before the next try, but not after the last one", async () => {
-    const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sms: { retries: 1 } } });
+  test.each(["2", "1.5"])("429 with Retry-After: %s s: the message waits in the queue, holding no worker, and goes no sooner", async (retryAfter) => {
+    const b = await start({ tuning: { sendBackoffMs: 10 } });
     const calls: number[] = [];
     b.gateway.on(SEND, () => {
       calls.push(Date.now());
-      return jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "2" });
+      return calls.length === 1 ? jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": retryAfter }) : b.gateway.accept();
     });
 
-    const reports = await deliver(b, "m-1");
-    const reported = Date.now();
+    expect((await b.webhook(outbound("m-1"))).status).toBe(200);
+    await waitFor(() => calls.length === 1 && b.core.jobs.get("m-1")?.state === "queued"); // not "sending" in a sleeping worker
+    await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
 
     expect(calls).toHaveLength(2);
-    expect(calls[1]! - calls[0]!).toBeGreaterThanOrEqual(1900);
-    expect(reported - calls[1]!).toBeLessThan(1000); // waiting would only keep the job "sending"
-    expect(reports[0]?.body).toMatchObject({ status: "failed", error: { message: expect.stringMatching(/429/) } });
+    expect(calls[1]! - calls[0]!).toBeGreaterThanOrEqual(Number(retryAfter) * 1000 - 100);
+    expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  });
+
+  test("a 429 on a status or balance call pauses every send of the process for its Retry-After", async () => {
+    const b = await start({ worker: false });
+    b.gateway.on(BALANCE, () => jsonResponse({ success: false, error: "rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "30" }));
+
+    await expect(b.core.sms.balance(GLOBAL_SMS_KEY)).rejects.toMatchObject({ failure: "rate_limited" });
+
+    // Cast's per-address limit counts every request: another key's send must wait too.
+    expect(b.core.scheduler.trySend("another-key-0123456789", "loc-1")).toBeGreaterThan(25_000);
+    expect(b.core.scheduler.tryPoll()).toBeGreaterThan(25_000);
   });
 
   test("a sandbox key's answer (sandbox: true): nothing was sent, reported failed, never delivered", async () => {

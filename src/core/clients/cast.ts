@@ -1,6 +1,6 @@
 import pRetry from "p-retry";
 import { GatewayError } from "../../errors.ts";
-import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
+import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import type { DeliveryStatus, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
@@ -9,7 +9,7 @@ import { exchange } from "./transport.ts";
 export interface GatewayOptions {
   apiUrl: string;
   timeoutMs?: number;
-  /** Retries of a 429 or of a connection that was never made. */
+  /** Retries of a connection that was never made. */
   retries?: number;
   /** First back-off when the gateway gives no Retry-After. */
   retryDelayMs?: number;
@@ -17,6 +17,11 @@ export interface GatewayOptions {
   observe?: CallObserver;
   /** Told of every balance a key's balance call returned. */
   onBalance?: (apiKey: string, credits: number) => void;
+  /**
+   * Told of every 429, whatever the call, with the wait Cast asked for (1 s when it gave
+   * none): its per-address limit counts every request of the process, so all of them wait.
+   */
+  onRateLimited?: (retryAfterMs: number) => void;
 }
 
 /** Cast.ph's own limit on one message's text. */
@@ -36,8 +41,8 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
   const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });
 
   /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
-  function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
-    return observed(call(operation), () =>
+  async function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
+    const res = await observed(call(operation), () =>
       exchange(path, {
         baseURL: options.apiUrl,
         method: init.method,
@@ -47,9 +52,11 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
         timeout,
       }),
     );
+    if (res.status === 429) options.onRateLimited?.(parseRetryAfter(res.headers.get("retry-after"), Date.now()) ?? 1000);
+    return res;
   }
 
-  /** One attempt. Throws GatewayError; "rate_limited"/"unreachable" are the retryable ones. */
+  /** One attempt. Throws GatewayError; "unreachable" is the one retried at once. */
   async function attempt(req: SendRequest): Promise<SendResult> {
     let res;
     try {
@@ -148,18 +155,19 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       return byId;
     },
 
-    /** Sends one SMS, retrying only what provably did not go out. */
+    /**
+     * Sends one SMS, retrying only a connection never made. A 429 is not waited out here:
+     * the caller waits for it in the queue, holding no worker.
+     */
     async send(req: SendRequest): Promise<SendResult> {
       let attempts = 0;
       try {
         return await pRetry(() => attempt(req), {
           ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
           ...(options.retries !== undefined && { retries: options.retries }),
-          shouldRetry: ({ error }) =>
-            error instanceof GatewayError && !error.keySpent && (error.failure === "rate_limited" || error.failure === "unreachable"),
-          onFailedAttempt: async (context) => {
+          shouldRetry: ({ error }) => error instanceof GatewayError && error.failure === "unreachable",
+          onFailedAttempt: (context) => {
             attempts = context.attemptNumber;
-            await waitAsRemoteAsked(context);
           },
         });
       } catch (error) {
@@ -175,7 +183,7 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
 /** A 429, with how long Cast asked us to wait. */
 function rateLimited(retryAfter: string | null): GatewayError {
   const retryAfterMs = parseRetryAfter(retryAfter, Date.now());
-  return new GatewayError("rate_limited", "gateway rate limit: still answering 429 after retries", { httpStatus: 429, retryAfterMs });
+  return new GatewayError("rate_limited", "gateway rate limit (429)", { httpStatus: 429, retryAfterMs });
 }
 
 /** Turns the gateway's answer into a result or a classified GatewayError. */
