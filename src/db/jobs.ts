@@ -149,6 +149,7 @@ export function createJobStore(db: Db) {
     UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now,
       idempotency_key = CASE WHEN @fresh THEN NULL ELSE idempotency_key END,
       api_key_tag = CASE WHEN @fresh THEN NULL ELSE api_key_tag END,
+      first_sent_at = CASE WHEN @fresh THEN NULL ELSE first_sent_at END,
       held = @held, unclear = max(unclear, @unclear)
     WHERE id = @id AND state = 'sending'`);
   const lastReason = db.prepare<[number], string | null>("SELECT error_message FROM jobs WHERE id = ?").pluck();

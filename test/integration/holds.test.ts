@@ -161,3 +161,18 @@ test("sixty locations waiting on a held shared key do not cut off a location wit
   await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "m-own"), 10_000);
   expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-own"]);
 });
+
+test("a message refused (402) before its first send is not 'delivery unknown' when it goes a day later", async () => {
+  let skew = 0;
+  const bridge = await start({ env: { SMS_HOLD_MAX: "2d" }, now: () => Date.now() + skew });
+  let credits = 0;
+  bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.held);
+  skew = 21 * 60 * 60_000; // past the 20 h in which an attempt without an answer may be repeated
+  credits = 500;
+
+  await waitFor(() => bridge.crm.statusReports().length === 1, 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+});
