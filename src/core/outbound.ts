@@ -179,10 +179,17 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: nu
   return failed("gateway_key_refused", why);
 }
 
-/** The API key a sent message's receipt is asked with: the one its location sends with now. */
+/**
+ * The API key a sent message's receipt is asked with: the one it was sent with (Cast
+ * lists a message only under its own account), found by its tag among the location's
+ * key and the shared one; "" when neither is it any more.
+ */
 function receiptKey(deps: OutboundDeps, job: Job): string {
   const record = deps.tokens.get(job.message.locationId);
-  return record ? sendingWith(record, deps.defaults).apiKey : "";
+  if (!record) return "";
+  const now = sendingWith(record, deps.defaults).apiKey;
+  if (job.apiKeyTag === null) return now; // sent by an older bridge, which kept no tag
+  return [now, record.smsApiKey, deps.defaults.apiKey].find((key) => key && keyTag(key) === job.apiKeyTag) ?? "";
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */

@@ -425,6 +425,24 @@ describe("gateway answers", () => {
     }
   });
 
+  test("the location's API key changed after the send: the receipt is still asked with the key that sent it", async () => {
+    const b = await start();
+    let carrierDone = false;
+    b.gateway.receipts(() => (carrierDone ? { status: "delivered", dlr_status: "DELIVRD" } : { status: "sent" }));
+    expect((await b.webhook(outbound("m-1"))).status).toBe(200);
+    await waitFor(() => b.core.jobs.get("m-1")?.state === "reporting" && b.gateway.logCalls().length > 0);
+
+    b.core.tokens.setConfig("loc-1", { smsApiKey: "new-location-key-0123" }, Date.now());
+    const asksBefore = b.gateway.logCalls().length + b.gateway.statusCalls().length;
+    carrierDone = true;
+
+    await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+    expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    const asks = [...b.gateway.logCalls(), ...b.gateway.statusCalls()];
+    expect(asks.length).toBeGreaterThan(asksBefore);
+    expect(new Set(asks.map((r) => r.headers["x-api-key"]))).toEqual(new Set([GLOBAL_SMS_KEY]));
+  });
+
   test("the location's API key changed between two attempts without an answer: failed, delivery unknown, not sent on the new key", async () => {
     const b = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 300 } });
     b.gateway.on(SEND, async () => {
