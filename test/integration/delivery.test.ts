@@ -286,6 +286,21 @@ describe("gateway answers", () => {
     expect(b.core.scheduler.tryPoll()).toBeGreaterThan(25_000);
   });
 
+  test.each([
+    { parts: 3, stored: 3 },
+    { parts: 2.5, stored: 1 },
+    { parts: -2, stored: 1 },
+    { parts: "3", stored: 1 },
+  ])("200 with parts $parts: the message log keeps $stored", async ({ parts, stored }) => {
+    const b = await start();
+    b.gateway.on(SEND, () => jsonResponse({ success: true, message_id: "CASTabc123def456", parts }));
+
+    const reports = await deliver(b, "m-1");
+
+    expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+    expect(b.core.messages.get("m-1")?.parts).toBe(stored);
+  });
+
   test("a sandbox key's answer (sandbox: true): nothing was sent, reported failed, never delivered", async () => {
     const b = await start();
     // ../shared/fixtures/cast/send-sandbox-200.json, Cast's documented answer to a cast_test_ key.

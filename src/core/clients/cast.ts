@@ -207,7 +207,9 @@ function readAnswer(status: number, text: string, retryAfter: string | null): Se
   if (body.sandbox === true) {
     throw new GatewayError("rejected", `the SMS API key is a sandbox key: the gateway sent nothing (id ${body.message_id}); set a live key`, { httpStatus: status });
   }
-  return { messageId: body.message_id, parts: typeof body.parts === "number" ? body.parts : 1 };
+  // Parts are credits spent, stored and summed: only a whole count of at least one is taken.
+  const parts = typeof body.parts === "number" && Number.isSafeInteger(body.parts) && body.parts >= 1 ? body.parts : 1;
+  return { messageId: body.message_id, parts };
 }
 
 interface Answer {
