@@ -92,7 +92,9 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     const claim: Claim | undefined =
       "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId } : undefined;
     const claimedAt = deps.now();
-    if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
+    // A refusal makes no gateway call, so it is stored straight from the queue: a crash
+    // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
+    if (claim && !(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
     const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
     const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     if ("retryAt" in result) {

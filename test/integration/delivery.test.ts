@@ -558,6 +558,22 @@ describe("status reports to the CRM", () => {
     expect(b.logs.join("")).toContain("1 message(s) were being sent when bridge stopped; sending them again with the same idempotency key");
   });
 
+  test("a message refused before any gateway call never passes through 'sending', where a crash would make it 'delivery unknown'", async () => {
+    const b = await start();
+    // Every move to "sending" on this connection (the worker's), noted by the database itself.
+    b.core.db.exec(`
+      CREATE TEMP TABLE moved_to_sending (message_id TEXT);
+      CREATE TEMP TRIGGER note_sending AFTER UPDATE OF state ON main.jobs WHEN NEW.state = 'sending'
+      BEGIN INSERT INTO moved_to_sending VALUES (NEW.message_id); END;`);
+    const moved = () => b.core.db.prepare<[], { message_id: string }>("SELECT message_id FROM moved_to_sending").all().map((r) => r.message_id);
+
+    await deliver(b, "m-refused", { phone: "+14155552671" });
+    await deliver(b, "m-sent");
+
+    expect(b.core.jobs.get("m-refused")).toMatchObject({ state: "done", errorCode: "invalid_phone" });
+    expect(moved()).toEqual(["m-sent"]);
+  });
+
   test("a job an older bridge left in 'sending' (no idempotency key) is reported failed and never resent", async () => {
     const b = await start({ worker: false });
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
