@@ -199,6 +199,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     dlrWaitMs: config.sms.dlrWaitMs,
     receiptPollMs: tuning.receiptPollMs,
     metrics,
+    outages,
   };
   return {
     config,

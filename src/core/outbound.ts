@@ -10,6 +10,7 @@ import { AppError, CrmError, GatewayError, clip, errorMessage, type ErrorCode } 
 import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
 import type { MessageMetrics } from "./metrics.ts";
+import type { Outages } from "./outages.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
@@ -54,6 +55,8 @@ export interface OutboundDeps {
   receiptPollMs?: number;
   /** Told when a message is done with, and when its receipt came. */
   metrics?: MessageMetrics;
+  /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
+  outages?: Pick<Outages, "waited">;
 }
 
 /**
@@ -248,8 +251,10 @@ function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error:
   // SMS_HOLD_MAX counts from the message's arrival: a new key must not start it anew.
   const waiting = retryAt - (job.requeuedAt ?? job.createdAt);
   if (waiting <= deps.holdMaxMs && retryAt - first <= RESEND_WINDOW_MS) {
-    // Pacing (a 429) is no news for the operator; nor is every try of a long outage.
-    const log = job.attempts === 0 && error.failure !== "rate_limited" ? deps.log.warn : deps.log.debug;
+    // Pacing (a 429) is no news for the operator; nor is every try of a long outage, nor
+    // each message waiting for an outage that is logged when it starts and ends.
+    const inOutage = error.failure !== "rate_limited" && (deps.outages?.waited("cast", messageId) ?? false);
+    const log = job.attempts === 0 && error.failure !== "rate_limited" && !inOutage ? deps.log.warn : deps.log.debug;
     const key = error.keySpent ? "a new" : "the same";
     log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with ${key} idempotency key`);
     return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" && !error.keySpent, freshKey: error.keySpent };
@@ -318,6 +323,7 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }
+  deps.outages?.waited("crm", messageId);
   const delay = delayMs(RETRY.report, job.attempts, deps.reportBackoffMs);
   await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
