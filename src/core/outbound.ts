@@ -176,12 +176,22 @@ function lostAttempt(deps: OutboundDeps, job: Job, tag: string): string | undefi
 function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: number; reason: string } | Result | undefined {
   const hold = deps.holds.check(apiKey);
   if (!hold) return undefined;
-  // An operator's retry starts the wait anew.
-  if (deps.now() - (job.requeuedAt ?? job.createdAt) < deps.holdMaxMs) return { waitMs: deps.holds.lookAgainMs, reason: hold.reason };
+  const waitMs = lookAgainMs(deps, job);
+  if (waitMs > 0) return { waitMs, reason: hold.reason };
   const why = `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`;
   // An earlier attempt may have sent it: a refusal since then proves nothing about that one.
   if (job.unclear) return failed("delivery_unknown", `${why}; an earlier attempt got no clear answer, delivery unknown`);
   return failed("gateway_key_refused", why);
+}
+
+/**
+ * When a message on a held key looks again: at the key's next probe, or when its
+ * SMS_HOLD_MAX is over, whichever comes first (0: it is over). An operator's retry
+ * starts the wait anew.
+ */
+function lookAgainMs(deps: OutboundDeps, job: Job): number {
+  const left = deps.holdMaxMs - (deps.now() - (job.requeuedAt ?? job.createdAt));
+  return Math.max(0, Math.min(deps.holds.lookAgainMs, left));
 }
 
 /**
@@ -235,7 +245,7 @@ function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error:
     deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error), error.gatewayCode);
     // Cast checks the key and the address before its idempotency cache: this refusal says
     // nothing of an earlier attempt that got no answer. Its key stays, or a second SMS could go.
-    return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: !job.unclear, held: true };
+    return { retryAt: deps.now() + lookAgainMs(deps, job), reason: errorMessage(error), freshKey: !job.unclear, held: true };
   }
   if (error.failure === "rejected") {
     deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
