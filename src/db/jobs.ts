@@ -126,14 +126,21 @@ export function createJobStore(db: Db) {
     return insert.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
   });
   // The locations with unfinished jobs, one index seek each (a skip scan): a backlog of
-  // thousands in one location costs no more to look past than one job.
-  const waitingLocations = db.prepare<[], { location_id: string }>(`
+  // thousands in one location costs no more to look past than one job. With each, when
+  // its earliest send and report are due (a seek each too): a location whose jobs all
+  // wait (receipts to check later, say) costs no look of its own.
+  const waitingLocations = db.prepare<[], { location_id: string; sends_at: number | null; reports_at: number | null }>(`
     WITH RECURSIVE next(location_id) AS (
       SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting')
       UNION ALL
       SELECT (SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting') AND location_id > next.location_id)
       FROM next WHERE next.location_id IS NOT NULL
-    ) SELECT location_id FROM next WHERE location_id IS NOT NULL`);
+    ) SELECT location_id,
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
+        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'queued') AS sends_at,
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
+        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'reporting') AS reports_at
+    FROM next WHERE location_id IS NOT NULL`);
   const dueOf = db.prepare<[string, JobState, number, number], { id: number; state: JobState; next_attempt_at: number }>(`
     SELECT id, state, next_attempt_at FROM jobs INDEXED BY jobs_due_by_location
     WHERE location_id = ? AND state IN ('queued', 'reporting') AND state = ? AND next_attempt_at <= ?
@@ -268,9 +275,10 @@ export function createJobStore(db: Db) {
     due(now: number, limit: number, waiting?: (locationId: string) => boolean): DueJob[] {
       const locations = waitingLocations.all();
       const each = Math.ceil(limit / Math.max(1, locations.length)) + 1;
-      const rows = locations.flatMap(({ location_id: locationId }) => {
-        const reports = dueOf.all(locationId, "reporting", now, each);
-        const sends = waiting?.(locationId) ? [] : dueOf.all(locationId, "queued", now, each);
+      const isDue = (at: number | null) => at !== null && at <= now;
+      const rows = locations.flatMap(({ location_id: locationId, sends_at, reports_at }) => {
+        const reports = isDue(reports_at) ? dueOf.all(locationId, "reporting", now, each) : [];
+        const sends = isDue(sends_at) && !waiting?.(locationId) ? dueOf.all(locationId, "queued", now, each) : [];
         return [...reports, ...sends]
           .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id)
           .slice(0, each)
