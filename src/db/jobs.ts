@@ -172,8 +172,10 @@ export function createJobStore(db: Db) {
     markHeld.run({ id, reason, at, now });
     addEvent.run(id, now, "held", reason);
   });
+  // Through the index of unfinished jobs, not the whole table of finished ones.
   const wakeHeld = db.prepare<[{ now: number }]>(`
-    UPDATE jobs SET next_attempt_at = @now WHERE state = 'queued' AND held = 1 AND next_attempt_at > @now`);
+    UPDATE jobs INDEXED BY jobs_due_by_location SET next_attempt_at = @now
+    WHERE state IN ('queued', 'reporting') AND state = 'queued' AND held = 1 AND next_attempt_at > @now`);
   // A wait is logged when its reason changes, not at every try of a long outage.
   const queueAgain = db.transaction((id: number, at: number, reason: string, now: number, how: SendLater) => {
     const before = lastReason.get(id);
