@@ -237,9 +237,10 @@ function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error:
     deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
     return failed("send_failed", errorMessage(error));
   }
-  const code = error.code.toLowerCase();
   // Cast says how long its budget is spent: no send on this key before then.
   if (error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
+  // A failure Cast replays from its cache is old news of this key, not of the API key now.
+  if (error.keySpent) return tryAgain(deps, job, error);
   // The key or the account, not this message: hold the key's messages until it works again.
   if ([401, 402, 403].includes(error.httpStatus ?? 0)) {
     deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error), error.gatewayCode);
@@ -249,11 +250,18 @@ function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error:
   }
   if (error.failure === "rejected") {
     deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
-    return failed(code, errorMessage(error));
+    return failed(error.code.toLowerCase(), errorMessage(error));
   }
-  // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
-  // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX. A
-  // failure Cast replays from its cache sent nothing under the key: only a new one can send.
+  return tryAgain(deps, job, error);
+}
+
+/**
+ * A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is safe,
+ * as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX. A failure Cast
+ * replays from its cache sent nothing under the key: only a new one can send.
+ */
+function tryAgain(deps: OutboundDeps, job: Job, error: GatewayError): Result | ({ retryAt: number; reason: string } & SendLater) {
+  const { messageId, locationId } = job.message;
   const now = deps.now();
   const first = job.firstSentAt ?? now; // set by the claim
   // A 429 is waited out here, in the queue: no worker sleeps through Cast's Retry-After.
@@ -263,15 +271,16 @@ function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error:
   if (waiting <= deps.holdMaxMs && retryAt - first <= RESEND_WINDOW_MS) {
     // Pacing (a 429) is no news for the operator; nor is every try of a long outage, nor
     // each message waiting for an outage that is logged when it starts and ends.
-    const inOutage = error.failure !== "rate_limited" && (deps.outages?.waited("cast", messageId) ?? false);
-    const log = job.attempts === 0 && error.failure !== "rate_limited" && !inOutage ? deps.log.warn : deps.log.debug;
+    const paced = error.failure === "rate_limited";
+    const inOutage = !paced && (deps.outages?.waited("cast", messageId) ?? false);
+    const log = job.attempts === 0 && !paced && !inOutage ? deps.log.warn : deps.log.debug;
     const key = error.keySpent ? "a new" : "the same";
     log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with ${key} idempotency key`);
     return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" && !error.keySpent, freshKey: error.keySpent };
   }
   const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
   deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
-  return failed(code, why);
+  return failed(error.code.toLowerCase(), why);
 }
 
 /**

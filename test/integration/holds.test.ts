@@ -176,3 +176,30 @@ test("a message refused (402) before its first send is not 'delivery unknown' wh
   await waitFor(() => bridge.crm.statusReports().length === 1, 10_000);
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
 });
+
+test("a 402 kept under the key of an attempt without an answer, replayed after the top-up: a new key then, one SMS", async () => {
+  const bridge = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 50 } });
+  let calls = 0;
+  let credits = 0;
+  const accepted: string[] = [];
+  bridge.gateway.on(SEND, async (req) => {
+    if (++calls === 1) {
+      await sleep(400); // no answer in time, and then none at all: nothing is kept under the key
+      throw new Error("gateway crashed before sending");
+    }
+    if (credits <= 0) return OUT_OF_CREDIT(); // kept under the key, as Cast keeps the first answer
+    accepted.push(req.headers["x-idempotency-key"] ?? "");
+    return bridge.gateway.accept();
+  });
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => calls >= 2, 5_000);
+  credits = 500; // the operator tops up; the key still replays its 402
+
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  const [first] = bridge.gateway.keys();
+  expect(accepted).toHaveLength(1);
+  expect(accepted[0]).not.toBe(first);
+  expect(bridge.logs.join("")).toMatch(/replayed its kept answer \(402\)/);
+});

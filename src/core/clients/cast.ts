@@ -80,14 +80,16 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
   }
 
   /**
-   * An answer from Cast's idempotency cache. A 503 or a 429 kept there was the first
-   * request's answer under this key: that request sent nothing, and every repeat only
-   * gets the same answer. Anything else (a 200, a 500 that may have followed a send) stands.
+   * An answer from Cast's idempotency cache. A refusal of the key or the account (401,
+   * 402, 403), a 503 or a 429 kept there was the first request's answer under this key:
+   * that request sent nothing, and every repeat only gets the same answer. Anything else
+   * (a 200, a 400 about the message, a 500 that may have followed a send) stands.
    */
   function replayed(error: unknown, status: number): unknown {
-    if (!(error instanceof GatewayError) || (status !== 503 && status !== 429)) return error;
+    if (!(error instanceof GatewayError) || !SPENT_WHEN_REPLAYED.has(status)) return error;
     const message = `gateway replayed its kept answer (${status}) to this idempotency key: nothing was sent with it; trying a new key`;
-    return new GatewayError(error.failure, message, { httpStatus: status, keySpent: true, retryAfterMs: error.retryAfterMs, cause: error });
+    const { retryAfterMs, gatewayCode } = error;
+    return new GatewayError(error.failure, message, { httpStatus: status, keySpent: true, retryAfterMs, gatewayCode, cause: error });
   }
 
   /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
@@ -179,6 +181,9 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
     },
   };
 }
+
+/** Answers that, replayed from Cast's cache, show nothing was ever sent under the key. */
+const SPENT_WHEN_REPLAYED = new Set([401, 402, 403, 429, 503]);
 
 /** A 429, with how long Cast asked us to wait. */
 function rateLimited(retryAfter: string | null): GatewayError {
