@@ -6,7 +6,7 @@ import type { TokenStore } from "../db/tokens.ts";
 import type { SendRequest, SmsGateway } from "./clients/gateway.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config-values.ts";
-import { AppError, CrmError, GatewayError, clip, errorMessage, type ErrorCode } from "../errors.ts";
+import { AppError, CrmError, clip, errorMessage, type ErrorCode } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
 import type { MessageMetrics } from "./metrics.ts";
@@ -16,7 +16,8 @@ import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
-import { delayMs, pRetryOptions, RETRY } from "./retry.ts";
+import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "./retry.ts";
+import { afterFailure, lookAgainMs } from "./send-failure.ts";
 import { sendingWith } from "./locations.ts";
 import type { TokenService } from "./tokens.ts";
 
@@ -59,11 +60,7 @@ export interface OutboundDeps {
   outages?: Pick<Outages, "waited">;
 }
 
-/**
- * Cast remembers an idempotency key for 24 h: a retry within that is answered from its
- * cache if the first attempt went. bridge stops retrying well before.
- */
-export const RESEND_WINDOW_MS = 20 * 60 * 60_000;
+export { RESEND_WINDOW_MS } from "./retry.ts";
 
 
 /**
@@ -185,16 +182,6 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: nu
 }
 
 /**
- * When a message on a held key looks again: at the key's next probe, or when its
- * SMS_HOLD_MAX is over, whichever comes first (0: it is over). An operator's retry
- * starts the wait anew.
- */
-function lookAgainMs(deps: OutboundDeps, job: Job): number {
-  const left = deps.holdMaxMs - (deps.now() - (job.requeuedAt ?? job.createdAt));
-  return Math.max(0, Math.min(deps.holds.lookAgainMs, left));
-}
-
-/**
  * The API key a sent message's receipt is asked with: the one it was sent with (Cast
  * lists a message only under its own account), found by its tag among the location's
  * key and the shared one; "" when neither is it any more.
@@ -228,59 +215,6 @@ async function send(
   } catch (error) {
     return afterFailure(deps, job, request, error);
   }
-}
-
-/** A send that failed: held, tried again later (with the same key, or a fresh one where that is proven safe), or failed. */
-function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error: unknown): Result | ({ retryAt: number; reason: string } & SendLater) {
-  const { messageId, locationId } = job.message;
-  if (!(error instanceof GatewayError)) {
-    deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
-    return failed("send_failed", errorMessage(error));
-  }
-  // Cast says how long its budget is spent: no send on this key before then.
-  if (error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
-  // A failure Cast replays from its cache is old news of this key, not of the API key now.
-  if (error.keySpent) return tryAgain(deps, job, error);
-  // The key or the account, not this message: hold the key's messages until it works again.
-  if ([401, 402, 403].includes(error.httpStatus ?? 0)) {
-    deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error), error.gatewayCode);
-    // Cast checks the key and the address before its idempotency cache: this refusal says
-    // nothing of an earlier attempt that got no answer. Its key stays, or a second SMS could go.
-    return { retryAt: deps.now() + lookAgainMs(deps, job), reason: errorMessage(error), freshKey: !job.unclear, held: true };
-  }
-  if (error.failure === "rejected") {
-    deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
-    return failed(error.code.toLowerCase(), errorMessage(error));
-  }
-  return tryAgain(deps, job, error);
-}
-
-/**
- * A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is safe,
- * as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX. A failure Cast
- * replays from its cache sent nothing under the key: only a new one can send.
- */
-function tryAgain(deps: OutboundDeps, job: Job, error: GatewayError): Result | ({ retryAt: number; reason: string } & SendLater) {
-  const { messageId, locationId } = job.message;
-  const now = deps.now();
-  const first = job.firstSentAt ?? now; // set by the claim
-  // A 429 is waited out here, in the queue: no worker sleeps through Cast's Retry-After.
-  const retryAt = now + Math.max(error.retryAfterMs ?? 0, delayMs(RETRY.send, job.attempts, deps.sendBackoffMs));
-  // SMS_HOLD_MAX counts from the message's arrival: a new key must not start it anew.
-  const waiting = retryAt - (job.requeuedAt ?? job.createdAt);
-  if (waiting <= deps.holdMaxMs && retryAt - first <= RESEND_WINDOW_MS) {
-    // Pacing (a 429) is no news for the operator; nor is every try of a long outage, nor
-    // each message waiting for an outage that is logged when it starts and ends.
-    const paced = error.failure === "rate_limited";
-    const inOutage = !paced && (deps.outages?.waited("cast", messageId) ?? false);
-    const log = job.attempts === 0 && !paced && !inOutage ? deps.log.warn : deps.log.debug;
-    const key = error.keySpent ? "a new" : "the same";
-    log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with ${key} idempotency key`);
-    return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" && !error.keySpent, freshKey: error.keySpent };
-  }
-  const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
-  deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
-  return failed(error.code.toLowerCase(), why);
 }
 
 /**
