@@ -99,12 +99,25 @@ export type GatewayFailure = "rejected" | "rate_limited" | "unreachable" | "unkn
 export class GatewayError extends AppError {
   readonly failure: GatewayFailure;
   readonly httpStatus: number | undefined;
+  /**
+   * The gateway replayed a failure it had kept under the idempotency key: nothing was
+   * ever sent under that key, and nothing ever will be. Only a fresh key can send.
+   */
+  readonly keySpent: boolean;
+  /** The gateway's own code for a refusal (Cast's `error_code`, e.g. CREDIT_LIMIT_REACHED), if it gave one. */
+  readonly gatewayCode: string | undefined;
 
-  constructor(failure: GatewayFailure, message: string, options: AppErrorOptions & { httpStatus?: number } = {}) {
+  constructor(
+    failure: GatewayFailure,
+    message: string,
+    options: AppErrorOptions & { httpStatus?: number; keySpent?: boolean; gatewayCode?: string } = {},
+  ) {
     super(`GATEWAY_${failure.toUpperCase() as Uppercase<GatewayFailure>}`, message, options);
     this.name = "GatewayError";
     this.failure = failure;
     this.httpStatus = options.httpStatus;
+    this.keySpent = options.keySpent ?? false;
+    this.gatewayCode = options.gatewayCode;
   }
 }
 

@@ -138,7 +138,14 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     observe,
     ...tuning.crm,
   });
-  const sms = createCastClient({ apiUrl: config.sms.apiUrl, observe, onBalance: metrics.balance, ...tuning.sms });
+  const sms = createCastClient({
+    apiUrl: config.sms.apiUrl,
+    observe,
+    onBalance: metrics.balance,
+    // Cast's per-address limit answers the same 429 as a key's: every send and poll waits.
+    onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
+    ...tuning.sms,
+  });
   // Wall-clock time (real requests a second), a little under Cast's limits: its buckets
   // count arrivals, which network jitter bunches together, and every 429 costs a second
   // of Retry-After.
@@ -159,6 +166,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
       held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
       released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
     },
+    wake: () => jobs.wakeHeld(now()),
   });
   const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const tokenService = createTokenService({ tokens, crm, companyTokens, companies, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
@@ -203,6 +211,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     dlrWaitMs: config.sms.dlrWaitMs,
     receiptPollMs: tuning.receiptPollMs,
     metrics,
+    outages,
   };
   return {
     config,

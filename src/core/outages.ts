@@ -15,6 +15,8 @@ export interface Outage {
   /** What the last failed call met. */
   reason: string;
   failedCalls: number;
+  /** Messages whose send or status report waited for it. */
+  waitingMessages: number;
 }
 
 /** How each remote is named in the log, and what waits while it cannot be reached. */
@@ -32,6 +34,7 @@ const REMOTES: Record<Remote, { name: string; waits: string; resume: string }> =
 export function createOutages(options: OutagesOptions) {
   const { log, now } = options;
   const current = new Map<Remote, Outage>();
+  const waiting = new Map<Remote, Set<string>>();
 
   return {
     observe(call: CallRecord): void {
@@ -40,8 +43,10 @@ export function createOutages(options: OutagesOptions) {
       if (call.ok) {
         if (!outage) return;
         current.delete(call.remote);
-        const failed = `${outage.failedCalls} failed call${outage.failedCalls === 1 ? "" : "s"}`;
-        log.info(`${name} reachable again after ${formatDuration(now() - outage.since)} (${failed}): ${resume}`);
+        const messages = waiting.get(call.remote)?.size ?? 0;
+        waiting.delete(call.remote);
+        const counts = [plural(outage.failedCalls, "failed call"), ...(messages > 0 ? [`${plural(messages, "message")} waited`] : [])].join(", ");
+        log.info(`${name} reachable again after ${formatDuration(now() - outage.since)} (${counts}): ${resume}`);
         return;
       }
       const kind = call.error ?? "other";
@@ -51,19 +56,34 @@ export function createOutages(options: OutagesOptions) {
         log.debug(`${name} still unreachable (${kind}): ${reason}`);
         return;
       }
-      current.set(call.remote, { remote: call.remote, since: now(), kind, reason, failedCalls: 1 });
+      current.set(call.remote, { remote: call.remote, since: now(), kind, reason, failedCalls: 1, waitingMessages: 0 });
       // A Cast outage stops every SMS; a HighLevel one only delays what the CRM shows.
       const level = call.remote === "cast" ? log.error : log.warn;
       level(`${name} unreachable (${kind}): ${reason}; ${waits} until it answers`);
     },
+    /**
+     * A message waits for `remote` after a failed call: counted in its outage, if one is
+     * going on. True then, and the outage's lines speak for the message: its own is debug.
+     */
+    waited(remote: Remote, messageId: string): boolean {
+      if (!current.has(remote)) return false;
+      let ids = waiting.get(remote);
+      if (!ids) waiting.set(remote, (ids = new Set()));
+      ids.add(messageId);
+      return true;
+    },
     /** The outages going on now (for status and doctor). */
     list(): Outage[] {
-      return [...current.values()].map((outage) => ({ ...outage }));
+      return [...current.values()].map((outage) => ({ ...outage, waitingMessages: waiting.get(outage.remote)?.size ?? 0 }));
     },
   };
 }
 
 export type Outages = ReturnType<typeof createOutages>;
+
+function plural(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? "" : "s"}`;
+}
 
 /** `45 s`, `12 min 5 s`, `3 h 20 min`: an outage's length, as a person reads it. */
 export function formatDuration(ms: number): string {

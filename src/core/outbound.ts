@@ -6,17 +6,19 @@ import type { TokenStore } from "../db/tokens.ts";
 import type { SendRequest, SmsGateway } from "./clients/gateway.ts";
 import type { CrmClient, MessageStatus } from "./clients/crm.ts";
 import { API_KEY } from "./config-values.ts";
-import { AppError, CrmError, GatewayError, clip, errorMessage, type ErrorCode } from "../errors.ts";
+import { AppError, CrmError, clip, errorMessage, type ErrorCode } from "../errors.ts";
 import type { Logger } from "./log.ts";
 import type { KeyHolds } from "./holds.ts";
 import type { MessageMetrics } from "./metrics.ts";
+import type { Outages } from "./outages.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
 import { printable } from "./printable.ts";
-import { delayMs, pRetryOptions, RETRY } from "./retry.ts";
+import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "./retry.ts";
+import { afterFailure, lookAgainMs } from "./send-failure.ts";
 import { sendingWith, sharedRefusal, type SharedSending } from "./locations.ts";
 import type { TokenService } from "./tokens.ts";
 
@@ -56,13 +58,11 @@ export interface OutboundDeps {
   receiptPollMs?: number;
   /** Told when a message is done with, and when its receipt came. */
   metrics?: MessageMetrics;
+  /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
+  outages?: Pick<Outages, "waited">;
 }
 
-/**
- * Cast remembers an idempotency key for 24 h: a retry within that is answered from its
- * cache if the first attempt went. bridge stops retrying well before.
- */
-export const RESEND_WINDOW_MS = 20 * 60 * 60_000;
+export { RESEND_WINDOW_MS } from "./retry.ts";
 
 
 /**
@@ -77,9 +77,11 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     if ("request" in plan) {
       const held = heldTooLong(deps, job, plan.request.apiKey);
       if (held && "waitMs" in held) {
-        // Shown as held in the message log, once, with the gateway's reason.
-        if (!job.held) await deps.commit(() => deps.jobs.markHeld(job.id, held.reason, deps.now()));
-        return held.waitMs;
+        // Shown as held in the message log, with the gateway's reason; not due again until a
+        // probe may have freed the key (a release wakes it), so that held messages take no
+        // turns from their location's reports, nor from the locations of other keys.
+        await deps.commit(() => deps.jobs.markHeld(job.id, held.reason, deps.now() + held.waitMs, deps.now()));
+        return;
       }
       if (held) plan = { result: held };
     }
@@ -92,7 +94,9 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     const claim: Claim | undefined =
       "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId } : undefined;
     const claimedAt = deps.now();
-    if (!(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
+    // A refusal makes no gateway call, so it is stored straight from the queue: a crash
+    // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
+    if (claim && !(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
     const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
     const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     if ("retryAt" in result) {
@@ -175,15 +179,25 @@ function lostAttempt(deps: OutboundDeps, job: Job, tag: string): string | undefi
 function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: number; reason: string } | Result | undefined {
   const hold = deps.holds.check(apiKey);
   if (!hold) return undefined;
-  // An operator's retry starts the wait anew.
-  if (deps.now() - (job.requeuedAt ?? job.createdAt) < deps.holdMaxMs) return { waitMs: deps.holds.lookAgainMs, reason: hold.reason };
-  return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
+  const waitMs = lookAgainMs(deps, job);
+  if (waitMs > 0) return { waitMs, reason: hold.reason };
+  const why = `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`;
+  // An earlier attempt may have sent it: a refusal since then proves nothing about that one.
+  if (job.unclear) return failed("delivery_unknown", `${why}; an earlier attempt got no clear answer, delivery unknown`);
+  return failed("gateway_key_refused", why);
 }
 
-/** The API key a sent message's receipt is asked with: the one its location sends with now. */
+/**
+ * The API key a sent message's receipt is asked with: the one it was sent with (Cast
+ * lists a message only under its own account), found by its tag among the location's
+ * key and the shared one; "" when neither is it any more.
+ */
 function receiptKey(deps: OutboundDeps, job: Job): string {
   const record = deps.tokens.get(job.message.locationId);
-  return record ? sendingWith(record, deps.defaults).apiKey : "";
+  if (!record) return "";
+  const now = sendingWith(record, deps.defaults).apiKey;
+  if (job.apiKeyTag === null) return now; // sent by an older bridge, which kept no tag
+  return [now, record.smsApiKey, deps.defaults.apiKey].find((key) => key && keyTag(key) === job.apiKeyTag) ?? "";
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */
@@ -201,34 +215,11 @@ async function send(
   const { messageId, locationId } = job.message;
   try {
     const sent = await deps.sms.send(request);
+    deps.holds.sent(request.apiKey); // it was a probe, or a probe freed the key meanwhile
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId, parts: sent.parts };
   } catch (error) {
-    const code = error instanceof GatewayError ? error.code.toLowerCase() : "send_failed";
-    // Cast says how long its budget is spent: no send on this key before then.
-    if (error instanceof GatewayError && error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
-    // The key or the account, not this message: hold the key's messages until it works again.
-    if (error instanceof GatewayError && [401, 402, 403].includes(error.httpStatus ?? 0)) {
-      deps.holds.hold(request.apiKey, error.httpStatus ?? 0, errorMessage(error));
-      return { retryAt: deps.now() + deps.holds.lookAgainMs, reason: errorMessage(error), freshKey: true, held: true };
-    }
-    if (error instanceof GatewayError && error.failure !== "rejected") {
-      // A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is
-      // safe, as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX.
-      const now = deps.now();
-      const first = job.firstSentAt ?? now; // set by the claim
-      const retryAt = now + delayMs(RETRY.send, job.attempts, deps.sendBackoffMs);
-      if (retryAt - first <= Math.min(deps.holdMaxMs, RESEND_WINDOW_MS)) {
-        const log = job.attempts === 0 ? deps.log.warn : deps.log.debug;
-        log(`message ${messageId} of location ${locationId}: ${errorMessage(error)}; trying again in ${retryAt - now} ms with the same idempotency key`);
-        return { retryAt, reason: errorMessage(error), unclear: error.failure === "unknown" };
-      }
-      const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
-      deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
-      return failed(code, why);
-    }
-    deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
-    return failed(code, errorMessage(error));
+    return afterFailure(deps, job, request, error);
   }
 }
 
@@ -291,6 +282,7 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }
+  deps.outages?.waited("crm", messageId);
   const delay = delayMs(RETRY.report, job.attempts, deps.reportBackoffMs);
   await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);

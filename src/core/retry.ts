@@ -21,6 +21,12 @@ export function neverSent(error: unknown): boolean {
   return causes(error).some((e) => typeof e.code === "string" && NOT_SENT_CODES.has(e.code));
 }
 
+/**
+ * Cast remembers an idempotency key for 24 h: a retry within that is answered from its
+ * cache if the first attempt went. bridge stops retrying well before.
+ */
+export const RESEND_WINDOW_MS = 20 * 60 * 60_000;
+
 /** A back-off: the first wait, doubling up to `maxMs`; `tries`, when bounded: how many in all. */
 export interface Backoff {
   firstMs: number;
@@ -33,9 +39,9 @@ export interface Backoff {
  * the shape of each stays here.
  */
 export const RETRY = {
-  /** A send without a clear answer, again with the same idempotency key, until SMS_HOLD_MAX. */
+  /** A send without a clear answer (or a 429: at least its Retry-After), again with the same idempotency key, until SMS_HOLD_MAX. */
   send: { firstMs: 1000, maxMs: 60_000 },
-  /** Within one send: a connection never made, or a 429 (nothing was sent either way). */
+  /** Within one send: a connection never made (nothing was sent). A 429 waits in the queue instead. */
   gatewayCall: { firstMs: 1000, maxMs: 60_000, tries: 5 },
   /** HighLevel's 429 ("100 requests per 10 s"), honouring its Retry-After. */
   crmRateLimit: { firstMs: 1000, maxMs: 60_000, tries: 6 },
@@ -65,9 +71,9 @@ export function backoffMs(firstMs: number, retry: number, maxMs = 60_000): numbe
 }
 
 /**
- * p-retry's `onFailedAttempt` for remotes that send Retry-After (Cast's and HighLevel's
- * 429s): waits what the remote asked beyond p-retry's own back-off, which follows it,
- * and only when another try follows, so the last 429 is not waited out for nothing.
+ * p-retry's `onFailedAttempt` for a remote that sends Retry-After (HighLevel's 429s):
+ * waits what the remote asked beyond p-retry's own back-off, which follows it, and only
+ * when another try follows, so the last 429 is not waited out for nothing.
  */
 export async function waitAsRemoteAsked(context: { error: unknown; retriesLeft: number; retryDelay: number }): Promise<void> {
   const asked = context.error instanceof AppError ? context.error.retryAfterMs : undefined;
@@ -85,8 +91,10 @@ export function timedOut(error: unknown): boolean {
  */
 export function retryAfterMs(header: string | null | undefined, now: number, maxMs = 60_000): number | undefined {
   if (!header) return undefined;
-  // RFC 9110: whole seconds, or an HTTP date.
-  const ms = /^\d+$/.test(header.trim()) ? Number(header.trim()) * 1000 : Date.parse(header) - now;
+  const value = header.trim();
+  // RFC 9110: whole seconds, or an HTTP date ("Sun, 06 Nov 1994 08:49:37 GMT"). Seconds with
+  // a fraction ("1.5") are read as seconds too: Date.parse would take them for a date of 2001.
+  const ms = /^\d+(\.\d+)?$/.test(value) ? Math.ceil(Number(value) * 1000) : /[a-z]/i.test(value) ? Date.parse(value) - now : NaN;
   if (!Number.isFinite(ms)) return undefined;
   return Math.min(Math.max(ms, 0), maxMs);
 }

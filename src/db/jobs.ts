@@ -39,6 +39,8 @@ export interface Job {
   requeuedAt: number | null;
   /** Waiting because the gateway refused its API key. */
   held: boolean;
+  /** An attempt got no clear answer (or a crash cut it off): its SMS may have left under the idempotency key. */
+  unclear: boolean;
 }
 
 /** A due job as the queue sees it before it runs one: no payload read yet. */
@@ -77,7 +79,7 @@ export interface Result {
 
 /** Why a send goes back to the queue: each is recorded in the message log differently. */
 export interface SendLater {
-  /** A refusal that proves nothing was sent: the next attempt takes a fresh key. */
+  /** A refusal that proves nothing was ever sent under the job's key: the next attempt takes a fresh one. */
   freshKey?: boolean;
   /** The gateway refused the API key itself: the message is held, not failed. */
   held?: boolean;
@@ -104,6 +106,7 @@ interface Row {
   created_at: number;
   requeued_at: number | null;
   held: number;
+  unclear: number;
 }
 
 /**
@@ -125,14 +128,21 @@ export function createJobStore(db: Db) {
     return insert.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
   });
   // The locations with unfinished jobs, one index seek each (a skip scan): a backlog of
-  // thousands in one location costs no more to look past than one job.
-  const waitingLocations = db.prepare<[], { location_id: string }>(`
+  // thousands in one location costs no more to look past than one job. With each, when
+  // its earliest send and report are due (a seek each too): a location whose jobs all
+  // wait (receipts to check later, say) costs no look of its own.
+  const waitingLocations = db.prepare<[], { location_id: string; sends_at: number | null; reports_at: number | null }>(`
     WITH RECURSIVE next(location_id) AS (
       SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting')
       UNION ALL
       SELECT (SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting') AND location_id > next.location_id)
       FROM next WHERE next.location_id IS NOT NULL
-    ) SELECT location_id FROM next WHERE location_id IS NOT NULL`);
+    ) SELECT location_id,
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
+        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'queued') AS sends_at,
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
+        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'reporting') AS reports_at
+    FROM next WHERE location_id IS NOT NULL`);
   const dueOf = db.prepare<[string, JobState, number, number], { id: number; state: JobState; next_attempt_at: number }>(`
     SELECT id, state, next_attempt_at FROM jobs INDEXED BY jobs_due_by_location
     WHERE location_id = ? AND state IN ('queued', 'reporting') AND state = ? AND next_attempt_at <= ?
@@ -148,6 +158,7 @@ export function createJobStore(db: Db) {
     UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now,
       idempotency_key = CASE WHEN @fresh THEN NULL ELSE idempotency_key END,
       api_key_tag = CASE WHEN @fresh THEN NULL ELSE api_key_tag END,
+      first_sent_at = CASE WHEN @fresh THEN NULL ELSE first_sent_at END,
       held = @held, unclear = max(unclear, @unclear)
     WHERE id = @id AND state = 'sending'`);
   const lastReason = db.prepare<[number], string | null>("SELECT error_message FROM jobs WHERE id = ?").pluck();
@@ -155,11 +166,18 @@ export function createJobStore(db: Db) {
   const lastEvent = db.prepare<[number, EventKind], string>(
     "SELECT detail FROM job_events WHERE job_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
   ).pluck();
-  const markHeld = db.prepare<[{ id: number; reason: string; now: number }]>(`
-    UPDATE jobs SET held = 1, error_message = @reason, updated_at = @now WHERE id = @id AND state = 'queued' AND held = 0`);
-  const hold = db.transaction((id: number, reason: string, now: number) => {
-    if (markHeld.run({ id, reason, now }).changes > 0) addEvent.run(id, now, "held", reason);
+  const heldNow = db.prepare<[number], number>("SELECT held FROM jobs WHERE id = ? AND state = 'queued'").pluck();
+  const markHeld = db.prepare<[{ id: number; reason: string; at: number; now: number }]>(`
+    UPDATE jobs SET held = 1, error_message = @reason, next_attempt_at = @at, updated_at = @now WHERE id = @id AND state = 'queued'`);
+  const hold = db.transaction((id: number, reason: string, at: number, now: number) => {
+    if (heldNow.get(id) !== 0) return markHeld.run({ id, reason, at, now });
+    markHeld.run({ id, reason, at, now });
+    addEvent.run(id, now, "held", reason);
   });
+  // Through the index of unfinished jobs, not the whole table of finished ones.
+  const wakeHeld = db.prepare<[{ now: number }]>(`
+    UPDATE jobs INDEXED BY jobs_due_by_location SET next_attempt_at = @now
+    WHERE state IN ('queued', 'reporting') AND state = 'queued' AND held = 1 AND next_attempt_at > @now`);
   // A wait is logged when its reason changes, not at every try of a long outage.
   const queueAgain = db.transaction((id: number, at: number, reason: string, now: number, how: SendLater) => {
     const before = lastReason.get(id);
@@ -224,7 +242,7 @@ export function createJobStore(db: Db) {
     INSERT INTO job_events (job_id, at, kind, detail)
     SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`);
   const resumeInterrupted = db.prepare<[{ now: number; since: number }]>(`
-    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now WHERE ${resumable}`);
+    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`);
   const stillSending = db.prepare<[], { messageId: string; locationId: string }>(
     "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
   );
@@ -268,9 +286,10 @@ export function createJobStore(db: Db) {
     due(now: number, limit: number, waiting?: (locationId: string) => boolean): DueJob[] {
       const locations = waitingLocations.all();
       const each = Math.ceil(limit / Math.max(1, locations.length)) + 1;
-      const rows = locations.flatMap(({ location_id: locationId }) => {
-        const reports = dueOf.all(locationId, "reporting", now, each);
-        const sends = waiting?.(locationId) ? [] : dueOf.all(locationId, "queued", now, each);
+      const isDue = (at: number | null) => at !== null && at <= now;
+      const rows = locations.flatMap(({ location_id: locationId, sends_at, reports_at }) => {
+        const reports = isDue(reports_at) ? dueOf.all(locationId, "reporting", now, each) : [];
+        const sends = isDue(sends_at) && !waiting?.(locationId) ? dueOf.all(locationId, "queued", now, each) : [];
         return [...reports, ...sends]
           .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id)
           .slice(0, each)
@@ -295,8 +314,8 @@ export function createJobStore(db: Db) {
     },
     /**
      * Queued again for `at`: with the same idempotency key after an unclear answer; with
-     * `freshKey` after a refusal that proves nothing was sent (Cast keeps a refusal's
-     * answer under its key too, so the old key could only be refused again).
+     * `freshKey` after a refusal that proves nothing was ever sent under the old key (Cast
+     * keeps a refused send's answer under its key too, so the old key could only be refused again).
      */
     sendLater(id: number, at: number, reason: string, now: number, how: SendLater = {}): void {
       queueAgain(id, ms(at), reason, ms(now), how);
@@ -315,9 +334,16 @@ export function createJobStore(db: Db) {
         parts: result.parts ?? null,
       });
     },
-    /** Waits, never tried, on a key the gateway refused: shown as held, with `reason`. */
-    markHeld(id: number, reason: string, now: number): void {
-      hold(id, reason, ms(now));
+    /**
+     * Waits on a key the gateway refused until `at`: shown as held, with `reason`. Out of
+     * the queue's way meanwhile, so it takes no turn from reports or from other keys' sends.
+     */
+    markHeld(id: number, reason: string, at: number, now: number): void {
+      hold(id, reason, ms(at), ms(now));
+    },
+    /** A held key works again: its messages (every held one, in fact) are due now. */
+    wakeHeld(now: number): number {
+      return wakeHeld.run({ now: ms(now) }).changes;
     },
     /** No final receipt yet: look again at `at`. */
     receiptLater(id: number, at: number, now: number): void {
@@ -390,6 +416,7 @@ function fromRow(row: Row): Job {
     createdAt: row.created_at,
     requeuedAt: row.requeued_at,
     held: row.held === 1,
+    unclear: row.unclear === 1,
   };
 }
 

@@ -48,6 +48,10 @@ export async function startFakeGateway() {
   let serial = 0;
   const accept = () => jsonResponse(like(CAST.send, { message_id: `cast-${++serial}`, parts: 1 }));
   let handler: Handler = accept;
+  // Cast checks the key and the caller's IP before its idempotency cache: a refusal there is never kept.
+  let keyCheck: ((req: Recorded) => Response | undefined) | undefined;
+  // Cast keeps "the original response", whatever it was; by default the fake forgets 429 and 5xx.
+  let keepFailures = false;
   const answers = new Map<string, Promise<Kept | undefined>>();
   /** The requests that reached the handler: replays are not among them. */
   const handled: Recorded[] = [];
@@ -86,6 +90,8 @@ export async function startFakeGateway() {
   async function handle(req: Recorded, event: H3Event): Promise<Response> {
     if (over("address", limit.requestsPerSecond, limit.requestBurst)) return rateLimited();
     if (over(`key ${req.headers["x-api-key"] ?? ""}`, limit.perSecond, limit.burst)) return rateLimited();
+    const refused = keyCheck?.(req);
+    if (refused) return refused;
     const scope = `${req.headers["x-api-key"] ?? ""} ${req.headers["x-idempotency-key"] ?? ""}`;
     const kept = req.headers["x-idempotency-key"] ? answers.get(scope) : undefined;
     const replay = kept && (await kept);
@@ -99,7 +105,7 @@ export async function startFakeGateway() {
         if (typeof body?.message_id === "string") record(body.message_id, req, typeof body.parts === "number" ? body.parts : 1, sandbox);
         return res;
       });
-    if (req.headers["x-idempotency-key"]) answers.set(scope, answering.then(keep, () => undefined));
+    if (req.headers["x-idempotency-key"]) answers.set(scope, answering.then((res) => keep(res, keepFailures), () => undefined));
     return (await answering).clone();
   }
 
@@ -231,6 +237,14 @@ export async function startFakeGateway() {
     senderIds(list: ApprovedSender[]) {
       approvedSenders = list;
     },
+    /** A refusal of the key or address (401, 403) before the idempotency cache; undefined lets the request through. */
+    checkKey(next: ((req: Recorded) => Response | undefined) | undefined) {
+      keyCheck = next;
+    },
+    /** Keep 429 and 5xx answers under their idempotency key too, and replay them, as Cast may. */
+    keepFailedAnswers() {
+      keepFailures = true;
+    },
     /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
     limit(perSecond: number, burst = perSecond) {
       Object.assign(limit, { perSecond, burst });
@@ -290,8 +304,8 @@ interface Kept {
   headers: Record<string, string>;
 }
 
-async function keep(res: Response): Promise<Kept | undefined> {
-  if (res.status === 429 || res.status >= 500) return undefined;
+async function keep(res: Response, failures: boolean): Promise<Kept | undefined> {
+  if (!failures && (res.status === 429 || res.status >= 500)) return undefined;
   return { status: res.status, body: await res.clone().text(), headers: Object.fromEntries(res.headers.entries()) };
 }
 

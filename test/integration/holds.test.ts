@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type BridgeOptions } from "../helpers/bridge.ts";
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
@@ -10,17 +11,20 @@ const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");
 
 const OUT_OF_CREDIT = () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402);
 
-test("out of credit (402): the key's messages wait, the operator is told once, and they go when the balance is back", async () => {
+test("out of credit (402): the key's messages wait, the operator is told once, and they go once a probe send passes", async () => {
   const bridge = await start();
   let credits = 0;
-  bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
-  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits, currency: "PHP" }));
+  const accepted: string[] = [];
+  bridge.gateway.on(SEND, (req) => {
+    if (credits <= 0) return OUT_OF_CREDIT();
+    accepted.push((JSON.parse(req.body) as { message: string }).message);
+    return bridge.gateway.accept();
+  });
 
   for (const id of ["m-1", "m-2", "m-3"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
-  await waitFor(() => bridge.gateway.received(BALANCE).length >= 2, 5_000);
+  await waitFor(() => bridge.gateway.calls().length >= 3, 5_000); // the first refusal, then probes: one message each
   expect(bridge.crm.statusReports()).toEqual([]); // waiting, not failed
-  const refusals = bridge.gateway.calls().length;
-  expect(refusals).toBeLessThanOrEqual(3); // the queue is not burned one message at a time, again and again
+  expect(bridge.gateway.received(BALANCE)).toEqual([]); // a balance does not say whether a send will go
   const log = bridge.logs.join("");
   expect(log.match(/SMS gateway refused key global-sms-k\.\.\. \(gateway rejected the message \(402\): Insufficient credits\): its messages wait/g)).toHaveLength(1);
   expect(log).not.toContain(GLOBAL_SMS_KEY);
@@ -28,8 +32,40 @@ test("out of credit (402): the key's messages wait, the operator is told once, a
   credits = 500;
   await waitFor(() => bridge.crm.statusReports().length === 3, 10_000);
   expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["delivered", "delivered", "delivered"]);
-  expect(bridge.gateway.sent().filter((s) => s.message.startsWith("hello"))).toHaveLength(refusals + 3);
+  expect(accepted.toSorted()).toEqual(["hello m-1", "hello m-2", "hello m-3"]);
   expect(bridge.logs.join("")).toMatch(/SMS gateway key global-sms-k\.\.\. works again after \d+ s: its messages go out now/);
+});
+
+test("a postpaid account at its credit limit (402 CREDIT_LIMIT_REACHED, balance below 0): its messages go once the limit is raised", async () => {
+  const bridge = await start();
+  let limitReached = true;
+  const atLimit = () => jsonResponse({ success: false, error: "credit limit reached", error_code: "CREDIT_LIMIT_REACHED" }, 402);
+  bridge.gateway.on(SEND, () => (limitReached ? atLimit() : bridge.gateway.accept()));
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: -1500, currency: "PHP" })); // postpaid: below 0 in normal use
+
+  for (const id of ["m-1", "m-2"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  await waitFor(() => bridge.gateway.calls().length >= 2, 5_000);
+  expect(bridge.crm.statusReports()).toEqual([]);
+  limitReached = false;
+
+  await waitFor(() => bridge.crm.statusReports().length === 2, 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["delivered", "delivered"]);
+});
+
+test.each([
+  { code: "CHANNEL_NOT_ALLOWED", error: "channel not allowed" },
+  { code: "IP_NOT_WHITELISTED", error: "IP not whitelisted" },
+])("a key refused with $code stays held while its balance call works: no flapping, one line for the operator", async ({ code, error }) => {
+  const bridge = await start();
+  bridge.gateway.on(SEND, () => jsonResponse({ success: false, error, error_code: code }, 403));
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.gateway.calls().length >= 4, 5_000); // the refusal, then probes
+
+  const log = bridge.logs.join("");
+  expect(log.match(/SMS gateway refused key/g)).toHaveLength(1);
+  expect(log).not.toContain("works again");
+  expect(bridge.crm.statusReports()).toEqual([]);
 });
 
 test("a revoked key (403) held longer than SMS_HOLD_MAX: its messages are reported failed with the reason", async () => {
@@ -60,4 +96,110 @@ test("a held key holds only its own messages: another location's own key still s
 
   await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "m-other"), 5_000);
   expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-other"]);
+});
+
+test("a refusal after an attempt without an answer keeps the idempotency key: once the key works again, no second SMS", async () => {
+  const bridge = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 50 } });
+  const notWhitelisted = () => jsonResponse({ success: false, error: "IP not whitelisted", error_code: "IP_NOT_WHITELISTED" }, 403);
+  let calls = 0;
+  bridge.gateway.on(SEND, async () => {
+    if (++calls > 1) return bridge.gateway.accept();
+    // Cast sends, but answers after our timeout; then the operator's firewall change starts refusing us.
+    bridge.gateway.checkKey(notWhitelisted);
+    await sleep(600);
+    return bridge.gateway.accept();
+  });
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.gateway.calls().length >= 3, 5_000); // the timed-out attempt, then refusals
+  bridge.gateway.checkKey(undefined); // the operator whitelists the address again
+
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  expect(bridge.gateway.sent()).toHaveLength(1);
+  expect(new Set(bridge.gateway.keys()).size).toBe(1);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+});
+
+test("held messages take no turns from their location's status reports", async () => {
+  const bridge = await start();
+  let answerReport: (() => void) | undefined;
+  const reportHeld = new Promise<void>((resolve) => (answerReport = resolve));
+  let reports = 0;
+  bridge.crm.on("PUT /conversations/messages/:messageId/status", async () => {
+    if (++reports > 1) return jsonResponse({ success: true });
+    await reportHeld; // the first report is answered (503) only once the held messages wait
+    return jsonResponse({ message: "busy" }, 503);
+  });
+  expect((await bridge.webhook(outbound("m-sent"))).status).toBe(200);
+  await waitFor(() => reports === 1);
+
+  bridge.gateway.on(SEND, OUT_OF_CREDIT);
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
+  for (let i = 0; i < 60; i++) expect((await bridge.webhook(outbound(`m-${i}`))).status).toBe(200);
+  await waitFor(() => Array.from({ length: 60 }, (_, i) => bridge.core.jobs.get(`m-${i}`)).filter((j) => j?.held).length >= 40, 10_000);
+  answerReport?.(); // the report is due again in moments, after every held message
+
+  await waitFor(() => bridge.core.jobs.get("m-sent")?.state === "done", 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-sent", "m-sent"]);
+});
+
+test("sixty locations waiting on a held shared key do not cut off a location with its own working key", async () => {
+  const bridge = await start();
+  bridge.gateway.on(SEND, (req) => (req.headers["x-api-key"] === GLOBAL_SMS_KEY ? OUT_OF_CREDIT() : bridge.gateway.accept()));
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
+  const shared = Array.from({ length: 60 }, (_, i) => `loc-s${i}`);
+  for (const locationId of shared) {
+    bridge.seed(locationId);
+    expect((await bridge.webhook(outbound(`m-${locationId}`, { locationId }))).status).toBe(200);
+  }
+  await waitFor(() => shared.filter((id) => bridge.core.jobs.get(`m-${id}`)?.held).length >= 40, 10_000);
+
+  bridge.seed("loc-own");
+  bridge.core.tokens.setConfig("loc-own", { smsApiKey: "loc-own-key-0123456" }, Date.now());
+  expect((await bridge.webhook(outbound("m-own", { locationId: "loc-own" }))).status).toBe(200);
+
+  await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "m-own"), 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-own"]);
+});
+
+test("a message refused (402) before its first send is not 'delivery unknown' when it goes a day later", async () => {
+  let skew = 0;
+  const bridge = await start({ env: { SMS_HOLD_MAX: "2d" }, now: () => Date.now() + skew });
+  let credits = 0;
+  bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.held);
+  skew = 21 * 60 * 60_000; // past the 20 h in which an attempt without an answer may be repeated
+  credits = 500;
+
+  await waitFor(() => bridge.crm.statusReports().length === 1, 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+});
+
+test("a 402 kept under the key of an attempt without an answer, replayed after the top-up: a new key then, one SMS", async () => {
+  const bridge = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 50 } });
+  let calls = 0;
+  let credits = 0;
+  const accepted: string[] = [];
+  bridge.gateway.on(SEND, async (req) => {
+    if (++calls === 1) {
+      await sleep(400); // no answer in time, and then none at all: nothing is kept under the key
+      throw new Error("gateway crashed before sending");
+    }
+    if (credits <= 0) return OUT_OF_CREDIT(); // kept under the key, as Cast keeps the first answer
+    accepted.push(req.headers["x-idempotency-key"] ?? "");
+    return bridge.gateway.accept();
+  });
+
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => calls >= 2, 5_000);
+  credits = 500; // the operator tops up; the key still replays its 402
+
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  const [first] = bridge.gateway.keys();
+  expect(accepted).toHaveLength(1);
+  expect(accepted[0]).not.toBe(first);
+  expect(bridge.logs.join("")).toMatch(/replayed its kept answer \(402\)/);
 });

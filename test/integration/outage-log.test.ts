@@ -20,7 +20,10 @@ test("Cast answering 503: one error line when it starts, one info line with its 
   await waitFor(() => b.crm.statusReports().length === 1);
 
   expect(lines(b, "Cast.ph unreachable")).toEqual([expect.stringMatching(/\[error\] Cast\.ph unreachable \(http\): send answered 503; sends wait until it answers\n$/)]);
-  expect(lines(b, "Cast.ph reachable again")).toEqual([expect.stringMatching(/\[info\] Cast\.ph reachable again after \d+ s \([3-9]\d* failed calls\): sends resume\n$/)]);
+  expect(lines(b, "Cast.ph reachable again")).toEqual([
+    expect.stringMatching(/\[info\] Cast\.ph reachable again after \d+ s \([3-9]\d* failed calls, 1 message waited\): sends resume\n$/),
+  ]);
+  expect(lines(b, "message m-1")).toEqual([expect.stringContaining("[info] message m-1 of location loc-1 sent")]); // no warn line of its own
   expect(b.crm.statusReports()[0]?.body).toEqual({ status: "delivered" });
 });
 
@@ -50,7 +53,9 @@ test("HighLevel answering 503 to status reports: one warn line, then one info li
   expect(lines(b, "HighLevel unreachable")).toEqual([
     expect.stringMatching(/\[warn\] HighLevel unreachable \(http\): updateMessageStatus answered 503; status reports wait until it answers\n$/),
   ]);
-  expect(lines(b, "HighLevel reachable again")).toEqual([expect.stringMatching(/\[info\] HighLevel reachable again after \d+ s \(\d+ failed calls\): status reports resume\n$/)]);
+  expect(lines(b, "HighLevel reachable again")).toEqual([
+    expect.stringMatching(/\[info\] HighLevel reachable again after \d+ s \(\d+ failed calls, 1 message waited\): status reports resume\n$/),
+  ]);
   expect(b.core.outages.list()).toEqual([]);
 });
 

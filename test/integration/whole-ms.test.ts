@@ -46,7 +46,8 @@ test("every write of the job store keeps whole milliseconds, whatever times it i
     const { jobs } = ctx;
     expect(jobs.enqueue(outbound(messageId), t[0]!)).toBe(true);
     const id = jobs.get(messageId)!.id;
-    jobs.markHeld(id, "held", t[1]!);
+    jobs.markHeld(id, "held", t[1]!, t[4]! / 3);
+    jobs.wakeHeld(t[5]! / 7);
     expect(jobs.claimForSending(id, t[2]!, { idempotencyKey: `k-${n}`, apiKeyTag: "tag" })).toBe(true);
     jobs.sendLater(id, t[3]!, "unclear", t[4]!, { unclear: true });
     expect(jobs.claimForSending(id, t[5]!, { idempotencyKey: `k-${n}`, apiKeyTag: "tag" })).toBe(true);

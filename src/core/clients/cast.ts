@@ -1,6 +1,6 @@
 import pRetry from "p-retry";
 import { GatewayError } from "../../errors.ts";
-import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter, waitAsRemoteAsked } from "../retry.ts";
+import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import type { DeliveryStatus, LogPage, LogQuery, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
@@ -9,7 +9,7 @@ import { exchange } from "./transport.ts";
 export interface GatewayOptions {
   apiUrl: string;
   timeoutMs?: number;
-  /** Retries of a 429 or of a connection that was never made. */
+  /** Retries of a connection that was never made. */
   retries?: number;
   /** First back-off when the gateway gives no Retry-After. */
   retryDelayMs?: number;
@@ -17,6 +17,11 @@ export interface GatewayOptions {
   observe?: CallObserver;
   /** Told of every balance a key's balance call returned. */
   onBalance?: (apiKey: string, credits: number) => void;
+  /**
+   * Told of every 429, whatever the call, with the wait Cast asked for (1 s when it gave
+   * none): its per-address limit counts every request of the process, so all of them wait.
+   */
+  onRateLimited?: (retryAfterMs: number) => void;
 }
 
 /** Cast.ph's own limit on one message's text. */
@@ -36,8 +41,8 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
   const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });
 
   /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
-  function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
-    return observed(call(operation), () =>
+  async function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
+    const res = await observed(call(operation), () =>
       exchange(path, {
         baseURL: options.apiUrl,
         method: init.method,
@@ -47,9 +52,11 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
         timeout,
       }),
     );
+    if (res.status === 429) options.onRateLimited?.(parseRetryAfter(res.headers.get("retry-after"), Date.now()) ?? 1000);
+    return res;
   }
 
-  /** One attempt. Throws GatewayError; "rate_limited"/"unreachable" are the retryable ones. */
+  /** One attempt. Throws GatewayError; "unreachable" is the one retried at once. */
   async function attempt(req: SendRequest): Promise<SendResult> {
     let res;
     try {
@@ -65,7 +72,24 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       // The request may have reached the gateway: never resend it blindly.
       throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
     }
-    return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
+    try {
+      return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
+    } catch (error) {
+      throw res.headers.get("x-idempotent-replay") === "true" ? replayed(error, res.status) : error;
+    }
+  }
+
+  /**
+   * An answer from Cast's idempotency cache. A refusal of the key or the account (401,
+   * 402, 403), a 503 or a 429 kept there was the first request's answer under this key:
+   * that request sent nothing, and every repeat only gets the same answer. Anything else
+   * (a 200, a 400 about the message, a 500 that may have followed a send) stands.
+   */
+  function replayed(error: unknown, status: number): unknown {
+    if (!(error instanceof GatewayError) || !SPENT_WHEN_REPLAYED.has(status)) return error;
+    const message = `gateway replayed its kept answer (${status}) to this idempotency key: nothing was sent with it; trying a new key`;
+    const { retryAfterMs, gatewayCode } = error;
+    return new GatewayError(error.failure, message, { httpStatus: status, keySpent: true, retryAfterMs, gatewayCode, cause: error });
   }
 
   /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
@@ -128,33 +152,38 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       return readLogPage(body.logs as unknown[], page, typeof body.count === "number" ? body.count : undefined);
     },
 
-    /** Sends one SMS, retrying only what provably did not go out. */
+    /**
+     * Sends one SMS, retrying only a connection never made. A 429 is not waited out here:
+     * the caller waits for it in the queue, holding no worker.
+     */
     async send(req: SendRequest): Promise<SendResult> {
       let attempts = 0;
       try {
         return await pRetry(() => attempt(req), {
           ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
           ...(options.retries !== undefined && { retries: options.retries }),
-          shouldRetry: ({ error }) =>
-            error instanceof GatewayError && (error.failure === "rate_limited" || error.failure === "unreachable"),
-          onFailedAttempt: async (context) => {
+          shouldRetry: ({ error }) => error instanceof GatewayError && error.failure === "unreachable",
+          onFailedAttempt: (context) => {
             attempts = context.attemptNumber;
-            await waitAsRemoteAsked(context);
           },
         });
       } catch (error) {
         // Retried and still failing: say so in the status the CRM shows.
         if (attempts < 2 || !(error instanceof GatewayError)) throw error;
-        throw new GatewayError(error.failure, `${error.message} (${attempts} attempts)`, { httpStatus: error.httpStatus, cause: error });
+        const { httpStatus, keySpent, retryAfterMs } = error;
+        throw new GatewayError(error.failure, `${error.message} (${attempts} attempts)`, { httpStatus, keySpent, retryAfterMs, cause: error });
       }
     },
   };
 }
 
+/** Answers that, replayed from Cast's cache, show nothing was ever sent under the key. */
+const SPENT_WHEN_REPLAYED = new Set([401, 402, 403, 429, 503]);
+
 /** A 429, with how long Cast asked us to wait. */
 function rateLimited(retryAfter: string | null): GatewayError {
   const retryAfterMs = parseRetryAfter(retryAfter, Date.now());
-  return new GatewayError("rate_limited", "gateway rate limit: still answering 429 after retries", { httpStatus: 429, retryAfterMs });
+  return new GatewayError("rate_limited", "gateway rate limit (429)", { httpStatus: 429, retryAfterMs });
 }
 
 /** Turns the gateway's answer into a result or a classified GatewayError. */
@@ -168,12 +197,19 @@ function readAnswer(status: number, text: string, retryAfter: string | null): Se
   // only an explicit success:false or a non-2xx says it did not.
   const ok = status >= 200 && status < 300;
   if (!ok || body?.success === false) {
-    throw new GatewayError("rejected", `gateway rejected the message (${status})${detail(body, text)}`, { httpStatus: status });
+    const gatewayCode = typeof body?.error_code === "string" ? body.error_code : undefined;
+    throw new GatewayError("rejected", `gateway rejected the message (${status})${detail(body, text)}`, { httpStatus: status, gatewayCode });
   }
   if (body?.success !== true || typeof body.message_id !== "string") {
     throw new GatewayError("unknown", `gateway answered ${status} without a message_id; delivery unknown`, { httpStatus: status });
   }
-  return { messageId: body.message_id, parts: typeof body.parts === "number" ? body.parts : 1 };
+  // A sandbox key (cast_test_…) is answered like a send, but nothing goes to a carrier.
+  if (body.sandbox === true) {
+    throw new GatewayError("rejected", `the SMS API key is a sandbox key: the gateway sent nothing (id ${body.message_id}); set a live key`, { httpStatus: status });
+  }
+  // Parts are credits spent, stored and summed: only a whole count of at least one is taken.
+  const parts = typeof body.parts === "number" && Number.isSafeInteger(body.parts) && body.parts >= 1 ? body.parts : 1;
+  return { messageId: body.message_id, parts };
 }
 
 interface Answer {
@@ -236,8 +272,10 @@ const STATUS_OF_DLR: Record<string, string> = {
 interface Body {
   success?: unknown;
   message_id?: unknown;
+  sandbox?: unknown;
   parts?: unknown;
   error?: unknown;
+  error_code?: unknown;
 }
 
 function parseBody(text: string): Body | undefined {
