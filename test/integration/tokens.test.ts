@@ -297,6 +297,7 @@ describe("listings", () => {
         updatedAt: iso(2_000),
         refreshError: "",
         approved: false,
+        approvedBy: "",
         uninstalledAt: null,
       },
     ]);
