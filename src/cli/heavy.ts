@@ -13,6 +13,6 @@ export { runDoctor } from "../core/doctor.ts";
 export { setLocationConfig } from "../core/location-config.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { scheduleSync } from "../core/sync.ts";
-export { createWorker } from "../core/worker.ts";
+export { createWorker } from "../core/delivery/worker.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

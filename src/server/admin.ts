@@ -6,7 +6,7 @@ import { getLocationConfig, listLocations, setApproval } from "../core/locations
 import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
 import { bridgeStatus } from "../core/status.ts";
 import type { Core } from "../core/index.ts";
-import type { Worker } from "../core/worker.ts";
+import type { Worker } from "../core/delivery/worker.ts";
 import { httpError } from "./app.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";

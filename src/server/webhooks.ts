@@ -1,5 +1,5 @@
 import type { H3, H3Event } from "h3";
-import { SIGNATURE_HEADERS, type Intake } from "../core/intake.ts";
+import { SIGNATURE_HEADERS, type Intake } from "../core/delivery/intake.ts";
 import { httpError } from "./app.ts";
 import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from "./body.ts";
 

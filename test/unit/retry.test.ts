@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { AppError, CrmError } from "../../src/errors.ts";
-import { reportRetryable } from "../../src/core/outbound.ts";
+import { reportRetryable } from "../../src/core/delivery/outbound.ts";
 import { CONNECT_TIMEOUT_CODE, delayMs, neverSent, pRetryOptions, RETRY, retryAfterMs, timedOut } from "../../src/core/retry.ts";
 import { needsRefresh } from "../../src/core/tokens.ts";
 

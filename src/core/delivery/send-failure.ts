@@ -1,8 +1,8 @@
-import type { Job, Result, SendLater } from "../db/jobs.ts";
-import { GatewayError, errorMessage } from "../errors.ts";
-import type { SendRequest } from "./clients/gateway.ts";
+import type { Job, Result, SendLater } from "../../db/jobs.ts";
+import { GatewayError, errorMessage } from "../../errors.ts";
+import type { SendRequest } from "../clients/gateway.ts";
 import type { OutboundDeps } from "./outbound.ts";
-import { delayMs, RESEND_WINDOW_MS, RETRY } from "./retry.ts";
+import { delayMs, RESEND_WINDOW_MS, RETRY } from "../retry.ts";
 
 /** When a send goes back to the queue, and how. */
 type Later = { retryAt: number; reason: string } & SendLater;

@@ -1,9 +1,9 @@
-import type { DueJob, Job, JobStore } from "../db/jobs.ts";
-import { clip, errorMessage } from "../errors.ts";
-import type { Logger } from "./log.ts";
+import type { DueJob, Job, JobStore } from "../../db/jobs.ts";
+import { clip, errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
 import { createPruner } from "./prune.ts";
 import { recoverInterrupted } from "./recovery.ts";
-import { delayMs, RETRY, sleep } from "./retry.ts";
+import { delayMs, RETRY, sleep } from "../retry.ts";
 
 export interface WorkerOptions {
   jobs: JobStore;

@@ -1,5 +1,5 @@
-import type { JobStore } from "../db/jobs.ts";
-import type { Logger } from "./log.ts";
+import type { JobStore } from "../../db/jobs.ts";
+import type { Logger } from "../log.ts";
 import { RESEND_WINDOW_MS } from "./outbound.ts";
 
 /**

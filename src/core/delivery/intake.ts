@@ -1,14 +1,14 @@
 import type { KeyObject } from "node:crypto";
 import { z } from "zod";
-import type { Commit } from "../db/commit.ts";
-import type { JobStore, OutboundMessage } from "../db/jobs.ts";
-import { AppError, errorMessage } from "../errors.ts";
-import { ID_PATTERN, ID_RULE } from "./ids.ts";
-import type { LaterInstaller } from "./install-later.ts";
-import type { Logger } from "./log.ts";
-import { SIGNATURE_HEADERS, verifyWebhook } from "./signature.ts";
-import type { CompanyUninstaller } from "./uninstall-company.ts";
-import type { Uninstaller } from "./uninstall.ts";
+import type { Commit } from "../../db/commit.ts";
+import type { JobStore, OutboundMessage } from "../../db/jobs.ts";
+import { AppError, errorMessage } from "../../errors.ts";
+import { ID_PATTERN, ID_RULE } from "../ids.ts";
+import type { LaterInstaller } from "../install-later.ts";
+import type { Logger } from "../log.ts";
+import { SIGNATURE_HEADERS, verifyWebhook } from "../signature.ts";
+import type { CompanyUninstaller } from "../uninstall-company.ts";
+import type { Uninstaller } from "../uninstall.ts";
 
 export { SIGNATURE_HEADERS };
 

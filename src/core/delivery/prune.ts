@@ -1,7 +1,7 @@
 import { setImmediate } from "node:timers/promises";
-import type { JobStore } from "../db/jobs.ts";
-import { errorMessage } from "../errors.ts";
-import type { Logger } from "./log.ts";
+import type { JobStore } from "../../db/jobs.ts";
+import { errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
 
 /** Finished jobs are looked for this often, and deleted this many per statement. */
 const PRUNE_EVERY_MS = 60 * 60_000;

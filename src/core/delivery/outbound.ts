@@ -1,26 +1,26 @@
 import { randomUUID } from "node:crypto";
 import pRetry from "p-retry";
-import type { Commit } from "../db/commit.ts";
-import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../db/jobs.ts";
-import type { TokenStore } from "../db/tokens.ts";
-import type { SendRequest, SmsGateway } from "./clients/gateway.ts";
-import type { CrmClient, MessageStatus } from "./clients/crm.ts";
-import { API_KEY } from "./config-values.ts";
-import { AppError, CrmError, clip, errorMessage, type ErrorCode } from "../errors.ts";
-import type { Logger } from "./log.ts";
+import type { Commit } from "../../db/commit.ts";
+import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../../db/jobs.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import type { SendRequest, SmsGateway } from "../clients/gateway.ts";
+import type { CrmClient, MessageStatus } from "../clients/crm.ts";
+import { API_KEY } from "../config-values.ts";
+import { AppError, CrmError, clip, errorMessage, type ErrorCode } from "../../errors.ts";
+import type { Logger } from "../log.ts";
 import type { KeyHolds } from "./holds.ts";
-import type { MessageMetrics } from "./metrics.ts";
-import type { Outages } from "./outages.ts";
+import type { MessageMetrics } from "../metrics.ts";
+import type { Outages } from "../outages.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
-import { printable } from "./printable.ts";
-import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "./retry.ts";
+import { printable } from "../printable.ts";
+import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "../retry.ts";
 import { afterFailure, lookAgainMs } from "./send-failure.ts";
-import { sendingWith, sharedRefusal, type SharedSending } from "./locations.ts";
-import type { TokenService } from "./tokens.ts";
+import { sendingWith, sharedRefusal, type SharedSending } from "../locations.ts";
+import type { TokenService } from "../tokens.ts";
 
 export interface OutboundDeps {
   tokens: TokenStore;
@@ -62,7 +62,7 @@ export interface OutboundDeps {
   outages?: Pick<Outages, "waited">;
 }
 
-export { RESEND_WINDOW_MS } from "./retry.ts";
+export { RESEND_WINDOW_MS } from "../retry.ts";
 
 
 /**

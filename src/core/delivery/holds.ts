@@ -1,7 +1,7 @@
-import type { SmsGateway } from "./clients/gateway.ts";
-import { GatewayError, errorMessage } from "../errors.ts";
-import type { Logger } from "./log.ts";
-import { maskSecret } from "./mask.ts";
+import type { SmsGateway } from "../clients/gateway.ts";
+import { GatewayError, errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+import { maskSecret } from "../mask.ts";
 
 export interface KeyHoldsOptions {
   sms: SmsGateway;

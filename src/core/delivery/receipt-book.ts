@@ -1,8 +1,8 @@
-import { GatewayError, errorMessage } from "../errors.ts";
-import type { DeliveryStatus, SmsGateway } from "./clients/gateway.ts";
-import type { Logger } from "./log.ts";
-import { maskSecret } from "./mask.ts";
-import { sleep } from "./retry.ts";
+import { GatewayError, errorMessage } from "../../errors.ts";
+import type { DeliveryStatus, SmsGateway } from "../clients/gateway.ts";
+import type { Logger } from "../log.ts";
+import { maskSecret } from "../mask.ts";
+import { sleep } from "../retry.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export interface ReceiptBookOptions {
