@@ -10,9 +10,9 @@
 // by class only for its own classes and commander's (test/unit/heavy-split.test.ts).
 export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/doctor.ts";
-export { setLocationConfig } from "../core/location-config.ts";
+export { setLocationConfig } from "../core/installs/location-config.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
-export { scheduleSync } from "../core/sync.ts";
+export { scheduleSync } from "../core/installs/sync.ts";
 export { createWorker } from "../core/delivery/worker.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

@@ -13,9 +13,9 @@ import type { SmsGateway } from "./clients/gateway.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
 import type { CallObserver } from "./clients/observe.ts";
 import type { ResolvedConfig } from "./config.ts";
-import { createExchanges, type Exchanges } from "./exchanges.ts";
-import { completeInstall, type InstallDeps, type InstallResult } from "./install.ts";
-import { createLaterInstaller, type LaterInstaller } from "./install-later.ts";
+import { createExchanges, type Exchanges } from "./installs/exchanges.ts";
+import { completeInstall, type InstallDeps, type InstallResult } from "./installs/install.ts";
+import { createLaterInstaller, type LaterInstaller } from "./installs/install-later.ts";
 import type { Logger } from "./log.ts";
 import { processOutbound, type OutboundDeps } from "./delivery/outbound.ts";
 import { createKeyHolds, type KeyHolds } from "./delivery/holds.ts";
@@ -24,13 +24,13 @@ import { maskSecret } from "./mask.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { createOutages, type Outages } from "./outages.ts";
 import { createReceiptBook, type ReceiptBook } from "./delivery/receipts.ts";
-import { createPacer, type Pacer } from "./pace.ts";
+import { createPacer, type Pacer } from "./installs/pace.ts";
 import { createScheduler, type Scheduler } from "./delivery/scheduler.ts";
 import { createSealer, MEND_SEALED } from "../db/sealer.ts";
-import { createSync, type Sync } from "./sync.ts";
-import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./tokens.ts";
-import { createUninstaller, type Uninstaller } from "./uninstall.ts";
-import { createCompanyUninstaller, type CompanyUninstaller } from "./uninstall-company.ts";
+import { createSync, type Sync } from "./installs/sync.ts";
+import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./installs/tokens.ts";
+import { createUninstaller, type Uninstaller } from "./installs/uninstall.ts";
+import { createCompanyUninstaller, type CompanyUninstaller } from "./installs/uninstall-company.ts";
 
 /** Everything the server and the CLI share, built once from config and a database. */
 export interface Core {

@@ -1,8 +1,8 @@
 import { getRouterParam, onResponse, type H3, type H3Event } from "h3";
-import { setLocationConfig } from "../core/location-config.ts";
+import { setLocationConfig } from "../core/installs/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { printableJson } from "../core/printable.ts";
-import { getLocationConfig, listLocations, setApproval } from "../core/locations.ts";
+import { getLocationConfig, listLocations, setApproval } from "../core/installs/locations.ts";
 import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
 import { bridgeStatus } from "../core/status.ts";
 import type { Core } from "../core/index.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import type { OutboundMessage } from "../../src/db/jobs.ts";
-import { SCOPES, installUrl } from "../../src/core/install.ts";
+import { SCOPES, installUrl } from "../../src/core/installs/install.ts";
 import { composeText } from "../../src/core/delivery/parts.ts";
 import { SPEC_SCOPES } from "../helpers/spec.ts";
 

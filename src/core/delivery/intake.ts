@@ -4,11 +4,11 @@ import type { Commit } from "../../db/commit.ts";
 import type { JobStore, OutboundMessage } from "../../db/jobs.ts";
 import { AppError, errorMessage } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
-import type { LaterInstaller } from "../install-later.ts";
+import type { LaterInstaller } from "../installs/install-later.ts";
 import type { Logger } from "../log.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../signature.ts";
-import type { CompanyUninstaller } from "../uninstall-company.ts";
-import type { Uninstaller } from "../uninstall.ts";
+import type { CompanyUninstaller } from "../installs/uninstall-company.ts";
+import type { Uninstaller } from "../installs/uninstall.ts";
 
 export { SIGNATURE_HEADERS };
 

@@ -19,8 +19,8 @@ import { toLocalPH } from "./phone.ts";
 import { printable } from "../printable.ts";
 import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "../retry.ts";
 import { afterFailure, lookAgainMs } from "./send-failure.ts";
-import { sendingWith, sharedRefusal, type SharedSending } from "../locations.ts";
-import type { TokenService } from "../tokens.ts";
+import { sendingWith, sharedRefusal, type SharedSending } from "../installs/locations.ts";
+import type { TokenService } from "../installs/tokens.ts";
 
 export interface OutboundDeps {
   tokens: TokenStore;

@@ -1,5 +1,5 @@
 import type { TokenRecord } from "../../db/tokens.ts";
-import { sendingWith, unconfirmed } from "../locations.ts";
+import { sendingWith, unconfirmed } from "../installs/locations.ts";
 import type { SenderId, SmsGateway } from "../clients/gateway.ts";
 import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";

@@ -2,7 +2,7 @@ import type { TokenRecord } from "../../db/tokens.ts";
 import { reach } from "../clients/probe.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { errorMessage } from "../../errors.ts";
-import type { TokenService } from "../tokens.ts";
+import type { TokenService } from "../installs/tokens.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 import { iso } from "../duration.ts";
 

@@ -1,6 +1,6 @@
-import type { CompanyStore } from "../db/companies.ts";
-import type { TokenStore } from "../db/tokens.ts";
-import type { Logger } from "./log.ts";
+import type { CompanyStore } from "../../db/companies.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import type { Logger } from "../log.ts";
 import type { CompanyTokens } from "./tokens.ts";
 import { installCheck, stillInstalledResult, type UninstallResult, type Uninstaller } from "./uninstall.ts";
 

@@ -1,9 +1,9 @@
-import type { CompanyStore } from "../db/companies.ts";
-import type { TokenStore } from "../db/tokens.ts";
-import type { CrmClient, InstalledLocation } from "./clients/crm.ts";
-import { errorMessage } from "../errors.ts";
+import type { CompanyStore } from "../../db/companies.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import type { CrmClient, InstalledLocation } from "../clients/crm.ts";
+import { errorMessage } from "../../errors.ts";
 import { admitted, connectLocation } from "./install.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log.ts";
 import type { Pacer } from "./pace.ts";
 import type { CompanyTokens } from "./tokens.ts";
 

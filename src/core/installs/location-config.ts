@@ -1,7 +1,7 @@
 import { z } from "zod";
-import type { TokenStore } from "../db/tokens.ts";
-import { API_KEY, SENDER_ID, type Rule } from "./config-values.ts";
-import { AppError, notFound } from "../errors.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import { API_KEY, SENDER_ID, type Rule } from "../config-values.ts";
+import { AppError, notFound } from "../../errors.ts";
 import { getLocationConfig, type LocationConfig } from "./locations.ts";
 
 // Apart from locations.ts so that reading locations (`bridge locations list`) never loads zod.

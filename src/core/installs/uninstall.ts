@@ -1,5 +1,5 @@
-import type { TokenStore } from "../db/tokens.ts";
-import type { Logger } from "./log.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import type { Logger } from "../log.ts";
 import type { TokenService } from "./tokens.ts";
 
 /**

@@ -1,4 +1,4 @@
-import { sleep } from "./retry.ts";
+import { sleep } from "../retry.ts";
 
 export type Pacer = () => Promise<void>;
 

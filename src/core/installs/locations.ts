@@ -1,7 +1,7 @@
-import type { LocationListing, TokenRecord, TokenStore } from "../db/tokens.ts";
-import { notFound } from "../errors.ts";
-import { maskSecret } from "./mask.ts";
-import { withoutControls } from "./printable.ts";
+import type { LocationListing, TokenRecord, TokenStore } from "../../db/tokens.ts";
+import { notFound } from "../../errors.ts";
+import { maskSecret } from "../mask.ts";
+import { withoutControls } from "../printable.ts";
 
 /** A location as the admin API and `bridge locations list` show it: never a token, the API key masked. */
 export interface LocationView {

@@ -1,8 +1,8 @@
-import type { CompanyRecord, CompanyStore } from "../db/companies.ts";
-import type { TokenRecord, TokenStore } from "../db/tokens.ts";
-import type { CrmClient, TokenResponse } from "./clients/crm.ts";
-import { AppError, CrmError, errorMessage, noToken } from "../errors.ts";
-import type { Logger } from "./log.ts";
+import type { CompanyRecord, CompanyStore } from "../../db/companies.ts";
+import type { TokenRecord, TokenStore } from "../../db/tokens.ts";
+import type { CrmClient, TokenResponse } from "../clients/crm.ts";
+import { AppError, CrmError, errorMessage, noToken } from "../../errors.ts";
+import type { Logger } from "../log.ts";
 import { createRefresher, deadGrantNote } from "./refresh.ts";
 
 export { needsRefresh, REFRESH_MARGIN_MS } from "./refresh.ts";

@@ -1,8 +1,8 @@
 import pRetry, { AbortError } from "p-retry";
-import type { TokenResponse } from "./clients/crm.ts";
-import { AppError, CrmError, errorMessage } from "../errors.ts";
-import type { Logger } from "./log.ts";
-import { pRetryOptions, RETRY, sleep } from "./retry.ts";
+import type { TokenResponse } from "../clients/crm.ts";
+import { AppError, CrmError, errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+import { pRetryOptions, RETRY, sleep } from "../retry.ts";
 
 /** Refresh when less than this remains before expires_at (spec 3.2). */
 export const REFRESH_MARGIN_MS = 5 * 60_000;

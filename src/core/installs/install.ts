@@ -1,9 +1,9 @@
-import type { CompanyStore } from "../db/companies.ts";
-import type { TokenStore } from "../db/tokens.ts";
-import type { CrmClient, InstalledLocation, TokenResponse } from "./clients/crm.ts";
-import { AppError, CrmError, errorMessage } from "../errors.ts";
+import type { CompanyStore } from "../../db/companies.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import type { CrmClient, InstalledLocation, TokenResponse } from "../clients/crm.ts";
+import { AppError, CrmError, errorMessage } from "../../errors.ts";
 import type { Exchanges } from "./exchanges.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../log.ts";
 import type { Pacer } from "./pace.ts";
 
 export interface InstallDeps {

@@ -1,4 +1,4 @@
-import { errorMessage } from "../errors.ts";
+import { errorMessage } from "../../errors.ts";
 import { admitted, connectLocation, pendingNote, type InstallDeps } from "./install.ts";
 import type { CompanyTokens } from "./tokens.ts";
 
