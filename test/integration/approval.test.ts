@@ -8,7 +8,7 @@ import { openDb } from "../../src/db/index.ts";
 import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
-import { checkApprovals } from "../../src/core/doctor/approvals.ts";
+import { checkApprovals } from "../../src/core/operator/doctor/approvals.ts";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SEND } from "../helpers/fake-gateway.ts";

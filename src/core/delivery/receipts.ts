@@ -4,7 +4,7 @@ import { ms } from "../../db/ms.ts";
 import type { DeliveryStatus, SmsGateway } from "../clients/gateway.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
-import type { MessageMetrics } from "../metrics.ts";
+import type { MessageMetrics } from "../operator/metrics.ts";
 import { isFinal, type ReceiptBook } from "./receipt-book.ts";
 import type { Scheduler } from "./scheduler.ts";
 

@@ -1,10 +1,10 @@
-import type { Db } from "../db/index.ts";
-import type { TokenRecord } from "../db/tokens.ts";
-import { createCastClient } from "./clients/cast.ts";
-import type { ResolvedConfig } from "./config.ts";
-import { errorMessage } from "../errors.ts";
-import { createCore, type Core } from "./index.ts";
-import { createLogger } from "./log.ts";
+import type { Db } from "../../db/index.ts";
+import type { TokenRecord } from "../../db/tokens.ts";
+import { createCastClient } from "../clients/cast.ts";
+import type { ResolvedConfig } from "../config.ts";
+import { errorMessage } from "../../errors.ts";
+import { createCore, type Core } from "../index.ts";
+import { createLogger } from "../log.ts";
 import { checkApprovals } from "./doctor/approvals.ts";
 import { checkCast } from "./doctor/cast.ts";
 import { fail, type Check } from "./doctor/check.ts";

@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Job, JobState } from "../db/jobs.ts";
-import type { CallRecord } from "./clients/observe.ts";
-import { maskSecret } from "./mask.ts";
+import type { Job, JobState } from "../../db/jobs.ts";
+import type { CallRecord } from "../clients/observe.ts";
+import { maskSecret } from "../mask.ts";
 
 export interface MetricsDeps {
   /** Jobs by state, and when the oldest queued one was accepted (read at each scrape). */

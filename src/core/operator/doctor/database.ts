@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
-import type { Db, OpenOptions } from "../../db/index.ts";
-import { SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "../../db/schema.ts";
-import { errorMessage } from "../../errors.ts";
+import type { Db, OpenOptions } from "../../../db/index.ts";
+import { SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "../../../db/schema.ts";
+import { errorMessage } from "../../../errors.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 
 export type OpenDb = (path: string, options: OpenOptions) => Db;

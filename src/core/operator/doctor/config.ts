@@ -1,5 +1,5 @@
-import { loadConfig, type ResolvedConfig } from "../config.ts";
-import { ConfigError } from "../../errors.ts";
+import { loadConfig, type ResolvedConfig } from "../../config.ts";
+import { ConfigError } from "../../../errors.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 
 /** The values .env.example ships with: they let serve start, but nothing real works with them. */

@@ -1,9 +1,9 @@
-import { MESSAGE_STATUSES, type LoggedMessage, type MessageEvent, type MessageFilter, type MessageLog, type MessageStatus } from "../db/messages.ts";
-import { iso, pointInTime } from "./duration.ts";
-import { AppError } from "../errors.ts";
-import { ID_RULE, isId } from "./ids.ts";
-import { maskPhone } from "./mask.ts";
-import { composeText, smsParts } from "./delivery/parts.ts";
+import { MESSAGE_STATUSES, type LoggedMessage, type MessageEvent, type MessageFilter, type MessageLog, type MessageStatus } from "../../db/messages.ts";
+import { iso, pointInTime } from "../duration.ts";
+import { AppError } from "../../errors.ts";
+import { ID_RULE, isId } from "../ids.ts";
+import { maskPhone } from "../mask.ts";
+import { composeText, smsParts } from "../delivery/parts.ts";
 
 /**
  * The message log as the operator reads it (CONTRACT.md 8): one code path for

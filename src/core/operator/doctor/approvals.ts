@@ -1,5 +1,5 @@
-import type { TokenStore } from "../../db/tokens.ts";
-import { approvedOffList, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../installs/locations.ts";
+import type { TokenStore } from "../../../db/tokens.ts";
+import { approvedOffList, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../../installs/locations.ts";
 import { ok, warn, type Check } from "./check.ts";
 
 /**

@@ -1,6 +1,6 @@
-import type { CallRecord, Remote } from "./clients/observe.ts";
-import type { FailureKind } from "./clients/network.ts";
-import type { Logger } from "./log.ts";
+import type { CallRecord, Remote } from "../clients/observe.ts";
+import type { FailureKind } from "../clients/network.ts";
+import type { Logger } from "../log.ts";
 
 export interface OutagesOptions {
   log: Logger;

@@ -1,10 +1,10 @@
-import type { TokenRecord } from "../../db/tokens.ts";
-import { reach } from "../clients/probe.ts";
-import type { ResolvedConfig } from "../config.ts";
-import { errorMessage } from "../../errors.ts";
-import type { TokenService } from "../installs/tokens.ts";
+import type { TokenRecord } from "../../../db/tokens.ts";
+import { reach } from "../../clients/probe.ts";
+import type { ResolvedConfig } from "../../config.ts";
+import { errorMessage } from "../../../errors.ts";
+import type { TokenService } from "../../installs/tokens.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
-import { iso } from "../duration.ts";
+import { iso } from "../../duration.ts";
 
 /** HighLevel's API answers at all; the network path is what this checks. */
 export async function checkHighLevelReach(config: ResolvedConfig, timeoutMs: number, checks: Check[]): Promise<void> {

@@ -1,9 +1,9 @@
-import type { GatewayKeys } from "../db/gateway-keys.ts";
-import type { MessageLog, MessageStatus } from "../db/messages.ts";
-import { MEND_SEALED } from "../db/sealer.ts";
-import type { TokenStore } from "../db/tokens.ts";
-import { iso } from "./duration.ts";
-import { sharedRefusal, unconfirmed } from "./installs/locations.ts";
+import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { MessageLog, MessageStatus } from "../../db/messages.ts";
+import { MEND_SEALED } from "../../db/sealer.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import { iso } from "../duration.ts";
+import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
 
 /** `bridge status` and `GET /api/admin/status` (CONTRACT.md 8). Times are ISO 8601. */
 export interface StatusView {

@@ -1,10 +1,10 @@
-import type { TokenRecord } from "../../db/tokens.ts";
-import { sendingWith, unconfirmed } from "../installs/locations.ts";
-import type { SenderId, SmsGateway } from "../clients/gateway.ts";
-import { reach } from "../clients/probe.ts";
-import type { ResolvedConfig } from "../config.ts";
-import { errorMessage, GatewayError } from "../../errors.ts";
-import { maskSecret } from "../mask.ts";
+import type { TokenRecord } from "../../../db/tokens.ts";
+import { sendingWith, unconfirmed } from "../../installs/locations.ts";
+import type { SenderId, SmsGateway } from "../../clients/gateway.ts";
+import { reach } from "../../clients/probe.ts";
+import type { ResolvedConfig } from "../../config.ts";
+import { errorMessage, GatewayError } from "../../../errors.ts";
+import { maskSecret } from "../../mask.ts";
 import { isLow, keyUsers } from "../status.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 
