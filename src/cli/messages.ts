@@ -7,7 +7,7 @@ import { json, printable, table, UsageError, type Io } from "./io.ts";
 const STATUSES = "queued, held, sending, sent, delivered, failed";
 const SINCE = "received since: an ISO time (2026-11-24T08:00:00Z) or a duration back from now (15m, 2h, 7d)";
 
-/** `bridge messages list|show|retry`: the message log, read and acted on offline (CONTRACT.md 8). */
+/** `bridge messages list|show|retry`: the message log, read and acted on offline (docs/cli.md, "The message log"). */
 export function messagesCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   const messages = program
     .command("messages")

@@ -1,7 +1,7 @@
 import type { Db } from "./index.ts";
 import type { EventKind, JobState, OutboundMessage, Outcome } from "./jobs.ts";
 
-/** A message's status as the operator sees it (CONTRACT.md 8). */
+/** A message's status as the operator sees it (docs/cli.md, "The message log"). */
 export const MESSAGE_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 

@@ -18,7 +18,7 @@ export interface AdminDeps {
   worker?: Pick<Worker, "notify">;
 }
 
-/** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
+/** The admin API (spec 4.1; docs/http.md, "The admin API"), all behind the INBOUND_API_KEY bearer. */
 export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
   const auth = createAdminAuth(core);
   // The answers carry outside text (location names, webhook phones, CRM and Cast error

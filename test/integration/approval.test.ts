@@ -14,7 +14,7 @@ import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** Who may use the operator's gateway key (CONTRACT.md 12), through real HTTP. */
+/** Who may use the operator's gateway key (docs/configuration.md, "Who may use your gateway key"), through real HTTP. */
 
 async function callback(bridge: Bridge, code: string) {
   const res = await bridge.fetch(`/oauth-callback?code=${code}`);

@@ -48,7 +48,7 @@ interface Held extends Hold {
 }
 
 /**
- * Account problems hold, they don't burn the queue (CONTRACT.md 5.6). A 401, 402 or 403
+ * Account problems hold, they don't burn the queue (docs/architecture.md, "Holds"). A 401, 402 or 403
  * from Cast stops sending on that API key: its messages wait, the operator is told at
  * once and every few minutes, and the key is probed at most once a minute (a balance
  * call, or one waiting message let through: see Probe), driven by the messages that wait

@@ -39,7 +39,7 @@ const id = z.string().trim().regex(ID_PATTERN, ID_RULE);
 
 /**
  * HighLevel's ProviderOutboundMessage, the fields bridge uses. Only a missing (or
- * unusable) id or phone is refused here (CONTRACT.md 4); a bad number or a text too
+ * unusable) id or phone is refused here (docs/http.md, "The webhook"); a bad number or a text too
  * long for the gateway is accepted and reported `failed`, so the CRM shows why.
  * The 256 KiB body limit bounds the rest.
  */
@@ -57,7 +57,7 @@ const eventSchema = z.object({ type: z.string() });
 const appEventSchema = z.object({ appId: z.unknown().optional(), locationId: id.optional(), companyId: id.optional() });
 
 /**
- * What arrives at the webhook URL (CONTRACT.md 4), once its bytes are read: verify,
+ * What arrives at the webhook URL (docs/http.md, "The webhook"), once its bytes are read: verify,
  * then commit the job, then answer. An answer means the message is on disk; a
  * refusal to store it is a NOT_STORED error (429: HighLevel sends it again).
  */

@@ -12,7 +12,7 @@ export function recoverInterrupted(jobs: Pick<JobStore, "recoverInterrupted">, l
   if (resumed > 0) {
     log.info(`${resumed} message(s) were being sent when bridge stopped; sending them again with the same idempotency key (the gateway sends each once)`);
   }
-  // Each by name, as every failed message is (CONTRACT.md 5.11).
+  // Each by name, as every failed message is (docs/operations.md, "Finding a message").
   for (const { messageId, locationId } of failed) {
     log.warn(`message ${messageId} of location ${locationId} failed: delivery unknown after restart (it was being sent when bridge stopped, without an idempotency key)`);
   }

@@ -1,5 +1,5 @@
 /**
- * Cast.ph's two limits (CONTRACT.md 5.8) as token buckets: one for every request the
+ * Cast.ph's two limits (docs/architecture.md, "Pacing and fair turns") as token buckets: one for every request the
  * process makes, all keys together (30/s, burst 50), and one per API key for sends
  * (10 messages/s). A send takes a token from both or from neither: a caller that gets
  * none is told how long to wait, and waits without holding a worker. The scheduler

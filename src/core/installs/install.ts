@@ -98,10 +98,11 @@ async function exchangeAndKeep(deps: InstallDeps, code: string): Promise<TokenRe
 }
 
 /**
- * Who may install (CONTRACT.md 12). With ALLOWED_COMPANY_IDS set, only those companies,
- * approved at once; anyone else is refused before anything is stored. Without it, anyone
- * (as the spec has it), but the location starts pending: until an operator approves it,
- * it sends only with its own API key, never the operator's. True: approved.
+ * Who may install (docs/configuration.md, "Who may use your gateway key").
+ * With ALLOWED_COMPANY_IDS set, only those companies, approved at once; anyone else is
+ * refused before anything is stored. Without it, anyone (as the spec has it), but the
+ * location starts pending: until an operator approves it, it sends only with its own
+ * API key, never the operator's. True: approved.
  */
 export function admitted(allowedCompanyIds: readonly string[], companyId: string): boolean {
   if (allowedCompanyIds.length === 0) return false;

@@ -41,8 +41,9 @@ export interface SharedSending {
 /**
  * The API key and sender ID a location's messages go with: its own, else the operator's
  * (SMS_API_KEY, SMS_SENDER_ID), which serve only the locations `sharedRefusal` lets in
- * (CONTRACT.md 12): whoever can authorize the app must not send on the operator's account
- * and brand. "" : none. The one rule outbound sends by and doctor checks.
+ * (docs/configuration.md, "Who may use your gateway key"):
+ * whoever can authorize the app must not send on the operator's account and brand.
+ * "" : none. The one rule outbound sends by and doctor checks.
  */
 export function sendingWith(record: SharedGate & Pick<TokenRecord, "smsApiKey" | "senderId">, shared: SharedSending) {
   const defaults = sharedRefusal(record, shared.allowedCompanyIds) ? { apiKey: "", senderId: "" } : shared;
@@ -161,7 +162,8 @@ export interface ApprovalChange {
 }
 
 /**
- * Lets a pending location use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12),
+ * Lets a pending location use the global SMS_API_KEY and SMS_SENDER_ID
+ * (docs/configuration.md, "Who may use your gateway key"),
  * or withdraws that for good (no reinstall approves it again): the one code path of
  * `bridge locations approve|unapprove` and `POST …/approve|unapprove`. With
  * ALLOWED_COMPANY_IDS set, an approval counts only for a listed company (`sharedRefusal`).

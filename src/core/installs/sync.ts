@@ -47,12 +47,13 @@ export interface SyncDeps {
 export type Sync = ReturnType<typeof createSync>;
 
 /**
- * Reconciliation (CONTRACT.md 9): each stored company's installedLocations compared
- * with the store. Locations listed but missing (or uninstalled, or whose token was
- * refused) get a token through the company's; stored ones no longer listed are marked
- * uninstalled, never deleted. HighLevel's own list, fetched with the agency's token,
- * is the confirmation CONTRACT.md 12 asks for before a mark. One run at a time per
- * process: a second caller shares the running one.
+ * Reconciliation (docs/operations.md, "Agencies: what you do once, and what happens by itself after"):
+ * each stored company's installedLocations compared with the store. Locations listed
+ * but missing (or uninstalled, or whose token was refused) get a token through the
+ * company's; stored ones no longer listed are marked uninstalled, never deleted.
+ * HighLevel's own list, fetched with the agency's token, is the confirmation a mark
+ * waits for (a replayed UNINSTALL must not take a location down). One run at a time
+ * per process: a second caller shares the running one.
  */
 export function createSync(deps: SyncDeps) {
   const { companies, log } = deps;

@@ -28,7 +28,7 @@ const RECHECK_MS = 60_000;
 const BUSY_RECHECK_MS = 5_000;
 
 /**
- * UNINSTALL for a location (CONTRACT.md 12). A signed UNINSTALL can be captured and
+ * UNINSTALL for a location (docs/http.md, "The webhook"). A signed UNINSTALL can be captured and
  * replayed after a reinstall, so the event alone never takes a location down: HighLevel
  * must confirm the app is gone, which it does by refusing the location's refresh token
  * (an uninstall revokes it). Then the location is marked, never deleted: its settings

@@ -6,7 +6,7 @@ import { maskPhone } from "../mask.ts";
 import { composeText, smsParts } from "../delivery/parts.ts";
 
 /**
- * The message log as the operator reads it (CONTRACT.md 8): one code path for
+ * The message log as the operator reads it (docs/cli.md, "The message log"): one code path for
  * `bridge messages …` and the admin API. Phones are masked, times are ISO 8601.
  */
 export interface MessageView {

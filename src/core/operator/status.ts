@@ -5,7 +5,7 @@ import type { TokenStore } from "../../db/tokens.ts";
 import { iso } from "../duration.ts";
 import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
 
-/** `bridge status` and `GET /api/admin/status` (CONTRACT.md 8). Times are ISO 8601. */
+/** `bridge status` and `GET /api/admin/status` (docs/cli.md, "Commands"; docs/http.md, "Endpoints"). Times are ISO 8601. */
 export interface StatusView {
   generated_at: string;
   /** Messages of the log in each status. */
