@@ -152,7 +152,7 @@ export function createMessageLog(db: Db) {
     /**
      * Queues a failed message again, as new: a fresh idempotency key, its hold time from
      * now. False when the job changed since `message` was read. The caller decides
-     * whether it may be retried at all (core/messages.ts).
+     * whether it may be retried at all (core/operator/messages.ts).
      */
     requeue(message: LoggedMessage, now: number, detail: string): boolean {
       return requeueLogged(message, now, detail);
