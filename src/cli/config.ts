@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { LocationConfig } from "../core/locations.ts";
+import type { LocationConfig } from "../core/installs/locations.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, locationArg, printable, UsageError, type Io } from "./io.ts";
 
@@ -12,7 +12,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .description("show a location's configuration (API key masked)")
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
-      const [{ withStore }, { getLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+      const [{ withStore }, { getLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
       print(io, withStore(io, globals(), (tokens) => getLocationConfig(tokens, locationArg(locationId))), options.json);
     });
 

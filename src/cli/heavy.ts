@@ -9,10 +9,10 @@
 // nothing that crosses back to the CLI may depend on class identity: the CLI tests errors
 // by class only for its own classes and commander's (test/unit/heavy-split.test.ts).
 export { createCore } from "../core/index.ts";
-export { runDoctor } from "../core/doctor.ts";
-export { setLocationConfig } from "../core/location-config.ts";
+export { runDoctor } from "../core/operator/doctor.ts";
+export { setLocationConfig } from "../core/installs/location-config.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
-export { scheduleSync } from "../core/sync.ts";
-export { createWorker } from "../core/worker.ts";
+export { scheduleSync } from "../core/installs/sync.ts";
+export { createWorker } from "../core/delivery/worker.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

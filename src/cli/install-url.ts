@@ -8,7 +8,7 @@ export function installUrlCommand(program: Command, io: Io, globals: () => Globa
     .command("install-url")
     .description("print the URL that installs bridge into a CRM location (needs BASE_URL, CRM_CLIENT_ID)")
     .action(async () => {
-      const [{ commandConfig }, { installUrl }] = await Promise.all([import("./context.ts"), import("../core/install.ts")]);
+      const [{ commandConfig }, { installUrl }] = await Promise.all([import("./context.ts"), import("../core/installs/install.ts")]);
       const config = commandConfig(io, globals(), "install-url");
       io.out(`${installUrl(config.crm.marketplaceUrl, config.baseUrl, config.crm.clientId)}\n`);
     });

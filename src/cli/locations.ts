@@ -11,7 +11,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     .description("list installed locations (API keys masked)")
     .option("--json", "machine-readable output, the admin API's field names")
     .action(async (options: { json?: boolean }) => {
-      const [{ withStore }, { listLocations }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+      const [{ withStore }, { listLocations }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
       const list = withStore(io, globals(), (tokens, config) => listLocations(tokens, config.allowedCompanyIds));
       if (options.json) return io.out(json({ locations: list }));
       if (list.length === 0) return io.out("no locations installed\n");
@@ -51,7 +51,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
       if (!options.yes) {
         throw new UsageError(`this would remove location ${id}: its token, sender ID, API key and approval (its messages stay in the log); run again with --yes`);
       }
-      const [{ withStore }, { removeLocation }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+      const [{ withStore }, { removeLocation }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
       withStore(io, globals(), (tokens) => removeLocation(tokens, id));
       io.out(`removed ${id}; if the app is still installed there in HighLevel, the next sync or INSTALL brings it back (uninstall it in HighLevel first)\n`);
     });
@@ -61,7 +61,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
 function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done: string, meaning: string) {
   return async (ids: string[], options: { json?: boolean }): Promise<void> => {
     for (const id of ids) locationArg(id);
-    const [{ withStore }, { setApproval, sharedRefusal }] = await Promise.all([import("./context.ts"), import("../core/locations.ts")]);
+    const [{ withStore }, { setApproval, sharedRefusal }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
     const changed = withStore(io, globals(), (tokens, config) =>
       ids.map((id) => {
         const change = setApproval(tokens, id, approved, Date.now(), config.allowedCompanyIds);

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { MessageDetail, MessageQuery, MessageView, RetryOutcome } from "../core/messages.ts";
+import type { MessageDetail, MessageQuery, MessageView, RetryOutcome } from "../core/operator/messages.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, printable, table, UsageError, type Io } from "./io.ts";
@@ -7,7 +7,7 @@ import { json, printable, table, UsageError, type Io } from "./io.ts";
 const STATUSES = "queued, held, sending, sent, delivered, failed";
 const SINCE = "received since: an ISO time (2026-11-24T08:00:00Z) or a duration back from now (15m, 2h, 7d)";
 
-/** `bridge messages list|show|retry`: the message log, read and acted on offline (CONTRACT.md 8). */
+/** `bridge messages list|show|retry`: the message log, read and acted on offline (docs/cli.md, "The message log"). */
 export function messagesCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   const messages = program
     .command("messages")
@@ -65,13 +65,13 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
     });
 }
 
-type Lib = typeof import("../core/messages.ts");
+type Lib = typeof import("../core/operator/messages.ts");
 type Log = import("../db/messages.ts").MessageLog;
 
 async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib) => T): Promise<T> {
   const [{ withDb }, lib, { createMessageLog }] = await Promise.all([
     import("./context.ts"),
-    import("../core/messages.ts"),
+    import("../core/operator/messages.ts"),
     import("../db/messages.ts"),
   ]);
   return withDb(io, globals, (db) => fn(createMessageLog(db), lib));

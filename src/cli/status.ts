@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { StatusView } from "../core/status.ts";
+import type { StatusView } from "../core/operator/status.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, table, type Io } from "./io.ts";
 
@@ -14,7 +14,7 @@ export function statusCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--json", "machine-readable output, as GET /api/admin/status")
     .addHelpText("after", "\nBalances older than 5 minutes are read from Cast again (SMS_API_URL) before they are shown.")
     .action(async (options: { json?: boolean }) => {
-      const [{ withCore }, { apiKeysInUse, bridgeStatus }] = await Promise.all([import("./context.ts"), import("../core/status.ts")]);
+      const [{ withCore }, { apiKeysInUse, bridgeStatus }] = await Promise.all([import("./context.ts"), import("../core/operator/status.ts")]);
       const tuning = { sms: { timeoutMs: BALANCE_TIMEOUT_MS, retries: 0 } };
       const view = await withCore(
         io,

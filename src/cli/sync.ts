@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { CompanySync, SyncProgress } from "../core/sync.ts";
+import type { CompanySync, SyncProgress } from "../core/installs/sync.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, table, type Io } from "./io.ts";
 

@@ -48,7 +48,7 @@ export interface ResolvedConfig {
   /**
    * Companies whose installs are accepted and approved at once, and the only ones whose
    * approved locations may use SMS_API_KEY / SMS_SENDER_ID (checked at every send); empty:
-   * any company may install, and its locations start pending (CONTRACT.md 12).
+   * any company may install, and its locations start pending (docs/configuration.md, "Who may use your gateway key").
    */
   allowedCompanyIds: string[];
   /** `text` lines, or one JSON object per line (LOG_FORMAT). */

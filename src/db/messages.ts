@@ -1,7 +1,7 @@
 import type { Db } from "./index.ts";
 import type { EventKind, JobState, OutboundMessage, Outcome } from "./jobs.ts";
 
-/** A message's status as the operator sees it (CONTRACT.md 8). */
+/** A message's status as the operator sees it (docs/cli.md, "The message log"). */
 export const MESSAGE_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
@@ -152,7 +152,7 @@ export function createMessageLog(db: Db) {
     /**
      * Queues a failed message again, as new: a fresh idempotency key, its hold time from
      * now. False when the job changed since `message` was read. The caller decides
-     * whether it may be retried at all (core/messages.ts).
+     * whether it may be retried at all (core/operator/messages.ts).
      */
     requeue(message: LoggedMessage, now: number, detail: string): boolean {
       return requeueLogged(message, now, detail);

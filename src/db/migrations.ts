@@ -80,7 +80,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX jobs_due_by_location ON jobs (location_id, state, next_attempt_at, id) WHERE state IN ('queued', 'reporting');
   `,
   `
-  -- The message log (CONTRACT.md 8): what each message went out with and what became
+  -- The message log (docs/cli.md, "The message log"): what each message went out with and what became
   -- of it. The happy path fills columns; errors, holds and an operator's retry are
   -- events of their own, each with its time.
   ALTER TABLE jobs ADD COLUMN gateway TEXT NOT NULL DEFAULT 'cast';

@@ -18,7 +18,7 @@ export interface TokenRecord extends TokenFields {
   senderId: string;
   /** "" means: use the global default. */
   smsApiKey: string;
-  /** May use the global SMS_API_KEY and SMS_SENDER_ID (CONTRACT.md 12). */
+  /** May use the global SMS_API_KEY and SMS_SENDER_ID (docs/configuration.md, "Who may use your gateway key"). */
   approved: boolean;
   approvedBy: ApprovalSource;
   /** When HighLevel confirmed the app uninstalled from it; 0 while installed. */

@@ -1,12 +1,12 @@
 import { getRouterParam, onResponse, type H3, type H3Event } from "h3";
-import { setLocationConfig } from "../core/location-config.ts";
+import { setLocationConfig } from "../core/installs/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { printableJson } from "../core/printable.ts";
-import { getLocationConfig, listLocations, setApproval } from "../core/locations.ts";
-import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/messages.ts";
-import { bridgeStatus } from "../core/status.ts";
+import { getLocationConfig, listLocations, setApproval } from "../core/installs/locations.ts";
+import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/operator/messages.ts";
+import { bridgeStatus } from "../core/operator/status.ts";
 import type { Core } from "../core/index.ts";
-import type { Worker } from "../core/worker.ts";
+import type { Worker } from "../core/delivery/worker.ts";
 import { httpError } from "./app.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
@@ -18,7 +18,7 @@ export interface AdminDeps {
   worker?: Pick<Worker, "notify">;
 }
 
-/** The admin API (spec 4.1, CONTRACT.md 3), all behind the INBOUND_API_KEY bearer. */
+/** The admin API (spec 4.1; docs/http.md, "The admin API"), all behind the INBOUND_API_KEY bearer. */
 export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
   const auth = createAdminAuth(core);
   // The answers carry outside text (location names, webhook phones, CRM and Cast error

@@ -1,8 +1,8 @@
 import { H3, HTTPError, onRequest, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
 import type { Core } from "../core/index.ts";
-import { createIntake } from "../core/intake.ts";
-import type { Worker } from "../core/worker.ts";
+import { createIntake } from "../core/delivery/intake.ts";
+import type { Worker } from "../core/delivery/worker.ts";
 import { adminRoutes } from "./admin.ts";
 import type { BodyBudget } from "./body.ts";
 import { createProxyWarning } from "./client.ts";

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { H3Event } from "h3";
 import type { ResolvedConfig } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
-import { createFailureThrottle } from "../core/throttle.ts";
+import { createFailureThrottle } from "./throttle.ts";
 import { httpError } from "./app.ts";
 import { addressGroup, createClientAddress } from "./client.ts";
 

@@ -3,8 +3,8 @@ import type { H3Event } from "h3";
 import { httpError } from "./app.ts";
 
 /**
- * Requests larger than this are refused with 413 (CONTRACT.md 12). A webhook is a
- * few KiB and an admin config body a few hundred bytes, so one limit serves both.
+ * Requests larger than this are refused with 413 (docs/http.md, "Limits before anyone is authenticated").
+ * A webhook is a few KiB and an admin config body a few hundred bytes, so one limit serves both.
  */
 export const BODY_LIMIT = 256 * 1024;
 

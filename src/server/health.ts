@@ -1,6 +1,6 @@
 import type { H3 } from "h3";
 import type { JobStore } from "../db/jobs.ts";
-import type { Worker } from "../core/worker.ts";
+import type { Worker } from "../core/delivery/worker.ts";
 
 export interface HealthDeps {
   jobs: Pick<JobStore, "counts">;

@@ -12,7 +12,7 @@ export interface Listening {
 }
 
 export interface Timeouts {
-  /** A new connection that stays silent this long is closed (CONTRACT.md 12: within 10 s). */
+  /** A new connection that stays silent this long is closed (docs/http.md, "Limits before anyone is authenticated"). */
   idleMs?: number;
   /** All request headers must arrive within this. */
   headersMs?: number;
@@ -47,8 +47,8 @@ export function listen(app: H3, host: string, port: number, timeouts: Timeouts =
   // timeout counts silence both ways, and a handler may rightly keep the client waiting
   // longer (a bulk install paces its CRM calls). From then on Node's own timeouts
   // apply: headersTimeout and requestTimeout while a request arrives, keepAliveTimeout
-  // between requests. 8 s, so that the close comes within the contract's 10 s even on
-  // a busy event loop (CONTRACT.md 12).
+  // between requests. 8 s, so that the close comes within 10 s even on a busy event loop
+  // (docs/RELIABILITY.md, "Nobody let in").
   const idleMs = timeouts.idleMs ?? 8_000;
   server.on("connection", (socket: Socket) => socket.setTimeout(idleMs));
   return new Promise((resolve, reject) => {

@@ -4,7 +4,7 @@ import { httpError } from "./app.ts";
 import { bearerCheck } from "./auth.ts";
 
 /**
- * GET /metrics, Prometheus' text format (CONTRACT.md 8), behind the METRICS_TOKEN
+ * GET /metrics, Prometheus' text format (docs/http.md, "Metrics"), behind the METRICS_TOKEN
  * bearer. Without a token there is no such page: 404, as for any unknown path, so an
  * install that never asked for metrics shows nothing of them.
  */

@@ -1,7 +1,7 @@
 import { getQuery, getRequestIP, redirect, type H3, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
-import { createGate } from "../core/gate.ts";
-import { installUrl, type InstallResult } from "../core/install.ts";
+import { createGate } from "./gate.ts";
+import { installUrl, type InstallResult } from "../core/installs/install.ts";
 import type { Core } from "../core/index.ts";
 import type { ResolvedConfig } from "../core/config.ts";
 import { addressShares, createClientAddress, proxyPeers } from "./client.ts";

@@ -1,5 +1,5 @@
 import type { H3, H3Event } from "h3";
-import { SIGNATURE_HEADERS, type Intake } from "../core/intake.ts";
+import { SIGNATURE_HEADERS, type Intake } from "../core/delivery/intake.ts";
 import { httpError } from "./app.ts";
 import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from "./body.ts";
 
@@ -10,7 +10,7 @@ export interface WebhookDeps {
 }
 
 /**
- * POST /webhooks/crm: the Delivery URL and the app's webhook URL (CONTRACT.md 4). The
+ * POST /webhooks/crm: the Delivery URL and the app's webhook URL (docs/http.md, "The webhook"). The
  * route reads the body within its limits and hands it to core's intake, which verifies
  * it, commits the job and answers: a 200 means the message is on disk. Anything
  * unsigned is refused before it is even parsed.

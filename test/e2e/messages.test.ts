@@ -4,7 +4,7 @@ import { outbound, waitFor } from "../helpers/bridge.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** `bridge messages` and `bridge status` of the built binary, beside a running serve (CONTRACT.md 8). */
+/** `bridge messages` and `bridge status` of the built binary, beside a running serve (docs/cli.md, "The message log"). */
 
 let e2e: E2E;
 let server: Serve;

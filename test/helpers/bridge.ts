@@ -6,7 +6,7 @@ import { afterEach, expect } from "vitest";
 import { loadConfig } from "../../src/core/config.ts";
 import { createCore, type Tuning } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { createWorker } from "../../src/core/worker.ts";
+import { createWorker } from "../../src/core/delivery/worker.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
 import { createBodyBudget } from "../../src/server/body.ts";

@@ -8,13 +8,13 @@ import { openDb } from "../../src/db/index.ts";
 import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
 import { createTokenStore } from "../../src/db/tokens.ts";
-import { checkApprovals } from "../../src/core/doctor/approvals.ts";
+import { checkApprovals } from "../../src/core/operator/doctor/approvals.ts";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** Who may use the operator's gateway key (CONTRACT.md 12), through real HTTP. */
+/** Who may use the operator's gateway key (docs/configuration.md, "Who may use your gateway key"), through real HTTP. */
 
 async function callback(bridge: Bridge, code: string) {
   const res = await bridge.fetch(`/oauth-callback?code=${code}`);

@@ -7,7 +7,10 @@ import { APP_ID, CLIENT_ID, bridgePerTest, type Bridge, type BridgeOptions } fro
 import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** Agencies' own tokens (CONTRACT.md 9): kept after the install, refreshed single-flight. */
+/**
+ * Agencies' own tokens (docs/operations.md, "Agencies: what you do once, and what happens by itself after"):
+ * kept after the install, refreshed single-flight.
+ */
 
 const MINUTE = 60_000;
 let clock = Date.parse("2030-03-01T08:00:00Z");

@@ -124,7 +124,7 @@ describe("what is sent", () => {
     expect(reports.at(-1)?.body.error).toMatchObject({ message: "the message is 10001 characters; the SMS gateway takes at most 10000" });
   });
 
-  // CONTRACT.md 4 allows a 400 only for a missing id or phone: anything else the
+  // docs/http.md, "The webhook", allows a 400 only for a missing id or phone: anything else the
   // gateway cannot take is accepted and reported failed, so the CRM shows why.
   test.each([
     { name: "a 20,000-character message", fields: { message: "a".repeat(20_000) }, says: /20000 characters/ },

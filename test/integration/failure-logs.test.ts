@@ -5,7 +5,7 @@ import { jsonResponse } from "../helpers/http.ts";
 
 /**
  * Every message that ends failed, whatever the reason, leaves a warn line naming the
- * message, its location and the reason (CONTRACT.md 5.11): the operator's log says
+ * message, its location and the reason (docs/operations.md, "Finding a message"): the operator's log says
  * what HighLevel was told.
  */
 

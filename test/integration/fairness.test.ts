@@ -3,7 +3,7 @@ import { expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 
-/** Cast's limits and fair turns between locations (CONTRACT.md 5.8-9), through real HTTP. */
+/** Cast's limits and fair turns between locations (docs/architecture.md, "Pacing and fair turns"), through real HTTP. */
 
 const startWith = bridgePerTest();
 

@@ -4,7 +4,7 @@ import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type BridgeOptions } 
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** Account problems hold a key's messages; they don't burn the queue (CONTRACT.md 5.6). */
+/** Account problems hold a key's messages; they don't burn the queue (docs/architecture.md, "Holds"). */
 
 const startWith = bridgePerTest();
 const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");

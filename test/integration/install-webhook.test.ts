@@ -3,7 +3,10 @@ import { APP_ID, bridgePerTest, waitFor, type Bridge } from "../helpers/bridge.t
 import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** INSTALL webhooks of locations an agency adds after its install (CONTRACT.md 9), through real HTTP. */
+/**
+ * INSTALL webhooks of locations an agency adds after its install, through real HTTP
+ * (docs/operations.md, "Agencies: what you do once, and what happens by itself after").
+ */
 
 const start = bridgePerTest();
 

@@ -5,7 +5,10 @@ import { BODY_LIMIT, UNSIGNED_BODY_BUDGET } from "../../src/server/body.ts";
 import { bridgePerTest, outbound, signBody, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { jsonResponse, rawExchange } from "../helpers/http.ts";
 
-/** Limits before authentication (CONTRACT.md 12), through real sockets against the real app. */
+/**
+ * Limits before authentication, through real sockets against the real app
+ * (docs/http.md, "Limits before anyone is authenticated").
+ */
 
 /** A raw connection that writes `data` and then holds; it records what comes back and when it closes. */
 function hold(url: string, data: string | Buffer = "") {

@@ -3,7 +3,7 @@ import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } fro
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** The message log through the admin API (CONTRACT.md 8): list, show, retry. */
+/** The message log through the admin API (docs/http.md, "Endpoints"): list, show, retry. */
 
 const startWith = bridgePerTest();
 const start = (options: BridgeOptions = {}) => startWith(options, "loc-1", "loc-2");

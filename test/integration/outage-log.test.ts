@@ -4,7 +4,7 @@ import { SEND } from "../helpers/fake-gateway.ts";
 import { closedPort, jsonResponse } from "../helpers/http.ts";
 
 // An outage of HighLevel or Cast is logged when it starts and when it ends, and not
-// once per failed call in between (CONTRACT.md 8).
+// once per failed call in between (docs/operations.md, "Logs").
 
 const start = bridgePerTest();
 

@@ -4,7 +4,7 @@ import { afterEach, expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor } from "../helpers/bridge.ts";
 
 /**
- * A gateway outage is ridden out (CONTRACT.md 5.5): bridge reaches the fake Cast through
+ * A gateway outage is ridden out (docs/architecture.md, "Retry"): bridge reaches the fake Cast through
  * a TCP relay on a fixed port that the test takes down (connections refused) and brings
  * back, as a real outage would.
  */

@@ -3,7 +3,7 @@ import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } fro
 import { CAST, castError, LOGS, STATUS } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** Delivery receipts (CONTRACT.md 5.7): Cast's acceptance is not delivery. */
+/** Delivery receipts (docs/architecture.md, "Receipts"): Cast's acceptance is not delivery. */
 
 const startWith = bridgePerTest();
 const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");

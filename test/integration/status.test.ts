@@ -3,7 +3,7 @@ import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** GET /api/admin/status (CONTRACT.md 8), and the balance warning (LOW_BALANCE_CREDITS). */
+/** GET /api/admin/status (docs/http.md, "Endpoints"), and the balance warning (LOW_BALANCE_CREDITS). */
 
 const start = bridgePerTest();
 

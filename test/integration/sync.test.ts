@@ -4,7 +4,10 @@ import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge
 import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-/** Reconciliation with HighLevel's installed locations (CONTRACT.md 9), the core and the CLI, through real HTTP. */
+/**
+ * Reconciliation with HighLevel's installed locations, the core and the CLI, through real HTTP
+ * (docs/operations.md, "Agencies: what you do once, and what happens by itself after").
+ */
 
 const start = bridgePerTest();
 

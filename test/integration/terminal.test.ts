@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
-import { cleanStoredNames } from "../../src/core/locations.ts";
+import { cleanStoredNames } from "../../src/core/installs/locations.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SEND } from "../helpers/fake-gateway.ts";

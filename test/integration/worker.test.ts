@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { expect, test } from "vitest";
 import { createLogger } from "../../src/core/log.ts";
-import { createWorker } from "../../src/core/worker.ts";
+import { createWorker } from "../../src/core/delivery/worker.ts";
 import { useTempDb } from "../helpers/db.ts";
 import { waitFor } from "../helpers/bridge.ts";
 import { captureStream } from "../helpers/stream.ts";

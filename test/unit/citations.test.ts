@@ -7,12 +7,10 @@ import { expect, test } from "vitest";
 // When a page or a section moves, each citation of it must move too, or it sends the reader nowhere.
 
 /**
- * Files outside this repository that comments cite: ../shared/CONTRACT.md, which a reader of
- * the repository alone does not have (allowed until those comments cite docs/ instead), and
- * ../shared/CAST_API.md, the team's restatement of Cast's documentation that the fixtures in
- * test/fixtures/cast come from.
+ * Files outside this repository that comments cite: ../shared/CAST_API.md, the team's
+ * restatement of Cast's documentation that the fixtures in test/fixtures/cast come from.
  */
-const OUTSIDE = new Set(["CONTRACT.md", "CAST_API.md"]);
+const OUTSIDE = new Set(["CAST_API.md"]);
 
 const ROOT = process.cwd();
 const SOURCES = [

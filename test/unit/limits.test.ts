@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { createGate } from "../../src/core/gate.ts";
+import { createGate } from "../../src/server/gate.ts";
 import { createBodyBudget } from "../../src/server/body.ts";
 
 test("a lease grows to cover what it is asked for, never past the total, and gives all back once", () => {

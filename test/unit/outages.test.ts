@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { createLogger } from "../../src/core/log.ts";
-import { createOutages, formatDuration } from "../../src/core/outages.ts";
+import { createOutages, formatDuration } from "../../src/core/operator/outages.ts";
 import { captureStream } from "../helpers/stream.ts";
 
 test.each([

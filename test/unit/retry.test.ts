@@ -1,8 +1,8 @@
 import { describe, expect, test } from "vitest";
 import { AppError, CrmError } from "../../src/errors.ts";
-import { reportRetryable } from "../../src/core/outbound.ts";
+import { reportRetryable } from "../../src/core/delivery/outbound.ts";
 import { CONNECT_TIMEOUT_CODE, delayMs, neverSent, pRetryOptions, RETRY, retryAfterMs, timedOut } from "../../src/core/retry.ts";
-import { needsRefresh } from "../../src/core/tokens.ts";
+import { needsRefresh } from "../../src/core/installs/tokens.ts";
 
 // A whole second, so an HTTP date (second resolution) lands exactly.
 const now = Date.UTC(2025, 5, 1, 12, 0, 0);

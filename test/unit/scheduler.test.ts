@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { createScheduler } from "../../src/core/scheduler.ts";
+import { createScheduler } from "../../src/core/delivery/scheduler.ts";
 
 function make(messagesPerSecond = 10, requestsPerSecond = 30, requestBurst = 50) {
   const clock = { t: 1_000_000 };

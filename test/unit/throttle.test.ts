@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { createFailureThrottle } from "../../src/core/throttle.ts";
+import { createFailureThrottle } from "../../src/server/throttle.ts";
 
 test("an address is refused after `limit` failures until the oldest leaves the window", () => {
   let now = 1_000_000;

@@ -34,7 +34,7 @@ interface CastRequest {
   query?: Record<string, number>;
 }
 
-/** Cast.ph, the Philippine SMS gateway (CONTRACT.md section 5): the SmsGateway driver bridge sends through. */
+/** Cast.ph, the Philippine SMS gateway: the SmsGateway driver bridge sends through. */
 export function createCastClient(options: GatewayOptions): SmsGateway {
   const timeout = options.timeoutMs ?? 30_000;
   const host = hostOf(options.apiUrl);

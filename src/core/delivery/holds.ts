@@ -1,0 +1,151 @@
+import type { SmsGateway } from "../clients/gateway.ts";
+import { GatewayError, errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+import { maskSecret } from "../mask.ts";
+
+export interface KeyHoldsOptions {
+  sms: SmsGateway;
+  log: Logger;
+  now: () => number;
+  /** How often a held key is probed (the balance call). */
+  probeEveryMs?: number;
+  /** How often the operator is reminded while a key is held. */
+  remindEveryMs?: number;
+  /** Told of each hold and release, so that other processes (`bridge status`) see them. */
+  record?: { held(apiKey: string, hold: Hold): void; released(apiKey: string): void };
+  /** A key works again: its waiting messages should look now, not at their next look. */
+  wake?: () => void;
+}
+
+export interface Hold {
+  /** What the gateway said: the reason a message held too long is failed with. */
+  reason: string;
+  since: number;
+  /** The gateway's HTTP status: 401, 402 or 403. */
+  status: number;
+}
+
+/**
+ * How a held key is found to work again. "balance": the balance call succeeds (a wrong,
+ * revoked or expired key fails it too). "send": one waiting message is let through, for
+ * refusals a working balance call does not cure: out of credit (a postpaid account's
+ * balance is negative in normal use), an address not whitelisted, a channel not allowed.
+ */
+type Probe = "balance" | "send";
+
+/** Cast's 403 codes that a balance call does not meet: only a send can show they are over. */
+const SEND_PROBED = new Set(["IP_NOT_WHITELISTED", "CHANNEL_NOT_ALLOWED"]);
+
+function probeFor(status: number, gatewayCode: string | undefined): Probe {
+  return status === 402 || SEND_PROBED.has(gatewayCode ?? "") ? "send" : "balance";
+}
+
+interface Held extends Hold {
+  probe: Probe;
+  probedAt: number;
+  remindedAt: number;
+  probing: boolean;
+}
+
+/**
+ * Account problems hold, they don't burn the queue (docs/architecture.md, "Holds"). A 401, 402 or 403
+ * from Cast stops sending on that API key: its messages wait, the operator is told at
+ * once and every few minutes, and the key is probed at most once a minute (a balance
+ * call, or one waiting message let through: see Probe), driven by the messages that wait
+ * for it; sending resumes by itself when a probe succeeds. Held in memory: after a
+ * restart, the next send finds out again.
+ */
+export function createKeyHolds(options: KeyHoldsOptions) {
+  const { sms, log, now } = options;
+  const probeEveryMs = options.probeEveryMs ?? 60_000;
+  const remindEveryMs = options.remindEveryMs ?? 5 * 60_000;
+  const held = new Map<string, Held>();
+
+  async function probe(apiKey: string, hold: Held): Promise<void> {
+    hold.probing = true;
+    hold.probedAt = now();
+    try {
+      await sms.balance(apiKey);
+      release(apiKey, hold);
+    } catch (error) {
+      if (error instanceof GatewayError && error.httpStatus) hold.reason = errorMessage(error);
+    } finally {
+      hold.probing = false;
+    }
+  }
+
+  function release(apiKey: string, hold: Hold): void {
+    if (held.get(apiKey) !== hold) return; // released meanwhile, by a probe of the other kind
+    held.delete(apiKey);
+    tell(() => options.record?.released(apiKey));
+    log.info(`SMS gateway key ${maskSecret(apiKey)} works again after ${Math.round((now() - hold.since) / 1000)} s: its messages go out now`);
+    wake();
+  }
+
+  function wake(): void {
+    try {
+      options.wake?.();
+    } catch (error) {
+      log.warn(`held keys: messages not woken (${errorMessage(error)}); they look again within ${probeEveryMs / 1000} s`);
+    }
+  }
+
+  /** The record is for the operator's eyes: failing to write it must not stop a hold. */
+  function tell(write: () => void): void {
+    try {
+      write();
+    } catch (error) {
+      log.warn(`held keys: cannot record for bridge status: ${errorMessage(error)}`);
+    }
+  }
+
+  return {
+    /** How long a held key's messages wait before they look again: by then a probe is due (a release wakes them sooner). */
+    lookAgainMs: probeEveryMs,
+    /** The gateway refused the key itself (its `error_code`: `gatewayCode`): hold its messages. */
+    hold(apiKey: string, status: number, reason: string, gatewayCode?: string): void {
+      const current = held.get(apiKey);
+      const t = now();
+      if (current) {
+        if (current.reason !== reason) tell(() => options.record?.held(apiKey, { reason, status: current.status, since: current.since }));
+        // A send probe refused: the next one in a probe's time.
+        Object.assign(current, { reason, probe: probeFor(status, gatewayCode), probedAt: t });
+        return;
+      }
+      held.set(apiKey, { reason, status, since: t, probe: probeFor(status, gatewayCode), probedAt: t, remindedAt: t, probing: false });
+      tell(() => options.record?.held(apiKey, { reason, status, since: t }));
+      log.error(`SMS gateway refused key ${maskSecret(apiKey)} (${reason}): its messages wait, not failed; an operator must act (top up, or set a working key). Probing it every ${probeEveryMs / 1000} s`);
+    },
+    /**
+     * The hold on `apiKey`, if any; starts a probe, or reminds the operator, when one is
+     * due. Undefined also when the caller's message is to go as the key's send probe.
+     */
+    check(apiKey: string): Hold | undefined {
+      const hold = held.get(apiKey);
+      if (!hold) return undefined;
+      const t = now();
+      if (t - hold.remindedAt >= remindEveryMs) {
+        hold.remindedAt = t;
+        log.error(`SMS gateway key ${maskSecret(apiKey)} still refused after ${Math.round((t - hold.since) / 60_000)} min (${hold.reason}); its messages wait`);
+      }
+      const due = !hold.probing && t - hold.probedAt >= probeEveryMs;
+      if (due && hold.probe === "send") {
+        hold.probedAt = t;
+        return undefined;
+      }
+      if (due) void probe(apiKey, hold);
+      return hold;
+    },
+    /** A send on `apiKey` went through: a hold on it is over. */
+    sent(apiKey: string): void {
+      const hold = held.get(apiKey);
+      if (hold) release(apiKey, hold);
+    },
+    /** Keys held now (for status and doctor). */
+    list(): (Hold & { apiKey: string })[] {
+      return [...held].map(([apiKey, h]) => ({ apiKey: maskSecret(apiKey), reason: h.reason, since: h.since, status: h.status }));
+    },
+  };
+}
+
+export type KeyHolds = ReturnType<typeof createKeyHolds>;

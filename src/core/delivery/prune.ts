@@ -1,0 +1,55 @@
+import { setImmediate } from "node:timers/promises";
+import type { JobStore } from "../../db/jobs.ts";
+import { errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+
+/** Finished jobs are looked for this often, and deleted this many per statement. */
+const PRUNE_EVERY_MS = 60 * 60_000;
+const PRUNE_BATCH = 1000;
+
+export interface PrunerOptions {
+  jobs: Pick<JobStore, "prune">;
+  log: Logger;
+  now: () => number;
+  /** How long a finished message stays in the log (RETENTION_DAYS). Its id is remembered for ever. */
+  retentionMs: number;
+}
+
+/**
+ * Removes finished jobs (and their timeline) past retention: at start, then hourly, a
+ * batch at a time with requests let in between, so a month's backlog never stalls the server.
+ */
+export function createPruner(options: PrunerOptions) {
+  const { jobs, log, now, retentionMs } = options;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let running = false;
+
+  async function prune(): Promise<void> {
+    const before = now() - retentionMs;
+    let deleted = 0;
+    try {
+      let batch: number;
+      do {
+        batch = jobs.prune(before, PRUNE_BATCH);
+        deleted += batch;
+        await setImmediate();
+      } while (batch === PRUNE_BATCH && running);
+    } catch (error) {
+      log.error(`queue: cannot remove finished jobs: ${errorMessage(error)}`);
+    }
+    if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
+  }
+
+  return {
+    start(): void {
+      running = true;
+      void prune();
+      timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
+      timer.unref();
+    },
+    stop(): void {
+      running = false;
+      clearInterval(timer);
+    },
+  };
+}

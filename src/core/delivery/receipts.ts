@@ -1,0 +1,137 @@
+import type { Commit } from "../../db/commit.ts";
+import type { Job, JobStore, Receipt } from "../../db/jobs.ts";
+import { ms } from "../../db/ms.ts";
+import type { DeliveryStatus, SmsGateway } from "../clients/gateway.ts";
+import { GatewayError, errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+import type { MessageMetrics } from "../operator/metrics.ts";
+import { isFinal, type ReceiptBook } from "./receipt-book.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+export { createReceiptBook, type ReceiptBook } from "./receipt-book.ts";
+
+export interface ReceiptDeps {
+  sms: SmsGateway;
+  /** Each key's log, read in batches: most receipts come from it. */
+  receiptBook: ReceiptBook;
+  jobs: JobStore;
+  commit: Commit;
+  scheduler: Scheduler;
+  now: () => number;
+  log: Logger;
+  /** First look for a receipt after a send; later looks are further apart. */
+  receiptPollMs?: number;
+  /** Told how long each receipt took to come. */
+  metrics?: MessageMetrics;
+}
+
+/** Look first 5 s after a send. */
+const FIRST_LOOK_MS = 5_000;
+/** While the key's log is read, a job looks in this often (the book wakes it sooner when its receipt is read). */
+const WATCH_MS = 60_000;
+/** Asking alone: at a quarter of the time since the send, at most every 2 min. */
+const MAX_GAP_MS = 2 * 60_000;
+
+/** When to look first for the receipt of a message sent at `sentAt`. */
+export function firstLook(deps: Pick<ReceiptDeps, "receiptPollMs">, sentAt: number): number {
+  return ms(sentAt + (deps.receiptPollMs ?? FIRST_LOOK_MS));
+}
+
+/**
+ * When a message sent at `sentAt` looks again, in whole ms, never past its deadline:
+ * soon while it is asked for alone, else once a minute (the key's log reader wakes it
+ * as soon as it reads the receipt).
+ */
+export function nextLook(now: number, sentAt: number, deadline: number, asking: boolean, firstMs = FIRST_LOOK_MS): number {
+  const gap = asking ? Math.min(MAX_GAP_MS, Math.max(firstMs, (now - sentAt) / 4)) : Math.max(firstMs, WATCH_MS);
+  return ms(Math.min(now + gap, deadline));
+}
+
+/**
+ * Cast's 200 means accepted, not delivered (docs/architecture.md, "Receipts"): before a sent message is
+ * reported, its receipt is looked for until it is final or DLR_WAIT is over. The key's
+ * log (receipt-book.ts) answers for most; a message the log cannot tell of is asked for
+ * alone, and every message gets one last status call at its deadline. Returns what
+ * settled the outcome; undefined when it is not settled yet (the next look is
+ * scheduled); a number: the ms to wait for the process's request budget.
+ */
+export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Receipt | number | undefined> {
+  const now = deps.now();
+  if (job.receiptDeadline === null || !job.gatewayMessageId || !apiKey) return noReceipt(deps, job);
+  const waiting = { jobId: job.id, messageId: job.gatewayMessageId, sentAt: job.firstSentAt ?? now };
+  const look = deps.receiptBook.look(apiKey, waiting);
+  const read = typeof look === "object" ? readReceipt(look.status) : undefined;
+  if (read) return settle(deps, job, apiKey, read);
+  const last = now >= job.receiptDeadline;
+  if (look === "ask" || last) {
+    const asked = await ask(deps, job, apiKey);
+    if (typeof asked === "number") return asked;
+    const told = asked && readReceipt(asked);
+    if (told) return settle(deps, job, apiKey, told);
+  }
+  if (last) {
+    deps.receiptBook.settled(apiKey, waiting.messageId);
+    return noReceipt(deps, job);
+  }
+  const at = nextLook(now, waiting.sentAt, job.receiptDeadline, look === "ask", deps.receiptPollMs);
+  await deps.commit(() => deps.jobs.receiptLater(job.id, at, deps.now()));
+  // A read that found the receipt while this look was being stored woke the job too
+  // early to count (the look above put it off again): it settles now instead.
+  const meanwhile = deps.receiptBook.statusOf(apiKey, waiting.messageId);
+  const late = meanwhile && readReceipt(meanwhile);
+  return late ? settle(deps, job, apiKey, late) : undefined;
+}
+
+/** The message's status by itself (`GET /api/v1/sms/status/{id}`); a number: the ms to wait for the budget. */
+async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<DeliveryStatus | number | undefined> {
+  const wait = deps.scheduler.tryPoll();
+  if (wait > 0) return wait;
+  try {
+    return await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
+  } catch (error) {
+    if (error instanceof GatewayError && error.failure === "rate_limited") {
+      deps.scheduler.slowDown(undefined, error.retryAfterMs ?? 1000);
+      return error.retryAfterMs ?? 1000;
+    }
+    deps.log.debug(`message ${job.message.messageId}: delivery status not read (${errorMessage(error)})`);
+    return undefined;
+  }
+}
+
+/** The carrier's receipt settles the message. */
+async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Receipt): Promise<Receipt> {
+  const { messageId, locationId } = job.message;
+  deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
+  deps.metrics?.receipt(deps.now() - (job.firstSentAt ?? deps.now()), receipt.outcome);
+  if (receipt.outcome === "failed") deps.log.warn(`message ${messageId} of location ${locationId} failed: ${receipt.errorMessage}`);
+  else deps.log.debug(`message ${messageId}: delivered (${receipt.receipt})`);
+  return record(deps, job, receipt);
+}
+
+/** DLR_WAIT is over without a final receipt: Cast accepted it, so it is reported delivered. */
+function noReceipt(deps: ReceiptDeps, job: Job): Promise<Receipt> {
+  const { messageId, locationId } = job.message;
+  deps.log.info(`message ${messageId} of location ${locationId}: no delivery receipt in time; reported delivered (the gateway accepted it)`);
+  return record(deps, job, { outcome: "delivered", receipt: "none" });
+}
+
+/** Cast's final statuses as HighLevel's; undefined while not final (sent, pending). */
+export function readReceipt(status: DeliveryStatus): Receipt | undefined {
+  if (!isFinal(status)) return undefined;
+  if (status.status === "delivered") return { outcome: "delivered", receipt: status.dlrStatus || "DELIVRD" };
+  const code = status.dlrStatus || (status.status === "failed" ? "FAILED" : "UNDELIV");
+  const said = status.errorMessage ? `: ${status.errorMessage}` : "";
+  return { outcome: "failed", receipt: code, errorCode: code, errorMessage: `${CARRIER_SAYS[code] ?? `not delivered (${code})`}${said}` };
+}
+
+const CARRIER_SAYS: Record<string, string> = {
+  REJECTD: "the carrier rejected the message (REJECTD)",
+  UNDELIV: "the carrier could not deliver the message (UNDELIV)",
+  EXPIRED: "the message expired before the carrier could deliver it (EXPIRED)",
+  FAILED: "the gateway could not submit the message to the carrier; its credits were refunded (FAILED)",
+};
+
+async function record(deps: ReceiptDeps, job: Job, receipt: Receipt): Promise<Receipt> {
+  await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()));
+  return receipt;
+}

@@ -1,0 +1,94 @@
+/**
+ * Cast.ph's two limits (docs/architecture.md, "Pacing and fair turns") as token buckets: one for every request the
+ * process makes, all keys together (30/s, burst 50), and one per API key for sends
+ * (10 messages/s). A send takes a token from both or from neither: a caller that gets
+ * none is told how long to wait, and waits without holding a worker. The scheduler
+ * also remembers when each location last got a turn, so the queue can serve the one
+ * served longest ago first: a bulk campaign cannot hold up another location.
+ */
+export interface SchedulerOptions {
+  requestsPerSecond: number;
+  requestBurst: number;
+  messagesPerSecond: number;
+  /** Messages a key may send at once (default: one second's worth). */
+  messageBurst?: number;
+  now?: () => number;
+}
+
+export function createScheduler(options: SchedulerOptions) {
+  const now = options.now ?? Date.now;
+  const all = bucket(options.requestsPerSecond, options.requestBurst, now());
+  const perKey = new Map<string, Bucket>();
+  const served = new Map<string, number>();
+  const ready = new Map<string, number>();
+
+  function keyBucket(apiKey: string, t: number): Bucket {
+    let b = perKey.get(apiKey);
+    if (!b) perKey.set(apiKey, (b = bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t)));
+    return b;
+  }
+
+  return {
+    /** 0 when a send may go now (its tokens taken); else the ms until one may (nothing taken). */
+    trySend(apiKey: string, locationId: string): number {
+      const t = now();
+      const key = keyBucket(apiKey, t);
+      const wait = Math.max(waitFor(all, t), waitFor(key, t));
+      if (wait > 0) {
+        ready.set(locationId, t + wait);
+        return wait;
+      }
+      all.tokens -= 1;
+      key.tokens -= 1;
+      served.set(locationId, t);
+      ready.delete(locationId);
+      return 0;
+    },
+    /**
+     * 0 when a receipt poll may go now (its token taken); else the ms until one may.
+     * Polls leave a third of the process's burst to sends: sends come first.
+     */
+    tryPoll(): number {
+      const t = now();
+      const wait = waitFor(all, t, 1 + Math.floor(options.requestBurst / 3));
+      if (wait > 0) return wait;
+      all.tokens -= 1;
+      return 0;
+    },
+    /** The gateway answered 429: nothing more on this key (or at all, without one) for `ms`. */
+    slowDown(apiKey: string | undefined, ms: number): void {
+      const b = apiKey === undefined ? all : keyBucket(apiKey, now());
+      b.pausedUntil = Math.max(b.pausedUntil, now() + ms);
+    },
+    /** When the location last got a send slot (0: never). */
+    lastServed(locationId: string): number {
+      return served.get(locationId) ?? 0;
+    },
+    /** Before this, the location's next send would only be told to wait (0: no such hint). */
+    readyAt(locationId: string): number {
+      return ready.get(locationId) ?? 0;
+    },
+  };
+}
+
+export type Scheduler = ReturnType<typeof createScheduler>;
+
+interface Bucket {
+  perSecond: number;
+  burst: number;
+  tokens: number;
+  at: number;
+  pausedUntil: number;
+}
+
+function bucket(perSecond: number, burst: number, t: number): Bucket {
+  return { perSecond, burst, tokens: burst, at: t, pausedUntil: 0 };
+}
+
+/** Refills `b` up to `t`; the ms until it holds `need` tokens (0: it does). */
+function waitFor(b: Bucket, t: number, need = 1): number {
+  b.tokens = Math.min(b.burst, b.tokens + ((t - b.at) * b.perSecond) / 1000);
+  b.at = t;
+  const paused = Math.max(0, b.pausedUntil - t);
+  return Math.max(paused, b.tokens >= need ? 0 : Math.ceil(((need - b.tokens) * 1000) / b.perSecond));
+}

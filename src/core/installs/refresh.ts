@@ -1,0 +1,171 @@
+import pRetry, { AbortError } from "p-retry";
+import type { TokenResponse } from "../clients/crm.ts";
+import { AppError, CrmError, errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+import { pRetryOptions, RETRY, sleep } from "../retry.ts";
+
+/** Refresh when less than this remains before expires_at (spec 3.2). */
+export const REFRESH_MARGIN_MS = 5 * 60_000;
+
+export function needsRefresh(expiresAt: number, now: number): boolean {
+  return expiresAt - now < REFRESH_MARGIN_MS;
+}
+
+/** What a refresh needs of a stored token, a location's or a company's. */
+export interface LeasedToken {
+  refreshToken: string;
+  expiresAt: number;
+  refreshError: string;
+  serial: number;
+}
+
+/** A table of tokens that can be leased for a refresh (db/tokens.ts, db/companies.ts). */
+export interface LeasedStore<R extends LeasedToken> {
+  get(id: string): R | undefined;
+  tryLease(id: string, serial: number, now: number, until: number): boolean;
+  releaseLease(id: string, serial: number, refreshError?: string): void;
+  updateTokens(id: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean;
+}
+
+export interface RefresherDeps<R extends LeasedToken> {
+  store: LeasedStore<R>;
+  /** A new token for the record: its refresh token spent at the CRM, or another way. */
+  grant: (record: R) => Promise<TokenResponse>;
+  /** "location" or "company": how log lines and errors name the owner of a token. */
+  noun: string;
+  /** Why `grant`'s failure for the record will not pass without a reinstall; "" when it may. Default: a dead refresh token. */
+  refusedForGood?: (error: unknown, record: R) => string;
+  /** The error when the record is gone. */
+  missing: (id: string) => Error;
+  now: () => number;
+  log: Logger;
+  leaseMs?: number;
+  waitMs?: number;
+  storeRetryMs?: number;
+}
+
+/**
+ * Refresh tokens are single-use, so a refresh is single-flight twice over: one
+ * promise per id inside this process, and a lease row in SQLite between processes
+ * (the server and the CLI). `validToken(id)`: the record with an access token good for
+ * at least REFRESH_MARGIN_MS more; `refresh(id, force)`: refreshed now if needed, or
+ * always with `force`, even a token refused before; `confirm(id)`: see there.
+ */
+export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
+  const { store, grant, noun, missing, now, log } = deps;
+  const refusedForGood = deps.refusedForGood ?? ((error: unknown) => deadGrantNote(error, noun));
+  const leaseMs = deps.leaseMs ?? 60_000;
+  const waitMs = deps.waitMs ?? 45_000;
+  const storeRetryMs = deps.storeRetryMs ?? RETRY.storeToken.firstMs;
+  const inflight = new Map<string, Promise<R>>();
+
+  function refresh(id: string, force = false): Promise<R> {
+    const running = inflight.get(id);
+    if (running) return running;
+    const started = refreshOnce(id, force, false)
+      .then(({ record }) => record)
+      .finally(() => inflight.delete(id));
+    inflight.set(id, started);
+    return started;
+  }
+
+  /**
+   * A forced refresh whose grant starts in this call, for an answer about now (is the app
+   * still installed?): undefined, without asking, when another refresh is running here or
+   * in another process, or got there first: its answer may be older than the question.
+   * Not joined by `refresh` (which must wait for a running one): the lease keeps the two
+   * from spending the token twice.
+   */
+  async function confirm(id: string): Promise<R | undefined> {
+    if (inflight.has(id)) return undefined;
+    const { record, own } = await refreshOnce(id, true, true);
+    return own ? record : undefined;
+  }
+
+  /**
+   * `own`: this call's grant made the record, not another process's. `ownOnly`: does not
+   * wait for another process's lease, whose answer would not be its own.
+   */
+  async function refreshOnce(id: string, force: boolean, ownOnly: boolean): Promise<{ record: R; own: boolean }> {
+    const giveUpAt = Date.now() + waitMs;
+    const first = store.get(id);
+    for (let record = first; ; record = store.get(id)) {
+      if (!record) throw missing(id);
+      // Someone else refreshed while we waited: their pair is ours to use. The serial, not
+      // the refresh token, tells: a location renewed through its company has none.
+      const rotated = record.serial !== first?.serial;
+      if (rotated) return { record, own: false };
+      if (!force && !needsRefresh(record.expiresAt, now())) return { record, own: true };
+      // Refused before: only a forced refresh presents it again (the refusal may
+      // have been our own client credentials', since mended).
+      if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
+      // Lease times are wall-clock: they coordinate real processes, not business time.
+      if (store.tryLease(id, record.serial, Date.now(), Date.now() + leaseMs)) return refreshHoldingLease(id, record);
+      if (ownOnly) return { record, own: false };
+      if (Date.now() > giveUpAt) {
+        throw new AppError("REFRESH_FAILED", "refresh token failed: another process is still refreshing this token");
+      }
+      await sleep(100);
+    }
+  }
+
+  async function refreshHoldingLease(id: string, record: R): Promise<{ record: R; own: boolean }> {
+    let fresh: TokenResponse;
+    try {
+      fresh = await grant(record);
+    } catch (error) {
+      const latest = store.get(id);
+      // invalid_grant because another process rotated the token first: use the newer pair.
+      if (latest && latest.serial !== record.serial) return { record: latest, own: false };
+      store.releaseLease(id, record.serial, refusedForGood(error, record));
+      log.error(`token refresh failed for ${noun} ${id}: ${errorMessage(error)}`);
+      throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
+    }
+    // The CRM has spent the old refresh token: the new pair exists only here until it
+    // is stored, so a refused write is tried again before the token is lost to it.
+    const save = () => {
+      const at = now();
+      if (!store.updateTokens(id, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
+        // Nothing to retry: gone is gone.
+        throw new AbortError(new AppError("STORE_FAILED", `failed to update token in store: the ${noun} was removed meanwhile`));
+      }
+    };
+    try {
+      await pRetry(save, {
+        ...pRetryOptions(RETRY.storeToken, storeRetryMs),
+        onFailedAttempt: ({ error, retriesLeft }) => {
+          if (retriesLeft > 0) log.error(`${noun} ${id}: the refreshed token could not be stored (${errorMessage(error)}); trying again`);
+        },
+      });
+    } catch (error) {
+      store.releaseLease(id, record.serial);
+      if (error instanceof AppError) throw error;
+      throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
+    }
+    log.info(`refreshed the access token of ${noun} ${id}`);
+    const stored = store.get(id);
+    if (!stored) throw missing(id);
+    return { record: stored, own: true };
+  }
+
+  async function validToken(id: string): Promise<R> {
+    const record = store.get(id);
+    if (!record) throw missing(id);
+    if (!needsRefresh(record.expiresAt, now())) return record;
+    return refresh(id);
+  }
+
+  return { validToken, refresh, confirm };
+}
+
+/** The CRM refused the refresh token itself: only a reinstall brings it back. */
+export function isDeadGrant(error: unknown): boolean {
+  return error instanceof CrmError && (error.httpStatus === 400 || error.httpStatus === 401) && /invalid_grant/i.test(error.body ?? "");
+}
+
+/** Why a refresh token will not work again, "" when it may: see isDeadGrant. */
+export function deadGrantNote(error: unknown, noun: string): string {
+  if (!isDeadGrant(error)) return "";
+  const how = noun === "company" ? "install the app again from the agency" : "reinstall the app for this location";
+  return `the CRM refused the refresh token (${errorMessage(error)}); ${how}`;
+}

@@ -1,0 +1,73 @@
+import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { SmsGateway } from "../clients/gateway.ts";
+import { errorMessage } from "../../errors.ts";
+import { keyTag } from "../delivery/key-tag.ts";
+import type { Logger } from "../log.ts";
+import { maskSecret } from "../mask.ts";
+import { isLow } from "./status.ts";
+
+export interface BalancesOptions {
+  sms: Pick<SmsGateway, "balance">;
+  keys: GatewayKeys;
+  log: Logger;
+  now: () => number;
+  /** Below this many credits, a warning (LOW_BALANCE_CREDITS); 0: never. */
+  lowCredits: number;
+  /** A balance older than this is read again. */
+  freshMs?: number;
+  /** A key's low balance is warned about at most this often. */
+  warnEveryMs?: number;
+}
+
+export type Balances = ReturnType<typeof createBalances>;
+
+/**
+ * Each gateway key's balance (Cast's `GET /api/v1/account/balance`), recorded for
+ * `bridge status` and warned about below LOW_BALANCE_CREDITS, at most hourly a key, so
+ * an operator tops up before Cast starts refusing (402) and messages wait.
+ */
+export function createBalances(options: BalancesOptions) {
+  const { sms, keys, log, now, lowCredits } = options;
+  const freshMs = options.freshMs ?? 5 * 60_000;
+  const warnEveryMs = options.warnEveryMs ?? 60 * 60_000;
+  const warnedAt = new Map<string, number>();
+  let timer: ReturnType<typeof setInterval> | undefined;
+
+  async function read(apiKey: string): Promise<void> {
+    const tag = keyTag(apiKey);
+    const masked = maskSecret(apiKey);
+    let credits: number;
+    try {
+      credits = await sms.balance(apiKey);
+    } catch (error) {
+      keys.balance(tag, masked, now(), { error: errorMessage(error) });
+      return;
+    }
+    keys.balance(tag, masked, now(), { credits });
+    if (isLow(credits, lowCredits) && now() - (warnedAt.get(tag) ?? -Infinity) >= warnEveryMs) {
+      warnedAt.set(tag, now());
+      log.warn(`SMS gateway key ${masked} has ${credits} credits left, below LOW_BALANCE_CREDITS (${lowCredits}): top up before sending stops`);
+    }
+  }
+
+  /** Reads the balance of each key whose recorded one is older than `freshMs` (or missing). */
+  async function refresh(apiKeys: string[]): Promise<void> {
+    const recorded = new Map(keys.list().map((k) => [k.keyTag, k.balanceAt ?? 0]));
+    const stale = [...new Set(apiKeys)].filter((key) => now() - (recorded.get(keyTag(key)) ?? 0) >= freshMs);
+    await Promise.all(stale.map(read));
+  }
+
+  return {
+    refresh,
+    /** Serve: read the keys in use now and every `freshMs`. */
+    start(apiKeys: () => string[]): void {
+      const tick = () => void refresh(apiKeys()).catch((error: unknown) => log.warn(`balances: ${errorMessage(error)}`));
+      tick();
+      timer = setInterval(tick, freshMs);
+      timer.unref();
+    },
+    stop(): void {
+      clearInterval(timer);
+    },
+  };
+}

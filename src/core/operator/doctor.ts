@@ -1,0 +1,83 @@
+import type { Db } from "../../db/index.ts";
+import type { TokenRecord } from "../../db/tokens.ts";
+import { createCastClient } from "../clients/cast.ts";
+import type { ResolvedConfig } from "../config.ts";
+import { errorMessage } from "../../errors.ts";
+import { createCore, type Core } from "../index.ts";
+import { createLogger } from "../log.ts";
+import { checkApprovals } from "./doctor/approvals.ts";
+import { checkCast } from "./doctor/cast.ts";
+import { fail, type Check } from "./doctor/check.ts";
+import { checkConfig } from "./doctor/config.ts";
+import { checkDatabase, type OpenDb } from "./doctor/database.ts";
+import { checkHighLevelReach, checkTokens } from "./doctor/highlevel.ts";
+
+export type { Check } from "./doctor/check.ts";
+
+export interface DoctorReport {
+  /** False when any check failed. */
+  ok: boolean;
+  checks: Check[];
+}
+
+export interface DoctorDeps {
+  /** The environment as the command sees it (.env file under the real environment). */
+  env: Record<string, string | undefined>;
+  /** Opens the database; the CLI's own, so the addon is loaded once. */
+  openDb: OpenDb;
+  /** Each remote gets this long to answer. */
+  timeoutMs?: number;
+}
+
+/**
+ * `bridge doctor`: every check it can make, in order (config, database, HighLevel, Cast),
+ * each a line of its own; a check that cannot run for want of an earlier one is left out,
+ * the earlier one says why. Never throws for what it finds.
+ */
+export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
+  const timeoutMs = deps.timeoutMs ?? 5_000;
+  const checks: Check[] = [];
+  const config = checkConfig(deps.env, checks);
+  if (!config) return report(checks);
+  const db = checkDatabase(config.databasePath, deps.openDb, checks);
+  try {
+    const core = db && openCore(config, db, timeoutMs, checks);
+    const records = core ? readLocations(core, checks) : [];
+    if (core) checks.push(...checkApprovals(core.tokens, config.allowedCompanyIds));
+    await checkHighLevelReach(config, timeoutMs, checks);
+    if (core) await checkTokens(records, core.tokenService, checks);
+    const sms = createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: timeoutMs * 2, retries: 0 });
+    await checkCast(config, sms, records, timeoutMs, checks);
+  } finally {
+    db?.close();
+  }
+  return report(checks);
+}
+
+function report(checks: Check[]): DoctorReport {
+  return { ok: !checks.some((c) => c.status === "fail"), checks };
+}
+
+/** The server's own core, quiet (doctor reports what it finds itself), with short timeouts. */
+function openCore(config: ResolvedConfig, db: Db, timeoutMs: number, checks: Check[]): Core | undefined {
+  try {
+    const tuning = { crm: { timeoutMs: timeoutMs * 2 }, sms: { timeoutMs: timeoutMs * 2, retries: 0 } };
+    return createCore(config, db, createLogger("silent"), Date.now, tuning);
+  } catch (error) {
+    checks.push(fail("encryption key", `${errorMessage(error)}; tokens and keys cannot be checked`));
+    return undefined;
+  }
+}
+
+function readLocations(core: Core, checks: Check[]): TokenRecord[] {
+  const records: TokenRecord[] = [];
+  for (const id of core.db.prepare("SELECT location_id FROM tokens ORDER BY location_id").pluck().all() as string[]) {
+    try {
+      const record = core.tokens.get(id);
+      if (record) records.push(record);
+    } catch (error) {
+      checks.push(fail(`location ${id}`, `${errorMessage(error)}`));
+    }
+  }
+  return records;
+}

@@ -1,0 +1,108 @@
+import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { MessageLog, MessageStatus } from "../../db/messages.ts";
+import { MEND_SEALED } from "../../db/sealer.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import { iso } from "../duration.ts";
+import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
+
+/** `bridge status` and `GET /api/admin/status` (docs/cli.md, "Commands"; docs/http.md, "Endpoints"). Times are ISO 8601. */
+export interface StatusView {
+  generated_at: string;
+  /** Messages of the log in each status. */
+  queue: Record<MessageStatus, number>;
+  /** Locations with messages still to send, the longest waiting first. */
+  backlog: { location_id: string; waiting: number; oldest_received_at: string; oldest_wait_seconds: number }[];
+  /** Gateway keys Cast refused: their messages wait. */
+  held_keys: { key: string; status: number | null; reason: string | null; since: string }[];
+  /** Locations whose messages cannot be sent or reported until someone acts. */
+  needs_attention: { location_id: string; reason: string }[];
+  /** Each key's last balance read (at most a few minutes old when bridge status ran). */
+  balances: { key: string; credits: number | null; checked_at: string | null; low: boolean; error: string | null }[];
+}
+
+export interface StatusDeps {
+  messages: MessageLog;
+  tokens: TokenStore;
+  gatewayKeys: GatewayKeys;
+  /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
+  allowedCompanyIds: readonly string[];
+  /** LOW_BALANCE_CREDITS; 0: never low. */
+  lowCredits: number;
+  now: number;
+}
+
+export function bridgeStatus(deps: StatusDeps): StatusView {
+  const { now } = deps;
+  const keys = deps.gatewayKeys.list();
+  return {
+    generated_at: iso(now),
+    queue: deps.messages.counts(),
+    backlog: deps.messages.backlog().map((b) => ({
+      location_id: b.locationId,
+      waiting: b.waiting,
+      oldest_received_at: iso(b.oldest),
+      oldest_wait_seconds: Math.max(0, Math.round((now - b.oldest) / 1000)),
+    })),
+    held_keys: keys.flatMap((k) =>
+      k.heldSince === null ? [] : [{ key: k.keyMasked, status: k.heldStatus, reason: k.heldReason, since: iso(k.heldSince) }],
+    ),
+    needs_attention: deps.tokens.listings().flatMap((l) => {
+      if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
+      if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
+      if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
+      if (l.smsApiKey) return [];
+      if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+      if (unconfirmed(l, deps.allowedCompanyIds)) {
+        const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
+        return [{ location_id: l.locationId, reason }];
+      }
+      if (sharedRefusal(l, deps.allowedCompanyIds)) {
+        return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
+      }
+      return [];
+    }),
+    balances: keys.flatMap((k) =>
+      k.balanceAt === null
+        ? []
+        : [
+            {
+              key: k.keyMasked,
+              credits: k.balance,
+              checked_at: iso(k.balanceAt),
+              low: isLow(k.balance, deps.lowCredits),
+              error: k.balanceError,
+            },
+          ],
+    ),
+  };
+}
+
+/** The gateway keys messages go out with now: the operator's, and each location's own. */
+export function apiKeysInUse(tokens: TokenStore, defaultKey: string): string[] {
+  return [...keyUsers(defaultKey, tokens.listings()).keys()];
+}
+
+/**
+ * Each gateway key in use and who uses it: SMS_API_KEY (as "SMS_API_KEY"), then the
+ * installed locations' own keys (by location id), in the order given.
+ */
+export function keyUsers(
+  defaultKey: string,
+  locations: readonly { locationId: string; smsApiKey: string; uninstalledAt: unknown }[],
+): Map<string, string[]> {
+  const users = new Map<string, string[]>();
+  if (defaultKey) users.set(defaultKey, ["SMS_API_KEY"]);
+  for (const { locationId, smsApiKey, uninstalledAt } of locations) {
+    if (smsApiKey && !uninstalledAt) users.set(smsApiKey, [...(users.get(smsApiKey) ?? []), locationId]);
+  }
+  return users;
+}
+
+/**
+ * Whether `credits` is below LOW_BALANCE_CREDITS (`lowCredits`; 0: nothing is low): the
+ * one rule behind the low-balance warning, `bridge status` and doctor. Here, not in
+ * balances.ts, because the CLI loads this module without node:crypto.
+ */
+export function isLow(credits: number | null, lowCredits: number): boolean {
+  return lowCredits > 0 && credits !== null && credits < lowCredits;
+}
