@@ -12,7 +12,8 @@ import { FIXTURES } from "../helpers/fixtures.ts";
 const SHARED = join(import.meta.dirname, "..", "..", "..", "shared", "fixtures");
 
 describe.skipIf(!existsSync(SHARED))("test/fixtures is ../shared/fixtures, byte for byte", () => {
-  const services = readdirSync(SHARED, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+  // Read only where the folder is: a skipped describe still runs its body to collect tests.
+  const services = existsSync(SHARED) ? readdirSync(SHARED, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name) : [];
 
   test("the same services", () => {
     expect(services.length).toBeGreaterThan(0);
