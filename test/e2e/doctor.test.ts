@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
@@ -80,6 +80,24 @@ describe("bridge doctor against the fake Cast and the fake HighLevel", () => {
     const report = JSON.parse(stdout) as { ok: boolean; checks: { check: string; status: string; detail: string }[] };
     expect(report.ok).toBe(true);
     expect(report.checks).toContainEqual({ check: "Cast reachable", status: "ok", detail: expect.stringContaining(e2e.gateway.url) });
+  });
+
+  test("before the first serve (no database file yet): a warning saying serve creates it, exit 0", async () => {
+    const path = join(mkdtempSync(join(e2e.dir, "new-")), "bridge.db");
+    const { code, line, stderr } = await doctor({ DATABASE_PATH: path });
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    expect(line(`warn  database: no database yet at ${path}: \`bridge serve\` creates it when it first starts`)).toBeDefined();
+    expect(line("ok    Cast reachable")).toBeDefined();
+    expect(existsSync(path)).toBe(false);
+  });
+
+  test("a database it cannot open is still a fail: exit 1", async () => {
+    const path = join(mkdtempSync(join(e2e.dir, "foreign-")), "bridge.db");
+    writeFileSync(path, "not sqlite at all, just text that is long enough to be a header.....................\n".repeat(10), { mode: 0o600 });
+    const { code, line } = await doctor({ DATABASE_PATH: path });
+    expect(code).toBe(1);
+    expect(line(`fail  database: cannot open database ${path}`)).toBeDefined();
   });
 
   test("the .env.example placeholders: exit 1, naming each", async () => {

@@ -7,12 +7,16 @@ import { fail, ok, warn, type Check } from "./check.ts";
 export type OpenDb = (path: string, options: OpenOptions) => Db;
 
 /**
- * The database file: there, bridge's, private, at this bridge's schema, intact. Returns
+ * The database file: there (a warning when not yet made), bridge's, private, at this bridge's schema, intact. Returns
  * it open when the rest of doctor can read it (its schema is current), else closes it.
  */
 export function checkDatabase(path: string, openDb: OpenDb, checks: Check[]): Db | undefined {
   if (!existsSync(path)) {
-    checks.push(fail("database", `${path} not found: bridge serve creates it; set DATABASE_PATH or --db if it is elsewhere`));
+    // A new installation has no database until its first `serve`: nothing is wrong yet.
+    // A typo in DATABASE_PATH looks the same, so the warning names the path it looked at.
+    checks.push(
+      warn("database", `no database yet at ${path}: \`bridge serve\` creates it when it first starts; set DATABASE_PATH or --db if it is elsewhere`),
+    );
     return undefined;
   }
   const fixed: string[] = [];
