@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import { errorMessage } from "../errors.ts";
-import { nativeBinding } from "./native.ts";
+import { AddonError, nativeBinding } from "./native.ts";
 import { makeFilesPrivate, refuseOthersFiles } from "./private-files.ts";
 import { migrate, SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "./schema.ts";
 
@@ -39,7 +39,8 @@ export function openDb(path: string, options: OpenOptions = {}): Db {
     }
     return db;
   } catch (error) {
-    if (error instanceof SchemaBehindError) throw error; // it names the file and what to do
+    // Each names what failed and what to do; the addon's is about no database file at all.
+    if (error instanceof SchemaBehindError || error instanceof AddonError) throw error;
     const reason = errorMessage(error);
     // SQLite's own words name neither the file nor what to check.
     const hint = /unable to open|readonly|read-only/.test(reason) ? " (bridge needs to read and write the file and its directory)" : "";

@@ -30,8 +30,20 @@ import { getRawAsset, isSea } from "node:sea";
 import { errorMessage } from "../errors.ts";
 
 const ASSET = "better_sqlite3.node";
-const FIX =
-  "set XDG_CACHE_HOME to a private directory (it and every directory above it owned by you or root and writable only by its owner)";
+const EXAMPLE = "e.g. `XDG_CACHE_HOME=/var/lib/bridge/.cache bridge ...`";
+const FIX = `set XDG_CACHE_HOME to a private directory (it and every directory above it owned by you or root and writable only by its owner), ${EXAMPLE}`;
+
+/**
+ * The addon could not be unpacked or loaded. Its own class so that openDb passes it on
+ * as it is: the database itself was never touched, and "cannot open database" would
+ * send the operator to look at the wrong file.
+ */
+export class AddonError extends Error {
+  constructor(cause: unknown) {
+    super(`cannot unpack the SQLite addon bridge needs: ${errorMessage(cause)}`, { cause });
+    this.name = "AddonError";
+  }
+}
 
 /** The asset's sha256 in hex, computed by build.mjs (an esbuild define). */
 declare const BRIDGE_ADDON_SHA256: string;
@@ -46,7 +58,11 @@ let memo: { binding: object | undefined } | undefined;
  */
 export function nativeBinding(dbPath: string): object | undefined {
   // A process can dlopen an addon only once, so every caller shares one.
-  memo ??= { binding: isSea() ? loadEmbedded(dbPath) : undefined };
+  try {
+    memo ??= { binding: isSea() ? loadEmbedded(dbPath) : undefined };
+  } catch (error) {
+    throw new AddonError(error);
+  }
   return memo.binding;
 }
 
@@ -236,7 +252,7 @@ function dlopen(file: string, fd: number): object {
     process.dlopen(module, target);
   } catch (cause) {
     // Typically a cache directory on a noexec mount.
-    throw new Error(`cannot load the embedded SQLite addon from ${file} (set XDG_CACHE_HOME to a directory that allows executables)`, {
+    throw new Error(`cannot load the embedded SQLite addon from ${file} (set XDG_CACHE_HOME to a directory that allows executables, ${EXAMPLE})`, {
       cause,
     });
   }

@@ -47,6 +47,10 @@ test.skipIf(!tmpShared)("with the database in a shared temp directory it refuses
   expect(stderr).toContain(`refusing to keep the SQLite addon in ${dir}/.cache/bridge/`);
   expect(stderr).toContain(`${tmpdir()} is writable by others`);
   expect(stderr).toContain("set XDG_CACHE_HOME to a private directory");
+  // The database is fine: the message says it is the addon that failed, and shows the fix.
+  expect(stderr).not.toContain("cannot open database");
+  expect(stderr).toMatch(/^bridge: cannot unpack the SQLite addon bridge needs: /);
+  expect(stderr).toContain("e.g. `XDG_CACHE_HOME=/var/lib/bridge/.cache bridge ...`");
   expect(existsSync(join(dir!, ".cache"))).toBe(false);
   expect(existsSync(join(tmpdir(), "bridge"))).toBe(false);
 });
