@@ -1,14 +1,33 @@
 import { getQuery, getRequestIP, redirect, type H3, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
 import { createGate } from "./gate.ts";
-import { installUrl, type InstallResult } from "../core/installs/install.ts";
+import { installUrl } from "../core/installs/install.ts";
 import type { Core } from "../core/index.ts";
 import type { ResolvedConfig } from "../core/config.ts";
 import { addressShares, createClientAddress, proxyPeers } from "./client.ts";
+import { companyPage, failureAnswer, INSTALL_ADVICE, page, UNKNOWN_FAILURE, type Advice, type InstallFailure } from "./install-pages.ts";
+
+const DENIED: Advice = {
+  happened: "The install was not authorized in HighLevel.",
+  todo: "To install bridge, start again from HighLevel's marketplace and allow the access it asks for.",
+};
+const NO_CODE: Advice = {
+  happened: "This address carries no authorization code from HighLevel.",
+  todo: "Start the install from HighLevel's marketplace: the page it sends you back to carries the code.",
+};
+// The code is not spent while it waits for a place, so the same page can be reloaded.
+const BUSY: InstallFailure = {
+  status: 503,
+  text: "too many installs in progress; retry in a moment",
+  advice: {
+    happened: "Too many installs are in progress at once.",
+    todo: "Reload this page in a minute. If it then says the code expired, start the install again from HighLevel.",
+  },
+};
 
 export type OauthDeps = Pick<Core, "config" | "log" | "install">;
 
-/** GET /install and GET /oauth-callback (spec 4.1). Answers are plain text or HTML, as the spec shows. */
+/** GET /install and GET /oauth-callback (spec 4.1). Answers are plain text or HTML, as the spec shows; a browser gets its failures as a page saying what to do. */
 export function oauthRoutes(app: H3, core: OauthDeps): void {
   const { config } = core;
   // Anyone may call the callback, and each call sends the client secret to HighLevel
@@ -41,11 +60,11 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
     if (event.req.method === "HEAD") return new Response(null, { status: 405, headers: { allow: "GET" } });
     const query = getQuery(event);
     const error = first(query.error);
-    if (error) return text(400, `authorization denied: ${error}`);
+    if (error) return failureAnswer(event, { status: 400, text: `authorization denied: ${error}`, advice: DENIED });
     const code = first(query.code);
-    if (!code) return text(400, "missing authorization code");
+    if (!code) return failureAnswer(event, { status: 400, text: "missing authorization code", advice: NO_CODE });
     const leave = await installs.enter(sharesOf(event));
-    if (!leave) return text(503, "too many installs in progress; retry in a moment", { "retry-after": "5" });
+    if (!leave) return failureAnswer(event, { ...BUSY, headers: { "retry-after": "5" } });
     try {
       const result = await core.install(code);
       return result.kind === "location"
@@ -54,7 +73,7 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
     } catch (err) {
       if (!(err instanceof AppError) || !err.status) throw err;
       core.log.warn(`install failed: ${err.message}`);
-      return text(err.status, err.message);
+      return failureAnswer(event, { status: err.status, text: err.message, advice: INSTALL_ADVICE[err.code] ?? UNKNOWN_FAILURE });
     } finally {
       leave();
     }
@@ -79,38 +98,3 @@ function first(value: unknown): string {
   const v = Array.isArray(value) ? value[0] : value;
   return typeof v === "string" ? v : "";
 }
-
-function text(status: number, body: string, headers: Record<string, string> = {}): Response {
-  return new Response(body, { status, headers: { "content-type": "text/plain; charset=utf-8", ...headers } });
-}
-
-/**
- * What an agency sees after its install: how many locations were connected, and each
- * that was not, with why (HighLevel's words, escaped), so nobody has to read the log.
- */
-function companyPage(result: Extract<InstallResult, { kind: "company" }>): Response {
-  const { saved, total, failed } = result;
-  const summary = `The SMS provider is connected to ${saved} location(s) of ${total}.`;
-  if (failed.length === 0) return page("bridge is installed", `${summary} You can close this tab.`);
-  const items = failed.map((f) => `<li><code>${escape(f.locationId)}</code>: ${escape(f.reason)}</li>`).join("\n");
-  const more = `<p>${escape(`${failed.length} location(s) could not be connected:`)}</p>
-<ul>
-${items}
-</ul>
-<p>bridge tries them again at its next reconciliation (hourly, or now with <code>bridge locations sync</code>); installing again from the agency retries them too.</p>`;
-  return page("bridge is installed", summary, more);
-}
-
-/** `extra` is HTML already escaped by the caller. */
-function page(title: string, message: string, extra = ""): Response {
-  const html = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title></head>
-<body><h1>${escape(title)}</h1><p>${escape(message)}</p>${extra}</body></html>
-`;
-  return new Response(html, { status: 200, headers: { "content-type": "text/html; charset=utf-8" } });
-}
-
-function escape(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-

@@ -200,6 +200,19 @@ describe("OAuth code exchanges", () => {
     expect(answers.filter((a) => a.status === 500 && a.body.startsWith("token exchange failed: "))).toHaveLength(3);
   });
 
+  test("a browser told to retry gets a page saying so, still 503 with Retry-After", async () => {
+    const bridge = await start({ worker: false, env: { TRUST_PROXY: "1" } });
+    const { calls, release } = holdMadeUpCodes(bridge.crm);
+    // One running and two waiting is one client's share: the fourth is turned away.
+    const { answers, done } = flood(bridge, 4, () => ({ accept: "text/html" }));
+    await waitFor(() => answers.length === 1 && calls.now === 1);
+    expect(answers[0]).toMatchObject({ status: 503, retryAfter: "5" });
+    expect(answers[0]!.body).toContain("<p>Too many installs are in progress at once.</p>");
+    expect(answers[0]!.body).toContain("Reload this page in a minute.");
+    release();
+    await done;
+  });
+
   test("a flood of made-up codes from one address does not keep a real install from another address out", async () => {
     const bridge = await start({ worker: false, env: { TRUST_PROXY: "1" } });
     const { calls, release } = holdMadeUpCodes(bridge.crm);
