@@ -156,7 +156,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
   });
-  const gatewayKeys = createGatewayKeys(db);
+  const gatewayKeys = createGatewayKeys(db, sealer);
   const holds = createKeyHolds({
     sms,
     log,
@@ -198,6 +198,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     scheduler,
     holds,
     receiptBook: receipts,
+    sentKeys: gatewayKeys,
     crm,
     defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId, allowedCompanyIds: config.allowedCompanyIds },
     now,

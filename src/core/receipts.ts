@@ -57,7 +57,8 @@ export function nextLook(now: number, sentAt: number, deadline: number, asking: 
  */
 export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Receipt | number | undefined> {
   const now = deps.now();
-  if (job.receiptDeadline === null || !job.gatewayMessageId || !apiKey) return noReceipt(deps, job);
+  if (job.receiptDeadline === null || !job.gatewayMessageId) return noReceipt(deps, job);
+  if (!apiKey) return withoutKey(deps, job, job.receiptDeadline);
   const waiting = { jobId: job.id, messageId: job.gatewayMessageId, sentAt: job.firstSentAt ?? now };
   const look = deps.receiptBook.look(apiKey, waiting);
   const read = typeof look === "object" ? readReceipt(look.status) : undefined;
@@ -106,6 +107,22 @@ async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Rece
   if (receipt.outcome === "failed") deps.log.warn(`message ${messageId} of location ${locationId} failed: ${receipt.errorMessage}`);
   else deps.log.debug(`message ${messageId}: delivered (${receipt.receipt})`);
   return record(deps, job, receipt);
+}
+
+/** Why a message waits without its receipt asked for (its timeline says it). */
+export const KEY_GONE = "its delivery receipt cannot be asked for: the SMS API key it was sent with is no longer configured";
+
+/**
+ * Neither the configuration nor the kept keys hold the key the message was sent with (a
+ * message of an older bridge, or the kept key does not open): Cast tells of it to no
+ * other key. Never reported delivered for that alone: it waits out DLR_WAIT (the key may
+ * come back), and is then taken as without a receipt.
+ */
+async function withoutKey(deps: ReceiptDeps, job: Job, deadline: number): Promise<Receipt | undefined> {
+  await deps.commit(() => deps.jobs.noteError(job.id, KEY_GONE, deps.now()));
+  if (deps.now() >= deadline) return noReceipt(deps, job);
+  await deps.commit(() => deps.jobs.receiptLater(job.id, deadline, deps.now()));
+  return undefined;
 }
 
 /** DLR_WAIT is over without a final receipt: Cast accepted it, so it is reported delivered. */
