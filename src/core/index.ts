@@ -92,6 +92,8 @@ export interface Tuning {
   sendBackoffMs?: number;
   /** First look for a delivery receipt after a send. */
   receiptPollMs?: number;
+  /** How long past DLR_WAIT a status call that gets no answer is tried again. */
+  receiptGraceMs?: number;
   /** How often a key Cast refused is probed. */
   holdProbeMs?: number;
   /** How long a key's log of statuses is used before it is read again. */
@@ -211,6 +213,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     sendBackoffMs: tuning.sendBackoffMs,
     dlrWaitMs: config.sms.dlrWaitMs,
     receiptPollMs: tuning.receiptPollMs,
+    receiptGraceMs: tuning.receiptGraceMs,
     metrics,
     outages,
   };

@@ -60,6 +60,8 @@ export interface OutboundDeps {
   dlrWaitMs: number;
   /** First look for a receipt after a send. */
   receiptPollMs?: number;
+  /** How long past DLR_WAIT a status call that gets no answer is tried again. */
+  receiptGraceMs?: number;
   /** Told when a message is done with, and when its receipt came. */
   metrics?: MessageMetrics;
   /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */

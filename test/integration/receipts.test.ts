@@ -177,6 +177,36 @@ test("at the deadline one last status call: a receipt the log never showed still
   expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "REJECTD" });
 });
 
+test("at the deadline the status call gets no answer: asked again until it answers, and the carrier's REJECTD is reported", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" } });
+  // The log does not list it; Cast knows REJECTD, but its status calls fail for a while.
+  bridge.gateway.on(LOGS, () => jsonResponse({ ...CAST.logs, count: 0, logs: [] }));
+  bridge.gateway.receipts(() => ({ status: "undelivered", dlr_status: "REJECTD" }));
+  let failing = 2;
+  bridge.gateway.on(STATUS, (req, event) => (failing-- > 0 ? castError(503, "SERVICE_UNAVAILABLE", "service unavailable") : bridge.gateway.own(STATUS)(req, event)));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(bridge.gateway.statusCalls()).toHaveLength(3);
+  expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "REJECTD", type: "saas", message: "the carrier rejected the message (REJECTD)" } }]);
+});
+
+test("no answer to the status call through the grace past DLR_WAIT: reported delivered, its timeline saying the status could not be read", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" }, tuning: { receiptGraceMs: 300 } });
+  bridge.gateway.on(LOGS, () => jsonResponse({ ...CAST.logs, count: 0, logs: [] }));
+  bridge.gateway.on(STATUS, () => castError(503, "SERVICE_UNAVAILABLE", "service unavailable"));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(bridge.gateway.statusCalls().length).toBeGreaterThanOrEqual(2);
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+  const shown = (await (await bridge.admin("/api/admin/messages/m-1")).json()) as { timeline: { event: string; detail: string }[] };
+  expect(shown.timeline).toContainEqual(
+    expect.objectContaining({ event: "error", detail: expect.stringMatching(/^its delivery status could not be read by the end of DLR_WAIT: .*503/) }),
+  );
+});
+
 test("a campaign of 650 messages on one key: every receipt settled from paged log reads, no status call", async () => {
   const bridge = await start({ env: { CAST_MESSAGES_PER_SECOND: "1000", CAST_REQUESTS_PER_SECOND: "1000" }, tuning: { receiptBookMs: 200 } });
   // No receipt comes until the whole campaign is out; then every 20th is refused.
