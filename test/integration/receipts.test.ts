@@ -109,19 +109,20 @@ test("the receipts of many messages come from a few log reads, not a status call
   expect(bridge.gateway.logCalls().length).toBeLessThan(10);
 });
 
-test("a message behind the log's newest page is found by paging back: no status call", async () => {
+test("a message behind the log's newest page is found by paging back, whatever count says: no status call", async () => {
   const bridge = await start();
   // 500 messages sent after it (by another system on the same account) fill the first page.
+  // Cast does not say `count` is the total: its example has count 1 with one entry, so each
+  // page here counts its own entries, and only a short page ends the log.
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
   const newer = Array.from({ length: 500 }, (_, i) => ({ ...CAST.logs.logs[1], id: 90_000 - i, smpp_message_id: `CASTnewer${i}`, created_at: now }));
   bridge.gateway.on(LOGS, async (req, event) => {
     const offset = Number(req.query.get("offset") ?? 0);
-    if (offset < 500) return jsonResponse({ success: true, count: 501, logs: newer.slice(offset) });
+    if (offset < 500) return jsonResponse({ success: true, count: newer.slice(offset).length, logs: newer.slice(offset) });
     const query = new URLSearchParams(req.query);
     query.set("offset", String(offset - 500));
     const own = (await bridge.gateway.own(LOGS)({ ...req, query }, event)) as Response;
-    const page = (await own.json()) as { count: number };
-    return jsonResponse({ ...page, count: page.count + 500 });
+    return jsonResponse(await own.json());
   });
 
   const reports = await deliver(bridge, "m-1");
