@@ -58,7 +58,8 @@ export function nextLook(now: number, sentAt: number, deadline: number, asking: 
  * Cast's 200 means accepted, not delivered (CONTRACT.md 5.7): before a sent message is
  * reported, its receipt is looked for until it is final or DLR_WAIT is over. The key's
  * log (receipt-book.ts) answers for most; a message the log cannot tell of is asked for
- * alone, and every message gets one last status call at its deadline. Returns what
+ * alone, and every message gets one last status call at its deadline (again, for a
+ * while, when it gets no answer). Returns what
  * settled the outcome; undefined when it is not settled yet (the next look is
  * scheduled); a number: the ms to wait for the process's request budget.
  */
