@@ -35,6 +35,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
     now: core.now,
     log,
     retentionMs: config.retentionMs,
+    keys: core.gatewayKeys,
   });
   const app = createApp({ core, worker });
   const server = await listen(app, config.host, config.port).catch((error: unknown) => {

@@ -92,6 +92,8 @@ export interface Tuning {
   sendBackoffMs?: number;
   /** First look for a delivery receipt after a send. */
   receiptPollMs?: number;
+  /** How long past DLR_WAIT a status call that gets no answer is tried again. */
+  receiptGraceMs?: number;
   /** How often a key Cast refused is probed. */
   holdProbeMs?: number;
   /** How long a key's log of statuses is used before it is read again. */
@@ -156,7 +158,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
   });
-  const gatewayKeys = createGatewayKeys(db);
+  const gatewayKeys = createGatewayKeys(db, sealer);
   const holds = createKeyHolds({
     sms,
     log,
@@ -198,6 +200,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     scheduler,
     holds,
     receiptBook: receipts,
+    sentKeys: gatewayKeys,
     crm,
     defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId, allowedCompanyIds: config.allowedCompanyIds },
     now,
@@ -210,6 +213,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     sendBackoffMs: tuning.sendBackoffMs,
     dlrWaitMs: config.sms.dlrWaitMs,
     receiptPollMs: tuning.receiptPollMs,
+    receiptGraceMs: tuning.receiptGraceMs,
     metrics,
     outages,
   };

@@ -1,4 +1,5 @@
 import type { Db } from "./index.ts";
+import { createSealer, type Sealer } from "./sealer.ts";
 
 /** What the operator's view knows of one gateway API key (by its tag, never the key). */
 export interface GatewayKey {
@@ -38,7 +39,7 @@ interface Row {
  * Held keys and balances, written by `serve` as it learns them and read by `bridge
  * status` from another process. Holds live in the server's memory; this is their record.
  */
-export function createGatewayKeys(db: Db) {
+export function createGatewayKeys(db: Db, sealer: Sealer = createSealer(undefined)) {
   const held = db.prepare<[{ tag: string; masked: string } & KeyHoldRecord]>(`
     INSERT INTO gateway_keys (key_tag, key_masked, held_since, held_status, held_reason) VALUES (@tag, @masked, @since, @status, @reason)
     ON CONFLICT (key_tag) DO UPDATE SET key_masked = excluded.key_masked, held_since = coalesce(held_since, excluded.held_since),
@@ -50,6 +51,15 @@ export function createGatewayKeys(db: Db) {
     ON CONFLICT (key_tag) DO UPDATE SET key_masked = excluded.key_masked, balance = excluded.balance,
       balance_at = excluded.balance_at, balance_error = excluded.balance_error`);
   const all = db.prepare<[], Row>("SELECT * FROM gateway_keys ORDER BY key_masked");
+  // Written once per key: the sealed value differs at every seal, the key does not.
+  const keep = db.prepare<[{ tag: string; masked: string; key: string }]>(`
+    INSERT INTO gateway_keys (key_tag, key_masked, api_key) VALUES (@tag, @masked, @key)
+    ON CONFLICT (key_tag) DO UPDATE SET api_key = excluded.api_key WHERE gateway_keys.api_key = ''`);
+  const kept = db.prepare<[string], { api_key: string }>("SELECT api_key FROM gateway_keys WHERE key_tag = ? AND api_key <> ''");
+  const forget = db.prepare(`
+    UPDATE gateway_keys SET api_key = '' WHERE api_key <> '' AND key_tag NOT IN (
+      SELECT api_key_tag FROM jobs WHERE state IN ('queued', 'sending', 'reporting') AND api_key_tag IS NOT NULL)`);
+  const sealedIn = (tag: string) => ({ table: "gateway_keys", column: "api_key", row: tag });
 
   return {
     held(tag: string, masked: string, hold: KeyHoldRecord): void {
@@ -64,6 +74,19 @@ export function createGatewayKeys(db: Db) {
     },
     balance(tag: string, masked: string, at: number, read: { credits: number } | { error: string }): void {
       balance.run({ tag, masked, at, credits: "credits" in read ? read.credits : null, error: "error" in read ? read.error : null });
+    },
+    /** A send goes with this key (tagged `tag`): kept, sealed, until its receipt settles. */
+    keep(tag: string, masked: string, apiKey: string): void {
+      keep.run({ tag, masked, key: sealer.seal(apiKey, sealedIn(tag)) });
+    },
+    /** The key tagged `tag` that a send went with, while kept. */
+    sentWith(tag: string): string | undefined {
+      const row = kept.get(tag);
+      return row && sealer.open(row.api_key, sealedIn(tag));
+    },
+    /** Forgets the keys no unsettled job was sent with: a replaced key is not kept longer than needed. */
+    forgetUnused(): number {
+      return forget.run().changes;
     },
     list(): GatewayKey[] {
       return all.all().map((r) => ({

@@ -155,4 +155,10 @@ export const MIGRATIONS: readonly string[] = [
     CHECK (approved_by IN ('', 'operator', 'allowlist', 'unconfirmed', 'withdrawn'));
   UPDATE tokens SET approved_by = 'unconfirmed' WHERE approved = 1;
   `,
+  `
+  -- The API key itself (sealed, like a location's), kept while a message sent with it
+  -- waits for its receipt: Cast tells of a message only to the key that sent it, and the
+  -- location's key or SMS_API_KEY may change meanwhile. '' once no unsettled job uses it.
+  ALTER TABLE gateway_keys ADD COLUMN api_key TEXT NOT NULL DEFAULT '';
+  `,
 ];

@@ -17,6 +17,7 @@ export interface SealedColumns {
 export const SEALED_COLUMNS: readonly SealedColumns[] = [
   { table: "tokens", row: "location_id", columns: ["access_token", "refresh_token", "sms_api_key"] },
   { table: "companies", row: "company_id", columns: ["access_token", "refresh_token"] },
+  { table: "gateway_keys", row: "key_tag", columns: ["api_key"] },
 ];
 
 /**

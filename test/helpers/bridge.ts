@@ -107,6 +107,7 @@ async function startBridge(options: BridgeOptions = {}) {
     now,
     log,
     pollMs: 20,
+    keys: core.gatewayKeys,
   });
   const unhandled: unknown[] = [];
   const bodyBudget = createBodyBudget();

@@ -170,7 +170,9 @@ export async function startFakeGateway() {
       .map(logEntry)
       .filter((entry) => !q.get("status") || entry.status === q.get("status"))
       .filter((entry) => !search || [entry.destination, entry.message, entry.smpp_message_id, entry.sender_id].some((v) => String(v).includes(search)));
-    return jsonResponse(like(CAST.logs, { count: entries.length, logs: entries.slice(offset, offset + limit) }));
+    // count: the entries on this page, which both readings of Cast's docs allow (its example: count 1, one entry).
+    const listed = entries.slice(offset, offset + limit);
+    return jsonResponse(like(CAST.logs, { count: listed.length, logs: listed }));
   }
 
   function logEntry(sent: Sent): Record<string, unknown> {

@@ -77,12 +77,12 @@ test("logs: logs-200.json, an entry without its receipt like the first, a delive
   expect(logs[1]!.id).not.toBe(logs[1]!.smpp_message_id);
 });
 
-test("logs: newest first, paged with limit and offset, count of all", async () => {
+test("logs: newest first, paged with limit and offset; a short page is the last", async () => {
   for (let i = 0; i < 5; i++) await send();
   const first = await call("/api/v1/sms/logs?limit=2&offset=0");
   const third = await call("/api/v1/sms/logs?limit=2&offset=4");
   const ids = (page: { body: Record<string, unknown> }) => (page.body.logs as { id: number }[]).map((e) => e.id);
-  expect(first.body.count).toBe(5);
+  expect(ids(first)).toHaveLength(2);
   expect(ids(first)).toEqual([...ids(first)].sort((a, b) => b - a));
   expect(ids(third)).toHaveLength(1);
   expect(ids(third)[0]).toBeLessThan(ids(first)[1]!);

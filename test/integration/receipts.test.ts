@@ -109,19 +109,20 @@ test("the receipts of many messages come from a few log reads, not a status call
   expect(bridge.gateway.logCalls().length).toBeLessThan(10);
 });
 
-test("a message behind the log's newest page is found by paging back: no status call", async () => {
+test("a message behind the log's newest page is found by paging back, whatever count says: no status call", async () => {
   const bridge = await start();
   // 500 messages sent after it (by another system on the same account) fill the first page.
+  // Cast does not say `count` is the total: its example has count 1 with one entry, so each
+  // page here counts its own entries, and only a short page ends the log.
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
   const newer = Array.from({ length: 500 }, (_, i) => ({ ...CAST.logs.logs[1], id: 90_000 - i, smpp_message_id: `CASTnewer${i}`, created_at: now }));
   bridge.gateway.on(LOGS, async (req, event) => {
     const offset = Number(req.query.get("offset") ?? 0);
-    if (offset < 500) return jsonResponse({ success: true, count: 501, logs: newer.slice(offset) });
+    if (offset < 500) return jsonResponse({ success: true, count: newer.slice(offset).length, logs: newer.slice(offset) });
     const query = new URLSearchParams(req.query);
     query.set("offset", String(offset - 500));
     const own = (await bridge.gateway.own(LOGS)({ ...req, query }, event)) as Response;
-    const page = (await own.json()) as { count: number };
-    return jsonResponse({ ...page, count: page.count + 500 });
+    return jsonResponse(await own.json());
   });
 
   const reports = await deliver(bridge, "m-1");
@@ -175,6 +176,36 @@ test("at the deadline one last status call: a receipt the log never showed still
   expect(bridge.gateway.statusCalls()).toHaveLength(1);
   expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "REJECTD", type: "saas", message: "the carrier rejected the message (REJECTD)" } }]);
   expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "REJECTD" });
+});
+
+test("at the deadline the status call gets no answer: asked again until it answers, and the carrier's REJECTD is reported", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" } });
+  // The log does not list it; Cast knows REJECTD, but its status calls fail for a while.
+  bridge.gateway.on(LOGS, () => jsonResponse({ ...CAST.logs, count: 0, logs: [] }));
+  bridge.gateway.receipts(() => ({ status: "undelivered", dlr_status: "REJECTD" }));
+  let failing = 2;
+  bridge.gateway.on(STATUS, (req, event) => (failing-- > 0 ? castError(503, "SERVICE_UNAVAILABLE", "service unavailable") : bridge.gateway.own(STATUS)(req, event)));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(bridge.gateway.statusCalls()).toHaveLength(3);
+  expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "REJECTD", type: "saas", message: "the carrier rejected the message (REJECTD)" } }]);
+});
+
+test("no answer to the status call through the grace past DLR_WAIT: reported delivered, its timeline saying the status could not be read", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" }, tuning: { receiptGraceMs: 300 } });
+  bridge.gateway.on(LOGS, () => jsonResponse({ ...CAST.logs, count: 0, logs: [] }));
+  bridge.gateway.on(STATUS, () => castError(503, "SERVICE_UNAVAILABLE", "service unavailable"));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(bridge.gateway.statusCalls().length).toBeGreaterThanOrEqual(2);
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+  const shown = (await (await bridge.admin("/api/admin/messages/m-1")).json()) as { timeline: { event: string; detail: string }[] };
+  expect(shown.timeline).toContainEqual(
+    expect.objectContaining({ event: "error", detail: expect.stringMatching(/^its delivery status could not be read by the end of DLR_WAIT: .*503/) }),
+  );
 });
 
 test("a campaign of 650 messages on one key: every receipt settled from paged log reads, no status call", async () => {

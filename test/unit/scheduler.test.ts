@@ -53,3 +53,18 @@ test("receipt polls leave a third of the process's burst to sends", () => {
   expect(s.tryPoll()).toBeGreaterThan(0); // 10 tokens left: reserved for sends
   for (let i = 0; i < 10; i++) expect(s.trySend("k", "a")).toBe(0);
 });
+
+test("sends of four keys at full rate still leave receipt reads one token a second", () => {
+  let t = 0;
+  // serve's figures for Cast's defaults (index.ts): 30/s * 0.97, burst 48; 10/s * 0.97 a key, burst 9.
+  const s = createScheduler({ requestsPerSecond: 29.1, requestBurst: 48, messagesPerSecond: 9.7, messageBurst: 9, now: () => t });
+  let sent = 0;
+  let polls = 0;
+  for (; t < 10 * 60_000; t += 10) {
+    for (const key of ["A", "B", "C", "D"]) if (s.trySend(key, `loc-${key}`) === 0) sent++;
+    if (s.tryPoll() === 0) polls++;
+  }
+  expect(polls).toBeGreaterThan(550); // about one a second for 10 minutes
+  expect(polls).toBeLessThan(700); // sends still come first
+  expect(sent).toBeGreaterThan(16_500); // ~28/s: the process's budget less the reads
+});

@@ -147,9 +147,9 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
      */
     async logs(apiKey: string, page: LogQuery): Promise<LogPage> {
       const res = await get("logs", "/api/v1/sms/logs", apiKey, { limit: page.limit, offset: page.offset });
-      const body = res.body as { logs?: unknown; count?: unknown } | undefined;
+      const body = res.body as { logs?: unknown } | undefined;
       if (res.status !== 200 || !Array.isArray(body?.logs)) throw refused("logs call", res);
-      return readLogPage(body.logs as unknown[], page, typeof body.count === "number" ? body.count : undefined);
+      return readLogPage(body.logs as unknown[], page);
     },
 
     /**
@@ -233,8 +233,12 @@ function readStatus(body: unknown): DeliveryStatus | undefined {
   };
 }
 
-/** A page of Cast's log: each entry's status by the send's message id, and how far back the page reached. */
-function readLogPage(logs: unknown[], page: LogQuery, count: number | undefined): LogPage {
+/**
+ * A page of Cast's log: each entry's status by the send's message id, and how far back the
+ * page reached. Only a short page is the last: Cast does not say `count` is the total (its
+ * example answers count 1 with one entry), so it is not read.
+ */
+function readLogPage(logs: unknown[], page: LogQuery): LogPage {
   const statuses = new Map<string, DeliveryStatus>();
   let oldestAt: number | undefined;
   for (const entry of logs as Record<string, unknown>[]) {
@@ -244,7 +248,7 @@ function readLogPage(logs: unknown[], page: LogQuery, count: number | undefined)
     const at = typeof entry?.created_at === "string" ? Date.parse(entry.created_at) : Number.NaN;
     if (Number.isFinite(at)) oldestAt = Math.min(oldestAt ?? at, at);
   }
-  const last = logs.length < page.limit || (count !== undefined && page.offset + logs.length >= count);
+  const last = logs.length < page.limit;
   return { statuses, entries: logs.length, oldestAt, last };
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import pRetry from "p-retry";
 import type { Commit } from "../../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../../db/jobs.ts";
+import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { TokenStore } from "../../db/tokens.ts";
 import type { SendRequest, SmsGateway } from "../clients/gateway.ts";
 import type { CrmClient, MessageStatus } from "../clients/crm.ts";
@@ -9,6 +10,7 @@ import { API_KEY } from "../config-values.ts";
 import { AppError, CrmError, clip, errorMessage, type ErrorCode } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { KeyHolds } from "./holds.ts";
+import { maskSecret } from "../mask.ts";
 import type { MessageMetrics } from "../operator/metrics.ts";
 import type { Outages } from "../operator/outages.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
@@ -35,6 +37,8 @@ export interface OutboundDeps {
   holds: KeyHolds;
   /** Delivery receipts read in batches from each key's log. */
   receiptBook: ReceiptBook;
+  /** The key each send went with, kept by its tag: its receipt is asked with it even after the key was changed. */
+  sentKeys: Pick<GatewayKeys, "keep" | "sentWith">;
   crm: CrmClient;
   /** The operator's key and sender ID, and who may use them: checked at every send. */
   defaults: SharedSending;
@@ -56,6 +60,8 @@ export interface OutboundDeps {
   dlrWaitMs: number;
   /** First look for a receipt after a send. */
   receiptPollMs?: number;
+  /** How long past DLR_WAIT a status call that gets no answer is tried again. */
+  receiptGraceMs?: number;
   /** Told when a message is done with, and when its receipt came. */
   metrics?: MessageMetrics;
   /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
@@ -96,7 +102,8 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     const claimedAt = deps.now();
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
-    if (claim && !(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
+    const apiKey = "request" in plan ? plan.request.apiKey : "";
+    if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return;
     const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
     const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     if ("retryAt" in result) {
@@ -119,6 +126,12 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
   if (job.state === "reporting") await report(deps, job);
+}
+
+/** Claims the job for its send, its key kept first: a key that cannot be kept leaves the job queued, not "sending". */
+function claimWithKey(deps: OutboundDeps, id: number, at: number, claim: Claim, apiKey: string): boolean {
+  deps.sentKeys.keep(claim.apiKeyTag, maskSecret(apiKey), apiKey);
+  return deps.jobs.claimForSending(id, at, claim);
 }
 
 /** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
@@ -190,14 +203,15 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: nu
 /**
  * The API key a sent message's receipt is asked with: the one it was sent with (Cast
  * lists a message only under its own account), found by its tag among the location's
- * key and the shared one; "" when neither is it any more.
+ * key and the shared one, else among the keys kept since its send (the configuration
+ * changed meanwhile); "" when none is it.
  */
 function receiptKey(deps: OutboundDeps, job: Job): string {
   const record = deps.tokens.get(job.message.locationId);
-  if (!record) return "";
-  const now = sendingWith(record, deps.defaults).apiKey;
+  const now = record ? sendingWith(record, deps.defaults).apiKey : "";
   if (job.apiKeyTag === null) return now; // sent by an older bridge, which kept no tag
-  return [now, record.smsApiKey, deps.defaults.apiKey].find((key) => key && keyTag(key) === job.apiKeyTag) ?? "";
+  const configured = [now, record?.smsApiKey, deps.defaults.apiKey].find((key) => key && keyTag(key) === job.apiKeyTag);
+  return configured ?? deps.sentKeys.sentWith(job.apiKeyTag) ?? "";
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */

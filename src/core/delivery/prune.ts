@@ -1,4 +1,5 @@
 import { setImmediate } from "node:timers/promises";
+import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { JobStore } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
@@ -13,11 +14,14 @@ export interface PrunerOptions {
   now: () => number;
   /** How long a finished message stays in the log (RETENTION_DAYS). Its id is remembered for ever. */
   retentionMs: number;
+  /** The API keys kept for receipts: forgotten once no unsettled job was sent with them. */
+  keys?: Pick<GatewayKeys, "forgetUnused">;
 }
 
 /**
  * Removes finished jobs (and their timeline) past retention: at start, then hourly, a
  * batch at a time with requests let in between, so a month's backlog never stalls the server.
+ * The API keys kept for receipts go too, once no unsettled job needs them.
  */
 export function createPruner(options: PrunerOptions) {
   const { jobs, log, now, retentionMs } = options;
@@ -38,6 +42,15 @@ export function createPruner(options: PrunerOptions) {
       log.error(`queue: cannot remove finished jobs: ${errorMessage(error)}`);
     }
     if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
+    forgetKeys();
+  }
+
+  function forgetKeys(): void {
+    try {
+      options.keys?.forgetUnused();
+    } catch (error) {
+      log.error(`queue: cannot forget the API keys no message waits for: ${errorMessage(error)}`);
+    }
   }
 
   return {

@@ -21,6 +21,8 @@ export interface ReceiptDeps {
   log: Logger;
   /** First look for a receipt after a send; later looks are further apart. */
   receiptPollMs?: number;
+  /** How long past the deadline a last status call that got no answer is tried again. */
+  receiptGraceMs?: number;
   /** Told how long each receipt took to come. */
   metrics?: MessageMetrics;
 }
@@ -31,6 +33,11 @@ const FIRST_LOOK_MS = 5_000;
 const WATCH_MS = 60_000;
 /** Asking alone: at a quarter of the time since the send, at most every 2 min. */
 const MAX_GAP_MS = 2 * 60_000;
+/**
+ * The last status call got no answer (a 5xx, a timeout): Cast may hold a refusal, so it
+ * is asked again, further apart each time, for this long past the deadline.
+ */
+const GRACE_MS = 10 * 60_000;
 
 /** When to look first for the receipt of a message sent at `sentAt`. */
 export function firstLook(deps: Pick<ReceiptDeps, "receiptPollMs">, sentAt: number): number {
@@ -51,13 +58,15 @@ export function nextLook(now: number, sentAt: number, deadline: number, asking: 
  * Cast's 200 means accepted, not delivered (docs/architecture.md, "Receipts"): before a sent message is
  * reported, its receipt is looked for until it is final or DLR_WAIT is over. The key's
  * log (receipt-book.ts) answers for most; a message the log cannot tell of is asked for
- * alone, and every message gets one last status call at its deadline. Returns what
+ * alone, and every message gets one last status call at its deadline (again, for a
+ * while, when it gets no answer). Returns what
  * settled the outcome; undefined when it is not settled yet (the next look is
  * scheduled); a number: the ms to wait for the process's request budget.
  */
 export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Receipt | number | undefined> {
   const now = deps.now();
-  if (job.receiptDeadline === null || !job.gatewayMessageId || !apiKey) return noReceipt(deps, job);
+  if (job.receiptDeadline === null || !job.gatewayMessageId) return noReceipt(deps, job);
+  if (!apiKey) return withoutKey(deps, job, job.receiptDeadline);
   const waiting = { jobId: job.id, messageId: job.gatewayMessageId, sentAt: job.firstSentAt ?? now };
   const look = deps.receiptBook.look(apiKey, waiting);
   const read = typeof look === "object" ? readReceipt(look.status) : undefined;
@@ -66,8 +75,9 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   if (look === "ask" || last) {
     const asked = await ask(deps, job, apiKey);
     if (typeof asked === "number") return asked;
-    const told = asked && readReceipt(asked);
+    const told = "status" in asked && readReceipt(asked);
     if (told) return settle(deps, job, apiKey, told);
+    if (last && "failed" in asked) return unanswered(deps, job, apiKey, asked.failed);
   }
   if (last) {
     deps.receiptBook.settled(apiKey, waiting.messageId);
@@ -82,8 +92,12 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   return late ? settle(deps, job, apiKey, late) : undefined;
 }
 
-/** The message's status by itself (`GET /api/v1/sms/status/{id}`); a number: the ms to wait for the budget. */
-async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<DeliveryStatus | number | undefined> {
+/**
+ * The message's status by itself (`GET /api/v1/sms/status/{id}`); a number: the ms to
+ * wait for the budget; `unknown`: Cast answered it knows no such message (404); `failed`:
+ * no answer (a 5xx, a timeout, no connection), so nothing is known.
+ */
+async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<DeliveryStatus | number | { unknown: true } | { failed: string }> {
   const wait = deps.scheduler.tryPoll();
   if (wait > 0) return wait;
   try {
@@ -94,8 +108,28 @@ async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Deliver
       return error.retryAfterMs ?? 1000;
     }
     deps.log.debug(`message ${job.message.messageId}: delivery status not read (${errorMessage(error)})`);
-    return undefined;
+    if (error instanceof GatewayError && error.httpStatus === 404) return { unknown: true };
+    return { failed: errorMessage(error) };
   }
+}
+
+/**
+ * The status call at or past the deadline got no answer: asked again, 5 s and then
+ * further apart (at most 2 min), until the grace is over; then taken as no receipt,
+ * its timeline saying the status could not be read.
+ */
+async function unanswered(deps: ReceiptDeps, job: Job, apiKey: string, why: string): Promise<Receipt | undefined> {
+  const now = deps.now();
+  const deadline = job.receiptDeadline ?? now;
+  const end = deadline + (deps.receiptGraceMs ?? GRACE_MS);
+  if (now >= end) {
+    await deps.commit(() => deps.jobs.noteError(job.id, `its delivery status could not be read by the end of DLR_WAIT: ${why}`, deps.now()));
+    deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
+    return noReceipt(deps, job);
+  }
+  const gap = Math.min(MAX_GAP_MS, Math.max(deps.receiptPollMs ?? FIRST_LOOK_MS, now - deadline));
+  await deps.commit(() => deps.jobs.receiptLater(job.id, ms(Math.min(now + gap, end)), deps.now()));
+  return undefined;
 }
 
 /** The carrier's receipt settles the message. */
@@ -106,6 +140,22 @@ async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Rece
   if (receipt.outcome === "failed") deps.log.warn(`message ${messageId} of location ${locationId} failed: ${receipt.errorMessage}`);
   else deps.log.debug(`message ${messageId}: delivered (${receipt.receipt})`);
   return record(deps, job, receipt);
+}
+
+/** Why a message waits without its receipt asked for (its timeline says it). */
+export const KEY_GONE = "its delivery receipt cannot be asked for: the SMS API key it was sent with is no longer configured";
+
+/**
+ * Neither the configuration nor the kept keys hold the key the message was sent with (a
+ * message of an older bridge, or the kept key does not open): Cast tells of it to no
+ * other key. Never reported delivered for that alone: it waits out DLR_WAIT (the key may
+ * come back), and is then taken as without a receipt.
+ */
+async function withoutKey(deps: ReceiptDeps, job: Job, deadline: number): Promise<Receipt | undefined> {
+  await deps.commit(() => deps.jobs.noteError(job.id, KEY_GONE, deps.now()));
+  if (deps.now() >= deadline) return noReceipt(deps, job);
+  await deps.commit(() => deps.jobs.receiptLater(job.id, deadline, deps.now()));
+  return undefined;
 }
 
 /** DLR_WAIT is over without a final receipt: Cast accepted it, so it is reported delivered. */

@@ -15,12 +15,21 @@ export interface SchedulerOptions {
   now?: () => number;
 }
 
+/**
+ * While sends take every token (three keys at full rate outrun the process's budget), a
+ * receipt read still goes this often: without it no receipt would be read at all.
+ */
+const READ_FLOOR_MS = 1000;
+
 export function createScheduler(options: SchedulerOptions) {
   const now = options.now ?? Date.now;
   const all = bucket(options.requestsPerSecond, options.requestBurst, now());
   const perKey = new Map<string, Bucket>();
   const served = new Map<string, number>();
   const ready = new Map<string, number>();
+  let lastPoll = now();
+  // A read was refused though none went for READ_FLOOR_MS: sends leave it a token.
+  let pollOwed = false;
 
   function keyBucket(apiKey: string, t: number): Bucket {
     let b = perKey.get(apiKey);
@@ -33,7 +42,8 @@ export function createScheduler(options: SchedulerOptions) {
     trySend(apiKey: string, locationId: string): number {
       const t = now();
       const key = keyBucket(apiKey, t);
-      const wait = Math.max(waitFor(all, t), waitFor(key, t));
+      const leave = pollOwed && t - lastPoll >= READ_FLOOR_MS ? 1 : 0;
+      const wait = Math.max(waitFor(all, t, 1 + leave), waitFor(key, t));
       if (wait > 0) {
         ready.set(locationId, t + wait);
         return wait;
@@ -46,13 +56,20 @@ export function createScheduler(options: SchedulerOptions) {
     },
     /**
      * 0 when a receipt poll may go now (its token taken); else the ms until one may.
-     * Polls leave a third of the process's burst to sends: sends come first.
+     * Polls leave a third of the process's burst to sends: sends come first, but a poll
+     * goes at least once every READ_FLOOR_MS with one token, which sends then leave it.
      */
     tryPoll(): number {
       const t = now();
-      const wait = waitFor(all, t, 1 + Math.floor(options.requestBurst / 3));
-      if (wait > 0) return wait;
+      const due = t - lastPoll >= READ_FLOOR_MS;
+      const wait = waitFor(all, t, due ? 1 : 1 + Math.floor(options.requestBurst / 3));
+      if (wait > 0) {
+        pollOwed = due;
+        return due ? wait : Math.min(wait, Math.max(lastPoll + READ_FLOOR_MS - t, all.pausedUntil - t));
+      }
       all.tokens -= 1;
+      lastPoll = t;
+      pollOwed = false;
       return 0;
     },
     /** The gateway answered 429: nothing more on this key (or at all, without one) for `ms`. */

@@ -1,7 +1,7 @@
 import type { DueJob, Job, JobStore } from "../../db/jobs.ts";
 import { clip, errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
-import { createPruner } from "./prune.ts";
+import { createPruner, type PrunerOptions } from "./prune.ts";
 import { recoverInterrupted } from "./recovery.ts";
 import { delayMs, RETRY, sleep } from "../retry.ts";
 
@@ -23,6 +23,8 @@ export interface WorkerOptions {
   backoffMs?: number;
   /** How long a finished job is kept: as long, a repeated messageId is not queued again. */
   retentionMs?: number;
+  /** The API keys kept for receipts (pruned with the finished jobs). */
+  keys?: PrunerOptions["keys"];
 }
 
 /**
@@ -43,7 +45,7 @@ export function createWorker(options: WorkerOptions) {
   const concurrency = options.concurrency ?? 16;
   const pollMs = options.pollMs ?? 500;
   const firstBackoffMs = options.backoffMs ?? RETRY.job.firstMs;
-  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000 });
+  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys });
   const active = new Map<number, Promise<void>>();
   let running = false;
   let loop: Promise<void> | undefined;
