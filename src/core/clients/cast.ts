@@ -168,10 +168,12 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
           },
         });
       } catch (error) {
-        // Retried and still failing: say so in the status the CRM shows.
+        // Retried and still failing: say so in the status the CRM shows. Everything the
+        // failure policy reads stays (the error_code decides how a hold is probed).
         if (attempts < 2 || !(error instanceof GatewayError)) throw error;
-        const { httpStatus, keySpent, retryAfterMs } = error;
-        throw new GatewayError(error.failure, `${error.message} (${attempts} attempts)`, { httpStatus, keySpent, retryAfterMs, cause: error });
+        const { httpStatus, keySpent, retryAfterMs, gatewayCode } = error;
+        const message = `${error.message} (${attempts} attempts)`;
+        throw new GatewayError(error.failure, message, { httpStatus, keySpent, retryAfterMs, gatewayCode, cause: error });
       }
     },
   };
