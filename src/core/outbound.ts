@@ -118,7 +118,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     if (!settled) return;
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
-  if (job.state === "reporting") await report(deps, job);
+  if (job.state === "reporting") return report(deps, job);
 }
 
 /** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
@@ -249,7 +249,8 @@ async function storeUntilDone(deps: OutboundDeps, what: string, write: () => voi
   }
 }
 
-async function report(deps: OutboundDeps, job: Job): Promise<void> {
+/** Reports the job's outcome; a number: the ms until it may look again (its token is being renewed). */
+async function report(deps: OutboundDeps, job: Job): Promise<number | void> {
   const { messageId, locationId } = job.message;
   const status: MessageStatus =
     job.outcome === "delivered"
@@ -257,7 +258,10 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
       : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
   let accessToken: string | undefined;
   try {
-    ({ accessToken } = await deps.tokenService.validToken(locationId));
+    const valid = await deps.tokenService.forJob(locationId);
+    // Renewed by another job right now, or HighLevel asked to wait: waited in the queue.
+    if ("waitMs" in valid) return valid.waitMs;
+    ({ accessToken } = valid);
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
     await deps.commit(() => deps.jobs.reported(job.id, status.status, deps.now()));
     deps.metrics?.finished(job);
@@ -283,7 +287,9 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
     return;
   }
   deps.outages?.waited("crm", messageId);
-  const delay = delayMs(RETRY.report, job.attempts, deps.reportBackoffMs);
+  // A 429 (to the report or to its token's renewal) is waited out at least as long as asked.
+  const asked = error instanceof AppError ? (error.retryAfterMs ?? 0) : 0;
+  const delay = Math.max(asked, delayMs(RETRY.report, job.attempts, deps.reportBackoffMs));
   await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
 }
