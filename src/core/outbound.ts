@@ -89,7 +89,11 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // holding no worker meanwhile.
     if ("request" in plan) {
       const wait = deps.scheduler.trySend(plan.request.apiKey, job.message.locationId);
-      if (wait > 0) return wait;
+      if (wait > 0) {
+        // Let through as a held key's send probe, it did not go: the probe is not spent.
+        deps.holds.notProbed(plan.request.apiKey);
+        return wait;
+      }
     }
     const claim: Claim | undefined =
       "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId } : undefined;

@@ -203,3 +203,27 @@ test("a 402 kept under the key of an attempt without an answer, replayed after t
   expect(accepted[0]).not.toBe(first);
   expect(bridge.logs.join("")).toMatch(/replayed its kept answer \(402\)/);
 });
+
+test("a held key's send probe is not spent on a message that only waits for the budget: it goes as soon as the budget allows", async () => {
+  const bridge = await start({ worker: false, tuning: { holdProbeMs: 500 } });
+  let credits = 0;
+  bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  const run = () => bridge.core.processOutbound(bridge.core.jobs.get("m-1")!);
+  await run();
+  expect(bridge.core.jobs.get("m-1")?.held).toBe(true);
+  await sleep(600); // the key's send probe comes due
+  credits = 500;
+
+  // A 429 has every send of the process waiting: the message that was to be the probe waits.
+  bridge.core.scheduler.slowDown(undefined, 200);
+  const wait = await run();
+  expect(wait).toBeGreaterThan(0);
+  expect(bridge.gateway.received(SEND)).toHaveLength(1);
+
+  // Before, it had spent the probe: held for another probe's time, nothing sent.
+  await sleep(Number(wait));
+  expect(await run()).toBeUndefined();
+  expect(bridge.gateway.received(SEND)).toHaveLength(2);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ held: false, outcome: "delivered" });
+});
