@@ -18,7 +18,7 @@ import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
 import { printable } from "./printable.ts";
 import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "./retry.ts";
-import { afterFailure, lookAgainMs } from "./send-failure.ts";
+import { afterFailure, lookAgainMs, unlessMaybeSent } from "./send-failure.ts";
 import { sendingWith, sharedRefusal, type SharedSending } from "./locations.ts";
 import type { TokenService } from "./tokens.ts";
 
@@ -102,7 +102,8 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
     if (claim && !(await deps.commit(() => deps.jobs.claimForSending(job.id, claimedAt, claim)))) return;
     const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
-    const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
+    const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
+    const result = unlessMaybeSent(job, ending);
     if ("retryAt" in result) {
       await storeUntilDone(deps, `message ${job.message.messageId}: its next attempt`, () =>
         deps.jobs.sendLater(job.id, result.retryAt, result.reason, deps.now(), result),
@@ -185,10 +186,8 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: nu
   if (!hold) return undefined;
   const waitMs = lookAgainMs(deps, job);
   if (waitMs > 0) return { waitMs, reason: hold.reason };
-  const why = `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`;
-  // An earlier attempt may have sent it: a refusal since then proves nothing about that one.
-  if (job.unclear) return failed("delivery_unknown", `${why}; an earlier attempt got no clear answer, delivery unknown`);
-  return failed("gateway_key_refused", why);
+  // After an earlier attempt that may have sent it, "delivery unknown" (unlessMaybeSent).
+  return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
 }
 
 /**
