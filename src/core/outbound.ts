@@ -218,7 +218,9 @@ async function send(
   const { messageId, locationId } = job.message;
   try {
     const sent = await deps.sms.send(request);
-    deps.holds.sent(request.apiKey); // it was a probe, or a probe freed the key meanwhile
+    // It was a probe, or a probe freed the key meanwhile. A 200 Cast kept from before the
+    // hold proves nothing about the key now: only a fresh one lifts it.
+    if (!sent.replayed) deps.holds.sent(request.apiKey);
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId, parts: sent.parts };
   } catch (error) {

@@ -227,3 +227,26 @@ test("a held key's send probe is not spent on a message that only waits for the 
   expect(bridge.gateway.received(SEND)).toHaveLength(2);
   expect(bridge.core.jobs.get("m-1")).toMatchObject({ held: false, outcome: "delivered" });
 });
+
+test("an old 200 Cast replays to a held key's probe does not lift the hold: only a fresh send proves the key works", async () => {
+  const bridge = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 1000 } });
+  let calls = 0;
+  bridge.gateway.on(SEND, async () => {
+    if (++calls === 1) await sleep(400); // sent, but answered after the timeout: kept under the key
+    return bridge.gateway.accept();
+  });
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.unclear);
+  // Meanwhile the account ran out of credit: another message's send was refused.
+  bridge.core.holds.hold(GLOBAL_SMS_KEY, 402, "gateway rejected the message (402): Insufficient credits", "INSUFFICIENT_CREDITS");
+
+  // m-1 goes again as the probe, with its key: Cast answers from its cache.
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  const keys = bridge.gateway.received(SEND).map((r) => r.headers["x-idempotency-key"]);
+  expect(keys).toHaveLength(2);
+  expect(new Set(keys).size).toBe(1);
+  expect(bridge.gateway.sent()).toHaveLength(1);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.holds.list()).toHaveLength(1);
+  expect(bridge.logs.join("")).not.toContain("works again");
+});

@@ -72,10 +72,11 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       // The request may have reached the gateway: never resend it blindly.
       throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
     }
+    const fromCache = res.headers.get("x-idempotent-replay") === "true";
     try {
-      return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
+      return { ...readAnswer(res.status, res._data ?? "", res.headers.get("retry-after")), ...(fromCache && { replayed: true }) };
     } catch (error) {
-      throw res.headers.get("x-idempotent-replay") === "true" ? replayed(error, res.status) : error;
+      throw fromCache ? replayed(error, res.status) : error;
     }
   }
 
