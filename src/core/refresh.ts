@@ -44,7 +44,7 @@ export interface RefresherDeps<R extends LeasedToken> {
   storeRetryMs?: number;
 }
 
-/** How soon a job whose token is being refreshed in this process looks again, rather than await the refresh. */
+/** How soon a job whose token is being refreshed (here, or by another process) looks again, rather than await the refresh. */
 const REFRESHING_WAIT_MS = 1000;
 
 /**
@@ -91,7 +91,8 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
 
   /**
    * `own`: this call's grant made the record, not another process's. `ownOnly`: does not
-   * wait for another process's lease, whose answer would not be its own.
+   * wait for another process's lease, whose answer would not be its own; nor does a job's
+   * refresh (`rateLimit` "throw"), which must hold no worker: both get the record as it is.
    */
   async function refreshOnce(id: string, force: boolean, ownOnly: boolean, rateLimit: RateLimitMode): Promise<{ record: R; own: boolean }> {
     const giveUpAt = Date.now() + waitMs;
@@ -108,7 +109,7 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
       if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
       // Lease times are wall-clock: they coordinate real processes, not business time.
       if (store.tryLease(id, record.serial, Date.now(), Date.now() + leaseMs)) return refreshHoldingLease(id, record, rateLimit);
-      if (ownOnly) return { record, own: false };
+      if (ownOnly || rateLimit === "throw") return { record, own: false };
       if (Date.now() > giveUpAt) {
         throw new AppError("REFRESH_FAILED", "refresh token failed: another process is still refreshing this token");
       }
@@ -165,9 +166,10 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
 
   /**
    * validToken for a queue job, which must hold no worker while it waits: the record, or
-   * `{ waitMs }` when a refresh of it runs in this process already (the job looks again
-   * shortly, rather than await it) or the CRM's 429 asked to wait. A refresh it starts
-   * meets a 429 by throwing it (REFRESH_FAILED with retryAfterMs), never by sleeping.
+   * `{ waitMs }` when a refresh of it runs already (in this process, or in another holding
+   * the lease: the job looks again shortly, rather than await it) or the CRM's 429 asked to
+   * wait. A refresh it starts meets a 429 by throwing it (REFRESH_FAILED with
+   * retryAfterMs), never by sleeping.
    */
   async function forJob(id: string): Promise<R | { waitMs: number }> {
     const record = store.get(id);
@@ -178,7 +180,8 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     if (cooling > 0) return { waitMs: cooling };
     coolingUntil.delete(id);
     try {
-      return await refresh(id, false, "throw");
+      const fresh = await refresh(id, false, "throw");
+      return needsRefresh(fresh.expiresAt, now()) ? { waitMs: REFRESHING_WAIT_MS } : fresh;
     } catch (error) {
       const asked = error instanceof AppError ? error.retryAfterMs : undefined;
       if (asked) coolingUntil.set(id, now() + asked);
