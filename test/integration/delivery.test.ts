@@ -423,6 +423,41 @@ describe("gateway answers", () => {
     expect(b.worker.running).toBe(true);
   });
 
+  test("giving up on 429s after an attempt without an answer (502): failed, delivery unknown", async () => {
+    const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sendBackoffMs: 100 } });
+    let calls = 0;
+    b.gateway.on(SEND, () =>
+      ++calls === 1
+        ? jsonResponse({ success: false, error: "Bad Gateway" }, 502)
+        : jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }),
+    );
+
+    const reports = await deliver(b, "m-1");
+
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect(new Set(b.gateway.keys()).size).toBe(1);
+    expect(reports.map((r) => r.body)).toEqual([
+      {
+        status: "failed",
+        error: { code: "delivery_unknown", type: "saas", message: expect.stringMatching(/429.*gave up after \d+ attempts.*; an earlier attempt got no clear answer, delivery unknown$/) },
+      },
+    ]);
+  });
+
+  test("uninstalled after an attempt without an answer (502): failed, delivery unknown, not sent again", async () => {
+    const b = await start({ tuning: { sendBackoffMs: 100 } });
+    b.gateway.on(SEND, () => {
+      b.core.tokens.markUninstalled("loc-1", Date.now());
+      return jsonResponse({ success: false, error: "Bad Gateway" }, 502);
+    });
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b)).toHaveLength(1);
+    const message = "location loc-1 has uninstalled the app; reinstall it to send again; an earlier attempt got no clear answer, delivery unknown";
+    expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "delivery_unknown", type: "saas", message } }]);
+  });
+
   test("a gateway outage: connections refused, then back: delivered exactly once, never reported failed", async () => {
     const port = await closedPort();
     const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${port}` }, tuning: { sms: { retryDelayMs: 20, retries: 1 }, sendBackoffMs: 100 } });

@@ -203,3 +203,50 @@ test("a 402 kept under the key of an attempt without an answer, replayed after t
   expect(accepted[0]).not.toBe(first);
   expect(bridge.logs.join("")).toMatch(/replayed its kept answer \(402\)/);
 });
+
+test("a held key's send probe is not spent on a message that only waits for the budget: it goes as soon as the budget allows", async () => {
+  const bridge = await start({ worker: false, tuning: { holdProbeMs: 500 } });
+  let credits = 0;
+  bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  const run = () => bridge.core.processOutbound(bridge.core.jobs.get("m-1")!);
+  await run();
+  expect(bridge.core.jobs.get("m-1")?.held).toBe(true);
+  await sleep(600); // the key's send probe comes due
+  credits = 500;
+
+  // A 429 has every send of the process waiting: the message that was to be the probe waits.
+  bridge.core.scheduler.slowDown(undefined, 200);
+  const wait = await run();
+  expect(wait).toBeGreaterThan(0);
+  expect(bridge.gateway.received(SEND)).toHaveLength(1);
+
+  // Before, it had spent the probe: held for another probe's time, nothing sent.
+  await sleep(Number(wait));
+  expect(await run()).toBeUndefined();
+  expect(bridge.gateway.received(SEND)).toHaveLength(2);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ held: false, outcome: "delivered" });
+});
+
+test("an old 200 Cast replays to a held key's probe does not lift the hold: only a fresh send proves the key works", async () => {
+  const bridge = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 1000 } });
+  let calls = 0;
+  bridge.gateway.on(SEND, async () => {
+    if (++calls === 1) await sleep(400); // sent, but answered after the timeout: kept under the key
+    return bridge.gateway.accept();
+  });
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.unclear);
+  // Meanwhile the account ran out of credit: another message's send was refused.
+  bridge.core.holds.hold(GLOBAL_SMS_KEY, 402, "gateway rejected the message (402): Insufficient credits", "INSUFFICIENT_CREDITS");
+
+  // m-1 goes again as the probe, with its key: Cast answers from its cache.
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  const keys = bridge.gateway.received(SEND).map((r) => r.headers["x-idempotency-key"]);
+  expect(keys).toHaveLength(2);
+  expect(new Set(keys).size).toBe(1);
+  expect(bridge.gateway.sent()).toHaveLength(1);
+  expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.holds.list()).toHaveLength(1);
+  expect(bridge.logs.join("")).not.toContain("works again");
+});

@@ -229,6 +229,37 @@ describe("such a location's token is renewed through its company's token", () =>
     expect(b.core.tokens.get("loc-1")?.refreshError).toBe("");
   });
 
+  test("HighLevel's 429 on the renewal holds no worker: it is asked once, and another location's message goes meanwhile", async () => {
+    const b = await start();
+    keepCompanyFresh(b, await agencyInstall(b));
+    b.seed("loc-9");
+    const installed = locationTokenCalls(b).length;
+    clock += 86_399_000 - 4 * MINUTE;
+    let limited = true;
+    const documented = highlevelFixture("oauth-location-token");
+    b.crm.on("POST /oauth/locationToken", () =>
+      limited ? jsonResponse({ message: "Too many requests" }, 429, { "retry-after": "60" }) : jsonResponse(documented),
+    );
+
+    // As many reports waiting for loc-1's renewal as there are workers.
+    for (let i = 0; i < 16; i++) expect((await b.webhook(outbound(`m-${i}`))).status).toBe(200);
+    await waitFor(() => b.gateway.sent().length === 16);
+    await waitFor(() => locationTokenCalls(b).length > installed);
+    expect((await b.webhook(outbound("other", { locationId: "loc-9" }))).status).toBe(200);
+
+    // Before, every worker slept through Retry-After inside the renewal, and loc-9 waited.
+    expect(await waitFor(() => b.crm.statusReports().find((r) => r.messageId === "other"))).toMatchObject({ body: { status: "delivered" } });
+    // One 429, not one per report: the others wait for the renewal, then for the Retry-After.
+    expect(locationTokenCalls(b).slice(installed)).toHaveLength(1);
+    expect(b.crm.statusReports().filter((r) => r.messageId.startsWith("m-"))).toEqual([]);
+
+    // Once the Retry-After is over, the renewal is asked again and the reports go.
+    limited = false;
+    clock += MINUTE + 1000;
+    await waitFor(() => b.crm.statusReports().some((r) => r.messageId.startsWith("m-")));
+    expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: documented.access_token, expiresAt: clock + Number(documented.expires_in) * 1000 });
+  });
+
   test("a location with its own refresh token is not held to that rule: a 403 from /oauth/token marks nothing", async () => {
     const b = await start();
     await b.install("loc-own");

@@ -191,6 +191,22 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
     expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: mine.accessToken, refreshToken: mine.refreshToken });
   });
 
+  test("a report's refresh does not wait for another process's lease: it looks again shortly, holding no worker", async () => {
+    const b = await start();
+    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    const other = secondProcess(b);
+    // Another process (`bridge token refresh`, waiting out HighLevel's 429) holds the lease.
+    expect(other.tokens.tryLease("loc-1", b.core.tokens.get("loc-1")!.serial, Date.now(), Date.now() + MINUTE)).toBe(true);
+
+    await expect(b.core.tokenService.forJob("loc-1")).resolves.toEqual({ waitMs: expect.any(Number) });
+    expect(tokenCalls(b)).toEqual([]);
+
+    // The other process stores its pair: the next look uses it.
+    other.tokens.updateTokens("loc-1", "at-other", "rt-other", clock + EXPIRES_IN_S * 1000, clock);
+    await expect(b.core.tokenService.forJob("loc-1")).resolves.toMatchObject({ accessToken: "at-other", refreshToken: "rt-other" });
+    expect(tokenCalls(b)).toEqual([]);
+  });
+
   test("invalid_grant because another process rotated the token first: the newer pair is used, not an error", async () => {
     const b = await start();
     b.seed("loc-1", { expiresAt: clock + MINUTE, refreshToken: "rt-old" });

@@ -72,10 +72,11 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
       // The request may have reached the gateway: never resend it blindly.
       throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
     }
+    const fromCache = res.headers.get("x-idempotent-replay") === "true";
     try {
-      return readAnswer(res.status, res._data ?? "", res.headers.get("retry-after"));
+      return { ...readAnswer(res.status, res._data ?? "", res.headers.get("retry-after")), ...(fromCache && { replayed: true }) };
     } catch (error) {
-      throw res.headers.get("x-idempotent-replay") === "true" ? replayed(error, res.status) : error;
+      throw fromCache ? replayed(error, res.status) : error;
     }
   }
 
@@ -168,10 +169,12 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
           },
         });
       } catch (error) {
-        // Retried and still failing: say so in the status the CRM shows.
+        // Retried and still failing: say so in the status the CRM shows. Everything the
+        // failure policy reads stays (the error_code decides how a hold is probed).
         if (attempts < 2 || !(error instanceof GatewayError)) throw error;
-        const { httpStatus, keySpent, retryAfterMs } = error;
-        throw new GatewayError(error.failure, `${error.message} (${attempts} attempts)`, { httpStatus, keySpent, retryAfterMs, cause: error });
+        const { httpStatus, keySpent, retryAfterMs, gatewayCode } = error;
+        const message = `${error.message} (${attempts} attempts)`;
+        throw new GatewayError(error.failure, message, { httpStatus, keySpent, retryAfterMs, gatewayCode, cause: error });
       }
     },
   };

@@ -49,6 +49,13 @@ export type MessageStatus =
 
 export type CrmClient = ReturnType<typeof createCrmClient>;
 
+/**
+ * How a call meets HighLevel's 429: "wait" sleeps through Retry-After and tries again (a
+ * command, which has nothing else to do); "throw" gives the CrmError, with its
+ * retryAfterMs, back at once (a queue job, which waits in the queue and holds no worker).
+ */
+export type RateLimitMode = "wait" | "throw";
+
 const LOCATION_API_VERSION = "2021-07-28";
 const MESSAGES_API_VERSION = "2021-04-15";
 const PAGE_SIZE = 100;
@@ -109,8 +116,8 @@ export function createCrmClient(options: CrmOptions) {
     },
 
     /** Exchanges a company token for one location's token. */
-    getLocationToken(companyToken: string, companyId: string, locationId: string): Promise<TokenResponse> {
-      return withRateLimitRetry(async () => {
+    getLocationToken(companyToken: string, companyId: string, locationId: string, rateLimit: RateLimitMode = "wait"): Promise<TokenResponse> {
+      const once = async () => {
         const res = await request("/oauth/locationToken", {
           operation: "getLocationToken",
           method: "POST",
@@ -123,7 +130,8 @@ export function createCrmClient(options: CrmOptions) {
         });
         if (res.status !== 200) throw statusError("locationToken endpoint", res);
         return parseToken(res.text, "failed to parse location token response", locationTokenSchema);
-      });
+      };
+      return rateLimit === "wait" ? withRateLimitRetry(once) : once();
     },
 
     /** Every location of the company where this app is installed, following the pages. */

@@ -33,6 +33,8 @@ export interface SendRequest {
 export interface SendResult {
   messageId: string;
   parts: number;
+  /** The answer was the gateway's kept answer to an earlier request under the idempotency key, not a send now. */
+  replayed?: boolean;
 }
 
 /** The gateway's word on one message, in Cast's terms (`GET /api/v1/sms/status/{id}`): another driver maps its own onto them. */

@@ -136,6 +136,14 @@ export function createKeyHolds(options: KeyHoldsOptions) {
       if (due) void probe(apiKey, hold);
       return hold;
     },
+    /**
+     * The message `check` just let through as the key's send probe did not go (no budget
+     * yet): the probe is due again at once, not in a probe's time, for whichever comes next.
+     */
+    notProbed(apiKey: string): void {
+      const hold = held.get(apiKey);
+      if (hold?.probe === "send") hold.probedAt = now() - probeEveryMs;
+    },
     /** A send on `apiKey` went through: a hold on it is over. */
     sent(apiKey: string): void {
       const hold = held.get(apiKey);

@@ -20,7 +20,7 @@ import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
 import { printable } from "../printable.ts";
 import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "../retry.ts";
-import { afterFailure, lookAgainMs } from "./send-failure.ts";
+import { afterFailure, lookAgainMs, unlessMaybeSent } from "./send-failure.ts";
 import { sendingWith, sharedRefusal, type SharedSending } from "../installs/locations.ts";
 import type { TokenService } from "../installs/tokens.ts";
 
@@ -95,7 +95,11 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // holding no worker meanwhile.
     if ("request" in plan) {
       const wait = deps.scheduler.trySend(plan.request.apiKey, job.message.locationId);
-      if (wait > 0) return wait;
+      if (wait > 0) {
+        // Let through as a held key's send probe, it did not go: the probe is not spent.
+        deps.holds.notProbed(plan.request.apiKey);
+        return wait;
+      }
     }
     const claim: Claim | undefined =
       "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId } : undefined;
@@ -105,7 +109,8 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     const apiKey = "request" in plan ? plan.request.apiKey : "";
     if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return;
     const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
-    const result = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
+    const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
+    const result = unlessMaybeSent(job, ending);
     if ("retryAt" in result) {
       await storeUntilDone(deps, `message ${job.message.messageId}: its next attempt`, () =>
         deps.jobs.sendLater(job.id, result.retryAt, result.reason, deps.now(), result),
@@ -125,7 +130,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     if (!settled) return;
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
-  if (job.state === "reporting") await report(deps, job);
+  if (job.state === "reporting") return report(deps, job);
 }
 
 /** Claims the job for its send, its key kept first: a key that cannot be kept leaves the job queued, not "sending". */
@@ -194,10 +199,8 @@ function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: nu
   if (!hold) return undefined;
   const waitMs = lookAgainMs(deps, job);
   if (waitMs > 0) return { waitMs, reason: hold.reason };
-  const why = `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`;
-  // An earlier attempt may have sent it: a refusal since then proves nothing about that one.
-  if (job.unclear) return failed("delivery_unknown", `${why}; an earlier attempt got no clear answer, delivery unknown`);
-  return failed("gateway_key_refused", why);
+  // After an earlier attempt that may have sent it, "delivery unknown" (unlessMaybeSent).
+  return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
 }
 
 /**
@@ -229,7 +232,9 @@ async function send(
   const { messageId, locationId } = job.message;
   try {
     const sent = await deps.sms.send(request);
-    deps.holds.sent(request.apiKey); // it was a probe, or a probe freed the key meanwhile
+    // It was a probe, or a probe freed the key meanwhile. A 200 Cast kept from before the
+    // hold proves nothing about the key now: only a fresh one lifts it.
+    if (!sent.replayed) deps.holds.sent(request.apiKey);
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId, parts: sent.parts };
   } catch (error) {
@@ -263,7 +268,8 @@ async function storeUntilDone(deps: OutboundDeps, what: string, write: () => voi
   }
 }
 
-async function report(deps: OutboundDeps, job: Job): Promise<void> {
+/** Reports the job's outcome; a number: the ms until it may look again (its token is being renewed). */
+async function report(deps: OutboundDeps, job: Job): Promise<number | void> {
   const { messageId, locationId } = job.message;
   const status: MessageStatus =
     job.outcome === "delivered"
@@ -271,7 +277,10 @@ async function report(deps: OutboundDeps, job: Job): Promise<void> {
       : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
   let accessToken: string | undefined;
   try {
-    ({ accessToken } = await deps.tokenService.validToken(locationId));
+    const valid = await deps.tokenService.forJob(locationId);
+    // Renewed by another job right now, or HighLevel asked to wait: waited in the queue.
+    if ("waitMs" in valid) return valid.waitMs;
+    ({ accessToken } = valid);
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
     await deps.commit(() => deps.jobs.reported(job.id, status.status, deps.now()));
     deps.metrics?.finished(job);
@@ -297,7 +306,9 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
     return;
   }
   deps.outages?.waited("crm", messageId);
-  const delay = delayMs(RETRY.report, job.attempts, deps.reportBackoffMs);
+  // A 429 (to the report or to its token's renewal) is waited out at least as long as asked.
+  const asked = error instanceof AppError ? (error.retryAfterMs ?? 0) : 0;
+  const delay = Math.max(asked, delayMs(RETRY.report, job.attempts, deps.reportBackoffMs));
   await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
 }

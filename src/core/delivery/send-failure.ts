@@ -37,6 +37,19 @@ export function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest,
 }
 
 /**
+ * A message that ends failed after an attempt that got no clear answer (`job.unclear`:
+ * its SMS may have left under the idempotency key) is "delivery unknown", whatever ended
+ * it (a refusal before the next send, a give-up on 429s or an unreachable gateway): none
+ * of these says anything about that attempt. The one place this is decided; a wait
+ * (`retryAt`) and any other ending pass as they are.
+ */
+export function unlessMaybeSent<T extends Result | Later>(job: Job, ending: T): T {
+  if (!("outcome" in ending) || ending.outcome !== "failed" || !job.unclear || ending.errorCode === "delivery_unknown") return ending;
+  const said = ending.errorMessage ?? "not sent";
+  return { ...ending, errorCode: "delivery_unknown", errorMessage: `${said}; an earlier attempt got no clear answer, delivery unknown` };
+}
+
+/**
  * A timeout, a 5xx, a dropped connection, a 429 or an outage: the same key again is safe,
  * as long as Cast remembers it; an outage is waited out up to SMS_HOLD_MAX. A failure Cast
  * replays from its cache sent nothing under the key: only a new one can send.

@@ -1,5 +1,5 @@
 import pRetry, { AbortError } from "p-retry";
-import type { TokenResponse } from "../clients/crm.ts";
+import type { RateLimitMode, TokenResponse } from "../clients/crm.ts";
 import { AppError, CrmError, errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import { pRetryOptions, RETRY, sleep } from "../retry.ts";
@@ -29,8 +29,8 @@ export interface LeasedStore<R extends LeasedToken> {
 
 export interface RefresherDeps<R extends LeasedToken> {
   store: LeasedStore<R>;
-  /** A new token for the record: its refresh token spent at the CRM, or another way. */
-  grant: (record: R) => Promise<TokenResponse>;
+  /** A new token for the record: its refresh token spent at the CRM, or another way; a 429 met as `rateLimit` says. */
+  grant: (record: R, rateLimit: RateLimitMode) => Promise<TokenResponse>;
   /** "location" or "company": how log lines and errors name the owner of a token. */
   noun: string;
   /** Why `grant`'s failure for the record will not pass without a reinstall; "" when it may. Default: a dead refresh token. */
@@ -44,12 +44,16 @@ export interface RefresherDeps<R extends LeasedToken> {
   storeRetryMs?: number;
 }
 
+/** How soon a job whose token is being refreshed (here, or by another process) looks again, rather than await the refresh. */
+const REFRESHING_WAIT_MS = 1000;
+
 /**
  * Refresh tokens are single-use, so a refresh is single-flight twice over: one
  * promise per id inside this process, and a lease row in SQLite between processes
  * (the server and the CLI). `validToken(id)`: the record with an access token good for
- * at least REFRESH_MARGIN_MS more; `refresh(id, force)`: refreshed now if needed, or
- * always with `force`, even a token refused before; `confirm(id)`: see there.
+ * at least REFRESH_MARGIN_MS more; `forJob(id)`: the same for a queue job, or how long
+ * it waits; `refresh(id, force)`: refreshed now if needed, or always with `force`, even
+ * a token refused before; `confirm(id)`: see there.
  */
 export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   const { store, grant, noun, missing, now, log } = deps;
@@ -58,11 +62,14 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   const waitMs = deps.waitMs ?? 45_000;
   const storeRetryMs = deps.storeRetryMs ?? RETRY.storeToken.firstMs;
   const inflight = new Map<string, Promise<R>>();
+  // Per id, until when the CRM's 429 to a job's refresh asked us to wait: on the clock the
+  // job's own retry is scheduled by.
+  const coolingUntil = new Map<string, number>();
 
-  function refresh(id: string, force = false): Promise<R> {
+  function refresh(id: string, force = false, rateLimit: RateLimitMode = "wait"): Promise<R> {
     const running = inflight.get(id);
     if (running) return running;
-    const started = refreshOnce(id, force, false)
+    const started = refreshOnce(id, force, false, rateLimit)
       .then(({ record }) => record)
       .finally(() => inflight.delete(id));
     inflight.set(id, started);
@@ -78,15 +85,16 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
    */
   async function confirm(id: string): Promise<R | undefined> {
     if (inflight.has(id)) return undefined;
-    const { record, own } = await refreshOnce(id, true, true);
+    const { record, own } = await refreshOnce(id, true, true, "wait");
     return own ? record : undefined;
   }
 
   /**
    * `own`: this call's grant made the record, not another process's. `ownOnly`: does not
-   * wait for another process's lease, whose answer would not be its own.
+   * wait for another process's lease, whose answer would not be its own; nor does a job's
+   * refresh (`rateLimit` "throw"), which must hold no worker: both get the record as it is.
    */
-  async function refreshOnce(id: string, force: boolean, ownOnly: boolean): Promise<{ record: R; own: boolean }> {
+  async function refreshOnce(id: string, force: boolean, ownOnly: boolean, rateLimit: RateLimitMode): Promise<{ record: R; own: boolean }> {
     const giveUpAt = Date.now() + waitMs;
     const first = store.get(id);
     for (let record = first; ; record = store.get(id)) {
@@ -100,8 +108,8 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
       // have been our own client credentials', since mended).
       if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
       // Lease times are wall-clock: they coordinate real processes, not business time.
-      if (store.tryLease(id, record.serial, Date.now(), Date.now() + leaseMs)) return refreshHoldingLease(id, record);
-      if (ownOnly) return { record, own: false };
+      if (store.tryLease(id, record.serial, Date.now(), Date.now() + leaseMs)) return refreshHoldingLease(id, record, rateLimit);
+      if (ownOnly || rateLimit === "throw") return { record, own: false };
       if (Date.now() > giveUpAt) {
         throw new AppError("REFRESH_FAILED", "refresh token failed: another process is still refreshing this token");
       }
@@ -109,17 +117,18 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     }
   }
 
-  async function refreshHoldingLease(id: string, record: R): Promise<{ record: R; own: boolean }> {
+  async function refreshHoldingLease(id: string, record: R, rateLimit: RateLimitMode): Promise<{ record: R; own: boolean }> {
     let fresh: TokenResponse;
     try {
-      fresh = await grant(record);
+      fresh = await grant(record, rateLimit);
     } catch (error) {
       const latest = store.get(id);
       // invalid_grant because another process rotated the token first: use the newer pair.
       if (latest && latest.serial !== record.serial) return { record: latest, own: false };
       store.releaseLease(id, record.serial, refusedForGood(error, record));
       log.error(`token refresh failed for ${noun} ${id}: ${errorMessage(error)}`);
-      throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error });
+      const retryAfterMs = error instanceof AppError ? error.retryAfterMs : undefined;
+      throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error, retryAfterMs });
     }
     // The CRM has spent the old refresh token: the new pair exists only here until it
     // is stored, so a refused write is tried again before the token is lost to it.
@@ -155,7 +164,32 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
     return refresh(id);
   }
 
-  return { validToken, refresh, confirm };
+  /**
+   * validToken for a queue job, which must hold no worker while it waits: the record, or
+   * `{ waitMs }` when a refresh of it runs already (in this process, or in another holding
+   * the lease: the job looks again shortly, rather than await it) or the CRM's 429 asked to
+   * wait. A refresh it starts meets a 429 by throwing it (REFRESH_FAILED with
+   * retryAfterMs), never by sleeping.
+   */
+  async function forJob(id: string): Promise<R | { waitMs: number }> {
+    const record = store.get(id);
+    if (!record) throw missing(id);
+    if (!needsRefresh(record.expiresAt, now())) return record;
+    if (inflight.has(id)) return { waitMs: REFRESHING_WAIT_MS };
+    const cooling = (coolingUntil.get(id) ?? 0) - now();
+    if (cooling > 0) return { waitMs: cooling };
+    coolingUntil.delete(id);
+    try {
+      const fresh = await refresh(id, false, "throw");
+      return needsRefresh(fresh.expiresAt, now()) ? { waitMs: REFRESHING_WAIT_MS } : fresh;
+    } catch (error) {
+      const asked = error instanceof AppError ? error.retryAfterMs : undefined;
+      if (asked) coolingUntil.set(id, now() + asked);
+      throw error;
+    }
+  }
+
+  return { validToken, forJob, refresh, confirm };
 }
 
 /** The CRM refused the refresh token itself: only a reinstall brings it back. */

@@ -1,6 +1,6 @@
 import type { CompanyRecord, CompanyStore } from "../../db/companies.ts";
 import type { TokenRecord, TokenStore } from "../../db/tokens.ts";
-import type { CrmClient, TokenResponse } from "../clients/crm.ts";
+import type { CrmClient, RateLimitMode, TokenResponse } from "../clients/crm.ts";
 import { AppError, CrmError, errorMessage, noToken } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import { createRefresher, deadGrantNote } from "./refresh.ts";
@@ -36,10 +36,10 @@ export type TokenService = ReturnType<typeof createTokenService>;
  */
 export function createTokenService(deps: TokenServiceDeps) {
   const { tokens, crm, companyTokens, companies, now, log } = deps;
-  const { validToken, refresh, confirm } = createRefresher<TokenRecord>({
+  const { validToken, forJob, refresh, confirm } = createRefresher<TokenRecord>({
     ...deps,
     store: tokens,
-    grant: (record) => (record.refreshToken ? crm.refreshToken(record.refreshToken, "Location") : throughCompany(record)),
+    grant: (record, rateLimit) => (record.refreshToken ? crm.refreshToken(record.refreshToken, "Location") : throughCompany(record, rateLimit)),
     noun: "location",
     missing: noToken,
     refusedForGood: (error, record) => (record.refreshToken ? deadGrantNote(error, "location") : refusedThroughCompany(error)),
@@ -51,12 +51,12 @@ export function createTokenService(deps: TokenServiceDeps) {
    * renewed, once, and the location asked for again. Only a company refused for good, or
    * a 4xx about the location on that second ask, marks the location (refusedThroughCompany).
    */
-  async function throughCompany(record: TokenRecord): Promise<TokenResponse> {
+  async function throughCompany(record: TokenRecord, rateLimit: RateLimitMode): Promise<TokenResponse> {
     const { locationId, companyId } = record;
     if (!companyId) throw new AppError("NO_COMPANY_TOKEN", `location ${locationId} has no refresh token and no company`);
     const company = await companyToken(companyId, () => companyTokens.validToken(companyId));
     try {
-      return await crm.getLocationToken(company.accessToken, companyId, locationId);
+      return await crm.getLocationToken(company.accessToken, companyId, locationId, rateLimit);
     } catch (error) {
       if (!(error instanceof CrmError && error.httpStatus === 401)) throw error;
       log.warn(`the CRM refused company ${companyId}'s access token for location ${locationId} (${errorMessage(error)}); renewing it`);
@@ -66,7 +66,7 @@ export function createTokenService(deps: TokenServiceDeps) {
         current && current.accessToken !== company.accessToken
           ? current
           : await companyToken(companyId, () => companyTokens.refresh(companyId, true));
-      return crm.getLocationToken(renewed.accessToken, companyId, locationId);
+      return crm.getLocationToken(renewed.accessToken, companyId, locationId, rateLimit);
     }
   }
 
@@ -88,6 +88,8 @@ export function createTokenService(deps: TokenServiceDeps) {
   return {
     /** The location's record with an access token good for at least 5 more minutes. */
     validToken,
+    /** validToken for a queue job: the record, or `{ waitMs }` (refresh.ts). */
+    forJob,
     /** Refreshes now if needed, or always with `force` (the CLI's `token refresh --force`), even a token refused before. */
     refresh,
     /** A forced refresh that asks HighLevel itself now, or undefined (refresh.ts). */
@@ -102,7 +104,8 @@ export function createTokenService(deps: TokenServiceDeps) {
       if (!current || current.accessToken !== accessToken || current.refreshError) return;
       if (now() - (renewedAfter401.get(locationId) ?? -Infinity) < RENEW_401_MS) return;
       renewedAfter401.set(locationId, now());
-      await refresh(locationId, true);
+      // Called from a report's job: a 429 is not slept through in a worker.
+      await refresh(locationId, true, "throw");
     },
   };
 }
