@@ -7,6 +7,8 @@ export const STATUS = "GET /api/v1/sms/status/:id";
 export const BALANCE = "GET /api/v1/account/balance";
 export const LOGS = "GET /api/v1/sms/logs";
 export const SENDER_IDS = "GET /api/v1/account/sender-ids";
+/** Every call to a path (or with a method) Cast has no endpoint for. */
+export const UNKNOWN = "ALL /**";
 
 /** One approved sender ID as Cast lists it. */
 export type ApprovedSender = { sender_id: string; label: string; channel: "sms" | "sim" };
@@ -129,13 +131,23 @@ export async function startFakeGateway() {
     });
   }
 
-  /** What the carrier has said of `sent` by now, with when its receipt came. */
-  function carrier(sent: Sent): { status: string; dlr?: string; dlrAt?: number; errorMessage?: string } {
+  /**
+   * What the carrier has said of `sent` by now. Cast's documentation ("Optional fields (only
+   * present when applicable)"): `delivered_at` is the "timestamp of handset confirmation",
+   * so it comes with DELIVRD only; `error_message` is the "SMPP error detail if status is
+   * failed", so it comes with `failed` only.
+   */
+  function carrier(sent: Sent): { status: string; dlr?: string; deliveredAt?: number; errorMessage?: string } {
     if (sent.sandbox) return { status: "sent" };
     const said = receiptOf(sent.message, Date.now() - sent.sentAt);
     const dlr = said.dlr_status ?? DLR_OF[said.status];
     if (dlr && sent.dlr !== dlr) Object.assign(sent, { dlr, dlrAt: Date.now() });
-    return { status: said.status, dlr, dlrAt: dlr ? sent.dlrAt : undefined, errorMessage: said.error_message };
+    return {
+      status: said.status,
+      dlr,
+      deliveredAt: dlr === "DELIVRD" ? sent.dlrAt : undefined,
+      errorMessage: said.status === "failed" ? said.error_message : undefined,
+    };
   }
 
   function status(req: Recorded): Response {
@@ -149,7 +161,7 @@ export async function startFakeGateway() {
         status: now.status,
         sent_at: iso(sent.sentAt),
         dlr_status: now.dlr,
-        delivered_at: now.dlrAt === undefined ? undefined : iso(now.dlrAt),
+        delivered_at: now.deliveredAt === undefined ? undefined : iso(now.deliveredAt),
       }),
       // Documented ("error_message"?) though the example has none.
       ...(now.errorMessage && { error_message: now.errorMessage }),
@@ -186,7 +198,7 @@ export async function startFakeGateway() {
       parts: sent.parts,
       created_at: iso(sent.sentAt),
       dlr_status: now.dlr,
-      delivered_at: now.dlrAt === undefined ? undefined : iso(now.dlrAt),
+      delivered_at: now.deliveredAt === undefined ? undefined : iso(now.deliveredAt),
     });
   }
 
@@ -198,6 +210,8 @@ export async function startFakeGateway() {
     [LOGS]: logs,
     [BALANCE]: () => jsonResponse(like(CAST.balance, { credits: 1000 })),
     [SENDER_IDS]: () => jsonResponse(like(CAST.senderIds, { sender_ids: approvedSenders })),
+    // Every Cast answer is its envelope, errors too; the documentation's 404 code is NOT_FOUND.
+    [UNKNOWN]: () => castError(404, "NOT_FOUND", "not found"),
   };
   const fake = await startFake({ [SEND]: handle, ...Object.fromEntries(Object.entries(own).map(([route, h]) => [route, limited(h)])) });
   return {

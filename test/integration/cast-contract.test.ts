@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, test } from "vitest";
 import { fixture } from "../helpers/fixtures.ts";
-import { castError, startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
+import { castError, SEND, startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
 
 /**
  * The fake Cast answers in Cast's documented shapes (../shared/fixtures/cast, CAST_API.md),
@@ -58,6 +58,101 @@ test("status before the receipt: status-200.json without dlr_status and delivere
   const { dlr_status: _d, delivered_at: _a, ...before } = fixture("cast", "status-200.json");
   expect(shapeOf(res.body)).toEqual(shapeOf(before));
   expect(res.body.status).toBe("sent");
+});
+
+/**
+ * The status call's example without `absent` and with the `extra` fields. Cast's documentation
+ * names three optional fields, "only present when applicable": `dlr_status` (the carrier's
+ * code), `delivered_at` ("timestamp of handset confirmation") and `error_message` ("SMPP error
+ * detail if status is failed"); none other may appear.
+ */
+function statusExample(absent: ("dlr_status" | "delivered_at")[], extra: { error_message?: string } = {}) {
+  const example: Record<string, unknown> = { ...fixture("cast", "status-200.json"), ...extra };
+  for (const field of absent) delete example[field];
+  return example;
+}
+
+const statusOf = async (messageId: unknown) => call(`/api/v1/sms/status/${String(messageId)}`);
+
+test.each([
+  { said: { status: "pending", dlr_status: "ACCEPTD" }, dlr: "ACCEPTD" },
+  { said: { status: "undelivered", dlr_status: "UNDELIV" }, dlr: "UNDELIV" },
+  { said: { status: "undelivered", dlr_status: "REJECTD" }, dlr: "REJECTD" },
+  { said: { status: "undelivered", dlr_status: "EXPIRED" }, dlr: "EXPIRED" },
+])("status $said.status ($dlr): status-200.json with dlr_status, without delivered_at (no handset confirmation)", async ({ said, dlr }) => {
+  gateway.receipts(() => said);
+  const res = await statusOf((await send()).body.message_id);
+  expect(shapeOf(res.body)).toEqual(shapeOf(statusExample(["delivered_at"])));
+  expect(res.body).toMatchObject({ status: said.status, dlr_status: dlr });
+});
+
+test("status failed: status-200.json without a receipt, with error_message", async () => {
+  gateway.receipts(() => ({ status: "failed", error_message: "route unavailable" }));
+  const res = await statusOf((await send()).body.message_id);
+  expect(shapeOf(res.body)).toEqual(shapeOf(statusExample(["dlr_status", "delivered_at"], { error_message: "SMPP error detail" })));
+  expect(res.body).toMatchObject({ status: "failed", error_message: "route unavailable" });
+});
+
+test("error_message comes with status failed only", async () => {
+  gateway.receipts(() => ({ status: "undelivered", dlr_status: "UNDELIV", error_message: "not for this status" }));
+  const res = await statusOf((await send()).body.message_id);
+  expect(res.body).not.toHaveProperty("error_message");
+});
+
+test("status of a sandbox send: sent, no receipt ever; another key's message is not found", async () => {
+  const sandboxKey = "cast_test_0123456789abcdef";
+  const { message_id } = (await send(sandboxKey)).body;
+  const res = await call(`/api/v1/sms/status/${String(message_id)}`, {}, sandboxKey);
+  expect(shapeOf(res.body)).toEqual(shapeOf(statusExample(["dlr_status", "delivered_at"])));
+  expect(res.body.status).toBe("sent");
+  expect((await statusOf(message_id)).status).toBe(404);
+});
+
+test("logs: an undelivered entry has dlr_status without delivered_at; a failed submission is status failed", async () => {
+  const example = fixture<{ logs: Record<string, unknown>[] }>("cast", "logs-200.json");
+  gateway.receipts((message) => (message === "refused" ? { status: "undelivered", dlr_status: "REJECTD" } : { status: "failed", error_message: "route unavailable" }));
+  await call("/api/v1/sms/send", { method: "POST", body: JSON.stringify({ to: "09171234568", message: "refused" }) });
+  await call("/api/v1/sms/send", { method: "POST", body: JSON.stringify({ to: "09171234569", message: "lost" }) });
+
+  const [failed, refused] = (await call("/api/v1/sms/logs")).body.logs as Record<string, unknown>[];
+  const { delivered_at: _, ...undelivered } = example.logs[1]!;
+  expect(shapeOf(refused)).toEqual(shapeOf(undelivered));
+  expect(refused).toMatchObject({ status: "sent", dlr_status: "REJECTD" });
+  expect(shapeOf(failed)).toEqual(shapeOf(example.logs[0]));
+  expect(failed).toMatchObject({ status: "failed" });
+  expect((await call("/api/v1/sms/logs?status=failed")).body.logs).toEqual([failed]);
+});
+
+const sendWith = (key: string) =>
+  call("/api/v1/sms/send", { method: "POST", headers: { "x-idempotency-key": key }, body: JSON.stringify({ to: "09171234567", message: "Hello!" }) });
+
+test("a repeated X-Idempotency-Key: the first answer again, with X-Idempotent-Replay: true, and nothing sent", async () => {
+  const first = await sendWith("k-1");
+  const again = await sendWith("k-1");
+  expect(first.headers.get("x-idempotent-replay")).toBeNull();
+  expect(again.headers.get("x-idempotent-replay")).toBe("true");
+  expect(again).toMatchObject({ status: 200, body: first.body });
+  expect(gateway.sent()).toHaveLength(1);
+});
+
+test("a repeated X-Idempotency-Key after an error: the error again, replayed, as Cast keeps \"the original response\"", async () => {
+  gateway.keepFailedAnswers();
+  gateway.on(SEND, () => castError(503, "SERVICE_UNAVAILABLE", "SMPP pool not connected"));
+  const refused = await sendWith("k-2");
+  const replayed = await sendWith("k-2");
+  expect(replayed.headers.get("x-idempotent-replay")).toBe("true");
+  expect(replayed).toMatchObject({ status: 503, body: refused.body });
+  expect(shapeOf(replayed.body)).toEqual(shapeOf(fixture("cast", "error-402.json")));
+  expect(gateway.sent()).toHaveLength(1);
+});
+
+test("a path or method Cast has no endpoint for: 404 in the error envelope of error-402.json", async () => {
+  for (const [path, method] of [["/api/v1/no/such/endpoint", "GET"], ["/api/v1/sms/send", "GET"], ["/api/v1/account/balance", "POST"]] as const) {
+    const res = await call(path, { method });
+    expect(res.status, `${method} ${path}`).toBe(404);
+    expect(shapeOf(res.body)).toEqual(shapeOf(fixture("cast", "error-402.json")));
+    expect(res.body).toMatchObject({ success: false, error_code: "NOT_FOUND" });
+  }
 });
 
 test("logs: logs-200.json, an entry without its receipt like the first, a delivered one like the second", async () => {
