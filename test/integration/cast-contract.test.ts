@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, expect, test } from "vitest";
 import { fixture } from "../helpers/fixtures.ts";
+import { shapeOf } from "../helpers/shape.ts";
 import { castError, SEND, startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
 
 /**
@@ -12,19 +13,6 @@ const KEY = "cast_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd
 let gateway: FakeGateway;
 beforeEach(async () => (gateway = await startFakeGateway()));
 afterEach(() => gateway.close());
-
-/** What an answer is made of: field names, and each value's kind (an ISO time, an integer, …). */
-function shapeOf(value: unknown): unknown {
-  if (Array.isArray(value)) {
-    const shapes = value.map(shapeOf);
-    for (const s of shapes) expect(s, "every element of a list has one shape").toEqual(shapes[0]);
-    return shapes.slice(0, 1);
-  }
-  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shapeOf(v)]));
-  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
-  if (typeof value === "string" && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(value)) return "ISO time, to the second";
-  return typeof value;
-}
 
 async function call(path: string, init: RequestInit = {}, key = KEY) {
   const res = await fetch(gateway.url + path, { ...init, headers: { "x-api-key": key, "content-type": "application/json", ...init.headers } });
