@@ -41,8 +41,10 @@ export function castError(status: number, errorCode: string, error: string, head
  * A fake Cast.ph v1: accepts every SMS unless a test swaps the handler, and honours
  * `X-Idempotency-Key` as Cast does: the first request with a key is handled and its
  * answer kept; a repeat (even while the first is still being answered) gets that
- * answer again with `X-Idempotent-Replay: true` and sends nothing. 429 and 5xx answers
- * are not kept, so a retry after them is handled anew. A key starting `cast_test_` is a
+ * answer again with `X-Idempotent-Replay: true` and sends nothing, whatever that answer
+ * was (CAST_API.md: Cast keeps "the original response" for 24 hours), a 429 or a 5xx
+ * included; a refusal of the key or the caller's IP (`checkKey`) and Cast's own rate
+ * limits come before the cache and are never kept. A key starting `cast_test_` is a
  * sandbox key: answered `sandbox: true` with a `SANDBOX_` id, and no carrier receipt.
  * Each accepted message is a row of the account's log (`GET /api/v1/sms/logs`).
  */
@@ -52,8 +54,8 @@ export async function startFakeGateway() {
   let handler: Handler = accept;
   // Cast checks the key and the caller's IP before its idempotency cache: a refusal there is never kept.
   let keyCheck: ((req: Recorded) => Response | undefined) | undefined;
-  // Cast keeps "the original response", whatever it was; by default the fake forgets 429 and 5xx.
-  let keepFailures = false;
+  // Cast keeps "the original response", whatever it was; a test can make the fake forget 429 and 5xx.
+  let keepFailures = true;
   const answers = new Map<string, Promise<Kept | undefined>>();
   /** The requests that reached the handler: replays are not among them. */
   const handled: Recorded[] = [];
@@ -255,9 +257,12 @@ export async function startFakeGateway() {
     checkKey(next: ((req: Recorded) => Response | undefined) | undefined) {
       keyCheck = next;
     },
-    /** Keep 429 and 5xx answers under their idempotency key too, and replay them, as Cast may. */
-    keepFailedAnswers() {
-      keepFailures = true;
+    /**
+     * Forget 429 and 5xx answers, so a retry with the same key is handled anew: what a
+     * 503 from a proxy in front of Cast's cache, which never reached Cast, looks like.
+     */
+    forgetFailedAnswers() {
+      keepFailures = false;
     },
     /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
     limit(perSecond: number, burst = perSecond) {

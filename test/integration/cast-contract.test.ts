@@ -124,7 +124,6 @@ test("a repeated X-Idempotency-Key: the first answer again, with X-Idempotent-Re
 });
 
 test("a repeated X-Idempotency-Key after an error: the error again, replayed, as Cast keeps \"the original response\"", async () => {
-  gateway.keepFailedAnswers();
   gateway.on(SEND, () => castError(503, "SERVICE_UNAVAILABLE", "SMPP pool not connected"));
   const refused = await sendWith("k-2");
   const replayed = await sendWith("k-2");
