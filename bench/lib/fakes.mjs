@@ -172,7 +172,11 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
       }));
       return json(res, 200, { success: true, count: mine.length, logs });
     }
-    if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, castError("NOT_FOUND", "not found"));
+    if (req.method !== "POST" || req.url !== "/api/v1/sms/send") {
+      // Cast's 405 METHOD_NOT_ALLOWED is the documented "wrong HTTP method".
+      if (ENDPOINT.test(new URL(req.url, "http://x").pathname)) return json(res, 405, castError("METHOD_NOT_ALLOWED", "method not allowed"));
+      return json(res, 404, castError("NOT_FOUND", "not found"));
+    }
     stats.calls++;
     if (limit && !sendBucket.take(performance.now())) {
       stats.rateLimited++;
@@ -203,6 +207,9 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
   });
   return { ...server, accepted, acceptedAt, receiptAt, rateLimitedAt, readsAt, stats };
 }
+
+/** The paths this fake has an endpoint for, whatever the method. */
+const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids))$/;
 
 /** The status call's `status` for each carrier code (CAST_API.md); none yet is `sent`. */
 const STATUS_OF_DLR = { DELIVRD: "delivered", ACCEPTD: "pending", UNDELIV: "undelivered", REJECTD: "undelivered", EXPIRED: "undelivered" };

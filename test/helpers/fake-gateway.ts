@@ -212,8 +212,10 @@ export async function startFakeGateway() {
     [LOGS]: logs,
     [BALANCE]: () => jsonResponse(like(CAST.balance, { credits: 1000 })),
     [SENDER_IDS]: () => jsonResponse(like(CAST.senderIds, { sender_ids: approvedSenders })),
-    // Every Cast answer is its envelope, errors too; the documentation's 404 code is NOT_FOUND.
-    [UNKNOWN]: () => castError(404, "NOT_FOUND", "not found"),
+    // Every Cast answer is its envelope, errors too: 405 METHOD_NOT_ALLOWED is the documented
+    // "wrong HTTP method"; for a path Cast has no endpoint for, its 404 code, NOT_FOUND.
+    [UNKNOWN]: (req) =>
+      ENDPOINT.test(req.path) ? castError(405, "METHOD_NOT_ALLOWED", "method not allowed") : castError(404, "NOT_FOUND", "not found"),
   };
   const fake = await startFake({ [SEND]: handle, ...Object.fromEntries(Object.entries(own).map(([route, h]) => [route, limited(h)])) });
   return {
@@ -293,6 +295,9 @@ interface Sent {
   dlr?: string;
   dlrAt?: number;
 }
+
+/** The paths this fake has an endpoint for, whatever the method. */
+const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids))$/;
 
 /** The carrier's code a status implies when a test gave only the status. */
 const DLR_OF: Record<string, string> = { delivered: "DELIVRD", undelivered: "UNDELIV", pending: "ACCEPTD" };
