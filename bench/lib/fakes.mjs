@@ -86,10 +86,13 @@ export async function startFakeCrm() {
 /**
  * Cast.ph, answering in the shapes of Cast's documented examples (../shared/fixtures/cast,
  * CAST_API.md): the send's `message_id`; the status call's `status`, `sent_at` and, once
- * the carrier's receipt exists, `dlr_status` and `delivered_at`; the log's entries with
- * Cast's integer row `id`, the send's id in `smpp_message_id`, `status` only `sent`, and
- * `dlr_status`/`delivered_at` once the receipt exists, newest first, paged by `limit`
- * (at most 500) and `offset`; errors as `{success: false, error, error_code}`.
+ * the carrier's receipt exists, `dlr_status`, with `delivered_at` for a DELIVRD one only
+ * (Cast: "timestamp of handset confirmation"); the log's entries with Cast's integer row
+ * `id`, the send's id in `smpp_message_id`, `status` only `sent`, and `dlr_status` (and
+ * `delivered_at`) the same way, newest first, paged by `limit` (at most 500) and
+ * `offset`; the account's balance and sender IDs; errors, unknown paths included, as
+ * `{success: false, error, error_code}`. test/integration/bench-fakes.test.ts holds
+ * these answers to the fixtures.
  *
  * With `limit`, sends meet Cast's per-account limit as a token bucket (refill
  * `ratePerSec`, capacity `burst`, full from the start) and a 429 with Retry-After: 1
@@ -120,7 +123,8 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
 
   function receipt(m, now) {
     const r = receiptAt.get(m.message);
-    return r && r.at <= now ? { dlr_status: r.dlr, delivered_at: iso(r.at) } : {};
+    if (!r || r.at > now) return {};
+    return r.dlr === "DELIVRD" ? { dlr_status: r.dlr, delivered_at: iso(r.at) } : { dlr_status: r.dlr };
   }
 
   // `arrived`: the request's arrival, not the end of its body, is "the gateway received the call".
@@ -130,14 +134,20 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
       stats.rateLimited++;
       return json(res, 429, castError("RATE_LIMIT_EXCEEDED", "rate limit exceeded"), { "retry-after": "1" });
     }
+    // `bridge serve` asks for the balance of each key at start-up, `doctor` for the sender IDs too.
+    if (req.method === "GET" && req.url === "/api/v1/account/balance") return json(res, 200, { success: true, credits: 4750, currency: "PHP" });
+    if (req.method === "GET" && req.url === "/api/v1/account/sender-ids") {
+      return json(res, 200, { success: true, sender_ids: [{ sender_id: "BENCH", label: "Benchmark", channel: "sms" }] });
+    }
     if (req.method === "GET") readsAt.push(now);
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/status/")) {
       stats.receiptReads++;
       stats.statusCalls++;
       const m = byId.get(decodeURIComponent(req.url.slice("/api/v1/sms/status/".length)));
-      if (!m) return json(res, 404, castError("NOT_FOUND", "message not found"));
+      // Cast: "Message ID not found or belongs to a different account".
+      if (!m || m.key !== req.headers["x-api-key"]) return json(res, 404, castError("NOT_FOUND", "message not found"));
       const r = receipt(m, now);
-      const status = r.dlr_status === "DELIVRD" ? "delivered" : r.dlr_status ? "undelivered" : "sent";
+      const status = STATUS_OF_DLR[r.dlr_status] ?? "sent";
       return json(res, 200, { success: true, message_id: m.id, status, sent_at: iso(m.at), ...r });
     }
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/logs")) {
@@ -162,7 +172,11 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
       }));
       return json(res, 200, { success: true, count: mine.length, logs });
     }
-    if (req.method !== "POST" || req.url !== "/api/v1/sms/send") return json(res, 404, castError("NOT_FOUND", "not found"));
+    if (req.method !== "POST" || req.url !== "/api/v1/sms/send") {
+      // Cast's 405 METHOD_NOT_ALLOWED is the documented "wrong HTTP method".
+      if (ENDPOINT.test(new URL(req.url, "http://x").pathname)) return json(res, 405, castError("METHOD_NOT_ALLOWED", "method not allowed"));
+      return json(res, 404, castError("NOT_FOUND", "not found"));
+    }
     stats.calls++;
     if (limit && !sendBucket.take(performance.now())) {
       stats.rateLimited++;
@@ -193,6 +207,12 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
   });
   return { ...server, accepted, acceptedAt, receiptAt, rateLimitedAt, readsAt, stats };
 }
+
+/** The paths this fake has an endpoint for, whatever the method. */
+const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids))$/;
+
+/** The status call's `status` for each carrier code (CAST_API.md); none yet is `sent`. */
+const STATUS_OF_DLR = { DELIVRD: "delivered", ACCEPTD: "pending", UNDELIV: "undelivered", REJECTD: "undelivered", EXPIRED: "undelivered" };
 
 /** A token bucket, full from the start. */
 function bucket(perSec, size) {

@@ -7,6 +7,8 @@ export const STATUS = "GET /api/v1/sms/status/:id";
 export const BALANCE = "GET /api/v1/account/balance";
 export const LOGS = "GET /api/v1/sms/logs";
 export const SENDER_IDS = "GET /api/v1/account/sender-ids";
+/** Every call to a path (or with a method) Cast has no endpoint for. */
+export const UNKNOWN = "ALL /**";
 
 /** One approved sender ID as Cast lists it. */
 export type ApprovedSender = { sender_id: string; label: string; channel: "sms" | "sim" };
@@ -39,8 +41,10 @@ export function castError(status: number, errorCode: string, error: string, head
  * A fake Cast.ph v1: accepts every SMS unless a test swaps the handler, and honours
  * `X-Idempotency-Key` as Cast does: the first request with a key is handled and its
  * answer kept; a repeat (even while the first is still being answered) gets that
- * answer again with `X-Idempotent-Replay: true` and sends nothing. 429 and 5xx answers
- * are not kept, so a retry after them is handled anew. A key starting `cast_test_` is a
+ * answer again with `X-Idempotent-Replay: true` and sends nothing, whatever that answer
+ * was (CAST_API.md: Cast keeps "the original response" for 24 hours), a 429 or a 5xx
+ * included; a refusal of the key or the caller's IP (`checkKey`) and Cast's own rate
+ * limits come before the cache and are never kept. A key starting `cast_test_` is a
  * sandbox key: answered `sandbox: true` with a `SANDBOX_` id, and no carrier receipt.
  * Each accepted message is a row of the account's log (`GET /api/v1/sms/logs`).
  */
@@ -50,8 +54,8 @@ export async function startFakeGateway() {
   let handler: Handler = accept;
   // Cast checks the key and the caller's IP before its idempotency cache: a refusal there is never kept.
   let keyCheck: ((req: Recorded) => Response | undefined) | undefined;
-  // Cast keeps "the original response", whatever it was; by default the fake forgets 429 and 5xx.
-  let keepFailures = false;
+  // Cast keeps "the original response", whatever it was; a test can make the fake forget 429 and 5xx.
+  let keepFailures = true;
   const answers = new Map<string, Promise<Kept | undefined>>();
   /** The requests that reached the handler: replays are not among them. */
   const handled: Recorded[] = [];
@@ -129,13 +133,23 @@ export async function startFakeGateway() {
     });
   }
 
-  /** What the carrier has said of `sent` by now, with when its receipt came. */
-  function carrier(sent: Sent): { status: string; dlr?: string; dlrAt?: number; errorMessage?: string } {
+  /**
+   * What the carrier has said of `sent` by now. Cast's documentation ("Optional fields (only
+   * present when applicable)"): `delivered_at` is the "timestamp of handset confirmation",
+   * so it comes with DELIVRD only; `error_message` is the "SMPP error detail if status is
+   * failed", so it comes with `failed` only.
+   */
+  function carrier(sent: Sent): { status: string; dlr?: string; deliveredAt?: number; errorMessage?: string } {
     if (sent.sandbox) return { status: "sent" };
     const said = receiptOf(sent.message, Date.now() - sent.sentAt);
     const dlr = said.dlr_status ?? DLR_OF[said.status];
     if (dlr && sent.dlr !== dlr) Object.assign(sent, { dlr, dlrAt: Date.now() });
-    return { status: said.status, dlr, dlrAt: dlr ? sent.dlrAt : undefined, errorMessage: said.error_message };
+    return {
+      status: said.status,
+      dlr,
+      deliveredAt: dlr === "DELIVRD" ? sent.dlrAt : undefined,
+      errorMessage: said.status === "failed" ? said.error_message : undefined,
+    };
   }
 
   function status(req: Recorded): Response {
@@ -149,7 +163,7 @@ export async function startFakeGateway() {
         status: now.status,
         sent_at: iso(sent.sentAt),
         dlr_status: now.dlr,
-        delivered_at: now.dlrAt === undefined ? undefined : iso(now.dlrAt),
+        delivered_at: now.deliveredAt === undefined ? undefined : iso(now.deliveredAt),
       }),
       // Documented ("error_message"?) though the example has none.
       ...(now.errorMessage && { error_message: now.errorMessage }),
@@ -188,7 +202,7 @@ export async function startFakeGateway() {
       parts: sent.parts,
       created_at: iso(sent.sentAt),
       dlr_status: now.dlr,
-      delivered_at: now.dlrAt === undefined ? undefined : iso(now.dlrAt),
+      delivered_at: now.deliveredAt === undefined ? undefined : iso(now.deliveredAt),
     });
   }
 
@@ -200,6 +214,10 @@ export async function startFakeGateway() {
     [LOGS]: logs,
     [BALANCE]: () => jsonResponse(like(CAST.balance, { credits: 1000 })),
     [SENDER_IDS]: () => jsonResponse(like(CAST.senderIds, { sender_ids: approvedSenders })),
+    // Every Cast answer is its envelope, errors too: 405 METHOD_NOT_ALLOWED is the documented
+    // "wrong HTTP method"; for a path Cast has no endpoint for, its 404 code, NOT_FOUND.
+    [UNKNOWN]: (req) =>
+      ENDPOINT.test(req.path) ? castError(405, "METHOD_NOT_ALLOWED", "method not allowed") : castError(404, "NOT_FOUND", "not found"),
   };
   const fake = await startFake({ [SEND]: handle, ...Object.fromEntries(Object.entries(own).map(([route, h]) => [route, limited(h)])) });
   return {
@@ -243,9 +261,12 @@ export async function startFakeGateway() {
     checkKey(next: ((req: Recorded) => Response | undefined) | undefined) {
       keyCheck = next;
     },
-    /** Keep 429 and 5xx answers under their idempotency key too, and replay them, as Cast may. */
-    keepFailedAnswers() {
-      keepFailures = true;
+    /**
+     * Forget 429 and 5xx answers, so a retry with the same key is handled anew: what a
+     * 503 from a proxy in front of Cast's cache, which never reached Cast, looks like.
+     */
+    forgetFailedAnswers() {
+      keepFailures = false;
     },
     /** Enforces Cast's messages a second per API key (burst: the bucket's size); `rateLimited` counts the 429s. */
     limit(perSecond: number, burst = perSecond) {
@@ -276,6 +297,9 @@ interface Sent {
   dlr?: string;
   dlrAt?: number;
 }
+
+/** The paths this fake has an endpoint for, whatever the method. */
+const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids))$/;
 
 /** The carrier's code a status implies when a test gave only the status. */
 const DLR_OF: Record<string, string> = { delivered: "DELIVRD", undelivered: "UNDELIV", pending: "ACCEPTD" };

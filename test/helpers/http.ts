@@ -16,7 +16,8 @@ export type Handler = (req: Recorded, event: H3Event) => Response | Promise<Resp
 /**
  * A tiny real HTTP server on 127.0.0.1:0 that records every request and answers
  * through a replaceable handler per "METHOD /path" route: the fake CRM and the fake
- * gateway are both built on it. Tests assert on `requests`, never on mocks.
+ * gateway are both built on it. Tests assert on `requests`, never on mocks. A route
+ * "ALL /**" answers whatever no other route takes.
  */
 export async function startFake(routes: Record<string, Handler>) {
   const requests: Recorded[] = [];
@@ -24,7 +25,8 @@ export async function startFake(routes: Record<string, Handler>) {
   const app = new H3();
   for (const route of Object.keys(routes)) {
     const [method, path] = route.split(" ") as [string, string];
-    app.on(method as "GET", path, async (event) => {
+    // "ALL /**": every method on every path no other route takes.
+    app.on(method === "ALL" ? "" : (method as "GET"), path, async (event) => {
       const url = event.url;
       const req: Recorded = {
         method: event.req.method,

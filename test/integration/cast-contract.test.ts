@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, expect, test } from "vitest";
 import { fixture } from "../helpers/fixtures.ts";
-import { castError, startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
+import { shapeOf } from "../helpers/shape.ts";
+import { castError, SEND, startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
 
 /**
  * The fake Cast answers in Cast's documented shapes (../shared/fixtures/cast, CAST_API.md),
@@ -12,19 +13,6 @@ const KEY = "cast_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd
 let gateway: FakeGateway;
 beforeEach(async () => (gateway = await startFakeGateway()));
 afterEach(() => gateway.close());
-
-/** What an answer is made of: field names, and each value's kind (an ISO time, an integer, …). */
-function shapeOf(value: unknown): unknown {
-  if (Array.isArray(value)) {
-    const shapes = value.map(shapeOf);
-    for (const s of shapes) expect(s, "every element of a list has one shape").toEqual(shapes[0]);
-    return shapes.slice(0, 1);
-  }
-  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shapeOf(v)]));
-  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
-  if (typeof value === "string" && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/.test(value)) return "ISO time, to the second";
-  return typeof value;
-}
 
 async function call(path: string, init: RequestInit = {}, key = KEY) {
   const res = await fetch(gateway.url + path, { ...init, headers: { "x-api-key": key, "content-type": "application/json", ...init.headers } });
@@ -58,6 +46,107 @@ test("status before the receipt: status-200.json without dlr_status and delivere
   const { dlr_status: _d, delivered_at: _a, ...before } = fixture("cast", "status-200.json");
   expect(shapeOf(res.body)).toEqual(shapeOf(before));
   expect(res.body.status).toBe("sent");
+});
+
+/**
+ * The status call's example without `absent` and with the `extra` fields. Cast's documentation
+ * names three optional fields, "only present when applicable": `dlr_status` (the carrier's
+ * code), `delivered_at` ("timestamp of handset confirmation") and `error_message` ("SMPP error
+ * detail if status is failed"); none other may appear.
+ */
+function statusExample(absent: ("dlr_status" | "delivered_at")[], extra: { error_message?: string } = {}) {
+  const example: Record<string, unknown> = { ...fixture("cast", "status-200.json"), ...extra };
+  for (const field of absent) delete example[field];
+  return example;
+}
+
+const statusOf = async (messageId: unknown) => call(`/api/v1/sms/status/${String(messageId)}`);
+
+test.each([
+  { said: { status: "pending", dlr_status: "ACCEPTD" }, dlr: "ACCEPTD" },
+  { said: { status: "undelivered", dlr_status: "UNDELIV" }, dlr: "UNDELIV" },
+  { said: { status: "undelivered", dlr_status: "REJECTD" }, dlr: "REJECTD" },
+  { said: { status: "undelivered", dlr_status: "EXPIRED" }, dlr: "EXPIRED" },
+])("status $said.status ($dlr): status-200.json with dlr_status, without delivered_at (no handset confirmation)", async ({ said, dlr }) => {
+  gateway.receipts(() => said);
+  const res = await statusOf((await send()).body.message_id);
+  expect(shapeOf(res.body)).toEqual(shapeOf(statusExample(["delivered_at"])));
+  expect(res.body).toMatchObject({ status: said.status, dlr_status: dlr });
+});
+
+test("status failed: status-200.json without a receipt, with error_message", async () => {
+  gateway.receipts(() => ({ status: "failed", error_message: "route unavailable" }));
+  const res = await statusOf((await send()).body.message_id);
+  expect(shapeOf(res.body)).toEqual(shapeOf(statusExample(["dlr_status", "delivered_at"], { error_message: "SMPP error detail" })));
+  expect(res.body).toMatchObject({ status: "failed", error_message: "route unavailable" });
+});
+
+test("error_message comes with status failed only", async () => {
+  gateway.receipts(() => ({ status: "undelivered", dlr_status: "UNDELIV", error_message: "not for this status" }));
+  const res = await statusOf((await send()).body.message_id);
+  expect(res.body).not.toHaveProperty("error_message");
+});
+
+test("status of a sandbox send: sent, no receipt ever; another key's message is not found", async () => {
+  const sandboxKey = "cast_test_0123456789abcdef";
+  const { message_id } = (await send(sandboxKey)).body;
+  const res = await call(`/api/v1/sms/status/${String(message_id)}`, {}, sandboxKey);
+  expect(shapeOf(res.body)).toEqual(shapeOf(statusExample(["dlr_status", "delivered_at"])));
+  expect(res.body.status).toBe("sent");
+  expect((await statusOf(message_id)).status).toBe(404);
+});
+
+test("logs: an undelivered entry has dlr_status without delivered_at; a failed submission is status failed", async () => {
+  const example = fixture<{ logs: Record<string, unknown>[] }>("cast", "logs-200.json");
+  gateway.receipts((message) => (message === "refused" ? { status: "undelivered", dlr_status: "REJECTD" } : { status: "failed", error_message: "route unavailable" }));
+  await call("/api/v1/sms/send", { method: "POST", body: JSON.stringify({ to: "09171234568", message: "refused" }) });
+  await call("/api/v1/sms/send", { method: "POST", body: JSON.stringify({ to: "09171234569", message: "lost" }) });
+
+  const [failed, refused] = (await call("/api/v1/sms/logs")).body.logs as Record<string, unknown>[];
+  const { delivered_at: _, ...undelivered } = example.logs[1]!;
+  expect(shapeOf(refused)).toEqual(shapeOf(undelivered));
+  expect(refused).toMatchObject({ status: "sent", dlr_status: "REJECTD" });
+  expect(shapeOf(failed)).toEqual(shapeOf(example.logs[0]));
+  expect(failed).toMatchObject({ status: "failed" });
+  expect((await call("/api/v1/sms/logs?status=failed")).body.logs).toEqual([failed]);
+});
+
+const sendWith = (key: string) =>
+  call("/api/v1/sms/send", { method: "POST", headers: { "x-idempotency-key": key }, body: JSON.stringify({ to: "09171234567", message: "Hello!" }) });
+
+test("a repeated X-Idempotency-Key: the first answer again, with X-Idempotent-Replay: true, and nothing sent", async () => {
+  const first = await sendWith("k-1");
+  const again = await sendWith("k-1");
+  expect(first.headers.get("x-idempotent-replay")).toBeNull();
+  expect(again.headers.get("x-idempotent-replay")).toBe("true");
+  expect(again).toMatchObject({ status: 200, body: first.body });
+  expect(gateway.sent()).toHaveLength(1);
+});
+
+test("a repeated X-Idempotency-Key after an error: the error again, replayed, as Cast keeps \"the original response\"", async () => {
+  gateway.on(SEND, () => castError(503, "SERVICE_UNAVAILABLE", "SMPP pool not connected"));
+  const refused = await sendWith("k-2");
+  const replayed = await sendWith("k-2");
+  expect(replayed.headers.get("x-idempotent-replay")).toBe("true");
+  expect(replayed).toMatchObject({ status: 503, body: refused.body });
+  expect(shapeOf(replayed.body)).toEqual(shapeOf(fixture("cast", "error-402.json")));
+  expect(gateway.sent()).toHaveLength(1);
+});
+
+test("a path Cast has no endpoint for: 404 NOT_FOUND, a wrong method: 405 METHOD_NOT_ALLOWED, in the envelope of error-402.json", async () => {
+  const cases = [
+    { method: "GET", path: "/api/v1/no/such/endpoint", status: 404, code: "NOT_FOUND" },
+    { method: "POST", path: "/api/v1/sms/send/extra", status: 404, code: "NOT_FOUND" },
+    { method: "GET", path: "/api/v1/sms/send", status: 405, code: "METHOD_NOT_ALLOWED" },
+    { method: "POST", path: "/api/v1/account/balance", status: 405, code: "METHOD_NOT_ALLOWED" },
+    { method: "DELETE", path: "/api/v1/sms/status/CASTabc123def456", status: 405, code: "METHOD_NOT_ALLOWED" },
+  ];
+  for (const { method, path, status, code } of cases) {
+    const res = await call(path, { method });
+    expect(res.status, `${method} ${path}`).toBe(status);
+    expect(shapeOf(res.body)).toEqual(shapeOf(fixture("cast", "error-402.json")));
+    expect(res.body).toMatchObject({ success: false, error_code: code });
+  }
 });
 
 test("logs: logs-200.json, an entry without its receipt like the first, a delivered one like the second", async () => {

@@ -235,6 +235,9 @@ describe("gateway answers", () => {
 
   test("429 with Retry-After: 0 twice, then 200: three calls and delivered", async () => {
     const b = await start();
+    // Cast's rate limiter's 429, which (like the fake's own limits) answers before the idempotency
+    // cache and keeps nothing; a 429 Cast kept is replayed: "kept in the gateway's cache" below.
+    b.gateway.forgetFailedAnswers();
     let calls = 0;
     b.gateway.on(SEND, () =>
       ++calls <= 2 ? jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }) : b.gateway.accept(),
@@ -248,6 +251,9 @@ describe("gateway answers", () => {
 
   test("always 429: waited out in the queue with the same key until SMS_HOLD_MAX, then failed", async () => {
     const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sendBackoffMs: 100 } });
+    // Cast's rate limiter's 429, which (like the fake's own limits) answers before the idempotency
+    // cache and keeps nothing; a 429 Cast kept is replayed: "kept in the gateway's cache" below.
+    b.gateway.forgetFailedAnswers();
     b.gateway.on(SEND, () => jsonResponse({ success: false, error: "slow down" }, 429, { "retry-after": "0" }));
 
     const reports = await deliver(b, "m-1");
@@ -336,6 +342,10 @@ describe("gateway answers", () => {
     },
   ])("$name, then 200: tried again with the same idempotency key, delivered, one SMS", async ({ answer }) => {
     const b = await start({ tuning: { sendBackoffMs: 50 } });
+    // A 500 or 503 from in front of Cast (a proxy's "oops"), which never reached its idempotency
+    // cache. Cast keeps its own answer, whatever it was, and replays it: see the kept 500/502 and
+    // 503/429 tests below.
+    b.gateway.forgetFailedAnswers();
     let calls = 0;
     b.gateway.on(SEND, (req, event) => (++calls === 1 ? answer(req, event) : b.gateway.accept()));
 
@@ -354,7 +364,6 @@ describe("gateway answers", () => {
     { name: "429 RATE_LIMIT_EXCEEDED", answer: () => jsonResponse({ success: false, error: "rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "0" }) },
   ])("$name kept in the gateway's cache and replayed: the next attempt takes a new idempotency key, one SMS", async ({ answer }) => {
     const b = await start({ env: { SMS_HOLD_MAX: "5s" }, tuning: { sendBackoffMs: 50 } });
-    b.gateway.keepFailedAnswers();
     let calls = 0;
     b.gateway.on(SEND, () => (++calls === 1 ? answer() : b.gateway.accept()));
 
@@ -367,8 +376,30 @@ describe("gateway answers", () => {
     expect(b.logs.join("")).toMatch(/replayed its kept answer \((503|429)\).*trying again in \d+ ms with a new idempotency key/);
   });
 
+  test.each([
+    { name: "500 INTERNAL_ERROR", status: 500, code: "INTERNAL_ERROR" },
+    { name: "502 PROVIDER_ERROR", status: 502, code: "PROVIDER_ERROR" },
+  ])("$name kept in the gateway's cache and replayed: the same key every time, one request handled, delivery unknown after SMS_HOLD_MAX", async ({ status, code }) => {
+    const b = await start({ env: { SMS_HOLD_MAX: "1s" }, tuning: { sendBackoffMs: 100 } });
+    // Cast keeps "the original response" for 24 hours and replays it: the 500 may have followed a
+    // send, so a new key could send a second SMS; the same key only ever gets the 500 again.
+    let calls = 0;
+    b.gateway.on(SEND, () => (++calls === 1 ? jsonResponse({ success: false, error: "boom", error_code: code }, status) : b.gateway.accept()));
+
+    const reports = await deliver(b, "m-1");
+
+    expect(sends(b).length).toBeGreaterThanOrEqual(2);
+    expect(new Set(b.gateway.keys()).size).toBe(1);
+    expect(b.gateway.sent()).toHaveLength(1);
+    expect(reports.map((r) => r.body)).toEqual([
+      { status: "failed", error: { code: "gateway_unknown", type: "saas", message: expect.stringMatching(new RegExp(`${status}: boom; delivery unknown`)) } },
+    ]);
+  });
+
   test("a 503 answered afresh (no replay header) is tried again with the same key", async () => {
     const b = await start({ tuning: { sendBackoffMs: 50 } });
+    // A 503 from in front of Cast's idempotency cache (a load balancer), which Cast never kept.
+    b.gateway.forgetFailedAnswers();
     let calls = 0;
     b.gateway.on(SEND, () => (++calls === 1 ? jsonResponse({ success: false, error: "down", error_code: "SERVICE_UNAVAILABLE" }, 503) : b.gateway.accept()));
 

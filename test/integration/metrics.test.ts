@@ -50,7 +50,8 @@ const ADMIN_LIKE = "admin-key-do-not-log-0123456789"; // the admin key is no met
 
 test("after traffic: messages by outcome and reason, call latencies, gateway errors by kind, receipt delays", async () => {
   const b = await start({ env: { METRICS_TOKEN: TOKEN }, tuning: { sendBackoffMs: 10 } }, "loc-1");
-  // The first send attempt meets a 503; the retry (same idempotency key) goes through.
+  // The first send attempt meets a 503. Cast keeps that answer under the idempotency key and
+  // replays it to the retry; the attempt after that, with a new key, goes through: three calls.
   let sends = 0;
   b.gateway.on(SEND, () => (++sends === 1 ? jsonResponse({ success: false, error: "maintenance" }, 503) : b.gateway.accept()));
   expect((await b.webhook(outbound("m-ok"))).status).toBe(200);
@@ -60,8 +61,8 @@ test("after traffic: messages by outcome and reason, call latencies, gateway err
   const text = await scrape(b);
   expect(sample(text, "bridge_messages_total", { outcome: "delivered", reason: "" })).toBe(1);
   expect(sample(text, "bridge_messages_total", { outcome: "failed", reason: "invalid_phone" })).toBe(1);
-  expect(sample(text, "bridge_remote_call_errors_total", { remote: "cast", operation: "send", kind: "http" })).toBe(1);
-  expect(sample(text, "bridge_remote_call_seconds_count", { remote: "cast", operation: "send" })).toBe(2);
+  expect(sample(text, "bridge_remote_call_errors_total", { remote: "cast", operation: "send", kind: "http" })).toBe(2);
+  expect(sample(text, "bridge_remote_call_seconds_count", { remote: "cast", operation: "send" })).toBe(3);
   expect(sample(text, "bridge_remote_call_seconds_sum", { remote: "cast", operation: "send" })).toBeGreaterThan(0);
   expect(sample(text, "bridge_remote_call_seconds_count", { remote: "crm", operation: "updateMessageStatus" })).toBe(2);
   expect(sample(text, "bridge_receipt_delay_seconds_count", { outcome: "delivered" })).toBe(1);

@@ -1,0 +1,45 @@
+// Types of fakes.mjs, for the tests that hold its answers to Cast's documented ones.
+
+export interface FakeServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface FakeGatewayOptions {
+  limit?: boolean;
+  ratePerSec?: number;
+  burst?: number;
+  latencyMs?: number;
+  perAddress?: boolean;
+  address?: { ratePerSec: number; burst: number };
+  receiptOf?: (text: string) => { delayMs: number; dlr: string };
+}
+
+export interface FakeGatewayStats {
+  calls: number;
+  rateLimited: number;
+  duplicates: number;
+  replays: number;
+  receiptReads: number;
+  statusCalls: number;
+  logReads: number;
+}
+
+export function startFakeGateway(options?: FakeGatewayOptions): Promise<
+  FakeServer & {
+    accepted: { at: number; message: string }[];
+    acceptedAt: Map<string, number>;
+    receiptAt: Map<string, { at: number; dlr: string }>;
+    rateLimitedAt: number[];
+    readsAt: number[];
+    stats: FakeGatewayStats;
+  }
+>;
+
+export function startFakeCrm(): Promise<
+  FakeServer & {
+    reports: Map<string, { status: unknown; at: number }>;
+    readonly puts: number;
+    countStatus(status: string): number;
+  }
+>;
