@@ -46,6 +46,8 @@ export function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest,
 export function unlessMaybeSent<T extends Result | Later>(job: Job, ending: T): T {
   if (!("outcome" in ending) || ending.outcome !== "failed" || !job.unclear || ending.errorCode === "delivery_unknown") return ending;
   const said = ending.errorMessage ?? "not sent";
+  // An ending that already says so (the last answer was itself unclear) keeps its words.
+  if (said.endsWith("delivery unknown") || said.includes("; delivery unknown;")) return { ...ending, errorCode: "delivery_unknown" };
   return { ...ending, errorCode: "delivery_unknown", errorMessage: `${said}; an earlier attempt got no clear answer, delivery unknown` };
 }
 
