@@ -11,16 +11,16 @@ export function backupCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--force", "overwrite FILE if it exists")
     .option("--json", "machine-readable output")
     .action(async (file: string, options: { force?: boolean; json?: boolean }) => {
-      const [{ withFile }, { writeBackup }, { statSync }] = await Promise.all([
+      const [{ withFile }, { writeBackup }, { schemaVersion }, { statSync }] = await Promise.all([
         import("./context.ts"),
         import("../db/backup.ts"),
+        import("../db/schema.ts"),
         import("node:fs"),
       ]);
       const result = await withFile(io, globals(), { keepOlderSchema: true }, async (db, config) => {
         if (resolve(file) === resolve(config.databasePath)) throw new Error(`${file} is the database itself; name another file`);
         await writeBackup(db, file, { force: options.force });
-        const version = db.pragma("user_version", { simple: true }) as number;
-        return { database: config.databasePath, backup: file, bytes: statSync(file).size, schema_version: version };
+        return { database: config.databasePath, backup: file, bytes: statSync(file).size, schema_version: schemaVersion(db) };
       });
       if (options.json) return io.out(json(result));
       io.out(`backed up ${result.database} to ${result.backup} (${result.bytes} bytes, schema version ${result.schema_version}, mode 0600)\n`);

@@ -38,3 +38,9 @@ export function migrate(db: Db): void {
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }
+
+/** SQLite's quick_check: its first `limit` findings, none when the file is sound. */
+export function quickCheck(db: Db, limit: number): string[] {
+  const found = db.pragma(`quick_check(${Math.trunc(limit)})`, { simple: false }) as { quick_check: string }[];
+  return found.map((row) => row.quick_check).filter((line) => line !== "ok");
+}

@@ -104,6 +104,7 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
       approved_by = CASE WHEN approved_by IN ('operator', 'withdrawn') OR excluded.approved = 0 THEN approved_by ELSE excluded.approved_by END,
       location_name = CASE WHEN excluded.location_name <> '' THEN excluded.location_name ELSE location_name END`);
   const selectOne = db.prepare<[string], Row>("SELECT * FROM tokens WHERE location_id = ?");
+  const selectIds = db.prepare<[], string>("SELECT location_id FROM tokens ORDER BY location_id").pluck();
   const selectAll = db.prepare<[], Row>("SELECT * FROM tokens ORDER BY location_id");
   const selectListings = db.prepare<[], LocationListing>(`
     SELECT location_id AS locationId, location_name AS name, company_id AS companyId, sender_id AS senderId,
@@ -152,6 +153,10 @@ export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined
     },
     list(): TokenRecord[] {
       return selectAll.all().map((row) => fromRow(row, sealer));
+    },
+    /** Every stored location's id, opening nothing: a record that cannot be opened is still named. */
+    ids(): string[] {
+      return selectIds.all();
     },
     listings(): LocationListing[] {
       const listings = selectListings.all();

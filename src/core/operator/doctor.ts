@@ -71,7 +71,7 @@ function openCore(config: ResolvedConfig, db: Db, timeoutMs: number, checks: Che
 
 function readLocations(core: Core, checks: Check[]): TokenRecord[] {
   const records: TokenRecord[] = [];
-  for (const id of core.db.prepare("SELECT location_id FROM tokens ORDER BY location_id").pluck().all() as string[]) {
+  for (const id of core.tokens.ids()) {
     try {
       const record = core.tokens.get(id);
       if (record) records.push(record);

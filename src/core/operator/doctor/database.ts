@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import type { Db, OpenOptions } from "../../../db/index.ts";
-import { SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "../../../db/schema.ts";
+import { SCHEMA_VERSION, SchemaBehindError, quickCheck, schemaVersion } from "../../../db/schema.ts";
 import { errorMessage } from "../../../errors.ts";
 import { fail, ok, warn, type Check } from "./check.ts";
 
@@ -47,8 +47,7 @@ function checkSchema(db: Db, path: string, checks: Check[]): boolean {
 }
 
 function checkIntegrity(db: Db, checks: Check[]): void {
-  const found = db.pragma("quick_check(5)", { simple: false }) as { quick_check: string }[];
-  const problems = found.map((row) => row.quick_check).filter((line) => line !== "ok");
+  const problems = quickCheck(db, 5);
   if (problems.length === 0) checks.push(ok("database integrity", "quick_check ok"));
   else checks.push(fail("database integrity", `quick_check: ${problems.join("; ")}; restore the last backup (see README, Operating bridge)`));
 }
