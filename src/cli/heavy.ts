@@ -12,7 +12,6 @@ export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/operator/doctor.ts";
 export { setLocationConfig } from "../core/installs/location-config.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
-export { scheduleSync } from "../core/installs/sync.ts";
-export { createWorker } from "../core/delivery/worker.ts";
+export { createRun } from "../core/run.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

@@ -2,15 +2,11 @@ import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config.ts";
 import { approvedOffList, cleanStoredNames, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/installs/locations.ts";
-import { apiKeysInUse } from "../core/operator/status.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
 
 /** In-flight sends get this long to finish on SIGTERM or SIGHUP (systemd waits 90 s). */
 const STOP_GRACE_MS = 30_000;
-/** Reconciliation with HighLevel's installed locations: hourly, the first soon after start (missed INSTALLs while down). */
-const SYNC_EVERY_MS = 3_600_000;
-const FIRST_SYNC_MS = 60_000;
 
 /** `bridge serve`: HTTP server plus queue worker, until SIGTERM, SIGINT or SIGHUP. */
 export async function serveCommand(io: Io, globals: GlobalOptions): Promise<number> {
@@ -25,27 +21,15 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   });
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
-  const { createApp, createWorker, listen, scheduleSync } = await import("./heavy.ts");
+  const { createApp, createRun, listen } = await import("./heavy.ts");
   const { config, log } = core;
-  const worker = createWorker({
-    jobs: core.jobs,
-    run: core.processOutbound,
-    lastServed: core.scheduler.lastServed,
-    readyAt: core.scheduler.readyAt,
-    now: core.now,
-    log,
-    retentionMs: config.retentionMs,
-    keys: core.gatewayKeys,
-  });
-  const app = createApp({ core, worker });
+  const run = createRun(core);
+  const app = createApp({ core, worker: run.worker });
   const server = await listen(app, config.host, config.port).catch((error: unknown) => {
     core.close();
     throw error;
   });
-  worker.start();
-  core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
-  core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
-  const reconciliation = scheduleSync(core.sync, log, SYNC_EVERY_MS, FIRST_SYNC_MS);
+  run.start();
   await withoutMaglev();
   // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
   const schema = core.db.pragma("user_version", { simple: true }) as number;
@@ -69,10 +53,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   const reload = signal === "SIGHUP" ? " (bridge does not reload its configuration: it stops; start it again to apply changes)" : "";
   log.info(`${signal}: no longer accepting requests; finishing messages in flight${reload}`);
   await server.close();
-  core.balances.stop();
-  await reconciliation.stop();
-  const left = await worker.stop(STOP_GRACE_MS);
-  core.receipts.stop();
+  const left = await run.stop(STOP_GRACE_MS);
   if (left > 0) log.warn(`${left} message(s) still in flight at exit: those caught mid-send are reported failed (delivery unknown) on the next start, the others resume then`);
   core.close();
   log.info("stopped");

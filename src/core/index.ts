@@ -13,29 +13,38 @@ import type { SmsGateway } from "./clients/gateway.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
 import type { CallObserver } from "./clients/observe.ts";
 import type { ResolvedConfig } from "./config.ts";
-import { createExchanges, type Exchanges } from "./installs/exchanges.ts";
-import { completeInstall, type InstallDeps, type InstallResult } from "./installs/install.ts";
-import { createLaterInstaller, type LaterInstaller } from "./installs/install-later.ts";
 import type { Logger } from "./log.ts";
-import { processOutbound, type OutboundDeps } from "./delivery/outbound.ts";
-import { createKeyHolds, type KeyHolds } from "./delivery/holds.ts";
-import { keyTag } from "./delivery/key-tag.ts";
-import { maskSecret } from "./mask.ts";
 import { createMetrics, type Metrics } from "./operator/metrics.ts";
 import { createOutages, type Outages } from "./operator/outages.ts";
-import { createReceiptBook, type ReceiptBook } from "./delivery/receipts.ts";
-import { createPacer, type Pacer } from "./installs/pace.ts";
 import { createScheduler, type Scheduler } from "./delivery/scheduler.ts";
 import { createSealer, MEND_SEALED } from "../db/sealer.ts";
-import { createSync, type Sync } from "./installs/sync.ts";
-import { createCompanyTokens, createTokenService, type CompanyTokens, type TokenService } from "./installs/tokens.ts";
-import { createUninstaller, type Uninstaller } from "./installs/uninstall.ts";
-import { createCompanyUninstaller, type CompanyUninstaller } from "./installs/uninstall-company.ts";
 
-/** Everything the server and the CLI share, built once from config and a database. */
+import type { Exchanges } from "./installs/exchanges.ts";
+import type { InstallResult } from "./installs/install.ts";
+import type { LaterInstaller } from "./installs/install-later.ts";
+import type { KeyHolds } from "./delivery/holds.ts";
+import type { ReceiptBook } from "./delivery/receipts.ts";
+import type { Pacer } from "./installs/pace.ts";
+import type { Sync } from "./installs/sync.ts";
+import type { CompanyTokens, TokenService } from "./installs/tokens.ts";
+import type { Uninstaller } from "./installs/uninstall.ts";
+import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
+import { wireDelivery } from "./delivery/wire.ts";
+import { wireInstalls } from "./installs/wire.ts";
+
+/**
+ * Everything the server and the CLI share, built once from config and a database.
+ * Grouped by room: a webhook's message goes from `jobs` (intake) through
+ * `processOutbound` (delivery) to `sms` (the gateway client).
+ */
 export interface Core {
+  // The context every room is wired from.
   config: ResolvedConfig;
   db: Db;
+  log: Logger;
+  now: () => number;
+
+  // The store.
   tokens: TokenStore;
   /** Agencies' own tokens, kept to follow the locations they add later. */
   companies: CompanyStore;
@@ -44,12 +53,14 @@ export interface Core {
   messages: MessageLog;
   /** Group commit for the job table's writes: the webhooks' and the queue worker's. */
   commit: Commit;
+  /** What the operator's view knows of each gateway key: holds and balances. */
+  gatewayKeys: GatewayKeys;
+
+  // The clients of the remote systems.
   crm: CrmClient;
   sms: SmsGateway;
-  tokenService: TokenService;
-  companyTokens: CompanyTokens;
-  log: Logger;
-  now: () => number;
+
+  // Delivery: a queued message's send, receipt and report.
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
   processOutbound: (job: Job) => Promise<number | void>;
   /** Cast's rate limits and the locations' turns. */
@@ -58,10 +69,10 @@ export interface Core {
   receipts: ReceiptBook;
   /** API keys Cast refused, waiting for a probe to succeed. */
   holds: KeyHolds;
-  /** What the operator's view knows of each gateway key: holds and balances. */
-  gatewayKeys: GatewayKeys;
-  /** Each gateway key's balance, read every few minutes by serve; warns when low. */
-  balances: Balances;
+
+  // Installs: locations' tokens, installs, uninstalls and reconciliation.
+  tokenService: TokenService;
+  companyTokens: CompanyTokens;
   /** Spaces the CRM calls of installs and reconciliation (HighLevel: 100 requests per 10 s). */
   pace: Pacer;
   /** OAuth code exchanges in progress. */
@@ -76,6 +87,10 @@ export interface Core {
   uninstallCompany: CompanyUninstaller;
   /** Reconciliation: each stored company's installed locations against the store. */
   sync: Sync;
+
+  // Operator: what the operator's view and /metrics read.
+  /** Each gateway key's balance, read every few minutes by serve; warns when low. */
+  balances: Balances;
   /** HighLevel or Cast unreachable now, as the clients' calls found it. */
   outages: Outages;
   /** Prometheus metrics of this core (GET /metrics). */
@@ -109,7 +124,37 @@ export interface Tuning {
   resultStoreRetryMs?: number;
 }
 
+/** The small context each room is wired from. */
+export interface Context {
+  config: ResolvedConfig;
+  db: Db;
+  log: Logger;
+  now: () => number;
+  tuning: Tuning;
+}
+
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys">;
+export type Clients = Pick<Core, "crm" | "sms" | "scheduler" | "outages" | "metrics">;
+
+/**
+ * Wires the core room by room from one context: the store, the remote systems' clients,
+ * installs (tokens), then delivery, which sends through the clients with the installs'
+ * tokens. Each room's own wiring is its `wire.ts`.
+ */
 export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
+  const context: Context = { config, db, log, now, tuning };
+  const stores = openStores(context);
+  // Metrics count the keys on hold; the holds are wired with delivery, after the clients.
+  const clients = createClients(context, stores, () => delivery.holds.list().length);
+  const installs = wireInstalls(context, stores, clients);
+  const delivery = wireDelivery(context, stores, clients, installs);
+  const { sms } = clients;
+  const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits });
+  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, balances };
+}
+
+/** The store, with the secrets it cannot open warned about and old seals renewed. */
+function openStores({ config, db, log, tuning }: Context): Stores {
   const sealer = createSealer(config.encryptionKey);
   for (const unopenable of checkSealed(db, sealer)) {
     log.warn(`${unopenable}: not used, and what needs it waits (the others work); ${MEND_SEALED}`);
@@ -120,13 +165,15 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);
   const commit = createGroupCommit(db, tuning.commitWindowMs);
+  const messages = createMessageLog(db);
+  const gatewayKeys = createGatewayKeys(db, sealer);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys };
+}
+
+/** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
+function createClients({ config, log, now, tuning }: Context, { jobs }: Stores, heldKeys: () => number): Clients {
   const outages = createOutages({ log, now: Date.now });
-  const metrics = createMetrics({
-    jobs,
-    heldKeys: () => holds.list().length,
-    now,
-    processMetrics: config.metricsToken !== "",
-  });
+  const metrics = createMetrics({ jobs, heldKeys, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
     outages.observe(call);
     metrics.call(call);
@@ -140,14 +187,6 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     observe,
     ...tuning.crm,
   });
-  const sms = createCastClient({
-    apiUrl: config.sms.apiUrl,
-    observe,
-    onBalance: metrics.balance,
-    // Cast's per-address limit answers the same 429 as a key's: every send and poll waits.
-    onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
-    ...tuning.sms,
-  });
   // Wall-clock time (real requests a second), a little under Cast's limits: its buckets
   // count arrivals, which network jitter bunches together, and every 429 costs a second
   // of Retry-After.
@@ -158,93 +197,13 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
   });
-  const gatewayKeys = createGatewayKeys(db, sealer);
-  const holds = createKeyHolds({
-    sms,
-    log,
-    now: Date.now,
-    probeEveryMs: tuning.holdProbeMs,
-    record: {
-      held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
-      released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
-    },
-    wake: () => jobs.wakeHeld(now()),
+  const sms = createCastClient({
+    apiUrl: config.sms.apiUrl,
+    observe,
+    onBalance: metrics.balance,
+    // Cast's per-address limit answers the same 429 as a key's: every send and poll waits.
+    onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
+    ...tuning.sms,
   });
-  const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
-  const tokenService = createTokenService({ tokens, crm, companyTokens, companies, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
-  const uninstall = createUninstaller({ tokens, tokenService, now, log });
-  const installDeps: InstallDeps = {
-    crm,
-    tokens,
-    companies,
-    exchanges: createExchanges(),
-    now,
-    log,
-    pace: createPacer(tuning.bulkPaceMs ?? 110),
-    allowedCompanyIds: config.allowedCompanyIds,
-  };
-  const receipts = createReceiptBook({
-    sms,
-    scheduler,
-    log,
-    now,
-    freshMs: tuning.receiptBookMs,
-    wake: (jobIds) => commit(() => jobs.receiptsDue(jobIds, now())),
-  });
-  const deps: OutboundDeps = {
-    tokens,
-    jobs,
-    commit,
-    tokenService,
-    sms,
-    scheduler,
-    holds,
-    receiptBook: receipts,
-    sentKeys: gatewayKeys,
-    crm,
-    defaults: { apiKey: config.sms.apiKey, senderId: config.sms.senderId, allowedCompanyIds: config.allowedCompanyIds },
-    now,
-    log,
-    reportBackoffMs: tuning.reportBackoffMs,
-    reportAttempts: tuning.reportAttempts,
-    storeRetryMs: tuning.resultStoreRetryMs,
-    maxParts: config.sms.maxParts,
-    holdMaxMs: config.sms.holdMaxMs,
-    sendBackoffMs: tuning.sendBackoffMs,
-    dlrWaitMs: config.sms.dlrWaitMs,
-    receiptPollMs: tuning.receiptPollMs,
-    receiptGraceMs: tuning.receiptGraceMs,
-    metrics,
-    outages,
-  };
-  return {
-    config,
-    db,
-    tokens,
-    companies,
-    jobs,
-    messages: createMessageLog(db),
-    commit,
-    crm,
-    sms,
-    tokenService,
-    companyTokens,
-    log,
-    now,
-    processOutbound: (job) => processOutbound(deps, job),
-    scheduler,
-    receipts,
-    holds,
-    gatewayKeys,
-    balances: createBalances({ sms, keys: gatewayKeys, log, now, lowCredits: config.lowBalanceCredits }),
-    pace: installDeps.pace,
-    exchanges: installDeps.exchanges,
-    install: (code) => completeInstall(installDeps, code),
-    installLocation: createLaterInstaller({ ...installDeps, companyTokens, waitMs: tuning.installWaitMs }),
-    uninstall,
-    uninstallCompany: createCompanyUninstaller({ tokens, companies, companyTokens, uninstall, now, log }),
-    sync: createSync({ ...installDeps, companyTokens }),
-    outages,
-    metrics,
-  };
+  return { crm, sms, scheduler, outages, metrics };
 }

@@ -6,7 +6,7 @@ import { afterEach, expect } from "vitest";
 import { loadConfig } from "../../src/core/config.ts";
 import { createCore, type Tuning } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { createWorker } from "../../src/core/delivery/worker.ts";
+import { createRun, type RunOptions } from "../../src/core/run.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
 import { createBodyBudget } from "../../src/server/body.ts";
@@ -26,7 +26,11 @@ export interface BridgeOptions {
   tuning?: Tuning;
   now?: () => number;
   /** Start the queue worker (default true). */
-  worker?: boolean;
+  worker?: RunOptions["worker"];
+  /** Read the gateway keys' balances at start, as serve does (default true). */
+  balances?: RunOptions["balances"];
+  /** Reconciliation's schedule (default serve's: the first a minute after start, then hourly). */
+  sync?: RunOptions["sync"];
   /** The server's connection timeouts (default: serve's). */
   timeouts?: Timeouts;
 }
@@ -69,7 +73,7 @@ export async function startWorld(name: string) {
  * through Tuning, never by mocking. Tests get theirs through bridgePerTest, which closes
  * it and removes its directory after the test.
  */
-async function startBridge(options: BridgeOptions = {}) {
+async function startTestBridge(options: BridgeOptions = {}) {
   const world = await startWorld("test");
   const { dir, crm, gateway, keys } = world;
   const env: Record<string, string> = {
@@ -99,21 +103,14 @@ async function startBridge(options: BridgeOptions = {}) {
     receiptBookMs: 20,
     ...options.tuning,
   });
-  const worker = createWorker({
-    jobs: core.jobs,
-    run: core.processOutbound,
-    lastServed: core.scheduler.lastServed,
-    readyAt: core.scheduler.readyAt,
-    now,
-    log,
-    pollMs: 20,
-    keys: core.gatewayKeys,
-  });
+  // serve's running parts, through serve's own function; only the worker looks more often.
+  const run = createRun(core, { pollMs: 20, worker: options.worker, balances: options.balances, sync: options.sync });
+  const { worker } = run;
   const unhandled: unknown[] = [];
   const bodyBudget = createBodyBudget();
   const app = createApp({ core, worker, bodyBudget, onUnhandled: (error) => unhandled.push(error) });
   const server = await listen(app, "127.0.0.1", 0, options.timeouts);
-  if (options.worker !== false) worker.start();
+  run.start();
   const url = server.url;
   let closing: Promise<void> | undefined;
 
@@ -173,8 +170,7 @@ async function startBridge(options: BridgeOptions = {}) {
      */
     close() {
       closing ??= (async () => {
-        await worker.stop(1000);
-        core.receipts.stop();
+        await run.stop(1000);
         server.server.closeAllConnections();
         await server.close();
         db.close();
@@ -188,7 +184,7 @@ async function startBridge(options: BridgeOptions = {}) {
   return bridge;
 }
 
-export type Bridge = Awaited<ReturnType<typeof startBridge>>;
+export type Bridge = Awaited<ReturnType<typeof startTestBridge>>;
 
 /**
  * How every test starts a bridge: call it once in a file or describe, and each test
@@ -209,7 +205,7 @@ export function bridgePerTest() {
     if (failures.length > 1) throw new AggregateError(failures, `${failures.length} bridges failed to close cleanly`);
   });
   return async (options: BridgeOptions = {}, ...locations: string[]): Promise<Bridge> => {
-    const bridge = await startBridge(options);
+    const bridge = await startTestBridge(options);
     started.push(bridge);
     for (const locationId of locations) bridge.seed(locationId);
     return bridge;

@@ -54,7 +54,8 @@ test("locations that need attention: uninstalled, refused refresh token, pending
 });
 
 test("balances: read for every key in use, shown low below LOW_BALANCE_CREDITS, warned at most hourly", async () => {
-  const bridge = await start({ env: { LOW_BALANCE_CREDITS: "100" } }, "loc-1", "loc-2");
+  // Without serve's balance reading at start: the reads counted below are these refreshes'.
+  const bridge = await start({ env: { LOW_BALANCE_CREDITS: "100" }, balances: false }, "loc-1", "loc-2");
   bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc2-own-key-0123456789" }, Date.now());
   bridge.gateway.on(BALANCE, (req) => jsonResponse({ success: true, credits: req.headers["x-api-key"] === "loc2-own-key-0123456789" ? 40 : 900, currency: "PHP" }));
   const keys = [bridge.env.SMS_API_KEY!, "loc2-own-key-0123456789"];
@@ -74,8 +75,18 @@ test("balances: read for every key in use, shown low below LOW_BALANCE_CREDITS, 
   expect(warnings).toHaveLength(1);
 });
 
+test("a started bridge reads the balance of each key in use at once, as serve does", async () => {
+  const bridge = await start();
+
+  await waitFor(() => bridge.core.gatewayKeys.list().some((key) => key.balanceAt !== null));
+  expect(bridge.gateway.received(BALANCE).map((r) => r.headers["x-api-key"])).toEqual([bridge.env.SMS_API_KEY]);
+  const { balances } = await status(bridge);
+  expect(balances).toEqual([{ key: "global-sms-k...", credits: expect.any(Number), checked_at: expect.any(String), low: false, error: null }]);
+});
+
 test("a balance that cannot be read is shown with the reason, not as a number", async () => {
-  const bridge = await start({}, "loc-1");
+  // Without serve's reading at start, which could record a balance first and make this refresh's read needless.
+  const bridge = await start({ balances: false }, "loc-1");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: false, error: "Invalid API key", error_code: "INVALID_API_KEY" }, 401));
   await bridge.core.balances.refresh([bridge.env.SMS_API_KEY!]);
   const { balances } = await status(bridge);

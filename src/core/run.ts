@@ -1,0 +1,68 @@
+import { createWorker, type Worker } from "./delivery/worker.ts";
+import type { Core } from "./index.ts";
+import { scheduleSync } from "./installs/sync.ts";
+import { apiKeysInUse } from "./operator/status.ts";
+
+/** Reconciliation with HighLevel's installed locations: hourly, the first soon after start (missed INSTALLs while down). */
+const SYNC_EVERY_MS = 3_600_000;
+const FIRST_SYNC_MS = 60_000;
+
+/** What a test leaves out or makes quicker; `serve` uses the defaults. */
+export interface RunOptions {
+  /** Start the queue worker (default true). Without it, the worker exists but takes no jobs. */
+  worker?: boolean;
+  /** The worker's longest sleep between looks at the queue (default: the worker's). */
+  pollMs?: number;
+  /** Read the gateway keys' balances now and every few minutes (default true). */
+  balances?: boolean;
+  /** Reconcile with HighLevel's installed locations on this schedule; false: never (default hourly). */
+  sync?: { everyMs: number; firstMs: number } | false;
+}
+
+export interface Run {
+  /** The queue worker: the server wakes it on new jobs and reports whether it runs. */
+  worker: Worker;
+  /** Starts what runs beside the server; call it once the server listens. */
+  start(): void;
+  /** Stops it all, giving the sends in flight up to `graceMs`. Returns how many were left. */
+  stop(graceMs: number): Promise<number>;
+}
+
+/**
+ * bridge's running parts around a core: the queue worker (with crash recovery and
+ * pruning), the gateway keys' holds and balances, the receipt book and reconciliation.
+ * `serve` and the integration tests' bridge both run through this, so the tests run
+ * what production runs; they differ only by `options`.
+ */
+export function createRun(core: Core, options: RunOptions = {}): Run {
+  const { config, log } = core;
+  const worker = createWorker({
+    jobs: core.jobs,
+    run: core.processOutbound,
+    lastServed: core.scheduler.lastServed,
+    readyAt: core.scheduler.readyAt,
+    now: core.now,
+    log,
+    pollMs: options.pollMs,
+    retentionMs: config.retentionMs,
+    keys: core.gatewayKeys,
+  });
+  const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
+  let reconciliation: ReturnType<typeof scheduleSync> | undefined;
+  return {
+    worker,
+    start() {
+      if (options.worker !== false) worker.start();
+      core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
+      if (options.balances !== false) core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
+      if (sync) reconciliation = scheduleSync(core.sync, log, sync.everyMs, sync.firstMs);
+    },
+    async stop(graceMs) {
+      core.balances.stop();
+      await reconciliation?.stop();
+      const left = await worker.stop(graceMs);
+      core.receipts.stop();
+      return left;
+    },
+  };
+}
