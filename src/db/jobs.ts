@@ -1,5 +1,7 @@
+import { sqlCode, type FailureCode } from "./failures.ts";
 import type { Db } from "./index.ts";
 import { ms } from "./ms.ts";
+import { createTimeline, INSERT_EVENT } from "./timeline.ts";
 
 /** What a webhook asks us to send, as stored with its job. */
 export interface OutboundMessage {
@@ -19,7 +21,7 @@ export interface Job {
   state: JobState;
   message: OutboundMessage;
   outcome: Outcome | null;
-  errorCode: string | null;
+  errorCode: FailureCode | null;
   errorMessage: string | null;
   gatewayMessageId: string | null;
   attempts: number;
@@ -56,7 +58,7 @@ export interface DueJob {
 export interface Receipt {
   outcome: Outcome;
   receipt: string;
-  errorCode?: string;
+  errorCode?: FailureCode;
   errorMessage?: string;
 }
 
@@ -70,7 +72,7 @@ export interface Claim {
 
 export interface Result {
   outcome: Outcome;
-  errorCode?: string;
+  errorCode?: FailureCode;
   errorMessage?: string;
   gatewayMessageId?: string;
   /** SMS parts, as the gateway counted them. */
@@ -94,7 +96,7 @@ interface Row {
   state: JobState;
   payload: string;
   outcome: Outcome | null;
-  error_code: string | null;
+  error_code: FailureCode | null;
   error_message: string | null;
   gateway_message_id: string | null;
   attempts: number;
@@ -117,6 +119,7 @@ interface Row {
  * Every time it writes goes through ms(): whole milliseconds, whatever the caller computed.
  */
 export function createJobStore(db: Db) {
+  const timeline = createTimeline(db);
   const remember = db.prepare<[string]>("INSERT INTO seen_messages (message_id) VALUES (?) ON CONFLICT DO NOTHING");
   const insert = db.prepare<[string, string, string, number, number, number]>(`
     INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at)
@@ -162,17 +165,13 @@ export function createJobStore(db: Db) {
       held = @held, unclear = max(unclear, @unclear)
     WHERE id = @id AND state = 'sending'`);
   const lastReason = db.prepare<[number], string | null>("SELECT error_message FROM jobs WHERE id = ?").pluck();
-  const addEvent = db.prepare<[number, number, EventKind, string]>("INSERT INTO job_events (job_id, at, kind, detail) VALUES (?, ?, ?, ?)");
-  const lastEvent = db.prepare<[number, EventKind], string>(
-    "SELECT detail FROM job_events WHERE job_id = ? AND kind = ? ORDER BY id DESC LIMIT 1",
-  ).pluck();
   const heldNow = db.prepare<[number], number>("SELECT held FROM jobs WHERE id = ? AND state = 'queued'").pluck();
   const markHeld = db.prepare<[{ id: number; reason: string; at: number; now: number }]>(`
     UPDATE jobs SET held = 1, error_message = @reason, next_attempt_at = @at, updated_at = @now WHERE id = @id AND state = 'queued'`);
   const hold = db.transaction((id: number, reason: string, at: number, now: number) => {
     if (heldNow.get(id) !== 0) return markHeld.run({ id, reason, at, now });
     markHeld.run({ id, reason, at, now });
-    addEvent.run(id, now, "held", reason);
+    timeline.add(id, now, "held", reason);
   });
   // Through the index of unfinished jobs, not the whole table of finished ones.
   const wakeHeld = db.prepare<[{ now: number }]>(`
@@ -183,23 +182,27 @@ export function createJobStore(db: Db) {
     const before = lastReason.get(id);
     const flags = { fresh: how.freshKey ? 1 : 0, held: how.held ? 1 : 0, unclear: how.unclear ? 1 : 0 };
     if (sendLater.run({ id, at, reason, now, ...flags }).changes === 0) return;
-    if (before !== reason) addEvent.run(id, now, how.held ? "held" : "retry", reason);
+    if (before !== reason) timeline.add(id, now, how.held ? "held" : "retry", reason);
   });
+  // Absent codes, messages and ids come as "" (stored NULL): named parameters must all be bound.
   const toReporting = db.prepare<
     [
-      { id: number; now: number; at: number; deadline: number | null; parts: number | null } & Required<Omit<Result, "outcome" | "parts">> &
-        Pick<Result, "outcome">,
+      { id: number; now: number; at: number; deadline: number | null; parts: number | null; outcome: Outcome } & {
+        errorCode: FailureCode | "";
+        errorMessage: string;
+        gatewayMessageId: string;
+      },
     ]
   >(`
     UPDATE jobs SET state = 'reporting', outcome = @outcome, error_code = nullif(@errorCode, ''),
       error_message = nullif(@errorMessage, ''), gateway_message_id = nullif(@gatewayMessageId, ''),
       attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline, held = 0,
       sent_at = CASE WHEN @gatewayMessageId <> '' THEN @now END, parts = coalesce(@parts, parts),
-      unclear = max(unclear, @errorCode IN ('gateway_unknown', 'delivery_unknown'))
+      unclear = max(unclear, @errorCode IN (${sqlCode("gateway_unknown")}, ${sqlCode("delivery_unknown")}))
     WHERE id = @id`);
   const record = db.transaction((row: Parameters<typeof toReporting.run>[0]) => {
     toReporting.run(row);
-    if (row.outcome === "failed") addEvent.run(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
+    if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
   });
   const receiptLater = db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?");
   // Only a job still waiting for its receipt: one already settled keeps its own schedule.
@@ -209,37 +212,37 @@ export function createJobStore(db: Db) {
   const receiptsDue = db.transaction((ids: number[], now: number) => {
     for (const id of ids) receiptDue.run({ id, now });
   });
-  const toReceipt = db.prepare<[{ id: number; now: number; outcome: Outcome; receipt: string; errorCode: string; errorMessage: string }]>(`
+  const toReceipt = db.prepare<[{ id: number; now: number; outcome: Outcome; receipt: string; errorCode: FailureCode | ""; errorMessage: string }]>(`
     UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL, receipt_at = @now,
       error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
       attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE id = @id`);
   const settle = db.transaction((row: Parameters<typeof toReceipt.run>[0]) => {
     toReceipt.run(row);
-    if (row.outcome === "failed") addEvent.run(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
+    if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", describe(row.errorCode, row.errorMessage));
   });
   const reported = db.prepare<[{ id: number; status: string; now: number }]>(`
     UPDATE jobs SET state = 'done', reported_status = @status, reported_at = @now, updated_at = @now WHERE id = @id`);
   const setDead = db.prepare<[number, number]>("UPDATE jobs SET state = 'dead', updated_at = ? WHERE id = ?");
   const giveUp = db.transaction((id: number, now: number, reason: string) => {
     setDead.run(now, id);
-    addEvent.run(id, now, "report_failed", `status not reported: ${reason}`);
+    timeline.add(id, now, "report_failed", `status not reported: ${reason}`);
   });
   const retryLater = db.prepare<[number, string, number, number]>(`
     UPDATE jobs SET next_attempt_at = ?, attempts = attempts + 1, error_message = coalesce(error_message, ?), updated_at = ?
     WHERE id = ?`);
   const reportLater = db.transaction((id: number, at: number, reason: string, now: number) => {
     retryLater.run(at, reason, now, id);
-    if (lastEvent.get(id, "report_retry") !== reason) addEvent.run(id, now, "report_retry", reason);
+    if (timeline.last(id, "report_retry") !== reason) timeline.add(id, now, "report_retry", reason);
   });
   const noteError = db.transaction((id: number, reason: string, now: number) => {
-    if (lastEvent.get(id, "error") !== reason) addEvent.run(id, now, "error", reason);
+    if (timeline.last(id, "error") !== reason) timeline.add(id, now, "error", reason);
   });
   // Caught mid-send by a crash: with a key Cast still remembers, the same send again is
   // safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
   const resumable = "state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since";
   const logResumed = db.prepare<[{ now: number; since: number }]>(`
-    INSERT INTO job_events (job_id, at, kind, detail)
+    ${INSERT_EVENT}
     SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`);
   const resumeInterrupted = db.prepare<[{ now: number; since: number }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`);
@@ -247,11 +250,11 @@ export function createJobStore(db: Db) {
     "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
   );
   const logInterrupted = db.prepare<[{ now: number }]>(`
-    INSERT INTO job_events (job_id, at, kind, detail)
-    SELECT id, @now, 'failed', 'delivery_unknown: delivery unknown after restart' FROM jobs WHERE state = 'sending'`);
+    ${INSERT_EVENT}
+    SELECT id, @now, 'failed', '${describe("delivery_unknown", UNKNOWN_AFTER_RESTART)}' FROM jobs WHERE state = 'sending'`);
   const interrupted = db.prepare<[{ now: number }]>(`
-    UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = 'delivery_unknown', unclear = 1,
-      error_message = 'delivery unknown after restart', attempts = 0, next_attempt_at = @now, updated_at = @now
+    UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = ${sqlCode("delivery_unknown")}, unclear = 1,
+      error_message = '${UNKNOWN_AFTER_RESTART}', attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE state = 'sending'`);
   const recover = db.transaction((now: number, since: number) => {
     logResumed.run({ now, since });
@@ -420,12 +423,10 @@ function fromRow(row: Row): Job {
   };
 }
 
-/**
- * What the message log records besides the columns, each with its time. "error": a run
- * of the job threw (a sealed secret it cannot open, say) and it will be tried again.
- */
-export type EventKind = "retry" | "held" | "failed" | "report_retry" | "report_failed" | "restart" | "requeued" | "error";
+export type { EventKind } from "./timeline.ts";
 
-function describe(code: string, message: string): string {
+const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
+
+function describe(code: FailureCode | "", message: string): string {
   return code ? `${code}: ${message}` : message;
 }

@@ -1,5 +1,7 @@
 import type { Db } from "./index.ts";
-import type { EventKind, JobState, OutboundMessage, Outcome } from "./jobs.ts";
+import type { FailureCode } from "./failures.ts";
+import type { JobState, OutboundMessage, Outcome } from "./jobs.ts";
+import { createTimeline, type MessageEvent } from "./timeline.ts";
 
 /** A message's status as the operator sees it (docs/cli.md, "The message log"). */
 export const MESSAGE_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed"] as const;
@@ -19,7 +21,7 @@ export interface LoggedMessage {
   idempotencyKey: string | null;
   receipt: string | null;
   reportedStatus: string | null;
-  errorCode: string | null;
+  errorCode: FailureCode | null;
   errorMessage: string | null;
   attempts: number;
   /** An attempt got no clear answer: the SMS may have left. */
@@ -33,11 +35,7 @@ export interface LoggedMessage {
   updatedAt: number;
 }
 
-export interface MessageEvent {
-  at: number;
-  kind: EventKind;
-  detail: string;
-}
+export type { MessageEvent } from "./timeline.ts";
 
 export interface MessageFilter {
   locationId?: string;
@@ -87,7 +85,7 @@ interface Row {
   idempotency_key: string | null;
   receipt: string | null;
   reported_status: string | null;
-  error_code: string | null;
+  error_code: FailureCode | null;
   error_message: string | null;
   attempts: number;
   unclear: number;
@@ -106,12 +104,11 @@ interface Row {
  */
 export function createMessageLog(db: Db) {
   const byMessageId = db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM jobs WHERE message_id = ?`);
-  const events = db.prepare<[number], MessageEvent>("SELECT at, kind, detail FROM job_events WHERE job_id = ? ORDER BY id");
+  const timeline = createTimeline(db);
   const counts = db.prepare<[], { status: MessageStatus; n: number }>(`SELECT ${STATUS} AS status, count(*) AS n FROM jobs GROUP BY 1`);
   const backlog = db.prepare<[], { location_id: string; waiting: number; oldest: number }>(`
     SELECT location_id, count(*) AS waiting, min(created_at) AS oldest FROM jobs
     WHERE state IN ('queued', 'sending') GROUP BY location_id ORDER BY oldest`);
-  const addEvent = db.prepare<[number, number, EventKind, string]>("INSERT INTO job_events (job_id, at, kind, detail) VALUES (?, ?, ?, ?)");
   // Guarded by `updated_at`: a job the server changed since the operator's look is left alone.
   const requeue = db.prepare<{ id: number; now: number; seen: number }>(`
     UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
@@ -121,7 +118,7 @@ export function createMessageLog(db: Db) {
     WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
   const requeueLogged = db.transaction((message: LoggedMessage, now: number, detail: string): boolean => {
     if (requeue.run({ id: message.id, now, seen: message.updatedAt }).changes === 0) return false;
-    addEvent.run(message.id, now, "requeued", detail);
+    timeline.add(message.id, now, "requeued", detail);
     return true;
   });
 
@@ -137,7 +134,7 @@ export function createMessageLog(db: Db) {
     },
     /** What happened to the message besides its columns: errors, holds, retries. */
     events(id: number): MessageEvent[] {
-      return events.all(id);
+      return timeline.of(id);
     },
     /** How many messages of the log are in each status. */
     counts(): Record<MessageStatus, number> {
