@@ -1,37 +1,21 @@
 import type { Db } from "./index.ts";
-import type { FailureCode } from "./failures.ts";
-import type { JobState, OutboundMessage, Outcome } from "./jobs.ts";
+import { JOB_COLUMNS, jobFromRow, type Job, type JobRow } from "./job-rows.ts";
 import { createTimeline, type MessageEvent } from "./timeline.ts";
 
 /** A message's status as the operator sees it (docs/cli.md, "The message log"). */
 export const MESSAGE_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
-/** One message of the log, as stored (times in ms since the epoch). */
-export interface LoggedMessage {
-  id: number;
-  message: OutboundMessage;
-  state: JobState;
+/** One message of the log, as stored (times in ms since the epoch): its job, and what the operator sees of it. */
+export interface LoggedMessage extends Job {
   status: MessageStatus;
-  outcome: Outcome | null;
   gateway: string;
   senderId: string | null;
   parts: number | null;
-  gatewayMessageId: string | null;
-  idempotencyKey: string | null;
-  receipt: string | null;
   reportedStatus: string | null;
-  errorCode: FailureCode | null;
-  errorMessage: string | null;
-  attempts: number;
-  /** An attempt got no clear answer: the SMS may have left. */
-  unclear: boolean;
-  createdAt: number;
-  firstSentAt: number | null;
   sentAt: number | null;
   receiptAt: number | null;
   reportedAt: number | null;
-  requeuedAt: number | null;
   updatedAt: number;
 }
 
@@ -68,33 +52,18 @@ const STATUS = `CASE
   WHEN receipt_deadline IS NOT NULL THEN 'sent'
   ELSE 'delivered' END`;
 
-const COLUMNS = `id, payload, state, ${STATUS} AS status, outcome, gateway, sender_id, parts, gateway_message_id,
-  idempotency_key, receipt, reported_status, error_code, error_message, attempts, unclear, created_at,
-  first_sent_at, sent_at, receipt_at, reported_at, requeued_at, updated_at`;
+const COLUMNS = `${JOB_COLUMNS}, ${STATUS} AS status, gateway, sender_id, parts, reported_status,
+  sent_at, receipt_at, reported_at, updated_at`;
 
-interface Row {
-  id: number;
-  payload: string;
-  state: JobState;
+interface Row extends JobRow {
   status: MessageStatus;
-  outcome: Outcome | null;
   gateway: string;
   sender_id: string | null;
   parts: number | null;
-  gateway_message_id: string | null;
-  idempotency_key: string | null;
-  receipt: string | null;
   reported_status: string | null;
-  error_code: FailureCode | null;
-  error_message: string | null;
-  attempts: number;
-  unclear: number;
-  created_at: number;
-  first_sent_at: number | null;
   sent_at: number | null;
   receipt_at: number | null;
   reported_at: number | null;
-  requeued_at: number | null;
   updated_at: number;
 }
 
@@ -181,28 +150,15 @@ function conditions(filter: MessageFilter): { where: string; params: unknown[] }
 
 function fromRow(row: Row): LoggedMessage {
   return {
-    id: row.id,
-    message: JSON.parse(row.payload) as OutboundMessage,
-    state: row.state,
+    ...jobFromRow(row),
     status: row.status,
-    outcome: row.outcome,
     gateway: row.gateway,
     senderId: row.sender_id,
     parts: row.parts,
-    gatewayMessageId: row.gateway_message_id,
-    idempotencyKey: row.idempotency_key,
-    receipt: row.receipt,
     reportedStatus: row.reported_status,
-    errorCode: row.error_code,
-    errorMessage: row.error_message,
-    attempts: row.attempts,
-    unclear: row.unclear === 1,
-    createdAt: row.created_at,
-    firstSentAt: row.first_sent_at,
     sentAt: row.sent_at,
     receiptAt: row.receipt_at,
     reportedAt: row.reported_at,
-    requeuedAt: row.requeued_at,
     updatedAt: row.updated_at,
   };
 }
