@@ -242,5 +242,3 @@ export function createJobStore(db: Db) {
     },
   };
 }
-
-export type { EventKind } from "./timeline.ts";
