@@ -1,43 +1,25 @@
 import type { Db } from "./index.ts";
-import type { EventKind, JobState, OutboundMessage, Outcome } from "./jobs.ts";
+import { JOB_COLUMNS, jobFromRow, type Job, type JobRow } from "./job-rows.ts";
+import { createTimeline, type MessageEvent } from "./timeline.ts";
 
 /** A message's status as the operator sees it (docs/cli.md, "The message log"). */
 export const MESSAGE_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
-/** One message of the log, as stored (times in ms since the epoch). */
-export interface LoggedMessage {
-  id: number;
-  message: OutboundMessage;
-  state: JobState;
+/** One message of the log, as stored (times in ms since the epoch): its job, and what the operator sees of it. */
+export interface LoggedMessage extends Job {
   status: MessageStatus;
-  outcome: Outcome | null;
   gateway: string;
   senderId: string | null;
   parts: number | null;
-  gatewayMessageId: string | null;
-  idempotencyKey: string | null;
-  receipt: string | null;
   reportedStatus: string | null;
-  errorCode: string | null;
-  errorMessage: string | null;
-  attempts: number;
-  /** An attempt got no clear answer: the SMS may have left. */
-  unclear: boolean;
-  createdAt: number;
-  firstSentAt: number | null;
   sentAt: number | null;
   receiptAt: number | null;
   reportedAt: number | null;
-  requeuedAt: number | null;
   updatedAt: number;
 }
 
-export interface MessageEvent {
-  at: number;
-  kind: EventKind;
-  detail: string;
-}
+export type { MessageEvent } from "./timeline.ts";
 
 export interface MessageFilter {
   locationId?: string;
@@ -70,33 +52,18 @@ const STATUS = `CASE
   WHEN receipt_deadline IS NOT NULL THEN 'sent'
   ELSE 'delivered' END`;
 
-const COLUMNS = `id, payload, state, ${STATUS} AS status, outcome, gateway, sender_id, parts, gateway_message_id,
-  idempotency_key, receipt, reported_status, error_code, error_message, attempts, unclear, created_at,
-  first_sent_at, sent_at, receipt_at, reported_at, requeued_at, updated_at`;
+const COLUMNS = `${JOB_COLUMNS}, ${STATUS} AS status, gateway, sender_id, parts, reported_status,
+  sent_at, receipt_at, reported_at, updated_at`;
 
-interface Row {
-  id: number;
-  payload: string;
-  state: JobState;
+interface Row extends JobRow {
   status: MessageStatus;
-  outcome: Outcome | null;
   gateway: string;
   sender_id: string | null;
   parts: number | null;
-  gateway_message_id: string | null;
-  idempotency_key: string | null;
-  receipt: string | null;
   reported_status: string | null;
-  error_code: string | null;
-  error_message: string | null;
-  attempts: number;
-  unclear: number;
-  created_at: number;
-  first_sent_at: number | null;
   sent_at: number | null;
   receipt_at: number | null;
   reported_at: number | null;
-  requeued_at: number | null;
   updated_at: number;
 }
 
@@ -106,12 +73,11 @@ interface Row {
  */
 export function createMessageLog(db: Db) {
   const byMessageId = db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM jobs WHERE message_id = ?`);
-  const events = db.prepare<[number], MessageEvent>("SELECT at, kind, detail FROM job_events WHERE job_id = ? ORDER BY id");
+  const timeline = createTimeline(db);
   const counts = db.prepare<[], { status: MessageStatus; n: number }>(`SELECT ${STATUS} AS status, count(*) AS n FROM jobs GROUP BY 1`);
   const backlog = db.prepare<[], { location_id: string; waiting: number; oldest: number }>(`
     SELECT location_id, count(*) AS waiting, min(created_at) AS oldest FROM jobs
     WHERE state IN ('queued', 'sending') GROUP BY location_id ORDER BY oldest`);
-  const addEvent = db.prepare<[number, number, EventKind, string]>("INSERT INTO job_events (job_id, at, kind, detail) VALUES (?, ?, ?, ?)");
   // Guarded by `updated_at`: a job the server changed since the operator's look is left alone.
   const requeue = db.prepare<{ id: number; now: number; seen: number }>(`
     UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
@@ -121,7 +87,7 @@ export function createMessageLog(db: Db) {
     WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
   const requeueLogged = db.transaction((message: LoggedMessage, now: number, detail: string): boolean => {
     if (requeue.run({ id: message.id, now, seen: message.updatedAt }).changes === 0) return false;
-    addEvent.run(message.id, now, "requeued", detail);
+    timeline.add(message.id, now, "requeued", detail);
     return true;
   });
 
@@ -137,7 +103,7 @@ export function createMessageLog(db: Db) {
     },
     /** What happened to the message besides its columns: errors, holds, retries. */
     events(id: number): MessageEvent[] {
-      return events.all(id);
+      return timeline.of(id);
     },
     /** How many messages of the log are in each status. */
     counts(): Record<MessageStatus, number> {
@@ -184,28 +150,15 @@ function conditions(filter: MessageFilter): { where: string; params: unknown[] }
 
 function fromRow(row: Row): LoggedMessage {
   return {
-    id: row.id,
-    message: JSON.parse(row.payload) as OutboundMessage,
-    state: row.state,
+    ...jobFromRow(row),
     status: row.status,
-    outcome: row.outcome,
     gateway: row.gateway,
     senderId: row.sender_id,
     parts: row.parts,
-    gatewayMessageId: row.gateway_message_id,
-    idempotencyKey: row.idempotency_key,
-    receipt: row.receipt,
     reportedStatus: row.reported_status,
-    errorCode: row.error_code,
-    errorMessage: row.error_message,
-    attempts: row.attempts,
-    unclear: row.unclear === 1,
-    createdAt: row.created_at,
-    firstSentAt: row.first_sent_at,
     sentAt: row.sent_at,
     receiptAt: row.receipt_at,
     reportedAt: row.reported_at,
-    requeuedAt: row.requeued_at,
     updatedAt: row.updated_at,
   };
 }

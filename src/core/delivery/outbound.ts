@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import pRetry from "p-retry";
 import type { Commit } from "../../db/commit.ts";
 import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../../db/jobs.ts";
+import type { FailureCode } from "../../db/failures.ts";
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { TokenStore } from "../../db/tokens.ts";
 import type { SendRequest, SmsGateway } from "../clients/gateway.ts";
@@ -332,7 +333,7 @@ export function reportRetryable(error: unknown): boolean {
   return true; // a network failure or a timeout
 }
 
-function failed(errorCode: string, errorMessage: string): Result {
+function failed(errorCode: FailureCode, errorMessage: string): Result {
   return { outcome: "failed", errorCode, errorMessage };
 }
 

@@ -10,6 +10,7 @@ import type { Scheduler } from "./scheduler.ts";
 
 export { createReceiptBook, type ReceiptBook } from "./receipt-book.ts";
 
+import { carrierCode } from "../../db/failures.ts";
 export interface ReceiptDeps {
   sms: SmsGateway;
   /** Each key's log, read in batches: most receipts come from it. */
@@ -171,7 +172,7 @@ export function readReceipt(status: DeliveryStatus): Receipt | undefined {
   if (status.status === "delivered") return { outcome: "delivered", receipt: status.dlrStatus || "DELIVRD" };
   const code = status.dlrStatus || (status.status === "failed" ? "FAILED" : "UNDELIV");
   const said = status.errorMessage ? `: ${status.errorMessage}` : "";
-  return { outcome: "failed", receipt: code, errorCode: code, errorMessage: `${CARRIER_SAYS[code] ?? `not delivered (${code})`}${said}` };
+  return { outcome: "failed", receipt: code, errorCode: carrierCode(code), errorMessage: `${CARRIER_SAYS[code] ?? `not delivered (${code})`}${said}` };
 }
 
 const CARRIER_SAYS: Record<string, string> = {

@@ -1,4 +1,5 @@
 import type { Job, Result, SendLater } from "../../db/jobs.ts";
+import type { FailureCode } from "../../db/failures.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { SendRequest } from "../clients/gateway.ts";
 import type { OutboundDeps } from "./outbound.ts";
@@ -31,7 +32,7 @@ export function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest,
   }
   if (error.failure === "rejected") {
     deps.log.warn(`message ${messageId} of location ${locationId} not sent: ${errorMessage(error)}`);
-    return failed(error.code.toLowerCase(), errorMessage(error));
+    return failed(`gateway_${error.failure}`, errorMessage(error));
   }
   return tryAgain(deps, job, error);
 }
@@ -76,7 +77,7 @@ function tryAgain(deps: OutboundDeps, job: Job, error: GatewayError): Result | L
   }
   const why = `${errorMessage(error)}; gave up after ${job.attempts + 1} attempts in ${Math.round((now - first) / 1000)} s`;
   deps.log.warn(`message ${messageId} of location ${locationId} failed: ${why}`);
-  return failed(error.code.toLowerCase(), why);
+  return failed(`gateway_${error.failure}`, why);
 }
 
 /**
@@ -89,6 +90,6 @@ export function lookAgainMs(deps: OutboundDeps, job: Job): number {
   return Math.max(0, Math.min(deps.holds.lookAgainMs, left));
 }
 
-function failed(errorCode: string, errorMessage: string): Result {
+function failed(errorCode: FailureCode, errorMessage: string): Result {
   return { outcome: "failed", errorCode, errorMessage };
 }

@@ -1,0 +1,131 @@
+import { sqlCode, type FailureCode } from "./failures.ts";
+import type { Db } from "./index.ts";
+import { JOB_COLUMNS, type JobRow, type JobState, type Outcome } from "./job-rows.ts";
+import { INSERT_EVENT } from "./timeline.ts";
+
+export type JobStatements = ReturnType<typeof prepareJobStatements>;
+
+/**
+ * The job store's statements (jobs.ts), each named for the store's method that runs it.
+ * Absent codes, messages and ids are bound as "" (stored NULL): a named parameter must be bound.
+ */
+export function prepareJobStatements(db: Db) {
+  return {
+    remember: db.prepare<[string]>("INSERT INTO seen_messages (message_id) VALUES (?) ON CONFLICT DO NOTHING"),
+    enqueue: db.prepare<[string, string, string, number, number, number]>(`
+    INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`),
+    // The locations with unfinished jobs, one index seek each (a skip scan): a backlog of
+    // thousands in one location costs no more to look past than one job. With each, when
+    // its earliest send and report are due (a seek each too): a location whose jobs all
+    // wait (receipts to check later, say) costs no look of its own.
+    waitingLocations: db.prepare<[], { location_id: string; sends_at: number | null; reports_at: number | null }>(`
+    WITH RECURSIVE next(location_id) AS (
+      SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting')
+      UNION ALL
+      SELECT (SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting') AND location_id > next.location_id)
+      FROM next WHERE next.location_id IS NOT NULL
+    ) SELECT location_id,
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
+        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'queued') AS sends_at,
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
+        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'reporting') AS reports_at
+    FROM next WHERE location_id IS NOT NULL`),
+    due: db.prepare<[string, JobState, number, number], { id: number; state: JobState; next_attempt_at: number }>(`
+    SELECT id, state, next_attempt_at FROM jobs INDEXED BY jobs_due_by_location
+    WHERE location_id = ? AND state IN ('queued', 'reporting') AND state = ? AND next_attempt_at <= ?
+    ORDER BY next_attempt_at, id LIMIT ?`),
+    // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
+    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null }]>(`
+    UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now, held = 0,
+      sender_id = coalesce(@sender, sender_id),
+      idempotency_key = coalesce(idempotency_key, @key), api_key_tag = coalesce(api_key_tag, @tag),
+      first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at ELSE coalesce(first_sent_at, @now) END
+    WHERE id = @id AND state = 'queued'`),
+    sendLater: db.prepare<[{ id: number; at: number; reason: string; now: number; fresh: number; held: number; unclear: number }]>(`
+    UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now,
+      idempotency_key = CASE WHEN @fresh THEN NULL ELSE idempotency_key END,
+      api_key_tag = CASE WHEN @fresh THEN NULL ELSE api_key_tag END,
+      first_sent_at = CASE WHEN @fresh THEN NULL ELSE first_sent_at END,
+      held = @held, unclear = max(unclear, @unclear)
+    WHERE id = @id AND state = 'sending'`),
+    lastReason: db.prepare<[number], string | null>("SELECT error_message FROM jobs WHERE id = ?").pluck(),
+    heldNow: db.prepare<[number], number>("SELECT held FROM jobs WHERE id = ? AND state = 'queued'").pluck(),
+    markHeld: db.prepare<[{ id: number; reason: string; at: number; now: number }]>(`
+    UPDATE jobs SET held = 1, error_message = @reason, next_attempt_at = @at, updated_at = @now WHERE id = @id AND state = 'queued'`),
+    // Through the index of unfinished jobs, not the whole table of finished ones.
+    wakeHeld: db.prepare<[{ now: number }]>(`
+    UPDATE jobs INDEXED BY jobs_due_by_location SET next_attempt_at = @now
+    WHERE state IN ('queued', 'reporting') AND state = 'queued' AND held = 1 AND next_attempt_at > @now`),
+    recordResult: db.prepare<
+      [
+        { id: number; now: number; at: number; deadline: number | null; parts: number | null; outcome: Outcome } & {
+          errorCode: FailureCode | "";
+          errorMessage: string;
+          gatewayMessageId: string;
+        },
+      ]
+    >(`
+    UPDATE jobs SET state = 'reporting', outcome = @outcome, error_code = nullif(@errorCode, ''),
+      error_message = nullif(@errorMessage, ''), gateway_message_id = nullif(@gatewayMessageId, ''),
+      attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline, held = 0,
+      sent_at = CASE WHEN @gatewayMessageId <> '' THEN @now END, parts = coalesce(@parts, parts),
+      unclear = max(unclear, @errorCode IN (${sqlCode("gateway_unknown")}, ${sqlCode("delivery_unknown")}))
+    WHERE id = @id`),
+    receiptLater: db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?"),
+    // Only a job still waiting for its receipt: one already settled keeps its own schedule.
+    receiptDue: db.prepare<[{ id: number; now: number }]>(`
+    UPDATE jobs SET next_attempt_at = @now
+    WHERE id = @id AND state = 'reporting' AND receipt_deadline IS NOT NULL AND next_attempt_at > @now`),
+    recordReceipt: db.prepare<[{ id: number; now: number; outcome: Outcome; receipt: string; errorCode: FailureCode | ""; errorMessage: string }]>(`
+    UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL, receipt_at = @now,
+      error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
+      attempts = 0, next_attempt_at = @now, updated_at = @now
+    WHERE id = @id`),
+    reported: db.prepare<[{ id: number; status: string; now: number }]>(`
+    UPDATE jobs SET state = 'done', reported_status = @status, reported_at = @now, updated_at = @now WHERE id = @id`),
+    giveUp: db.prepare<[number, number]>("UPDATE jobs SET state = 'dead', updated_at = ? WHERE id = ?"),
+    retryLater: db.prepare<[number, string, number, number]>(`
+    UPDATE jobs SET next_attempt_at = ?, attempts = attempts + 1, error_message = coalesce(error_message, ?), updated_at = ?
+    WHERE id = ?`),
+    ...recoveryStatements(db),
+    get: db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE message_id = ?`),
+    byId: db.prepare<[number], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`),
+    counts: db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state"),
+    oldestQueuedAt: db.prepare<[], { at: number | null }>("SELECT min(created_at) AS at FROM jobs WHERE state = 'queued'"),
+    prune: db.prepare<[number, number]>(`
+    DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`),
+  };
+}
+
+/** A failure as its timeline entry says it. */
+export function failureDetail(code: FailureCode | "", message: string): string {
+  return code ? `${code}: ${message}` : message;
+}
+
+const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
+
+/**
+ * Caught mid-send by a crash: with a key Cast still remembers, the same send again is
+ * safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
+ */
+function recoveryStatements(db: Db) {
+  const resumable = "state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since";
+  return {
+    logResumed: db.prepare<[{ now: number; since: number }]>(`
+    ${INSERT_EVENT}
+    SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`),
+    resumeInterrupted: db.prepare<[{ now: number; since: number }]>(`
+    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`),
+    stillSending: db.prepare<[], { messageId: string; locationId: string }>(
+      "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
+    ),
+    logInterrupted: db.prepare<[{ now: number }]>(`
+    ${INSERT_EVENT}
+    SELECT id, @now, 'failed', '${failureDetail("delivery_unknown", UNKNOWN_AFTER_RESTART)}' FROM jobs WHERE state = 'sending'`),
+    failInterrupted: db.prepare<[{ now: number }]>(`
+    UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = ${sqlCode("delivery_unknown")}, unclear = 1,
+      error_message = '${UNKNOWN_AFTER_RESTART}', attempts = 0, next_attempt_at = @now, updated_at = @now
+    WHERE state = 'sending'`),
+  };
+}
