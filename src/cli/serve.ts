@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config.ts";
+import { schemaVersion } from "../db/schema.ts";
 import { approvedOffList, cleanStoredNames, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/installs/locations.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
@@ -32,7 +33,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   run.start();
   await withoutMaglev();
   // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
-  const schema = core.db.pragma("user_version", { simple: true }) as number;
+  const schema = schemaVersion(core.db);
   log.info(`bridge ${pkg.version} (database schema ${schema}) listening on ${server.url}`, describeConfig(config));
   if (!config.sms.apiKey) {
     log.warn(
