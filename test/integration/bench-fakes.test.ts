@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from "vitest";
 import { startFakeGateway } from "../../bench/lib/fakes.mjs";
 import { fixture } from "../helpers/fixtures.ts";
-import { shapeOf } from "../helpers/shape.ts";
+import { expectCastRouteErrors, shapeOf } from "../helpers/shape.ts";
 
 /**
  * The benchmark's own fake Cast (bench/lib/fakes.mjs, plain node:http to cost little CPU)
@@ -138,17 +138,5 @@ test("a 429: error-429.json, with Retry-After in whole seconds", async () => {
 
 test("a path Cast has no endpoint for: 404 NOT_FOUND, a wrong method: 405 METHOD_NOT_ALLOWED, in the envelope of error-402.json", async () => {
   await start();
-  const cases = [
-    { method: "GET", path: "/api/v1/no/such/endpoint", status: 404, code: "NOT_FOUND" },
-    { method: "POST", path: "/api/v1/sms/send/extra", status: 404, code: "NOT_FOUND" },
-    { method: "GET", path: "/api/v1/sms/send", status: 405, code: "METHOD_NOT_ALLOWED" },
-    { method: "POST", path: "/api/v1/account/balance", status: 405, code: "METHOD_NOT_ALLOWED" },
-    { method: "DELETE", path: "/api/v1/sms/status/CASTabc123def456", status: 405, code: "METHOD_NOT_ALLOWED" },
-  ];
-  for (const { method, path, status, code } of cases) {
-    const res = await call(path, { method });
-    expect(res.status, `${method} ${path}`).toBe(status);
-    expect(shapeOf(res.body)).toEqual(shapeOf(fixture("cast", "error-402.json")));
-    expect(res.body).toMatchObject({ success: false, error_code: code });
-  }
+  await expectCastRouteErrors(call);
 });
