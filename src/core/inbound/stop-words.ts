@@ -1,4 +1,4 @@
-/** Replies that opt a number out of a location's texts (CONTRACT section 10 of the design; docs/architecture.md). */
+/** Replies that opt a number out of a location's texts. */
 const STOP = new Set(["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "HINTO"]);
 /** Replies that lift an opt-out. */
 const START = new Set(["START", "UNSTOP"]);
