@@ -8,10 +8,10 @@ import type { TokenStore } from "../../db/tokens.ts";
 import type { SendRequest, SmsGateway } from "../clients/gateway.ts";
 import type { CrmClient, MessageStatus } from "../clients/crm.ts";
 import { API_KEY } from "../config-values.ts";
-import { AppError, CrmError, clip, errorMessage, type ErrorCode } from "../../errors.ts";
+import { AppError, CrmError, errorMessage, type ErrorCode } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { KeyHolds } from "./holds.ts";
-import { maskSecret } from "../mask.ts";
+import { maskPhone, maskSecret } from "../mask.ts";
 import type { MessageMetrics } from "../operator/metrics.ts";
 import type { Outages } from "../operator/outages.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
@@ -150,8 +150,8 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
     return { result: failed("uninstalled", `location ${locationId} has uninstalled the app; reinstall it to send again`) };
   }
   const to = toLocalPH(message.phone);
-  // The reason is stored, listed and reported: the webhook's phone in it is escaped.
-  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${printable(clip(message.phone, 40))}`) };
+  // The reason is stored, logged, listed and reported: the webhook's phone in it is masked, then escaped.
+  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${printable(maskPhone(message.phone))}`) };
   const text = composeText(message);
   if (text.length === 0) return { result: failed("empty_message", "the message has no text") };
   if (text.length > deps.sms.maxMessageLength) {
