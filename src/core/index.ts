@@ -4,11 +4,13 @@ import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
 import { createGatewayKeys, type GatewayKeys } from "../db/gateway-keys.ts";
 import { createMessageLog, type MessageLog } from "../db/messages.ts";
+import { createOptOutStore, type OptOutStore } from "../db/optouts.ts";
 import { createBalances, type Balances } from "./operator/balances.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions } from "./clients/cast.ts";
+import { createUnsubscribedClient, type ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
 import type { SmsGateway } from "./clients/gateway.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
 import type { CallObserver } from "./clients/observe.ts";
@@ -30,6 +32,8 @@ import type { CompanyTokens, TokenService } from "./installs/tokens.ts";
 import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import { wireDelivery } from "./delivery/wire.ts";
+import { createOptOutList } from "./inbound/opt-out-list.ts";
+import type { OptOutList } from "./inbound/reply.ts";
 import { wireInstalls } from "./installs/wire.ts";
 
 /**
@@ -55,10 +59,16 @@ export interface Core {
   commit: Commit;
   /** What the operator's view knows of each gateway key: holds and balances. */
   gatewayKeys: GatewayKeys;
+  /** The locations' opt-out lists, as stored (the operator's view reads them). */
+  optOuts: OptOutStore;
+  /** The same lists as the inbound room and delivery use them: any form of a number is one number. */
+  optOutList: OptOutList;
 
   // The clients of the remote systems.
   crm: CrmClient;
   sms: SmsGateway;
+  /** Cast's unsubscribed list of a key's account. */
+  castUnsubscribed: ReadUnsubscribed;
 
   // Delivery: a queued message's send, receipt and report.
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
@@ -133,8 +143,8 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys">;
-export type Clients = Pick<Core, "crm" | "sms" | "scheduler" | "outages" | "metrics">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList">;
+export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
 
 /**
  * Wires the core room by room from one context: the store, the remote systems' clients,
@@ -154,7 +164,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
 }
 
 /** The store, with the secrets it cannot open warned about and old seals renewed. */
-function openStores({ config, db, log, tuning }: Context): Stores {
+function openStores({ config, db, log, now, tuning }: Context): Stores {
   const sealer = createSealer(config.encryptionKey);
   for (const unopenable of checkSealed(db, sealer)) {
     log.warn(`${unopenable}: not used, and what needs it waits (the others work); ${MEND_SEALED}`);
@@ -167,7 +177,8 @@ function openStores({ config, db, log, tuning }: Context): Stores {
   const commit = createGroupCommit(db, tuning.commitWindowMs);
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys };
+  const optOuts = createOptOutStore(db);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now) };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
@@ -205,5 +216,6 @@ function createClients({ config, log, now, tuning }: Context, { jobs }: Stores, 
     onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
     ...tuning.sms,
   });
-  return { crm, sms, scheduler, outages, metrics };
+  const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
+  return { crm, sms, castUnsubscribed, scheduler, outages, metrics };
 }
