@@ -182,9 +182,9 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs }: Stores, heldKeys: () => number): Clients {
+function createClients({ config, log, now, tuning }: Context, { jobs, optOuts }: Stores, heldKeys: () => number): Clients {
   const outages = createOutages({ log, now: Date.now });
-  const metrics = createMetrics({ jobs, heldKeys, now, processMetrics: config.metricsToken !== "" });
+  const metrics = createMetrics({ jobs, heldKeys, optOuts, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
     outages.observe(call);
     metrics.call(call);
