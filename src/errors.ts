@@ -9,6 +9,7 @@ export type ErrorCode =
   | "BAD_QUERY"
   | "BAD_CONFIG"
   | "BAD_WEBHOOK"
+  | "BAD_PHONE"
   | "NOT_STORED"
   | "NO_TOKEN"
   | "NO_COMPANY_TOKEN"
@@ -29,6 +30,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   BAD_QUERY: 400,
   BAD_CONFIG: 400,
   BAD_WEBHOOK: 400,
+  BAD_PHONE: 400,
   NO_LOCATION_ID: 400,
   NO_COMPANY_ID: 400,
   COMPANY_NOT_ALLOWED: 403,

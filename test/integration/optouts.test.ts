@@ -75,3 +75,54 @@ describe("Cast's unsubscribed list", () => {
     expect(warned[0]).toMatch(/answered 500/);
   });
 });
+
+describe("the admin API: /api/admin/locations/{id}/optouts", () => {
+  const path = "/api/admin/locations/loc-1/optouts";
+  const body = (phone: unknown) => JSON.stringify({ phone });
+
+  test("an operator adds a number: its next message is not sent; removed, the one after is", async () => {
+    const b = await start();
+    const added = await b.admin(path, { method: "POST", body: body("09171234567") });
+    expect(added.status).toBe(200);
+    expect(await added.json()).toEqual({ location_id: "loc-1", phone: "0917***4567", added: true });
+    const again = await b.admin(path, { method: "POST", body: body("+639171234567") });
+    expect(await again.json()).toEqual({ location_id: "loc-1", phone: "0917***4567", added: false });
+
+    const listed = await b.admin(path);
+    expect(await listed.json()).toEqual({
+      location_id: "loc-1",
+      opt_outs: [{ phone: "0917***4567", by: "operator", opted_out_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) }],
+    });
+    expect(await deliver(b, "m-1")).toEqual([OPTED_OUT]);
+    expect(b.gateway.calls()).toEqual([]);
+
+    const removed = await b.admin(path, { method: "DELETE", body: body("+63 917 123 4567") });
+    expect(await removed.json()).toEqual({ location_id: "loc-1", phone: "0917***4567", removed: true });
+    expect(await (await b.admin(path)).json()).toEqual({ location_id: "loc-1", opt_outs: [] });
+    expect(await deliver(b, "m-2")).toEqual([{ status: "delivered" }]);
+    expect(b.gateway.sent().map((s) => s.message)).toEqual(["hello m-2"]);
+  });
+
+  test.each([
+    { name: "not a PH mobile", at: path, init: { method: "POST", body: body("+14155550100") }, status: 400, error: "not a Philippine mobile number: +14155550100" },
+    { name: "text around the number", at: path, init: { method: "DELETE", body: body("+639171234567 x") }, status: 400, error: "not a Philippine mobile number: +639171234567 x" },
+    { name: "no phone", at: path, init: { method: "POST", body: "{}" }, status: 400, error: "phone must be a string: a Philippine mobile number" },
+    { name: "a body that is no object", at: path, init: { method: "POST", body: "[]" }, status: 400, error: expect.stringMatching(/must be a JSON object/) },
+    { name: "not JSON", at: path, init: { method: "POST", body: "phone=1" }, status: 400, error: "request body is not valid JSON" },
+    { name: "an unknown location", at: "/api/admin/locations/loc-9/optouts", init: {}, status: 404, error: "location not found: loc-9" },
+    { name: "a malformed location id", at: "/api/admin/locations/loc%2E%2E%2Fx/optouts", init: {}, status: 400, error: expect.stringMatching(/^invalid location id/) },
+  ])("$name: $status", async ({ at, init, status, error }) => {
+    const b = await start();
+    const res = await b.admin(at, init);
+    expect(res.status).toBe(status);
+    expect(await res.json()).toEqual({ error });
+    expect(b.core.optOuts.list("loc-1")).toEqual([]);
+  });
+
+  test("without the admin key: 401, nothing listed", async () => {
+    const b = await start();
+    const res = await b.fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: body("09171234567") });
+    expect(res.status).toBe(401);
+    expect(b.core.optOuts.list("loc-1")).toEqual([]);
+  });
+});
