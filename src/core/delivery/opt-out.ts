@@ -6,7 +6,7 @@ import { optOutKey } from "../inbound/opt-out-list.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
 
-/** What a message to an opted-out number fails with, and HighLevel is told (CONTRACT.md section 10). */
+/** What a message to an opted-out number fails with, and HighLevel is told (docs/cli.md, "Opt-outs"). */
 export const OPTED_OUT = "recipient opted out";
 
 /**
