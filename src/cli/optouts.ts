@@ -48,12 +48,13 @@ export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOp
     });
 }
 
-type Lib = typeof import("../core/operator/optouts.ts");
+/** What the command uses of core/operator/optouts.ts, from heavy.ts: it reads numbers with libphonenumber. */
+type Lib = Pick<typeof import("./heavy.ts"), "addOptOut" | "listOptOuts" | "optOutPhone" | "removeOptOut">;
 
 async function withOptOuts<T>(io: Io, globals: GlobalOptions, fn: (deps: OptOutDeps, lib: Lib) => T): Promise<T> {
   const [{ withDb }, lib, { createOptOutStore }, { createTokenStore }] = await Promise.all([
     import("./context.ts"),
-    import("../core/operator/optouts.ts"),
+    import("./heavy.ts"),
     import("../db/optouts.ts"),
     import("../db/tokens.ts"),
   ]);
