@@ -131,7 +131,7 @@ test("the unsubscribed list (read before a key's sends): unsubscribed-200.json w
   await start();
   const res = await call("/api/v1/account/unsubscribed");
   expect(res.status).toBe(200);
-  expect(shapeOf(res.body)).toEqual(shapeOf({ ...fixture("cast", "unsubscribed-200.json"), data: [] }));
+  expect(shapeOf(res.body)).toEqual(shapeOf({ ...fixture<Record<string, unknown>>("cast", "unsubscribed-200.json"), data: [] }));
 });
 
 test("a 429: error-429.json, with Retry-After in whole seconds", async () => {
