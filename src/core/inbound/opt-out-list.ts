@@ -8,8 +8,12 @@ import type { OptOutList } from "./reply.ts";
  * another; any other number as written, trimmed (no send can go to it anyway).
  */
 export function optOutKey(phone: string): string {
+  // Already the key (HighLevel's form, read at every send): the same answer, without a parse.
+  if (E164_PH.test(phone)) return phone;
   return toE164PH(phone) ?? phone.trim();
 }
+
+const E164_PH = /^\+639\d{9}$/;
 
 /** The OptOutList the inbound room and delivery use, over the store; `now` stamps each addition. */
 export function createOptOutList(store: Pick<OptOutStore, "add" | "remove" | "has">, now: () => number): OptOutList {
