@@ -54,7 +54,7 @@ describe("dist/bridge optouts", () => {
   test("a number that is not a Philippine mobile: exit 2, nothing changed", async () => {
     const { code, stderr } = await bridge("optouts", "remove", "loc-1", "+14155550100");
     expect(code).toBe(2);
-    expect(stderr).toContain("not a Philippine mobile number: +14155550100");
+    expect(stderr).toContain("not a Philippine mobile number: +141***0100");
     expect(JSON.parse((await bridge("optouts", "list", "loc-1", "--json")).stdout).opt_outs).toHaveLength(1);
   });
 

@@ -57,7 +57,8 @@ export function removeOptOut(deps: OptOutDeps, locationId: string, phone: unknow
 export function optOutPhone(phone: unknown): string {
   if (typeof phone !== "string") throw new AppError("BAD_PHONE", "phone must be a string: a Philippine mobile number");
   const number = toE164PH(phone);
-  if (!number) throw new AppError("BAD_PHONE", `not a Philippine mobile number: ${printable(clip(phone, 40))}`);
+  // Masked as everywhere a recipient's phone is written (docs/operations.md, "Finding a message").
+  if (!number) throw new AppError("BAD_PHONE", `not a Philippine mobile number: ${printable(maskPhone(clip(phone, 40)))}`);
   return number;
 }
 
