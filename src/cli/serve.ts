@@ -22,7 +22,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   });
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
-  const { createApp, createRun, listen } = await import("./heavy.ts");
+  const { createApp, createRun, listen } = await import("../sea/heavy.ts");
   const { config, log } = core;
   const run = createRun(core);
   const app = createApp({ core, worker: run.worker });
