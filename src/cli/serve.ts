@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
-import { describeConfig } from "../core/config.ts";
+import { describeConfig } from "../core/config-describe.ts";
 import { schemaVersion } from "../db/schema.ts";
 import { approvedOffList, cleanStoredNames, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/installs/locations.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
