@@ -2,10 +2,10 @@
 // using Node's Single Executable Application (SEA) support:
 //   1. esbuild bundles src/cli/bin.ts into dist/bridge.cjs (a SEA main must be
 //      CommonJS, and its require() only loads builtins, so everything else
-//      must be in the bundle), and src/cli/heavy.ts into dist/heavy.cjs, which
+//      must be in the bundle), and src/sea/heavy.ts into dist/heavy.cjs, which
 //      the main bundle compiles only when a command imports it;
 //   2. this Node binary turns the main bundle plus two assets, heavy.cjs and
-//      the better-sqlite3 addon (see src/db/native.ts), into a blob;
+//      the better-sqlite3 addon (see src/sea/addon.ts), into a blob;
 //   3. postject injects the blob into a copy of this Node binary.
 // Run with Node 24 (npm run build puts node_modules/.bin first on PATH): the
 // blob is tied to the exact binary that makes it, and that binary is the base.
@@ -26,7 +26,7 @@ const root = dirname(fileURLToPath(import.meta.url));
 const dist = join(root, "dist");
 const entry = resolve(root, process.env.BRIDGE_ENTRY || "src/cli/bin.ts");
 const bundle = join(dist, "bridge.cjs");
-const heavyEntry = join(root, "src/cli/heavy.ts");
+const heavyEntry = join(root, "src/sea/heavy.ts");
 const heavyBundle = join(dist, "heavy.cjs");
 const HEAVY_ASSET = "heavy.cjs"; // its name inside the executable
 const seaConfig = join(dist, "sea-config.json");
@@ -70,21 +70,20 @@ async function main() {
   });
 
   await mkdir(dist, { recursive: true });
-  // The executable names its addon cache directory by this hash (src/db/native.ts).
+  // The executable names its addon cache directory by this hash (src/sea/addon.ts).
   const addonSha256 = createHash("sha256").update(await readFile(addon)).digest("hex");
   const main = await bundleEntry(entry, bundle, addonSha256, [lazyChildProcess(), heavyAsset()]);
   const heavy = await bundleEntry(heavyEntry, heavyBundle, addonSha256, [standIns()]);
   // The heavy bundle carries its own copy of all it imports: a CLI module in it would be a
-  // second copy, out of step with the first (src/cli/heavy.ts).
-  const heavyInput = relative(process.cwd(), heavyEntry).replaceAll("\\", "/");
-  const cliInHeavy = Object.keys(heavy.inputs).filter((input) => /^src[\\/]cli[\\/]/.test(input) && input !== heavyInput);
+  // second copy, out of step with the first (src/sea/heavy.ts).
+  const cliInHeavy = Object.keys(heavy.inputs).filter((input) => /^src[\\/]cli[\\/]/.test(input));
   if (cliInHeavy.length > 0) {
-    throw new Error(`src/cli/heavy.ts imports ${cliInHeavy[0]}; the heavy bundle must import nothing from src/cli`);
+    throw new Error(`src/sea/heavy.ts imports ${cliInHeavy[0]}; the heavy bundle must import nothing from src/cli`);
   }
   // Start-up time of every command depends on these staying out of the main bundle.
   const leaked = Object.keys(main.inputs).filter((input) => /node_modules[\\/](zod|h3|consola|ofetch|libphonenumber-js)[\\/]/.test(input));
   if (leaked.length > 0) {
-    throw new Error(`the main bundle includes ${leaked[0]}; import it through src/cli/heavy.ts instead`);
+    throw new Error(`the main bundle includes ${leaked[0]}; import it through src/sea/heavy.ts instead`);
   }
 
   await writeFile(
@@ -253,13 +252,13 @@ function standIns() {
   };
 }
 
-// The main bundle gets src/cli/heavy.ts as a stub that compiles the heavy.cjs asset as a
+// The main bundle gets src/sea/heavy.ts as a stub that compiles the heavy.cjs asset as a
 // CommonJS module on first import, so commands that never import it never pay for it.
 function heavyAsset() {
   return {
     name: "heavy-asset",
     setup(build) {
-      build.onResolve({ filter: /^\.\/heavy\.ts$/ }, (args) =>
+      build.onResolve({ filter: /^\.\.\/sea\/heavy\.ts$/ }, (args) =>
         resolve(args.resolveDir, args.path) === heavyEntry ? { path: HEAVY_ASSET, namespace: "sea-asset" } : undefined,
       );
       build.onLoad({ filter: /.*/, namespace: "sea-asset" }, () => ({

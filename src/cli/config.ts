@@ -32,7 +32,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
         throw new UsageError("config set needs --sender-id and/or --sms-api-key");
       }
       const smsApiKey = options.smsApiKey === "-" ? await keyFromStdin(io) : options.smsApiKey;
-      const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("./heavy.ts")]);
+      const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
       const change = { sender_id: options.senderId, sms_api_key: smsApiKey };
       print(io, withStore(io, globals(), (tokens) => setLocationConfig(tokens, locationId, change, Date.now())), options.json);
     });

@@ -42,7 +42,7 @@ export function commandConfig(io: Io, options: GlobalOptions, need: ConfigNeed):
 export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed, tuning?: Tuning): Promise<Core & { close(): void }> {
   const config = commandConfig(io, options, need);
   // Loaded here, not at start-up: commands that only read the store never need the HTTP clients.
-  const { createCore, createLogger, writesToJournal } = await import("./heavy.ts");
+  const { createCore, createLogger, writesToJournal } = await import("../sea/heavy.ts");
   const log = createLogger(config.logLevel, process.stderr, {
     format: config.logFormat,
     journal: writesToJournal(io.env.JOURNAL_STREAM, stderrId()),

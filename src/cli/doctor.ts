@@ -12,7 +12,7 @@ export function doctorCommand(program: Command, io: Io, globals: () => GlobalOpt
       const [{ commandEnv }, { openDb }, { runDoctor }] = await Promise.all([
         import("./context.ts"),
         import("../db/index.ts"),
-        import("./heavy.ts"),
+        import("../sea/heavy.ts"),
       ]);
       const report = await runDoctor({ env: commandEnv(io, globals()), openDb });
       if (options.json) io.out(json(report));

@@ -67,7 +67,7 @@ function failure(error: unknown, io: Io): number {
 
 /**
  * One line, control characters escaped: an error may quote HighLevel or Cast. A
- * configuration error (known by its code: see heavy.ts on classes) lists its problems one a line.
+ * configuration error (known by its code: see src/sea/heavy.ts on classes) lists its problems one a line.
  */
 function failureText(error: unknown): string {
   const lines = errorMessage(error).split("\n");

@@ -49,12 +49,12 @@ export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOp
 }
 
 /** What the command uses of core/operator/optouts.ts, from heavy.ts: it reads numbers with libphonenumber. */
-type Lib = Pick<typeof import("./heavy.ts"), "addOptOut" | "listOptOuts" | "optOutPhone" | "removeOptOut">;
+type Lib = Pick<typeof import("../sea/heavy.ts"), "addOptOut" | "listOptOuts" | "optOutPhone" | "removeOptOut">;
 
 async function withOptOuts<T>(io: Io, globals: GlobalOptions, fn: (deps: OptOutDeps, lib: Lib) => T): Promise<T> {
   const [{ withDb }, lib, { createOptOutStore }, { createTokenStore }] = await Promise.all([
     import("./context.ts"),
-    import("./heavy.ts"),
+    import("../sea/heavy.ts"),
     import("../db/optouts.ts"),
     import("../db/tokens.ts"),
   ]);

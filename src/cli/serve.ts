@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
-import { describeConfig } from "../core/config.ts";
+import { describeConfig } from "../core/config-describe.ts";
 import { schemaVersion } from "../db/schema.ts";
 import { approvedOffList, cleanStoredNames, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/installs/locations.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
@@ -22,7 +22,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   });
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
-  const { createApp, createRun, listen } = await import("./heavy.ts");
+  const { createApp, createRun, listen } = await import("../sea/heavy.ts");
   const { config, log } = core;
   const run = createRun(core);
   const app = createApp({ core, worker: run.worker });

@@ -51,15 +51,6 @@ export function createGatewayKeys(db: Db, sealer: Sealer = createSealer(undefine
     ON CONFLICT (key_tag) DO UPDATE SET key_masked = excluded.key_masked, balance = excluded.balance,
       balance_at = excluded.balance_at, balance_error = excluded.balance_error`);
   const all = db.prepare<[], Row>("SELECT * FROM gateway_keys ORDER BY key_masked");
-  // Written once per key: the sealed value differs at every seal, the key does not.
-  const keep = db.prepare<[{ tag: string; masked: string; key: string }]>(`
-    INSERT INTO gateway_keys (key_tag, key_masked, api_key) VALUES (@tag, @masked, @key)
-    ON CONFLICT (key_tag) DO UPDATE SET api_key = excluded.api_key WHERE gateway_keys.api_key = ''`);
-  const kept = db.prepare<[string], { api_key: string }>("SELECT api_key FROM gateway_keys WHERE key_tag = ? AND api_key <> ''");
-  const forget = db.prepare(`
-    UPDATE gateway_keys SET api_key = '' WHERE api_key <> '' AND key_tag NOT IN (
-      SELECT api_key_tag FROM jobs WHERE state IN ('queued', 'sending', 'reporting') AND api_key_tag IS NOT NULL)`);
-  const sealedIn = (tag: string) => ({ table: "gateway_keys", column: "api_key", row: tag });
 
   return {
     held(tag: string, masked: string, hold: KeyHoldRecord): void {
@@ -75,6 +66,25 @@ export function createGatewayKeys(db: Db, sealer: Sealer = createSealer(undefine
     balance(tag: string, masked: string, at: number, read: { credits: number } | { error: string }): void {
       balance.run({ tag, masked, at, credits: "credits" in read ? read.credits : null, error: "error" in read ? read.error : null });
     },
+    ...createKeptKeys(db, sealer),
+    list(): GatewayKey[] {
+      return all.all().map(gatewayKey);
+    },
+  };
+}
+
+/** The API keys sends went with, kept sealed while a receipt may still need them. */
+function createKeptKeys(db: Db, sealer: Sealer) {
+  // Written once per key: the sealed value differs at every seal, the key does not.
+  const keep = db.prepare<[{ tag: string; masked: string; key: string }]>(`
+    INSERT INTO gateway_keys (key_tag, key_masked, api_key) VALUES (@tag, @masked, @key)
+    ON CONFLICT (key_tag) DO UPDATE SET api_key = excluded.api_key WHERE gateway_keys.api_key = ''`);
+  const kept = db.prepare<[string], { api_key: string }>("SELECT api_key FROM gateway_keys WHERE key_tag = ? AND api_key <> ''");
+  const forget = db.prepare(`
+    UPDATE gateway_keys SET api_key = '' WHERE api_key <> '' AND key_tag NOT IN (
+      SELECT api_key_tag FROM jobs WHERE state IN ('queued', 'sending', 'reporting') AND api_key_tag IS NOT NULL)`);
+  const sealedIn = (tag: string) => ({ table: "gateway_keys", column: "api_key", row: tag });
+  return {
     /** A send goes with this key (tagged `tag`): kept, sealed, until its receipt settles. */
     keep(tag: string, masked: string, apiKey: string): void {
       keep.run({ tag, masked, key: sealer.seal(apiKey, sealedIn(tag)) });
@@ -88,17 +98,18 @@ export function createGatewayKeys(db: Db, sealer: Sealer = createSealer(undefine
     forgetUnused(): number {
       return forget.run().changes;
     },
-    list(): GatewayKey[] {
-      return all.all().map((r) => ({
-        keyTag: r.key_tag,
-        keyMasked: r.key_masked,
-        heldSince: r.held_since,
-        heldStatus: r.held_status,
-        heldReason: r.held_reason,
-        balance: r.balance,
-        balanceAt: r.balance_at,
-        balanceError: r.balance_error,
-      }));
-    },
+  };
+}
+
+function gatewayKey(r: Row): GatewayKey {
+  return {
+    keyTag: r.key_tag,
+    keyMasked: r.key_masked,
+    heldSince: r.held_since,
+    heldStatus: r.held_status,
+    heldReason: r.held_reason,
+    balance: r.balance,
+    balanceAt: r.balance_at,
+    balanceError: r.balance_error,
   };
 }

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import { errorMessage } from "../errors.ts";
-import { AddonError, nativeBinding } from "./native.ts";
+import { AddonError, nativeBinding } from "../sea/addon.ts";
 import { makeFilesPrivate, refuseOthersFiles } from "./private-files.ts";
 import { migrate, SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "./schema.ts";
 

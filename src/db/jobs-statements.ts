@@ -10,6 +10,43 @@ export type JobStatements = ReturnType<typeof prepareJobStatements>;
  * Absent codes, messages and ids are bound as "" (stored NULL): a named parameter must be bound.
  */
 export function prepareJobStatements(db: Db) {
+  return { ...queueStatements(db), ...sendStatements(db), ...settleStatements(db), ...recoveryStatements(db) };
+}
+
+/** A failure as its timeline entry says it. */
+export function failureDetail(code: FailureCode | "", message: string): string {
+  return code ? `${code}: ${message}` : message;
+}
+
+const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
+
+/**
+ * Caught mid-send by a crash: with a key Cast still remembers, the same send again is
+ * safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
+ */
+function recoveryStatements(db: Db) {
+  const resumable = "state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since";
+  return {
+    logResumed: db.prepare<[{ now: number; since: number }]>(`
+    ${INSERT_EVENT}
+    SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`),
+    resumeInterrupted: db.prepare<[{ now: number; since: number }]>(`
+    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`),
+    stillSending: db.prepare<[], { messageId: string; locationId: string }>(
+      "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
+    ),
+    logInterrupted: db.prepare<[{ now: number }]>(`
+    ${INSERT_EVENT}
+    SELECT id, @now, 'failed', '${failureDetail("delivery_unknown", UNKNOWN_AFTER_RESTART)}' FROM jobs WHERE state = 'sending'`),
+    failInterrupted: db.prepare<[{ now: number }]>(`
+    UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = ${sqlCode("delivery_unknown")}, unclear = 1,
+      error_message = '${UNKNOWN_AFTER_RESTART}', attempts = 0, next_attempt_at = @now, updated_at = @now
+    WHERE state = 'sending'`),
+  };
+}
+
+/** A job in, the due ones out, reads, the finished ones gone (jobs-queue.ts, jobs.ts). */
+function queueStatements(db: Db) {
   return {
     remember: db.prepare<[string]>("INSERT INTO seen_messages (message_id) VALUES (?) ON CONFLICT DO NOTHING"),
     enqueue: db.prepare<[string, string, string, number, number, number]>(`
@@ -35,6 +72,18 @@ export function prepareJobStatements(db: Db) {
     SELECT id, state, next_attempt_at FROM jobs INDEXED BY jobs_due_by_location
     WHERE location_id = ? AND state IN ('queued', 'reporting') AND state = ? AND next_attempt_at <= ?
     ORDER BY next_attempt_at, id LIMIT ?`),
+    get: db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE message_id = ?`),
+    byId: db.prepare<[number], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`),
+    counts: db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state"),
+    oldestQueuedAt: db.prepare<[], { at: number | null }>("SELECT min(created_at) AS at FROM jobs WHERE state = 'queued'"),
+    prune: db.prepare<[number, number]>(`
+    DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`),
+  };
+}
+
+/** A send's steps (jobs-send.ts). */
+function sendStatements(db: Db) {
+  return {
     // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
     claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null }]>(`
     UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now, held = 0,
@@ -72,6 +121,12 @@ export function prepareJobStatements(db: Db) {
       sent_at = CASE WHEN @gatewayMessageId <> '' THEN @now END, parts = coalesce(@parts, parts),
       unclear = max(unclear, @errorCode IN (${sqlCode("gateway_unknown")}, ${sqlCode("delivery_unknown")}))
     WHERE id = @id`),
+  };
+}
+
+/** A receipt's and a report's steps (jobs-settle.ts). */
+function settleStatements(db: Db) {
+  return {
     receiptLater: db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?"),
     // Only a job still waiting for its receipt: one already settled keeps its own schedule.
     receiptDue: db.prepare<[{ id: number; now: number }]>(`
@@ -88,44 +143,5 @@ export function prepareJobStatements(db: Db) {
     retryLater: db.prepare<[number, string, number, number]>(`
     UPDATE jobs SET next_attempt_at = ?, attempts = attempts + 1, error_message = coalesce(error_message, ?), updated_at = ?
     WHERE id = ?`),
-    ...recoveryStatements(db),
-    get: db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE message_id = ?`),
-    byId: db.prepare<[number], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`),
-    counts: db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state"),
-    oldestQueuedAt: db.prepare<[], { at: number | null }>("SELECT min(created_at) AS at FROM jobs WHERE state = 'queued'"),
-    prune: db.prepare<[number, number]>(`
-    DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`),
-  };
-}
-
-/** A failure as its timeline entry says it. */
-export function failureDetail(code: FailureCode | "", message: string): string {
-  return code ? `${code}: ${message}` : message;
-}
-
-const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
-
-/**
- * Caught mid-send by a crash: with a key Cast still remembers, the same send again is
- * safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
- */
-function recoveryStatements(db: Db) {
-  const resumable = "state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since";
-  return {
-    logResumed: db.prepare<[{ now: number; since: number }]>(`
-    ${INSERT_EVENT}
-    SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`),
-    resumeInterrupted: db.prepare<[{ now: number; since: number }]>(`
-    UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`),
-    stillSending: db.prepare<[], { messageId: string; locationId: string }>(
-      "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
-    ),
-    logInterrupted: db.prepare<[{ now: number }]>(`
-    ${INSERT_EVENT}
-    SELECT id, @now, 'failed', '${failureDetail("delivery_unknown", UNKNOWN_AFTER_RESTART)}' FROM jobs WHERE state = 'sending'`),
-    failInterrupted: db.prepare<[{ now: number }]>(`
-    UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = ${sqlCode("delivery_unknown")}, unclear = 1,
-      error_message = '${UNKNOWN_AFTER_RESTART}', attempts = 0, next_attempt_at = @now, updated_at = @now
-    WHERE state = 'sending'`),
   };
 }

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, openSync, realpathSync } from "node:fs";
 import Database from "better-sqlite3";
 import { errorMessage } from "../errors.ts";
-import { nativeBinding } from "./native.ts";
+import { nativeBinding } from "../sea/addon.ts";
 
 /** The commands that hold the lock: serve for its life, the others while they rewrite the file. */
 export type LockHolder = "serve" | "rekey" | "migrate";

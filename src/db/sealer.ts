@@ -53,18 +53,7 @@ export const MEND_SEALED =
  * their next write; a sealed value with no key or the wrong key is a clear error.
  */
 export function createSealer(key: Buffer | undefined): Sealer {
-  if (!key) {
-    return {
-      seal: (plain) => plain,
-      fits: (stored) => !stored.startsWith(V1) && !stored.startsWith(V2),
-      open(stored) {
-        if (stored.startsWith(V1) || stored.startsWith(V2)) {
-          throw new SealError("no_key", "the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
-        }
-        return stored;
-      },
-    };
-  }
+  if (!key) return plainSealer();
   // Loaded only when there is a key: node:crypto would otherwise slow every CLI command's start-up.
   const crypto = process.getBuiltinModule("node:crypto");
   const secret = key;
@@ -113,6 +102,20 @@ export function createSealer(key: Buffer | undefined): Sealer {
       return undefined;
     }
   }
+}
+
+/** No key: values are stored plain, and a sealed one found is an error that says so. */
+function plainSealer(): Sealer {
+  return {
+    seal: (plain) => plain,
+    fits: (stored) => !stored.startsWith(V1) && !stored.startsWith(V2),
+    open(stored) {
+      if (stored.startsWith(V1) || stored.startsWith(V2)) {
+        throw new SealError("no_key", "the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
+      }
+      return stored;
+    },
+  };
 }
 
 /** A 32-byte key written as 64 hex characters or as base64; undefined when unreadable. */

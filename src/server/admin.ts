@@ -26,7 +26,15 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
   // bodies) that an operator reads with curl on a terminal: JSON.stringify leaves C1 and
   // bidi characters raw, so every answer here is written with them escaped, the same JSON.
   app.use("/api/admin/**", onResponse(printableAnswer));
+  locationRoutes(app, core, auth);
+  optOutRoutes(app, core, auth);
+  messageRoutes(app, { core, worker }, auth);
+}
 
+type Auth = ReturnType<typeof createAdminAuth>;
+
+/** A location's settings and approval. */
+function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.get("/api/admin/locations", (event) => {
     auth(event);
     return { locations: listLocations(core.tokens, core.config.allowedCompanyIds) };
@@ -49,7 +57,10 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
       return setApproval(core.tokens, locationParam(event), approved, core.now(), core.config.allowedCompanyIds);
     });
   }
+}
 
+/** A location's opt-out list. */
+function optOutRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.get("/api/admin/locations/:locationId/optouts", (event) => {
     auth(event);
     return listOptOuts(core, locationParam(event));
@@ -68,7 +79,10 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
     const locationId = locationParam(event);
     return removeOptOut(core, locationId, phoneOf(parseJson(await readLimitedBody(event))));
   });
+}
 
+/** The queue's status and the message log. */
+function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
   app.get("/api/admin/status", (event) => {
     auth(event);
     return bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: core.now() });

@@ -28,24 +28,13 @@ export interface GateOptions {
  */
 export function createGate(options: GateOptions) {
   const { concurrent, queue, maxWaitMs } = options;
-  const levels = (options.shares ?? []).map((share) => ({ share, inside: createCounts(), waiting: createCounts() }));
+  const shares = createShares(options.shares ?? []);
+  const count = shares.count;
   let insideTotal = 0;
   /** The waiting, oldest first (a Set keeps insertion order). */
   const waiting = new Set<{ keys: readonly string[]; wake: () => void }>();
-
-  /** Each level the holder names a key for, with that key. */
-  const named = (keys: readonly string[]) =>
-    levels.flatMap((level, i) => {
-      const key = keys[i];
-      return key === undefined ? [] : [{ level, key }];
-    });
-  const mayEnter = (keys: readonly string[]) =>
-    insideTotal < concurrent && named(keys).every(({ level, key }) => level.inside.of(key) < level.share.concurrent);
-  const mayWait = (keys: readonly string[]) =>
-    waiting.size < queue && named(keys).every(({ level, key }) => level.waiting.of(key) < level.share.queue);
-  const count = (keys: readonly string[], where: "inside" | "waiting", n: number) => {
-    for (const { level, key } of named(keys)) level[where].add(key, n);
-  };
+  const mayEnter = (keys: readonly string[]) => insideTotal < concurrent && shares.allow(keys, "inside");
+  const mayWait = (keys: readonly string[]) => waiting.size < queue && shares.allow(keys, "waiting");
 
   function admit(keys: readonly string[]): () => void {
     insideTotal++;
@@ -97,6 +86,27 @@ export function createGate(options: GateOptions) {
 }
 
 export type Gate = ReturnType<typeof createGate>;
+
+type Where = "inside" | "waiting";
+
+/** The holders of each client at each level of `shares`, inside and waiting. */
+function createShares(shares: readonly Share[]) {
+  const levels = shares.map((share) => ({ share, inside: createCounts(), waiting: createCounts() }));
+  /** Each level the holder names a key for, with that key. */
+  const named = (keys: readonly string[]) =>
+    levels.flatMap((level, i) => {
+      const key = keys[i];
+      return key === undefined ? [] : [{ level, key }];
+    });
+  const limit = (share: Share, where: Where) => (where === "inside" ? share.concurrent : share.queue);
+  return {
+    /** Whether one more holder of these clients may be `where`: each is under its share at its level. */
+    allow: (keys: readonly string[], where: Where) => named(keys).every(({ level, key }) => level[where].of(key) < limit(level.share, where)),
+    count(keys: readonly string[], where: Where, n: number): void {
+      for (const { level, key } of named(keys)) level[where].add(key, n);
+    },
+  };
+}
 
 /** A count per client; a client counted down to zero is forgotten. */
 function createCounts() {

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { describe, expect, test } from "vitest";
-import { describeConfig, loadConfig, type ConfigNeed } from "../../src/core/config.ts";
+import { describeConfig } from "../../src/core/config-describe.ts";
+import { loadConfig, type ConfigNeed } from "../../src/core/config.ts";
 import { ConfigError } from "../../src/errors.ts";
 
 const CLIENT_ID = "0123456789abcdef01234567-mhq8v1x2";

@@ -6,7 +6,8 @@ import { envFileProblem } from "../../src/cli/env-file.ts";
 import { CONFIG_VARIABLES } from "../../src/cli/environment.ts";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
-import { describeConfig, loadConfig } from "../../src/core/config.ts";
+import { describeConfig } from "../../src/core/config-describe.ts";
+import { loadConfig } from "../../src/core/config.ts";
 import { CONFIGURATION_PAGE, withConfigurationTable } from "../../scripts/docs.ts";
 
 /** The names loadConfig reads for `need`, found by watching it read them. */

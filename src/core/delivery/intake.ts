@@ -2,35 +2,24 @@ import type { KeyObject } from "node:crypto";
 import { z } from "zod";
 import type { Commit } from "../../db/commit.ts";
 import type { JobStore, OutboundMessage } from "../../db/jobs.ts";
-import { AppError, errorMessage } from "../../errors.ts";
+import { errorMessage } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
-import type { LaterInstaller } from "../installs/install-later.ts";
-import type { Logger } from "../log.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../signature.ts";
-import type { CompanyUninstaller } from "../installs/uninstall-company.ts";
-import type { Uninstaller } from "../installs/uninstall.ts";
+import { createAppEvents, type AppEventDeps } from "./app-events.ts";
+import { badWebhook, notStored, type IntakeAnswer } from "./webhook-answers.ts";
 
 export { SIGNATURE_HEADERS };
 
-export interface IntakeDeps {
+export interface IntakeDeps extends AppEventDeps {
   jobs: Pick<JobStore, "enqueue">;
   commit: Commit;
   now: () => number;
-  log: Logger;
   webhookKeys: KeyObject[];
-  /** This app's id: only its INSTALL and UNINSTALL events count. */
-  appId: string;
-  installLocation: LaterInstaller;
-  uninstall: Uninstaller;
-  uninstallCompany: CompanyUninstaller;
   /** A new job was committed: wake the queue. */
   notify?: () => void;
 }
 
-/** What the webhook's sender is told: 200 with this status. Refusals are AppErrors (400, 429). */
-export interface IntakeAnswer {
-  status: "accepted" | "ok" | "ignored";
-}
+export type { IntakeAnswer };
 
 export type Intake = ReturnType<typeof createIntake>;
 
@@ -54,7 +43,6 @@ const outboundSchema = z.object({
 });
 
 const eventSchema = z.object({ type: z.string() });
-const appEventSchema = z.object({ appId: z.unknown().optional(), locationId: id.optional(), companyId: id.optional() });
 
 /**
  * What arrives at the webhook URL (docs/http.md, "The webhook"), once its bytes are read: verify,
@@ -78,97 +66,7 @@ export function createIntake(deps: IntakeDeps) {
     return { status: "accepted" };
   }
 
-  /**
-   * INSTALL of a location HighLevel added the app to after the agency's install. Only
-   * our own appId counts, as for UNINSTALL. "retry" becomes NOT_STORED, which HighLevel
-   * sends again, so an INSTALL that came too early is not lost.
-   */
-  async function install(body: unknown): Promise<IntakeAnswer> {
-    const event = appEvent("INSTALL", body);
-    if (!event) return { status: "ignored" };
-    const { locationId, companyId } = event;
-    if (!locationId) {
-      // The agency-level install itself: its OAuth callback brings the company token.
-      log.info(`INSTALL of company ${companyId ?? "(none)"} (agency-wide): its locations come with the agency's install`);
-      return { status: "ok" };
-    }
-    const verdict = await deps.installLocation(locationId, companyId);
-    if (verdict === "retry") throw notStored("the install could not be applied yet");
-    return { status: verdict === "installed" || verdict === "already_installed" ? "ok" : "ignored" };
-  }
-
-  /** An app event's ids, or undefined when it is another app's (logged). Bad ids: 400. */
-  function appEvent(type: string, body: unknown): { locationId?: string; companyId?: string } | undefined {
-    const event = appEventSchema.safeParse(body);
-    if (!event.success) throw badWebhook(`invalid ${type} event: locationId and companyId ${ID_RULE}`);
-    const { appId, locationId, companyId } = event.data;
-    if (typeof appId === "string" && appId.toLowerCase() === deps.appId.toLowerCase()) return { locationId, companyId };
-    const what = locationId ? `location ${locationId}` : `company ${companyId ?? "(none)"}`;
-    // Another app's INSTALL is routine (HighLevel sends every app's); another's UNINSTALL is worth a look.
-    const note = `${type} of ${what} ignored: its appId ${JSON.stringify(appId)?.slice(0, 100) ?? "(none)"} is not this app's`;
-    if (type === "INSTALL") log.info(note);
-    else log.warn(note);
-    return undefined;
-  }
-
-  /**
-   * HighLevel signs every marketplace app's webhooks with the same key, so the signature
-   * does not say the event is about this app: only our own appId counts. Even then the
-   * event may be a replay: it is applied only once HighLevel confirms it.
-   */
-  async function uninstall(body: unknown): Promise<IntakeAnswer> {
-    const event = appEvent("UNINSTALL", body);
-    if (!event) return { status: "ignored" };
-    const { locationId, companyId } = event;
-    if (!locationId) return uninstallCompany(companyId);
-    const what = `location ${locationId}`;
-    const result = await confirmed(what, () => deps.uninstall(locationId));
-    if (result.verdict === "recheck") throw recheck(what, result.recheckInMs);
-    if (result.verdict === "still_installed") return stale(what);
-    if (result.verdict === "not_installed") log.info(`UNINSTALL of ${what}: it was not installed`);
-    return { status: "ok" };
-  }
-
-  /** An agency-level UNINSTALL: applied once HighLevel confirms it. */
-  async function uninstallCompany(companyId: string | undefined): Promise<IntakeAnswer> {
-    if (!companyId) {
-      log.warn("UNINSTALL with neither locationId nor companyId ignored");
-      return { status: "ignored" };
-    }
-    const what = `company ${companyId} (agency-wide)`;
-    const result = await confirmed(what, () => deps.uninstallCompany(companyId));
-    if (result.verdict === "recheck") throw recheck(what, result.recheckInMs);
-    if (result.verdict === "still_installed") return stale(what);
-    if (result.verdict === "not_installed") log.info(`UNINSTALL of ${what}: bridge holds neither its token nor a location of it`);
-    return { status: "ok" };
-  }
-
-  /** HighLevel could not be asked: not applied, so not acknowledged. */
-  async function confirmed<T>(what: string, apply: () => Promise<T>): Promise<T> {
-    try {
-      return await apply();
-    } catch (error) {
-      log.warn(`UNINSTALL of ${what} not applied yet: HighLevel could not confirm it (${errorMessage(error)}); it will be sent again`);
-      throw notStored("could not apply the uninstall");
-    }
-  }
-
-  /**
-   * HighLevel accepted the token under a minute ago and is not asked again so soon (each
-   * ask spends the refresh token), or its answer came to a refresh that began before this
-   * event. This may be a real UNINSTALL right after a replayed one or that refresh, so it
-   * is not acknowledged: HighLevel sends it again, when it may be asked.
-   */
-  function recheck(what: string, recheckInMs: number): AppError {
-    const seconds = Math.ceil(recheckInMs / 1000);
-    log.warn(`UNINSTALL of ${what} not applied yet: HighLevel accepted its token under a minute ago, or a refresh begun before this event was asking it; it is asked again when this is sent again (in ${seconds} s or later)`);
-    return notStored("the uninstall cannot be confirmed yet", recheckInMs);
-  }
-
-  function stale(what: string): IntakeAnswer {
-    log.warn(`UNINSTALL of ${what} ignored: HighLevel still accepts its token (a replayed or stale event)`);
-    return { status: "ignored" };
-  }
+  const appEvents = createAppEvents(deps);
 
   return {
     /** Whether any configured key signed `raw` (one of the SIGNATURE_HEADERS' values); logged when none did. */
@@ -188,9 +86,9 @@ export function createIntake(deps: IntakeDeps) {
         case "SMS":
           return accept(readOutbound(body), alone);
         case "INSTALL":
-          return install(body);
+          return appEvents.install(body);
         case "UNINSTALL":
-          return uninstall(body);
+          return appEvents.uninstall(body);
         default:
           log.debug(`webhook of type ${JSON.stringify(kind.data.type.slice(0, 100))} ignored`);
           return { status: "ignored" };
@@ -207,13 +105,4 @@ function readOutbound(body: unknown): OutboundMessage {
   }
   const { locationId, messageId, phone, message, contactId, attachments } = parsed.data;
   return { locationId, messageId, phone, message, contactId, attachments };
-}
-
-function badWebhook(message: string): AppError {
-  return new AppError("BAD_WEBHOOK", message);
-}
-
-/** Not stored, so not acknowledged: HighLevel retries only a 429, and comes back after Retry-After. */
-function notStored(what: string, retryAfterMs = 5000): AppError {
-  return new AppError("NOT_STORED", `${what}; retry later`, { retryAfterMs });
 }

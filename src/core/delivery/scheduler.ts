@@ -27,9 +27,7 @@ export function createScheduler(options: SchedulerOptions) {
   const perKey = new Map<string, Bucket>();
   const served = new Map<string, number>();
   const ready = new Map<string, number>();
-  let lastPoll = now();
-  // A read was refused though none went for READ_FLOOR_MS: sends leave it a token.
-  let pollOwed = false;
+  const polls: Polls = { last: now(), owed: false };
 
   function keyBucket(apiKey: string, t: number): Bucket {
     let b = perKey.get(apiKey);
@@ -42,7 +40,7 @@ export function createScheduler(options: SchedulerOptions) {
     trySend(apiKey: string, locationId: string): number {
       const t = now();
       const key = keyBucket(apiKey, t);
-      const leave = pollOwed && t - lastPoll >= READ_FLOOR_MS ? 1 : 0;
+      const leave = polls.owed && t - polls.last >= READ_FLOOR_MS ? 1 : 0;
       const wait = Math.max(waitFor(all, t, 1 + leave), waitFor(key, t));
       if (wait > 0) {
         ready.set(locationId, t + wait);
@@ -60,17 +58,7 @@ export function createScheduler(options: SchedulerOptions) {
      * goes at least once every READ_FLOOR_MS with one token, which sends then leave it.
      */
     tryPoll(): number {
-      const t = now();
-      const due = t - lastPoll >= READ_FLOOR_MS;
-      const wait = waitFor(all, t, due ? 1 : 1 + Math.floor(options.requestBurst / 3));
-      if (wait > 0) {
-        pollOwed = due;
-        return due ? wait : Math.min(wait, Math.max(lastPoll + READ_FLOOR_MS - t, all.pausedUntil - t));
-      }
-      all.tokens -= 1;
-      lastPoll = t;
-      pollOwed = false;
-      return 0;
+      return tryPoll(polls, all, options.requestBurst, now());
     },
     /** The gateway answered 429: nothing more on this key (or at all, without one) for `ms`. */
     slowDown(apiKey: string | undefined, ms: number): void {
@@ -89,6 +77,25 @@ export function createScheduler(options: SchedulerOptions) {
 }
 
 export type Scheduler = ReturnType<typeof createScheduler>;
+
+/** When a receipt poll last went; `owed`: one was refused though none went for READ_FLOOR_MS, so sends leave it a token. */
+interface Polls {
+  last: number;
+  owed: boolean;
+}
+
+function tryPoll(polls: Polls, all: Bucket, requestBurst: number, t: number): number {
+  const due = t - polls.last >= READ_FLOOR_MS;
+  const wait = waitFor(all, t, due ? 1 : 1 + Math.floor(requestBurst / 3));
+  if (wait > 0) {
+    polls.owed = due;
+    return due ? wait : Math.min(wait, Math.max(polls.last + READ_FLOOR_MS - t, all.pausedUntil - t));
+  }
+  all.tokens -= 1;
+  polls.last = t;
+  polls.owed = false;
+  return 0;
+}
 
 interface Bucket {
   perSecond: number;

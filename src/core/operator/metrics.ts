@@ -35,6 +35,37 @@ export function createMetrics(deps: MetricsDeps) {
   const registers = [registry];
   if (deps.processMetrics) collectDefaultMetrics({ register: registry });
 
+  const { messages, callSeconds, callErrors, receiptSeconds, balance } = instruments(registers);
+  queueGauges(deps, registers);
+
+  return {
+    contentType: registry.contentType,
+    /** The exposition text of every metric, scraped now. */
+    render: (): Promise<string> => registry.metrics(),
+    /** The clients' observer: every HTTP exchange with a remote. */
+    call(call: CallRecord): void {
+      const labels = { remote: call.remote, operation: call.operation };
+      callSeconds.observe(labels, call.ms / 1000);
+      if (!call.ok) callErrors.inc({ ...labels, kind: call.error ?? "other" });
+    },
+    finished(job: Pick<Job, "outcome" | "errorCode">): void {
+      const outcome = job.outcome ?? "failed";
+      messages.inc({ outcome, reason: outcome === "delivered" ? "" : (job.errorCode ?? "") });
+    },
+    receipt(delayMs: number, outcome: "delivered" | "failed"): void {
+      receiptSeconds.observe({ outcome }, Math.max(0, delayMs) / 1000);
+    },
+    /** A balance call answered: the key is shown masked, as everywhere else. */
+    balance(apiKey: string, credits: number): void {
+      balance.set({ key: maskSecret(apiKey) }, credits);
+    },
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The counters and histograms fed as things happen, and the balance gauge set at each balance call. */
+function instruments(registers: Registry[]) {
   const messages = new Counter({
     name: "bridge_messages_total",
     help: "Messages bridge is done with, by final outcome and reason (the error code; empty when delivered)",
@@ -67,33 +98,8 @@ export function createMetrics(deps: MetricsDeps) {
     labelNames: ["key"] as const,
     registers,
   });
-  queueGauges(deps, registers);
-
-  return {
-    contentType: registry.contentType,
-    /** The exposition text of every metric, scraped now. */
-    render: (): Promise<string> => registry.metrics(),
-    /** The clients' observer: every HTTP exchange with a remote. */
-    call(call: CallRecord): void {
-      const labels = { remote: call.remote, operation: call.operation };
-      callSeconds.observe(labels, call.ms / 1000);
-      if (!call.ok) callErrors.inc({ ...labels, kind: call.error ?? "other" });
-    },
-    finished(job: Pick<Job, "outcome" | "errorCode">): void {
-      const outcome = job.outcome ?? "failed";
-      messages.inc({ outcome, reason: outcome === "delivered" ? "" : (job.errorCode ?? "") });
-    },
-    receipt(delayMs: number, outcome: "delivered" | "failed"): void {
-      receiptSeconds.observe({ outcome }, Math.max(0, delayMs) / 1000);
-    },
-    /** A balance call answered: the key is shown masked, as everywhere else. */
-    balance(apiKey: string, credits: number): void {
-      balance.set({ key: maskSecret(apiKey) }, credits);
-    },
-  };
+  return { messages, callSeconds, callErrors, receiptSeconds, balance };
 }
-
-export type Metrics = ReturnType<typeof createMetrics>;
 
 /** The gauges read from the database and memory at each scrape. */
 function queueGauges(deps: MetricsDeps, registers: Registry[]): void {

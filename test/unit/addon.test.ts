@@ -13,7 +13,8 @@ import {
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { cacheRoot, loadAddon, privateDir } from "../../src/db/native.ts";
+import { loadAddon, privateDir } from "../../src/sea/addon-cache.ts";
+import { cacheRoot } from "../../src/sea/addon.ts";
 
 const uid = process.getuid!();
 const root = uid === 0;

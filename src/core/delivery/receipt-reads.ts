@@ -1,0 +1,126 @@
+import { GatewayError, errorMessage } from "../../errors.ts";
+import type { DeliveryStatus } from "../clients/gateway.ts";
+import { maskSecret } from "../mask.ts";
+import { sleep } from "../retry.ts";
+import type { ReceiptBookOptions, Waiting } from "./receipt-book.ts";
+
+/** A key's log is read again at most this often while a message of the key waits. */
+export const FRESH_MS = 5_000;
+/** After a read of n pages the next waits n times this share of FRESH_MS, if longer: a deep log is read less often. */
+const PAGE_SHARE = 0.3;
+/** Cast's log pages: the most it gives at once. */
+const PAGE = 500;
+/** A read goes no further back than this many pages (10,000 messages); older ones are asked for alone. */
+const MAX_PAGES = 20;
+/** How far before the oldest waiting send a read still looks: Cast's clock and ours, and its whole seconds. */
+const SKEW_MS = 30_000;
+/** A waiting message not looked for in this long is forgotten (its job ended or left this process). */
+const STALE_MS = 5 * 60_000;
+
+/** Cast's statuses that settle a message. */
+export function isFinal(status: DeliveryStatus | undefined): boolean {
+  return status?.status === "delivered" || status?.status === "undelivered" || status?.status === "failed";
+}
+
+/** What every read of the book (receipt-book.ts) shares: its options, and whether it has stopped. */
+export interface Reads {
+  options: ReceiptBookOptions;
+  freshMs: number;
+  stopped: boolean;
+}
+
+/** Starts the key's next read when it is due, unless one is on its way. */
+export function plan(r: Reads, apiKey: string, k: KeyLog): void {
+  if (r.stopped || k.reading || k.timer || k.waiting.size === 0) return;
+  const gap = r.freshMs * Math.max(1, k.pages * PAGE_SHARE);
+  k.timer = setTimeout(() => void read(r, apiKey, k), Math.max(0, k.readAt + gap - Date.now()));
+  k.timer.unref();
+}
+
+async function read(r: Reads, apiKey: string, k: KeyLog): Promise<void> {
+  k.timer = undefined;
+  k.reading = true;
+  k.readAt = Date.now();
+  forgetStale(k, r.options.now());
+  try {
+    const wanted = new Map(k.waiting);
+    if (wanted.size === 0) return;
+    const { statuses, pages } = await readBack(r, apiKey, wanted);
+    k.statuses = statuses;
+    k.pages = pages;
+    for (const [id, w] of wanted) Object.assign(w, { asking: false, missed: w.missed || !statuses.has(id) });
+  } catch (error) {
+    const rateLimited = error instanceof GatewayError && error.failure === "rate_limited";
+    r.options.log.debug(`receipts: the log of key ${maskSecret(apiKey)} not read (${errorMessage(error)}); ${rateLimited ? "read again later" : "each message is asked for alone meanwhile"}`);
+    // A 429 slows every call of the process; it says nothing against the log itself.
+    if (rateLimited) return r.options.scheduler.slowDown(undefined, error.retryAfterMs ?? 1000);
+    // The log fails: its messages ask for themselves until a read succeeds.
+    const told = [...k.waiting.values()].filter((w) => !w.asking);
+    for (const w of told) w.asking = true;
+    await wakeJobs(r, told, false);
+    return;
+  } finally {
+    k.reading = false;
+    plan(r, apiKey, k);
+  }
+  await wakeJobs(r, [...k.waiting.values()].filter((w) => !w.woken && isFinal(k.statuses.get(w.messageId))), true);
+}
+
+/** Pages back from the newest entry until every wanted message is listed or its send is behind. */
+async function readBack(r: Reads, apiKey: string, wanted: Map<string, Waiting>): Promise<{ statuses: Map<string, DeliveryStatus>; pages: number }> {
+  const statuses = new Map<string, DeliveryStatus>();
+  const oldest = [...wanted.values()].reduce((min, w) => Math.min(min, w.sentAt), Infinity);
+  let offset = 0;
+  let pages = 0;
+  while (pages < MAX_PAGES && !r.stopped) {
+    await budget(r);
+    const page = await r.options.sms.logs(apiKey, { limit: PAGE, offset });
+    pages++;
+    for (const [id, status] of page.statuses) if (wanted.has(id)) statuses.set(id, status);
+    const behind = page.oldestAt !== undefined && page.oldestAt < oldest - SKEW_MS;
+    if (page.last || behind || statuses.size === wanted.size) break;
+    offset += page.entries;
+  }
+  return { statuses, pages };
+}
+
+/** Waits for a token of the process's request budget (sends keep theirs). */
+async function budget(r: Reads): Promise<void> {
+  const { scheduler } = r.options;
+  for (let wait = scheduler.tryPoll(); wait > 0 && !r.stopped; wait = scheduler.tryPoll()) await sleep(wait);
+}
+
+/** These jobs look again now: a read found their receipt (`once`: not again for it), or the log fails. */
+async function wakeJobs(r: Reads, found: WaitingHere[], once: boolean): Promise<void> {
+  if (found.length === 0 || r.stopped) return;
+  try {
+    await r.options.wake(found.map((w) => w.jobId));
+    if (once) for (const w of found) w.woken = true;
+  } catch (error) {
+    // Their jobs still look at their own times; the next read tries again.
+    r.options.log.warn(`receipts: ${found.length} job(s) waiting for a receipt not woken: ${errorMessage(error)}`);
+  }
+}
+
+function forgetStale(k: KeyLog, t: number): void {
+  for (const [id, w] of k.waiting) if (t - w.lookedAt > STALE_MS) k.waiting.delete(id);
+}
+
+/**
+ * A waiting message as its key's reader knows it: when its job last looked; `woken` for
+ * its receipt; `missed`: a read did not list it; `asking`: a read failed since it came,
+ * so it is asked for alone until one succeeds.
+ */
+export type WaitingHere = Waiting & { lookedAt: number; woken: boolean; missed: boolean; asking: boolean };
+
+/** One API key's log as the book knows it. */
+export interface KeyLog {
+  waiting: Map<string, WaitingHere>;
+  /** The waiting messages the last read listed, with their status then. */
+  statuses: Map<string, DeliveryStatus>;
+  reading: boolean;
+  /** When the last read started (Date.now), and how many pages it took. */
+  readAt: number;
+  pages: number;
+  timer?: ReturnType<typeof setTimeout>;
+}

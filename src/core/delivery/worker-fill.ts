@@ -1,0 +1,87 @@
+import type { DueJob, Job } from "../../db/jobs.ts";
+import { clip, errorMessage } from "../../errors.ts";
+import { RETRY } from "../retry.ts";
+import type { WorkerOptions } from "./worker.ts";
+import { createPauses } from "./worker-pauses.ts";
+
+/**
+ * The worker's look at the queue (worker.ts): starts due jobs, up to `concurrency` at
+ * once, in turns between locations, past the jobs pausing. `settled`: a job finished.
+ */
+export function createFiller(options: WorkerOptions, settled: () => void) {
+  const { jobs, now } = options;
+  const concurrency = options.concurrency ?? 16;
+  const pauses = createPauses(options.backoffMs ?? RETRY.job.firstMs);
+  const active = new Map<number, Promise<void>>();
+  // The earliest time a job skipped in the last look may run: the next look then.
+  let nextLook = Infinity;
+  // When the queue was last looked at.
+  let lastFill = 0;
+
+  function startJob(due: DueJob): void {
+    const job = jobs.byId(due.id);
+    if (!job) return; // finished and pruned meanwhile
+    const ran = options.run(job).then(
+      (waitMs) => pauses.ran(job.id, waitMs),
+      (error) => noteFailure(options, job, error, pauses.failed(job.id)),
+    );
+    const done = ran.finally(() => {
+      active.delete(job.id);
+      settled();
+    });
+    active.set(job.id, done);
+  }
+
+  function fill(): void {
+    const free = concurrency - active.size;
+    if (free <= 0) return;
+    // Look past the jobs pausing, so they cannot hold up the rest; but only so far: a
+    // look must stay cheap while many fail at once (a disk that refuses every write).
+    const extra = Math.min(pauses.count(), concurrency * 2);
+    const at = Date.now();
+    nextLook = Infinity;
+    // A location whose sends wait for the gateway's budget: only its reports are read now.
+    const waiting = (locationId: string) => {
+      const ready = options.readyAt?.(locationId) ?? 0;
+      if (ready > at) nextLook = Math.min(nextLook, ready);
+      return ready > at;
+    };
+    lastFill = at;
+    for (const job of inTurn(jobs.due(now(), free + active.size + extra, options.readyAt && waiting), options.lastServed)) {
+      if (active.size >= concurrency) break;
+      if (active.has(job.id)) continue;
+      const notBefore = Math.max(pauses.notBefore(job.id), job.state === "queued" ? (options.readyAt?.(job.locationId) ?? 0) : 0);
+      if (notBefore > at) {
+        nextLook = Math.min(nextLook, notBefore);
+        continue;
+      }
+      startJob(job);
+    }
+  }
+
+  return {
+    fill,
+    /** The jobs running now, by id. */
+    active,
+    nextLook: () => nextLook,
+    lastFill: () => lastFill,
+  };
+}
+
+function noteFailure({ jobs, log, now }: WorkerOptions, job: Job, error: unknown, delay: number): void {
+  log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}; trying again in ${delay} ms`);
+  // The operator's view shows why the message waits (`bridge messages show`). When the
+  // database itself refuses the write, the line above is all there is.
+  try {
+    jobs.noteError(job.id, clip(errorMessage(error)), now());
+  } catch {}
+}
+
+/**
+ * The due jobs come in turns (each location's first, then each one's second, …);
+ * within a turn, the location served longest ago goes first.
+ */
+function inTurn(due: DueJob[], lastServed: WorkerOptions["lastServed"]): DueJob[] {
+  if (!lastServed) return due;
+  return due.toSorted((a, b) => a.turn - b.turn || lastServed(a.locationId) - lastServed(b.locationId));
+}

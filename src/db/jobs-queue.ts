@@ -1,0 +1,67 @@
+import type { Db } from "./index.ts";
+import type { OutboundMessage } from "./job-rows.ts";
+import type { DueJob } from "./jobs.ts";
+import type { JobStatements } from "./jobs-statements.ts";
+import { ms } from "./ms.ts";
+
+/** The job store's queue as a whole (jobs.ts): a job in, the due ones out, the crashed ones back, the finished ones gone. */
+export function createQueueSteps(db: Db, sql: JobStatements) {
+  // An id remembered without its job would turn HighLevel's retry into a lost message.
+  const enqueue = db.transaction((message: OutboundMessage, now: number): boolean => {
+    if (sql.remember.run(message.messageId).changes === 0) return false;
+    return sql.enqueue.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
+  });
+  const recoverInterrupted = db.transaction((now: number, since: number) => {
+    sql.logResumed.run({ now, since });
+    const resumed = sql.resumeInterrupted.run({ now, since }).changes;
+    const failed = sql.stillSending.all();
+    sql.logInterrupted.run({ now });
+    sql.failInterrupted.run({ now });
+    return { resumed, failed };
+  });
+  return {
+    /**
+     * Adds a new job; false when this messageId was seen before, however long ago (its
+     * job may be pruned; its id is remembered). Run inside the group commit's transaction.
+     */
+    enqueue(message: OutboundMessage, now: number): boolean {
+      return enqueue(message, ms(now));
+    },
+    /**
+     * Due jobs in turns between locations: each location's first, then each one's second,
+     * and so on, so a location's backlog (a bulk campaign) never stands between another
+     * and its turn. `waiting`: locations whose sends wait for a budget; only their reports
+     * are read now.
+     */
+    due(now: number, limit: number, waiting?: (locationId: string) => boolean): DueJob[] {
+      return dueInTurns(sql, now, limit, waiting);
+    },
+    /**
+     * Jobs a crash caught mid-send: sent again with their key when it was first used
+     * after `since` (Cast still remembers it); else reported failed, never resent.
+     */
+    recoverInterrupted(now: number, since: number): { resumed: number; failed: { messageId: string; locationId: string }[] } {
+      return recoverInterrupted(ms(now), ms(since));
+    },
+    /** Deletes up to `limit` finished jobs (done, dead) last changed before `before`; how many it deleted. */
+    prune(before: number, limit: number): number {
+      return sql.prune.run(ms(before), limit).changes;
+    },
+  };
+}
+
+function dueInTurns(sql: JobStatements, now: number, limit: number, waiting?: (locationId: string) => boolean): DueJob[] {
+  const locations = sql.waitingLocations.all();
+  const each = Math.ceil(limit / Math.max(1, locations.length)) + 1;
+  const isDue = (at: number | null) => at !== null && at <= now;
+  const rows = locations.flatMap(({ location_id: locationId, sends_at, reports_at }) => {
+    const reports = isDue(reports_at) ? sql.due.all(locationId, "reporting", now, each) : [];
+    const sends = isDue(sends_at) && !waiting?.(locationId) ? sql.due.all(locationId, "queued", now, each) : [];
+    return [...reports, ...sends]
+      .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id)
+      .slice(0, each)
+      .map(({ id, state, next_attempt_at }, i) => ({ id, state, locationId, turn: i + 1, at: next_attempt_at }));
+  });
+  rows.sort((a, b) => a.turn - b.turn || a.at - b.at || a.id - b.id);
+  return rows.slice(0, limit).map(({ id, state, locationId, turn }) => ({ id, state, locationId, turn }));
+}

@@ -1,0 +1,52 @@
+import type { Db } from "./index.ts";
+import type { Receipt } from "./jobs.ts";
+import { failureDetail, type JobStatements } from "./jobs-statements.ts";
+import { ms } from "./ms.ts";
+import type { Timeline } from "./timeline.ts";
+
+/** The job store's steps after the send (jobs.ts): the carrier's receipt, then the report to HighLevel. */
+export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline) {
+  const tx = {
+    receiptsDue: db.transaction((ids: number[], now: number) => {
+      for (const id of ids) sql.receiptDue.run({ id, now });
+    }),
+    recordReceipt: db.transaction((row: Parameters<typeof sql.recordReceipt.run>[0]) => {
+      sql.recordReceipt.run(row);
+      if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
+    }),
+    giveUp: db.transaction((id: number, now: number, reason: string) => {
+      sql.giveUp.run(now, id);
+      timeline.add(id, now, "report_failed", `status not reported: ${reason}`);
+    }),
+    retryLater: db.transaction((id: number, at: number, reason: string, now: number) => {
+      sql.retryLater.run(at, reason, now, id);
+      if (timeline.last(id, "report_retry") !== reason) timeline.add(id, now, "report_retry", reason);
+    }),
+  };
+  return {
+    /** No final receipt yet: look again at `at`. */
+    receiptLater(id: number, at: number, now: number): void {
+      sql.receiptLater.run(ms(at), ms(now), id);
+    },
+    /** A read of the log found these jobs' receipts: they look again now. */
+    receiptsDue(ids: number[], now: number): void {
+      tx.receiptsDue(ids, ms(now));
+    },
+    /** The receipt settled the outcome (or none came in time): the report goes next. */
+    recordReceipt(id: number, receipt: Receipt, now: number): void {
+      tx.recordReceipt({ id, now: ms(now), errorCode: "", errorMessage: "", ...receipt });
+    },
+    /** HighLevel took the status: the job is done. */
+    reported(id: number, status: string, now: number): void {
+      sql.reported.run({ id, status, now: ms(now) });
+    },
+    /** The status report is given up (`reason`): the job is dead. */
+    giveUp(id: number, now: number, reason: string): void {
+      tx.giveUp(id, ms(now), reason);
+    },
+    /** The status report failed for `reason`: try again at `at`. */
+    retryLater(id: number, at: number, reason: string, now: number): void {
+      tx.retryLater(id, ms(at), reason, ms(now));
+    },
+  };
+}
