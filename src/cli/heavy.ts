@@ -13,5 +13,6 @@ export { runDoctor } from "../core/operator/doctor.ts";
 export { setLocationConfig } from "../core/installs/location-config.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { createRun } from "../core/run.ts";
+export { PROVIDER_ID_MISSING } from "../core/inbound/sink.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

@@ -31,6 +31,10 @@ import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import { wireDelivery } from "./delivery/wire.ts";
 import { wireInstalls } from "./installs/wire.ts";
+import type { InboundStore } from "../db/inbound.ts";
+import type { InboundQueue } from "./inbound/queue.ts";
+import type { InboundSink, OptOutList } from "./inbound/reply.ts";
+import { wireInbound } from "./inbound/wire.ts";
 
 /**
  * Everything the server and the CLI share, built once from config and a database.
@@ -87,6 +91,16 @@ export interface Core {
   uninstallCompany: CompanyUninstaller;
   /** Reconciliation: each stored company's installed locations against the store. */
   sync: Sync;
+
+  // Inbound: replies into HighLevel.
+  /** Where sources (the phone's webhook, POST /api/inbound) hand replies over. */
+  inbound: InboundSink;
+  /** The replies as stored: the queue's, the operator's view's. */
+  replies: InboundStore;
+  /** Delivers committed replies to HighLevel; started and stopped with the worker. */
+  inboundQueue: InboundQueue;
+  /** The locations' opt-out lists; undefined until the opt-outs room is wired (stop words then change no list). */
+  optOuts: OptOutList | undefined;
 
   // Operator: what the operator's view and /metrics read.
   /** Each gateway key's balance, read every few minutes by serve; warns when low. */
@@ -148,9 +162,11 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const clients = createClients(context, stores, () => delivery.holds.list().length);
   const installs = wireInstalls(context, stores, clients);
   const delivery = wireDelivery(context, stores, clients, installs);
+  const inbound = wireInbound(context, stores, clients, installs, () => core);
   const { sms } = clients;
   const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits });
-  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, balances };
+  const core: Core = { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, optOuts: undefined };
+  return core;
 }
 
 /** The store, with the secrets it cannot open warned about and old seals renewed. */

@@ -47,6 +47,26 @@ export type MessageStatus =
   | { status: "delivered" }
   | { status: "failed"; error: { code: string; type: "saas"; message: string } };
 
+/** A reply's contact, as `POST /contacts/upsert` takes it. */
+export interface ContactUpsert {
+  locationId: string;
+  /** E.164 */
+  phone: string;
+  /** "stop": SMS DND set (a stop word); "start": lifted; undefined: left as it is. */
+  dnd?: "stop" | "start";
+}
+
+/** A reply, as `POST /conversations/messages/inbound` takes it (type SMS, direction inbound). */
+export interface InboundMessage {
+  contactId: string;
+  message: string;
+  /** bridge's id of the reply. */
+  altId: string;
+  /** ISO 8601 */
+  date: string;
+  conversationProviderId: string;
+}
+
 export type CrmClient = ReturnType<typeof createCrmClient>;
 
 /**
@@ -103,6 +123,11 @@ export function createCrmClient(options: CrmOptions) {
     });
     if (res.status !== 200) throw new CrmError(`token endpoint returned ${res.status}: ${clip(res.text)}`, answerInfo(res));
     return parseToken(res.text, "failed to parse token response", tokenSchema);
+  }
+
+  function postJson(path: string, operation: string, token: string, version: string, body: unknown): Promise<Answer> {
+    const headers = { "Content-Type": "application/json" };
+    return request(path, { operation, method: "POST", token, version, headers, body: JSON.stringify(body) });
   }
 
   return {
@@ -166,6 +191,30 @@ export function createCrmClient(options: CrmOptions) {
         body: JSON.stringify(status),
       });
       if (res.status < 200 || res.status > 299) throw statusError("status endpoint", res);
+    },
+
+    /** `POST /contacts/upsert`: the contact of `phone` in the location, made if new; its id. `dnd`: its SMS DND set or lifted. */
+    async upsertContact(locationToken: string, contact: ContactUpsert): Promise<string> {
+      const res = await postJson("/contacts/upsert", "upsertContact", locationToken, LOCATION_API_VERSION, upsertBody(contact));
+      if (res.status < 200 || res.status > 299) throw statusError("contacts upsert endpoint", res);
+      return parse(res.text, upsertSchema, "failed to parse contacts upsert response").contact.id;
+    },
+
+    /**
+     * `POST /conversations/messages/inbound`: a reply into the contact's conversation; HighLevel's
+     * message id. A 2xx without one is HighLevel dropping it (a custom provider's message
+     * without a valid conversationProviderId gets 201 with an empty body).
+     */
+    async addInboundMessage(locationToken: string, message: InboundMessage): Promise<string> {
+      const body = { type: "SMS", direction: "inbound", ...message };
+      const res = await postJson("/conversations/messages/inbound", "addInboundMessage", locationToken, MESSAGES_API_VERSION, body);
+      if (res.status < 200 || res.status > 299) throw statusError("inbound message endpoint", res);
+      const answer = inboundAnswerSchema.safeParse(safeJson(res.text));
+      if (!answer.success) {
+        const error = `inbound message endpoint answered ${res.status} without a message id (${clip(res.text) || "empty body"}): HighLevel dropped it`;
+        throw new CrmError(error, answerInfo(res));
+      }
+      return answer.data.messageId;
     },
   };
 }
@@ -247,4 +296,22 @@ function parse<T>(text: string, schema: z.ZodType<T>, prefix: string): T {
   const result = schema.safeParse(json);
   if (!result.success) throw new CrmError(`${prefix}: ${z.prettifyError(result.error).replace(/\n/g, "; ")}`);
   return result.data;
+}
+
+function upsertBody({ locationId, phone, dnd }: ContactUpsert) {
+  if (!dnd) return { locationId, phone };
+  const status = dnd === "stop" ? "active" : "inactive";
+  const message = dnd === "stop" ? "opted out by SMS" : "opted in again by SMS";
+  return { locationId, phone, dndSettings: { SMS: { status, message } } };
+}
+
+const upsertSchema = z.object({ contact: z.object({ id: crmId }) });
+const inboundAnswerSchema = z.object({ messageId: crmId });
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

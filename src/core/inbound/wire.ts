@@ -1,0 +1,43 @@
+import { createInboundStore } from "../../db/inbound.ts";
+import type { Clients, Context, Core, Stores } from "../index.ts";
+import type { Installs } from "../installs/wire.ts";
+import { deliverInbound, type DeliverDeps } from "./deliver.ts";
+import { createInboundQueue } from "./queue.ts";
+import { createSink } from "./sink.ts";
+
+/** What the inbound room gives the core. */
+export type Inbound = Pick<Core, "inbound" | "replies" | "inboundQueue">;
+
+/**
+ * Replies: the sink the sources hand them to, their store, and the queue that delivers
+ * them to HighLevel with the installs' tokens. `core` is read late for its opt-out lists,
+ * which the opt-outs room sets.
+ */
+export function wireInbound({ config, db, log, now, tuning }: Context, { commit }: Stores, { crm }: Clients, installs: Installs, core: () => Pick<Core, "optOuts">): Inbound {
+  const replies = createInboundStore(db);
+  const providerId = config.crm.providerId;
+  const deps: DeliverDeps = {
+    store: replies,
+    commit,
+    crm,
+    tokenService: installs.tokenService,
+    providerId,
+    now,
+    log,
+    backoffMs: tuning.reportBackoffMs,
+    attempts: tuning.reportAttempts,
+  };
+  const inboundQueue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
+  const inbound = createSink({
+    db,
+    store: replies,
+    providerId,
+    // TODO(android): the phones' per-location device ids, once the tokens table holds them.
+    locationsOfDevice: () => [],
+    optOuts: () => core().optOuts,
+    now,
+    log,
+    notify: () => inboundQueue.notify(),
+  });
+  return { inbound, replies, inboundQueue };
+}
