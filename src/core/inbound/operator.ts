@@ -1,0 +1,21 @@
+import type { Db } from "../../db/index.ts";
+import type { InboundStore } from "../../db/inbound.ts";
+import { AppError } from "../../errors.ts";
+import type { OptOutList } from "./reply.ts";
+import { applyOptOut } from "./sink.ts";
+
+/**
+ * `bridge messages route ID LOC`: an unrouted reply is given its location and queued for
+ * HighLevel; a stop or start word in it changes that location's opt-out list then, in the
+ * same transaction. A running serve posts it at its next look at the queue.
+ */
+export function routeInbound(db: Db, store: InboundStore, optOuts: OptOutList | undefined, inboundId: string, locationId: string, now: number): void {
+  db.transaction(() => {
+    const reply = store.get(inboundId);
+    if (!reply) throw new AppError("INBOUND_NOT_FOUND", `reply not found: ${inboundId}`);
+    if (reply.state !== "unrouted") throw new AppError("BAD_INBOUND", `reply ${inboundId} is routed already (to ${reply.locationId})`);
+    if (!store.installed(locationId)) throw new AppError("BAD_INBOUND", `${locationId} is not a location where the app is installed`);
+    store.route(inboundId, locationId, now);
+    applyOptOut(optOuts, { ...reply, locationId });
+  }).immediate();
+}
