@@ -31,7 +31,7 @@ import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import { wireDelivery } from "./delivery/wire.ts";
 import { wireInstalls } from "./installs/wire.ts";
-import type { InboundStore } from "../db/inbound.ts";
+import { createInboundStore, type InboundStore } from "../db/inbound.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
 import type { InboundSink, OptOutList } from "./inbound/reply.ts";
 import { wireInbound } from "./inbound/wire.ts";
@@ -147,7 +147,7 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "replies">;
 export type Clients = Pick<Core, "crm" | "sms" | "scheduler" | "outages" | "metrics">;
 
 /**
@@ -183,13 +183,13 @@ function openStores({ config, db, log, tuning }: Context): Stores {
   const commit = createGroupCommit(db, tuning.commitWindowMs);
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys };
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, replies: createInboundStore(db) };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs }: Stores, heldKeys: () => number): Clients {
+function createClients({ config, log, now, tuning }: Context, { jobs, replies }: Stores, heldKeys: () => number): Clients {
   const outages = createOutages({ log, now: Date.now });
-  const metrics = createMetrics({ jobs, heldKeys, now, processMetrics: config.metricsToken !== "" });
+  const metrics = createMetrics({ jobs, replies, heldKeys, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
     outages.observe(call);
     metrics.call(call);

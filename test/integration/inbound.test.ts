@@ -198,3 +198,16 @@ describe("opt-out by reply", () => {
     expect(bridge.crm.replies.inbound.map((m) => m.body.message)).toEqual([" Stop! ", "unstop"]);
   });
 });
+
+test("bridge status and /metrics count replies: received, posted, unrouted", async () => {
+  const token = "metrics-token-do-not-log-0123";
+  const bridge = await bridgeWith({ env: { METRICS_TOKEN: token } }, "loc-1");
+  const posted = await reply(bridge, { from: PHONE, text: "routed", location_id: "loc-1" });
+  await reply(bridge, { from: "+639180000000", text: "unrouted" });
+  await waitFor(() => stored(bridge, posted.json.id)?.state === "done");
+  const status = (await (await bridge.admin("/api/admin/status")).json()) as { inbound: unknown };
+  expect(status.inbound).toEqual({ received: 2, posted: 1, waiting: 0, unrouted: 1, failed: 0 });
+  const metrics = await (await bridge.fetch("/metrics", { headers: { authorization: `Bearer ${token}` } })).text();
+  expect(metrics).toContain('bridge_inbound_messages{state="done"} 1');
+  expect(metrics).toContain('bridge_inbound_messages{state="unrouted"} 1');
+});

@@ -1,4 +1,3 @@
-import { createInboundStore } from "../../db/inbound.ts";
 import type { Clients, Context, Core, Stores } from "../index.ts";
 import type { Installs } from "../installs/wire.ts";
 import { deliverInbound, type DeliverDeps } from "./deliver.ts";
@@ -6,15 +5,14 @@ import { createInboundQueue } from "./queue.ts";
 import { createSink } from "./sink.ts";
 
 /** What the inbound room gives the core. */
-export type Inbound = Pick<Core, "inbound" | "replies" | "inboundQueue">;
+export type Inbound = Pick<Core, "inbound" | "inboundQueue">;
 
 /**
  * Replies: the sink the sources hand them to, their store, and the queue that delivers
  * them to HighLevel with the installs' tokens. `core` is read late for its opt-out lists,
  * which the opt-outs room sets.
  */
-export function wireInbound({ config, db, log, now, tuning }: Context, { commit }: Stores, { crm }: Clients, installs: Installs, core: () => Pick<Core, "optOuts">): Inbound {
-  const replies = createInboundStore(db);
+export function wireInbound({ config, db, log, now, tuning }: Context, { commit, replies }: Stores, { crm }: Clients, installs: Installs, core: () => Pick<Core, "optOuts">): Inbound {
   const providerId = config.crm.providerId;
   const deps: DeliverDeps = {
     store: replies,
@@ -39,5 +37,5 @@ export function wireInbound({ config, db, log, now, tuning }: Context, { commit 
     log,
     notify: () => inboundQueue.notify(),
   });
-  return { inbound, replies, inboundQueue };
+  return { inbound, inboundQueue };
 }
