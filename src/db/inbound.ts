@@ -35,6 +35,14 @@ export interface InboundRow extends NewInbound {
   updatedAt: number;
 }
 
+/** Which replies to list: newest first by when bridge took them. */
+export interface InboundFilter {
+  locationId?: string;
+  states?: readonly InboundState[];
+  since?: number;
+  limit: number;
+}
+
 export type InboundStore = ReturnType<typeof createInboundStore>;
 
 const COLUMNS = `id, inbound_id AS inboundId, source, dedupe_key AS dedupeKey, phone, text, to_number AS "to",
@@ -123,6 +131,16 @@ export function createInboundStore(db: Db) {
     /** Replies a stopped process was posting: settled, never posted again. Returns how many. */
     settleInterrupted(error: string, now: number): number {
       return s.interrupted.run(error, ms(now)).changes;
+    },
+    list(filter: InboundFilter): InboundRow[] {
+      const clauses: [string, unknown[]][] = [];
+      if (filter.locationId !== undefined) clauses.push(["location_id = ?", [filter.locationId]]);
+      if (filter.states) clauses.push([`state IN (${filter.states.map(() => "?").join(", ")})`, [...filter.states]]);
+      if (filter.since !== undefined) clauses.push(["created_at >= ?", [filter.since]]);
+      const where = clauses.map(([clause]) => clause);
+      const params = clauses.flatMap(([, values]) => values);
+      const sql = `SELECT ${COLUMNS} FROM inbound ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
+      return db.prepare<unknown[], InboundRow>(sql).all(...params, filter.limit);
     },
     counts(): Record<InboundState, number> {
       const all: Record<InboundState, number> = { unrouted: 0, queued: 0, posting: 0, done: 0, dead: 0 };

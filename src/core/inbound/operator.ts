@@ -1,8 +1,7 @@
 import type { Db } from "../../db/index.ts";
-import type { InboundStore } from "../../db/inbound.ts";
+import type { InboundStore, NewInbound } from "../../db/inbound.ts";
 import { AppError } from "../../errors.ts";
 import type { OptOutList } from "./reply.ts";
-import { applyOptOut } from "./sink.ts";
 
 /**
  * `bridge messages route ID LOC`: an unrouted reply is given its location and queued for
@@ -18,4 +17,11 @@ export function routeInbound(db: Db, store: InboundStore, optOuts: OptOutList | 
     store.route(inboundId, locationId, now);
     applyOptOut(optOuts, { ...reply, locationId });
   }).immediate();
+}
+
+/** Puts the sender on the location's opt-out list, or takes it off, as the reply asks. */
+export function applyOptOut(list: OptOutList | undefined, row: Pick<NewInbound, "optOut" | "locationId" | "phone">): void {
+  if (!list || !row.optOut) return;
+  if (row.optOut === "stop") list.add(row.locationId, row.phone, "reply");
+  else list.remove(row.locationId, row.phone);
 }

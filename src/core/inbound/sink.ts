@@ -7,6 +7,7 @@ import type { Logger } from "../log.ts";
 import { maskPhone } from "../mask.ts";
 import { printable } from "../printable.ts";
 import type { InboundReply, InboundSink, OptOutList, Received } from "./reply.ts";
+import { applyOptOut } from "./operator.ts";
 import { routeReply, type RouteLookups } from "./route.ts";
 import { optOutWord } from "./stop-words.ts";
 
@@ -66,13 +67,6 @@ export function createSink(deps: SinkDeps): InboundSink {
       return { id: row.inboundId, duplicate: false };
     },
   };
-}
-
-/** Puts the sender on the location's opt-out list, or takes it off, as the reply asks. */
-export function applyOptOut(list: OptOutList | undefined, row: Pick<NewInbound, "optOut" | "locationId" | "phone">): void {
-  if (!list || !row.optOut) return;
-  if (row.optOut === "stop") list.add(row.locationId, row.phone, "reply");
-  else list.remove(row.locationId, row.phone);
 }
 
 type Unrouted = Omit<NewInbound, "locationId" | "routedBy">;
