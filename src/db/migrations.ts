@@ -162,7 +162,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE gateway_keys ADD COLUMN api_key TEXT NOT NULL DEFAULT '';
   `,
   `
-  -- Replies (CONTRACT.md section 10): each text someone sent to one of bridge's numbers,
+  -- Replies (docs/http.md, "Replies"): each text someone sent to one of bridge's numbers,
   -- committed before its source is answered, then posted to HighLevel once.
   CREATE TABLE inbound (
     id INTEGER PRIMARY KEY,

@@ -28,7 +28,7 @@ export const POST_INTERRUPTED =
   "delivery unknown: bridge stopped while posting it to HighLevel, which may have taken it; not posted again (HighLevel does not deduplicate on altId)";
 
 /**
- * Delivers one queued reply to HighLevel (CONTRACT.md section 10): the contact by upsert
+ * Delivers one queued reply to HighLevel (docs/http.md, "Replies"): the contact by upsert
  * (idempotent: retried freely; a stop or start word sets or lifts its SMS DND), then the
  * inbound message, posted at most once: "posting" is committed before the call, and a
  * reply found "posting" is never posted again. A failure that proves HighLevel did not

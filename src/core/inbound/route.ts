@@ -18,7 +18,7 @@ export interface Routed {
 }
 
 /**
- * The location a reply is for (CONTRACT.md section 10, "Routing a reply to a location"):
+ * The location a reply is for (docs/http.md, "Replies"):
  * the one its source names; else the one the receiving phone serves, if only one; else
  * the one that last sent to the sender; else none (unrouted, for an operator to route).
  * A named location that is not installed is refused: the source named the wrong one.
