@@ -167,6 +167,17 @@ describe("delivery to HighLevel", () => {
     expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(1);
   });
 
+  test("HighLevel took it but its answer cannot be stored: left posting, never posted again", async () => {
+    const bridge = await bridgeWith({ tuning: { resultStoreRetryMs: 1 } }, "loc-1");
+    // The disk refuses the one write that records the post, however often it is tried.
+    bridge.core.db.exec("CREATE TRIGGER refuse_posted BEFORE UPDATE OF state ON inbound WHEN NEW.state = 'done' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END");
+    const { json } = await reply(bridge, { from: PHONE, text: "taken", location_id: "loc-1" });
+    const posts = () => bridge.crm.received("POST /conversations/messages/inbound").length;
+    await waitFor(() => bridge.logs.some((l) => l.includes("which could not be stored (disk I/O error)")) || posts() > 1);
+    expect(stored(bridge, json.id)?.state).toBe("posting");
+    expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(1);
+  });
+
   test("a reply a stopped process was posting is settled at start as delivery unknown, not posted again", async () => {
     const bridge = await bridgeWith({ worker: false }, "loc-1");
     const { json } = await reply(bridge, { from: PHONE, text: "mid-post", location_id: "loc-1" });

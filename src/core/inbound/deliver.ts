@@ -6,7 +6,10 @@ import { reportRetryable } from "../delivery/outbound.ts";
 import type { TokenService } from "../installs/tokens.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone } from "../mask.ts";
-import { delayMs, neverSent, RETRY } from "../retry.ts";
+import { delayMs, neverSent, RETRY, sleep } from "../retry.ts";
+
+/** Tries at storing HighLevel's answer before the reply is left "posting" (RETRY.storeResult). */
+const STORE_TRIES = 8;
 
 export interface DeliverDeps {
   store: InboundStore;
@@ -21,6 +24,8 @@ export interface DeliverDeps {
   backoffMs?: number;
   /** Tries before a reply is given up (RETRY.report). */
   attempts?: number;
+  /** First wait before storing HighLevel's answer again (RETRY.storeResult). */
+  storeRetryMs?: number;
 }
 
 /** Why a reply caught mid-post by a stop is not posted again. */
@@ -76,8 +81,24 @@ async function post(deps: DeliverDeps, row: InboundRow & { contactId: string }, 
     deps.log.error(`reply ${row.inboundId} of location ${row.locationId}: delivery unknown (${errorMessage(error)}); not posted again`);
     return;
   }
-  await deps.commit(() => deps.store.posted(row.id, messageId, deps.now()));
-  deps.log.info(`reply ${row.inboundId} from ${maskPhone(row.phone)} posted to location ${row.locationId} as message ${messageId}`);
+  await storePosted(deps, row, messageId);
+}
+
+/**
+ * HighLevel took it: its id is stored, tried again while the database refuses. It never
+ * goes back to the queue from here: left "posting", it is settled at the next start.
+ */
+async function storePosted(deps: DeliverDeps, row: InboundRow, messageId: string): Promise<void> {
+  const posted = `reply ${row.inboundId} from ${maskPhone(row.phone)} posted to location ${row.locationId} as message ${messageId}`;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await deps.commit(() => deps.store.posted(row.id, messageId, deps.now()));
+      return deps.log.info(posted);
+    } catch (error) {
+      if (attempt + 1 >= STORE_TRIES) return deps.log.error(`${posted}, which could not be stored (${errorMessage(error)}): it stays "posting", never posted again`);
+      await sleep(delayMs(RETRY.storeResult, attempt, deps.storeRetryMs));
+    }
+  }
 }
 
 /** HighLevel surely did not take the message: no connection was made, or it answered that it refused it. */

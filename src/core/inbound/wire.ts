@@ -24,6 +24,7 @@ export function wireInbound({ config, db, log, now, tuning }: Context, { commit,
     log,
     backoffMs: tuning.reportBackoffMs,
     attempts: tuning.reportAttempts,
+    storeRetryMs: tuning.resultStoreRetryMs,
   };
   const inboundQueue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
   const inbound = createSink({
