@@ -7,6 +7,9 @@ import { pRetryOptions, RETRY, retryAfterMs, waitAsRemoteAsked } from "../retry.
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { exchange } from "./transport.ts";
+import { inboundAnswer, upsertBody, upsertSchema, type ContactUpsert, type InboundMessage } from "./crm-replies.ts";
+
+export type { ContactUpsert, InboundMessage } from "./crm-replies.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
 export interface CrmOptions {
@@ -46,26 +49,6 @@ export interface InstalledLocation {
 export type MessageStatus =
   | { status: "delivered" }
   | { status: "failed"; error: { code: string; type: "saas"; message: string } };
-
-/** A reply's contact, as `POST /contacts/upsert` takes it. */
-export interface ContactUpsert {
-  locationId: string;
-  /** E.164 */
-  phone: string;
-  /** "stop": SMS DND set (a stop word); "start": lifted; undefined: left as it is. */
-  dnd?: "stop" | "start";
-}
-
-/** A reply, as `POST /conversations/messages/inbound` takes it (type SMS, direction inbound). */
-export interface InboundMessage {
-  contactId: string;
-  message: string;
-  /** bridge's id of the reply. */
-  altId: string;
-  /** ISO 8601 */
-  date: string;
-  conversationProviderId: string;
-}
 
 export type CrmClient = ReturnType<typeof createCrmClient>;
 
@@ -209,12 +192,12 @@ export function createCrmClient(options: CrmOptions) {
       const body = { type: "SMS", direction: "inbound", ...message };
       const res = await postJson("/conversations/messages/inbound", "addInboundMessage", locationToken, MESSAGES_API_VERSION, body);
       if (res.status < 200 || res.status > 299) throw statusError("inbound message endpoint", res);
-      const answer = inboundAnswerSchema.safeParse(safeJson(res.text));
-      if (!answer.success) {
+      const answer = inboundAnswer(res.text);
+      if (!answer) {
         const error = `inbound message endpoint answered ${res.status} without a message id (${clip(res.text) || "empty body"}): HighLevel dropped it`;
         throw new CrmError(error, answerInfo(res));
       }
-      return answer.data.messageId;
+      return answer.messageId;
     },
   };
 }
@@ -296,22 +279,4 @@ function parse<T>(text: string, schema: z.ZodType<T>, prefix: string): T {
   const result = schema.safeParse(json);
   if (!result.success) throw new CrmError(`${prefix}: ${z.prettifyError(result.error).replace(/\n/g, "; ")}`);
   return result.data;
-}
-
-function upsertBody({ locationId, phone, dnd }: ContactUpsert) {
-  if (!dnd) return { locationId, phone };
-  const status = dnd === "stop" ? "active" : "inactive";
-  const message = dnd === "stop" ? "opted out by SMS" : "opted in again by SMS";
-  return { locationId, phone, dndSettings: { SMS: { status, message } } };
-}
-
-const upsertSchema = z.object({ contact: z.object({ id: crmId }) });
-const inboundAnswerSchema = z.object({ messageId: crmId });
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
