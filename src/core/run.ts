@@ -46,6 +46,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     pollMs: options.pollMs,
     retentionMs: config.retentionMs,
     keys: core.gatewayKeys,
+    replies: core.replies,
   });
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;

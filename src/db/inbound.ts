@@ -76,6 +76,8 @@ export function createInboundStore(db: Db) {
       updated_at = @now WHERE id = @id AND state IN ('queued', 'posting')`),
     dead: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE id = ? AND state IN ('queued', 'posting')"),
     interrupted: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE state = 'posting'"),
+    prune: db.prepare<[number, number]>(`DELETE FROM inbound WHERE id IN
+      (SELECT id FROM inbound WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`),
     counts: db.prepare<[], { state: InboundState; n: number }>("SELECT state, count(*) AS n FROM inbound GROUP BY state"),
     installed: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM tokens WHERE location_id = ? AND uninstalled_at = 0"),
     lastSent: db.prepare<[string, string], { locationId: string }>(`
@@ -141,6 +143,10 @@ export function createInboundStore(db: Db) {
       const params = clauses.flatMap(([, values]) => values);
       const sql = `SELECT ${COLUMNS} FROM inbound ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
       return db.prepare<unknown[], InboundRow>(sql).all(...params, filter.limit);
+    },
+    /** Deletes up to `limit` finished replies last changed before `before`; how many. */
+    prune(before: number, limit: number): number {
+      return s.prune.run(ms(before), limit).changes;
     },
     counts(): Record<InboundState, number> {
       const all: Record<InboundState, number> = { unrouted: 0, queued: 0, posting: 0, done: 0, dead: 0 };

@@ -25,6 +25,8 @@ export interface WorkerOptions {
   retentionMs?: number;
   /** The API keys kept for receipts (pruned with the finished jobs). */
   keys?: PrunerOptions["keys"];
+  /** Replies (their finished ones pruned with the finished jobs). */
+  replies?: PrunerOptions["replies"];
 }
 
 /**
@@ -45,7 +47,7 @@ export function createWorker(options: WorkerOptions) {
   const concurrency = options.concurrency ?? 16;
   const pollMs = options.pollMs ?? 500;
   const firstBackoffMs = options.backoffMs ?? RETRY.job.firstMs;
-  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys });
+  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys, replies: options.replies });
   const active = new Map<number, Promise<void>>();
   let running = false;
   let loop: Promise<void> | undefined;
