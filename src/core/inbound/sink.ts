@@ -98,9 +98,10 @@ function newRow(reply: InboundReply, now: number): Unrouted {
  * undefined: nothing tells copies apart, each is its own reply.
  */
 function dedupeKey(reply: InboundReply, phone: string): string | undefined {
+  // A phone's copy without its receivedAt cannot be told from the same words sent again.
   const parts =
-    reply.source === "android" ? ["android", reply.deviceId ?? "", phone, reply.receivedAt ?? "", reply.text]
-    : reply.sourceId ? ["api", reply.sourceId]
+    reply.source === "android" && reply.receivedAt ? ["android", reply.deviceId ?? "", phone, reply.receivedAt, reply.text]
+    : reply.sourceId ? [reply.source, reply.sourceId]
     : undefined;
   return parts && createHash("sha256").update(parts.join("\0")).digest("hex");
 }
