@@ -118,6 +118,9 @@ describe("routing a reply", () => {
     const first = bridge.core.inbound.receive(copy);
     expect(bridge.core.inbound.receive(copy)).toEqual({ id: first.id, duplicate: true });
     expect(bridge.core.inbound.receive({ ...copy, text: "ok!" }).duplicate).toBe(false);
+    // Without its receivedAt a copy cannot be told from the same words sent again: each is a reply.
+    const undated = { ...copy, receivedAt: undefined };
+    expect(bridge.core.inbound.receive(undated).id).not.toBe(bridge.core.inbound.receive(undated).id);
     await waitFor(() => stored(bridge, first.id)?.state === "done");
     expect(stored(bridge, first.id)).toMatchObject({ routedBy: "last_sent", locationId: "loc-1", deviceId: "device-1" });
   });
