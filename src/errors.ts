@@ -9,6 +9,7 @@ export type ErrorCode =
   | "BAD_QUERY"
   | "BAD_CONFIG"
   | "BAD_WEBHOOK"
+  | "BAD_PHONE"
   | "BAD_INBOUND"
   | "INBOUND_OFF"
   | "INBOUND_NOT_FOUND"
@@ -32,6 +33,7 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   BAD_QUERY: 400,
   BAD_CONFIG: 400,
   BAD_WEBHOOK: 400,
+  BAD_PHONE: 400,
   BAD_INBOUND: 400,
   // Refused, not dropped: the source keeps the reply and tries again (the phone does).
   INBOUND_OFF: 503,

@@ -139,6 +139,8 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     if (req.method === "GET" && req.url === "/api/v1/account/sender-ids") {
       return json(res, 200, { success: true, sender_ids: [{ sender_id: "BENCH", label: "Benchmark", channel: "sms" }] });
     }
+    // Read before the sends of each key, every few minutes: nobody unsubscribed in a benchmark.
+    if (req.method === "GET" && req.url === "/api/v1/account/unsubscribed") return json(res, 200, { success: true, data: [] });
     if (req.method === "GET") readsAt.push(now);
     if (req.method === "GET" && req.url.startsWith("/api/v1/sms/status/")) {
       stats.receiptReads++;
@@ -209,7 +211,7 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
 }
 
 /** The paths this fake has an endpoint for, whatever the method. */
-const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids))$/;
+const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids|unsubscribed))$/;
 
 /** The status call's `status` for each carrier code (CAST_API.md); none yet is `sent`. */
 const STATUS_OF_DLR = { DELIVRD: "delivered", ACCEPTD: "pending", UNDELIV: "undelivered", REJECTD: "undelivered", EXPIRED: "undelivered" };

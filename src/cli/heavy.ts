@@ -1,5 +1,5 @@
-// Everything that only `serve`, `token refresh`, `config set`, `locations sync`, `status` and
-// `doctor` use: the HTTP stack, the CRM and gateway clients, zod and consola, about nine
+// Everything that only `serve`, `token refresh`, `config set`, `locations sync`, `status`,
+// `optouts` and `doctor` use: the HTTP stack, the CRM and gateway clients, zod and consola, about nine
 // tenths of bridge's code. Commands load it with `await import("./heavy.ts")`. In
 // dist/bridge it is a second script that is compiled only then (build.mjs), so
 // `locations list` and `config get` start without it.
@@ -11,8 +11,11 @@
 export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/operator/doctor.ts";
 export { setLocationConfig } from "../core/installs/location-config.ts";
+// Numbers are read with libphonenumber's metadata: `optouts` takes it from here.
+export { addOptOut, listOptOuts, optOutPhone, removeOptOut } from "../core/operator/optouts.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { createRun } from "../core/run.ts";
 export { PROVIDER_ID_MISSING } from "../core/inbound/sink.ts";
+export { routeStoredReply } from "../core/inbound/operator.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

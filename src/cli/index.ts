@@ -9,6 +9,7 @@ import { printable, processIo, UsageError, type Io } from "./io.ts";
 import { locationsCommand } from "./locations.ts";
 import { messagesCommand } from "./messages.ts";
 import { opsCommands } from "./ops.ts";
+import { optoutsCommand } from "./optouts.ts";
 import { statusCommand } from "./status.ts";
 import { tokenCommand } from "./token.ts";
 
@@ -35,6 +36,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     });
   locationsCommand(program, io, globals);
   messagesCommand(program, io, globals);
+  optoutsCommand(program, io, globals);
   statusCommand(program, io, globals);
   configCommand(program, io, globals);
   tokenCommand(program, io, globals);

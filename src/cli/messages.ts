@@ -42,9 +42,8 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
     .action(async (replyId: string, locationId: string) => {
       messageArg(replyId);
       if (!isId(locationId)) throw new UsageError(`not a location id: ${JSON.stringify(locationId.slice(0, 70))} (it ${ID_RULE})`);
-      await withLog(io, globals(), (_log, _lib, db, inbound) =>
-        inbound.routeInbound(db, inbound.createInboundStore(db), undefined, replyId, locationId, Date.now()),
-      );
+      const { routeStoredReply } = await import("./heavy.ts");
+      await withLog(io, globals(), (_log, _lib, db) => routeStoredReply(db, replyId, locationId, Date.now()));
       io.out(`routed ${replyId} to ${locationId}: a running bridge serve posts it to HighLevel within a second\n`);
     });
 
@@ -86,18 +85,17 @@ type Lib = typeof import("../core/operator/messages.ts");
 type Log = import("../db/messages.ts").MessageLog;
 type Db = import("../db/index.ts").Db;
 /** The replies' side of the log. */
-type InboundLib = typeof import("../core/inbound/view.ts") & typeof import("../core/inbound/operator.ts") & typeof import("../db/inbound.ts");
+type InboundLib = typeof import("../core/inbound/view.ts") & typeof import("../db/inbound.ts");
 
 async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib, db: Db, inbound: InboundLib) => T): Promise<T> {
-  const [{ withDb }, lib, { createMessageLog }, view, operator, store] = await Promise.all([
+  const [{ withDb }, lib, { createMessageLog }, view, store] = await Promise.all([
     import("./context.ts"),
     import("../core/operator/messages.ts"),
     import("../db/messages.ts"),
     import("../core/inbound/view.ts"),
-    import("../core/inbound/operator.ts"),
     import("../db/inbound.ts"),
   ]);
-  return withDb(io, globals, (db) => fn(createMessageLog(db), lib, db, { ...view, ...operator, ...store }));
+  return withDb(io, globals, (db) => fn(createMessageLog(db), lib, db, { ...view, ...store }));
 }
 
 /** Messages sent and replies received, as the filter asks: a status only one side has reads only that side. */

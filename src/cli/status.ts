@@ -43,6 +43,7 @@ function describe(s: StatusView): string {
       s.balances.map((b) => [b.key, b.credits === null ? "?" : String(b.credits), b.checked_at ?? "", b.error ?? (b.low ? "LOW: below LOW_BALANCE_CREDITS" : "")]),
     ),
   );
+  out.push(`opt-outs: ${s.opt_outs.reply + s.opt_outs.operator} numbers on the locations' lists (${s.opt_outs.reply} by reply, ${s.opt_outs.operator} by an operator)\n`);
   return out.join("\n");
 }
 

@@ -4,11 +4,13 @@ import type { Db } from "../db/index.ts";
 import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
 import { createGatewayKeys, type GatewayKeys } from "../db/gateway-keys.ts";
 import { createMessageLog, type MessageLog } from "../db/messages.ts";
+import { createOptOutStore, type OptOutStore } from "../db/optouts.ts";
 import { createBalances, type Balances } from "./operator/balances.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
 import { createCastClient, type GatewayOptions } from "./clients/cast.ts";
+import { createUnsubscribedClient, type ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
 import type { SmsGateway } from "./clients/gateway.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
 import type { CallObserver } from "./clients/observe.ts";
@@ -30,10 +32,12 @@ import type { CompanyTokens, TokenService } from "./installs/tokens.ts";
 import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import { wireDelivery } from "./delivery/wire.ts";
+import { createOptOutList } from "./inbound/opt-out-list.ts";
+import type { OptOutList } from "./inbound/reply.ts";
 import { wireInstalls } from "./installs/wire.ts";
 import { createInboundStore, type InboundStore } from "../db/inbound.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
-import type { InboundSink, OptOutList } from "./inbound/reply.ts";
+import type { InboundSink } from "./inbound/reply.ts";
 import { wireInbound } from "./inbound/wire.ts";
 
 /**
@@ -59,10 +63,16 @@ export interface Core {
   commit: Commit;
   /** What the operator's view knows of each gateway key: holds and balances. */
   gatewayKeys: GatewayKeys;
+  /** The locations' opt-out lists, as stored (the operator's view reads them). */
+  optOuts: OptOutStore;
+  /** The same lists as the inbound room and delivery use them: any form of a number is one number. */
+  optOutList: OptOutList;
 
   // The clients of the remote systems.
   crm: CrmClient;
   sms: SmsGateway;
+  /** Cast's unsubscribed list of a key's account. */
+  castUnsubscribed: ReadUnsubscribed;
 
   // Delivery: a queued message's send, receipt and report.
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
@@ -99,8 +109,6 @@ export interface Core {
   replies: InboundStore;
   /** Delivers committed replies to HighLevel; started and stopped with the worker. */
   inboundQueue: InboundQueue;
-  /** The locations' opt-out lists; undefined until the opt-outs room is wired (stop words then change no list). */
-  optOuts: OptOutList | undefined;
 
   // Operator: what the operator's view and /metrics read.
   /** Each gateway key's balance, read every few minutes by serve; warns when low. */
@@ -147,8 +155,8 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "replies">;
-export type Clients = Pick<Core, "crm" | "sms" | "scheduler" | "outages" | "metrics">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies">;
+export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
 
 /**
  * Wires the core room by room from one context: the store, the remote systems' clients,
@@ -162,15 +170,14 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const clients = createClients(context, stores, () => delivery.holds.list().length);
   const installs = wireInstalls(context, stores, clients);
   const delivery = wireDelivery(context, stores, clients, installs);
-  const inbound = wireInbound(context, stores, clients, installs, () => core);
+  const inbound = wireInbound(context, stores, clients, installs);
   const { sms } = clients;
   const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits });
-  const core: Core = { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, optOuts: undefined };
-  return core;
+  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances };
 }
 
 /** The store, with the secrets it cannot open warned about and old seals renewed. */
-function openStores({ config, db, log, tuning }: Context): Stores {
+function openStores({ config, db, log, now, tuning }: Context): Stores {
   const sealer = createSealer(config.encryptionKey);
   for (const unopenable of checkSealed(db, sealer)) {
     log.warn(`${unopenable}: not used, and what needs it waits (the others work); ${MEND_SEALED}`);
@@ -183,13 +190,15 @@ function openStores({ config, db, log, tuning }: Context): Stores {
   const commit = createGroupCommit(db, tuning.commitWindowMs);
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys, replies: createInboundStore(db) };
+  const optOuts = createOptOutStore(db);
+  const replies = createInboundStore(db);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs, replies }: Stores, heldKeys: () => number): Clients {
+function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies }: Stores, heldKeys: () => number): Clients {
   const outages = createOutages({ log, now: Date.now });
-  const metrics = createMetrics({ jobs, replies, heldKeys, now, processMetrics: config.metricsToken !== "" });
+  const metrics = createMetrics({ jobs, heldKeys, optOuts, replies, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
     outages.observe(call);
     metrics.call(call);
@@ -221,5 +230,6 @@ function createClients({ config, log, now, tuning }: Context, { jobs, replies }:
     onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
     ...tuning.sms,
   });
-  return { crm, sms, scheduler, outages, metrics };
+  const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
+  return { crm, sms, castUnsubscribed, scheduler, outages, metrics };
 }

@@ -162,6 +162,18 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE gateway_keys ADD COLUMN api_key TEXT NOT NULL DEFAULT '';
   `,
   `
+  -- Each location's opt-out list: numbers (E.164) that asked for no more texts from it.
+  -- A send to one is failed without a gateway call. Who put it there: a stop-word reply
+  -- or an operator; a START reply or an operator takes it off (the row is deleted).
+  CREATE TABLE opt_outs (
+    location_id TEXT NOT NULL CHECK (location_id <> ''),
+    phone TEXT NOT NULL CHECK (phone <> ''),
+    opted_out_by TEXT NOT NULL CHECK (opted_out_by IN ('reply', 'operator')),
+    opted_out_at INTEGER NOT NULL,
+    PRIMARY KEY (location_id, phone)
+  ) STRICT, WITHOUT ROWID;
+  `,
+  `
   -- Replies (docs/http.md, "Replies"): each text someone sent to one of bridge's numbers,
   -- committed before its source is answered, then posted to HighLevel once.
   CREATE TABLE inbound (

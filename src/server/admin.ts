@@ -4,6 +4,7 @@ import { ID_RULE, isId } from "../core/ids.ts";
 import { printableJson } from "../core/printable.ts";
 import { getLocationConfig, listLocations, setApproval } from "../core/installs/locations.ts";
 import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/operator/messages.ts";
+import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.ts";
 import { bridgeStatus } from "../core/operator/status.ts";
 import type { Core } from "../core/index.ts";
 import type { Worker } from "../core/delivery/worker.ts";
@@ -13,7 +14,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "replies">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies">;
   /** Woken when a message is queued again. */
   worker?: Pick<Worker, "notify">;
 }
@@ -49,6 +50,25 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
     });
   }
 
+  app.get("/api/admin/locations/:locationId/optouts", (event) => {
+    auth(event);
+    return listOptOuts(core, locationParam(event));
+  });
+
+  // The number goes in the JSON body ({"phone": …}), for DELETE too: in a path or a query
+  // string a "+" is easily read as a space.
+  app.post("/api/admin/locations/:locationId/optouts", async (event) => {
+    auth(event);
+    const locationId = locationParam(event);
+    return addOptOut(core, locationId, phoneOf(parseJson(await readLimitedBody(event))), core.now());
+  });
+
+  app.delete("/api/admin/locations/:locationId/optouts", async (event) => {
+    auth(event);
+    const locationId = locationParam(event);
+    return removeOptOut(core, locationId, phoneOf(parseJson(await readLimitedBody(event))));
+  });
+
   app.get("/api/admin/status", (event) => {
     auth(event);
     return bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: core.now() });
@@ -75,6 +95,12 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
     worker?.notify();
     return { message_id: messageId, queued: true };
   });
+}
+
+/** `phone` of a JSON object body; addOptOut and removeOptOut check it. */
+function phoneOf(body: unknown): unknown {
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw httpError(400, 'the body must be a JSON object: {"phone": "+639171234567"}');
+  return (body as { phone?: unknown }).phone;
 }
 
 function locationParam(event: H3Event): string {

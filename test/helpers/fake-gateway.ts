@@ -7,6 +7,7 @@ export const STATUS = "GET /api/v1/sms/status/:id";
 export const BALANCE = "GET /api/v1/account/balance";
 export const LOGS = "GET /api/v1/sms/logs";
 export const SENDER_IDS = "GET /api/v1/account/sender-ids";
+export const UNSUBSCRIBED = "GET /api/v1/account/unsubscribed";
 /** Every call to a path (or with a method) Cast has no endpoint for. */
 export const UNKNOWN = "ALL /**";
 
@@ -29,6 +30,8 @@ export const CAST = {
   logs: fixture<{ logs: [Record<string, unknown>, Record<string, unknown>] } & Record<string, unknown>>("cast", "logs-200.json"),
   balance: fixture("cast", "balance-200.json"),
   senderIds: fixture("cast", "sender-ids-200.json"),
+  /** data[0]: one number that unsubscribed from one sender ID. */
+  unsubscribed: fixture<{ data: [Record<string, unknown>] } & Record<string, unknown>>("cast", "unsubscribed-200.json"),
   error: fixture("cast", "error-402.json"),
 };
 
@@ -208,12 +211,15 @@ export async function startFakeGateway() {
 
   // The account's approved sender IDs, the same for every key unless a test swaps the route.
   let approvedSenders: ApprovedSender[] = [{ sender_id: "BRIDGE", label: "Bridge", channel: "sms" }];
+  // The numbers that unsubscribed through Cast's links, the same for every key: none unless a test sets them.
+  let unsubscribed: { phone: string; sender_id: string }[] = [];
 
   const own: Record<string, Handler> = {
     [STATUS]: status,
     [LOGS]: logs,
     [BALANCE]: () => jsonResponse(like(CAST.balance, { credits: 1000 })),
     [SENDER_IDS]: () => jsonResponse(like(CAST.senderIds, { sender_ids: approvedSenders })),
+    [UNSUBSCRIBED]: () => jsonResponse(like(CAST.unsubscribed, { data: unsubscribed.map((u) => like(CAST.unsubscribed.data[0], u)) })),
     // Every Cast answer is its envelope, errors too: 405 METHOD_NOT_ALLOWED is the documented
     // "wrong HTTP method"; for a path Cast has no endpoint for, its 404 code, NOT_FOUND.
     [UNKNOWN]: (req) =>
@@ -257,6 +263,12 @@ export async function startFakeGateway() {
     senderIds(list: ApprovedSender[]) {
       approvedSenders = list;
     },
+    /** Sets the numbers on the account's unsubscribed list, each with the sender ID it left. */
+    unsubscribe(list: { phone: string; sender_id: string }[]) {
+      unsubscribed = list;
+    },
+    /** The reads of the account's unsubscribed list. */
+    unsubscribedCalls: () => fake.received(UNSUBSCRIBED),
     /** A refusal of the key or address (401, 403) before the idempotency cache; undefined lets the request through. */
     checkKey(next: ((req: Recorded) => Response | undefined) | undefined) {
       keyCheck = next;
@@ -299,7 +311,7 @@ interface Sent {
 }
 
 /** The paths this fake has an endpoint for, whatever the method. */
-const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids))$/;
+const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids|unsubscribed))$/;
 
 /** The carrier's code a status implies when a test gave only the status. */
 const DLR_OF: Record<string, string> = { delivered: "DELIVRD", undelivered: "UNDELIV", pending: "ACCEPTD" };

@@ -127,6 +127,13 @@ test("balance and sender IDs (what serve and doctor ask at start-up): balance-20
   expect(shapeOf(senders.body)).toEqual(shapeOf(fixture("cast", "sender-ids-200.json")));
 });
 
+test("the unsubscribed list (read before a key's sends): unsubscribed-200.json without entries", async () => {
+  await start();
+  const res = await call("/api/v1/account/unsubscribed");
+  expect(res.status).toBe(200);
+  expect(shapeOf(res.body)).toEqual(shapeOf({ ...fixture<Record<string, unknown>>("cast", "unsubscribed-200.json"), data: [] }));
+});
+
 test("a 429: error-429.json, with Retry-After in whole seconds", async () => {
   await start(undefined, { address: { ratePerSec: 0.001, burst: 1 } });
   await call("/api/v1/account/balance");

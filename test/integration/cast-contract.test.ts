@@ -170,6 +170,14 @@ test("balance and sender IDs: balance-200.json, sender-ids-200.json", async () =
   expect(shapeOf((await call("/api/v1/account/sender-ids")).body)).toEqual(shapeOf(fixture("cast", "sender-ids-200.json")));
 });
 
+test("unsubscribed: unsubscribed-200.json, each entry like its one", async () => {
+  const example = fixture("cast", "unsubscribed-200.json");
+  gateway.unsubscribe([{ phone: "+639171234567", sender_id: "MYAPP" }]);
+  expect((await call("/api/v1/account/unsubscribed")).body).toEqual(example);
+  gateway.unsubscribe([]);
+  expect(shapeOf((await call("/api/v1/account/unsubscribed")).body)).toEqual(shapeOf({ ...example, data: [] }));
+});
+
 test("a 429: error-429.json, with Retry-After in whole seconds", async () => {
   gateway.limitRequests(1, 1);
   await call("/api/v1/account/balance");

@@ -26,7 +26,7 @@ const refused = (status: number, error: string) => () => jsonResponse({ success:
 const cases: Case[] = [
   { name: "no token for the location", locations: [], says: "no token for location: loc-1" },
   { name: "an uninstalled location", setup: (b) => b.core.tokens.markUninstalled("loc-1", Date.now()), says: "location loc-1 has uninstalled the app" },
-  { name: "not a PH mobile number", fields: { phone: "+12025550123" }, says: "not a Philippine mobile number: +12025550123" },
+  { name: "not a PH mobile number", fields: { phone: "+12025550123" }, says: "not a Philippine mobile number: +120***0123" },
   { name: "a text over Cast's limit", fields: { message: "x".repeat(10_001) }, says: "the message is 10001 characters" },
   { name: "too many parts", options: { env: { SMS_MAX_PARTS: "1" } }, fields: { message: "x".repeat(200) }, says: "2 parts; at most 1 allowed" },
   {

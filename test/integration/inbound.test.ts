@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { routeInbound } from "../../src/core/inbound/operator.ts";
-import type { OptOutList } from "../../src/core/inbound/reply.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 const PROVIDER = "provider-0123456789";
@@ -19,17 +19,6 @@ async function reply(bridge: Bridge, body: Record<string, unknown>): Promise<{ s
 
 function stored(bridge: Bridge, id: unknown) {
   return bridge.core.replies.get(String(id));
-}
-
-/** An opt-out list in memory, standing in for the opt-outs room's. */
-function memoryOptOuts(): OptOutList & { numbers: Set<string> } {
-  const numbers = new Set<string>();
-  return {
-    numbers,
-    add: (loc, phone) => void numbers.add(`${loc} ${phone}`),
-    remove: (loc, phone) => void numbers.delete(`${loc} ${phone}`),
-    has: (loc, phone) => numbers.has(`${loc} ${phone}`),
-  };
 }
 
 describe("a reply through POST /api/inbound", () => {
@@ -131,8 +120,8 @@ describe("routing a reply", () => {
     expect(status).toBe(200);
     expect(stored(bridge, json.id)).toMatchObject({ state: "unrouted", locationId: "" });
     expect(bridge.logs.join("")).toContain(`reply ${String(json.id)} from 0918***0000 is for no known location`);
-    expect(() => routeInbound(bridge.core.db, bridge.core.replies, undefined, String(json.id), "loc-9", Date.now())).toThrow(/loc-9 is not a location/);
-    routeInbound(bridge.core.db, bridge.core.replies, undefined, String(json.id), "loc-1", Date.now());
+    expect(() => routeInbound(bridge.core.db, bridge.core.replies, bridge.core.optOutList, String(json.id), "loc-9", Date.now())).toThrow(/loc-9 is not a location/);
+    routeInbound(bridge.core.db, bridge.core.replies, bridge.core.optOutList, String(json.id), "loc-1", Date.now());
     await waitFor(() => stored(bridge, json.id)?.state === "done");
     expect(stored(bridge, json.id)).toMatchObject({ routedBy: "operator", locationId: "loc-1" });
     expect(bridge.crm.replies.inbound).toHaveLength(1);
@@ -193,16 +182,22 @@ describe("delivery to HighLevel", () => {
 });
 
 describe("opt-out by reply", () => {
-  test("STOP: the contact's SMS DND set through the upsert and the number listed; START lifts both", async () => {
+  test("STOP: the contact's SMS DND set through the upsert and the number listed (by: reply); START lifts both", async () => {
     const bridge = await bridgeWith({}, "loc-1");
-    const optOuts = memoryOptOuts();
-    bridge.core.optOuts = optOuts;
+    const optOuts = bridge.core.optOutList;
     const stop = await reply(bridge, { from: PHONE, text: " Stop! ", location_id: "loc-1" });
     expect(optOuts.has("loc-1", PHONE)).toBe(true);
+    expect(bridge.core.optOuts.list("loc-1")).toMatchObject([{ phone: PHONE, by: "reply" }]);
     await waitFor(() => stored(bridge, stop.json.id)?.state === "done");
     const dnd = (i: number) => (JSON.parse(bridge.crm.received("POST /contacts/upsert")[i]?.body ?? "{}") as { dndSettings?: unknown }).dndSettings;
     expect(dnd(0)).toEqual({ SMS: { status: "active", message: "opted out by SMS" } });
     expect(bridge.crm.replies.contacts[0]?.smsDnd).toBe("active");
+
+    // A message to the number now fails without a send, until START.
+    expect((await bridge.webhook(outbound("m-blocked", { locationId: "loc-1", phone: PHONE }))).status).toBe(200);
+    await waitFor(() => bridge.crm.statusReports().length === 1);
+    expect(bridge.crm.statusReports()[0]?.body).toMatchObject({ status: "failed", error: { message: "recipient opted out" } });
+    expect(bridge.gateway.received(SEND)).toHaveLength(0);
 
     const again = await reply(bridge, { from: PHONE, text: "unstop", location_id: "loc-1" });
     expect(optOuts.has("loc-1", PHONE)).toBe(false);
@@ -210,6 +205,8 @@ describe("opt-out by reply", () => {
     expect(dnd(1)).toMatchObject({ SMS: { status: "inactive" } });
     expect(bridge.crm.replies.contacts[0]?.smsDnd).toBe("inactive");
     expect(bridge.crm.replies.inbound.map((m) => m.body.message)).toEqual([" Stop! ", "unstop"]);
+    expect((await bridge.webhook(outbound("m-after", { locationId: "loc-1", phone: PHONE }))).status).toBe(200);
+    await waitFor(() => bridge.gateway.received(SEND).length === 1);
   });
 });
 

@@ -60,7 +60,7 @@ test("a failed message is findable by status, with its reason, and its timeline 
 
   const shown = await get(bridge, "/api/admin/messages/m-bad");
   const failed = shown.body.timeline.find((t: { event: string }) => t.event === "failed");
-  expect(failed.detail).toBe("invalid_phone: not a Philippine mobile number: +12025550123");
+  expect(failed.detail).toBe("invalid_phone: not a Philippine mobile number: +120***0123");
 });
 
 test("filters by location and time, newest first, and pages with next_cursor", async () => {

@@ -107,3 +107,17 @@ test("held keys and the balance per key (masked) from the balance calls", async 
   expect(sample(after, "bridge_held_keys")).toBe(0);
   expect(sample(after, "bridge_gateway_balance_credits", { key: "global-sms-k..." })).toBe(750);
 });
+
+test("opt-outs: the numbers on the locations' lists, by who put them there, read at each scrape", async () => {
+  const b = await start({ env: { METRICS_TOKEN: TOKEN } });
+  const before = await scrape(b);
+  expect(sample(before, "bridge_opt_outs", { by: "reply" })).toBe(0);
+  expect(sample(before, "bridge_opt_outs", { by: "operator" })).toBe(0);
+
+  b.core.optOutList.add("loc-1", "+639171234567", "reply");
+  b.core.optOutList.add("loc-1", "+639181234567", "operator");
+  b.core.optOutList.add("loc-2", "+639181234567", "operator");
+  const after = await scrape(b);
+  expect(sample(after, "bridge_opt_outs", { by: "reply" })).toBe(1);
+  expect(sample(after, "bridge_opt_outs", { by: "operator" })).toBe(2);
+});

@@ -81,11 +81,11 @@ describe("createLogger", () => {
 
   it("a value's control characters show as escapes: no terminal sequence, no forged line", () => {
     const { lines, stream } = capture();
-    const phone = "+639171234567\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07\n2026-11-25T00:00:00.000Z [error] forged";
-    createLogger("info", stream).warn(`message m-1 failed: not a Philippine mobile number: ${phone}`, "\x1b]0;pwned\x07");
+    const body = "bad sender\x1b]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\x07\n2026-11-25T00:00:00.000Z [error] forged";
+    createLogger("info", stream).warn(`message m-1 failed: gateway rejected the message (400): ${body}`, "\x1b]0;pwned\x07");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^\S+Z \[warn\] message m-1 failed: not a Philippine mobile number: \+639171234567\\x1b\]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\\x07\\n2026-11-25T00:00:00\.000Z \[error\] forged \\x1b\]0;pwned\\x07\n$/,
+      /^\S+Z \[warn\] message m-1 failed: gateway rejected the message \(400\): bad sender\\x1b\]52;c;Y3VybCBldmlsLnRlc3QgfCBzaA==\\x07\\n2026-11-25T00:00:00\.000Z \[error\] forged \\x1b\]0;pwned\\x07\n$/,
     );
   });
 

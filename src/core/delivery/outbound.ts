@@ -8,10 +8,10 @@ import type { TokenStore } from "../../db/tokens.ts";
 import type { SendRequest, SmsGateway } from "../clients/gateway.ts";
 import type { CrmClient, MessageStatus } from "../clients/crm.ts";
 import { API_KEY } from "../config-values.ts";
-import { AppError, CrmError, clip, errorMessage, type ErrorCode } from "../../errors.ts";
+import { AppError, CrmError, errorMessage, type ErrorCode } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { KeyHolds } from "./holds.ts";
-import { maskSecret } from "../mask.ts";
+import { maskPhone, maskSecret } from "../mask.ts";
 import type { MessageMetrics } from "../operator/metrics.ts";
 import type { Outages } from "../operator/outages.ts";
 import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
@@ -23,6 +23,8 @@ import { printable } from "../printable.ts";
 import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "../retry.ts";
 import { afterFailure, lookAgainMs, unlessMaybeSent } from "./send-failure.ts";
 import { sendingWith, sharedRefusal, type SharedSending } from "../installs/locations.ts";
+import type { OptOutList } from "../inbound/reply.ts";
+import { OPTED_OUT, unlessUnsubscribed, type UnsubscribedLists } from "./opt-out.ts";
 import type { TokenService } from "../installs/tokens.ts";
 
 export interface OutboundDeps {
@@ -63,6 +65,10 @@ export interface OutboundDeps {
   receiptPollMs?: number;
   /** How long past DLR_WAIT a status call that gets no answer is tried again. */
   receiptGraceMs?: number;
+  /** The locations' opt-out lists: a send to a listed number fails before any gateway call. */
+  optOuts?: Pick<OptOutList, "has">;
+  /** Cast's unsubscribed lists, per API key: a send to a number on it for its sender ID fails too. */
+  unsubscribed?: UnsubscribedLists;
   /** Told when a message is done with, and when its receipt came. */
   metrics?: MessageMetrics;
   /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
@@ -92,6 +98,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
       }
       if (held) plan = { result: held };
     }
+    plan = await unlessUnsubscribed(deps, job, plan);
     // No budget yet: the job stays queued and the caller says when to look again,
     // holding no worker meanwhile.
     if ("request" in plan) {
@@ -150,8 +157,9 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
     return { result: failed("uninstalled", `location ${locationId} has uninstalled the app; reinstall it to send again`) };
   }
   const to = toLocalPH(message.phone);
-  // The reason is stored, listed and reported: the webhook's phone in it is escaped.
-  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${printable(clip(message.phone, 40))}`) };
+  // The reason is stored, logged, listed and reported: the webhook's phone in it is masked, then escaped.
+  if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${printable(maskPhone(message.phone))}`) };
+  if (deps.optOuts?.has(locationId, message.phone)) return { result: failed("opted_out", OPTED_OUT) };
   const text = composeText(message);
   if (text.length === 0) return { result: failed("empty_message", "the message has no text") };
   if (text.length > deps.sms.maxMessageLength) {

@@ -5,14 +5,15 @@ import { createKeyHolds } from "./holds.ts";
 import { keyTag } from "./key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
+import { createUnsubscribedLists } from "./opt-out.ts";
 
 /** What the delivery room gives the core. */
 export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
 
 /** A queued message's way out: send (through the holds and the scheduler), receipt, report. */
 export function wireDelivery({ config, log, now, tuning }: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
-  const { tokens, jobs, commit, gatewayKeys } = stores;
-  const { sms, crm, scheduler, metrics, outages } = clients;
+  const { tokens, jobs, commit, gatewayKeys, optOutList } = stores;
+  const { sms, crm, scheduler, metrics, outages, castUnsubscribed } = clients;
   const holds = createKeyHolds({
     sms,
     log,
@@ -55,6 +56,8 @@ export function wireDelivery({ config, log, now, tuning }: Context, stores: Stor
     dlrWaitMs: config.sms.dlrWaitMs,
     receiptPollMs: tuning.receiptPollMs,
     receiptGraceMs: tuning.receiptGraceMs,
+    optOuts: optOutList,
+    unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, log, now: Date.now }),
     metrics,
     outages,
   };

@@ -18,8 +18,8 @@ export interface SinkDeps {
   providerId: string;
   /** The locations a phone serves (the Android room's settings). */
   locationsOfDevice: RouteLookups["locationsOfDevice"];
-  /** The opt-out lists, when the opt-outs room is wired. */
-  optOuts: () => OptOutList | undefined;
+  /** The locations' opt-out lists: a stop word adds its sender, a start word takes it off. */
+  optOuts: OptOutList;
   now: () => number;
   log: Logger;
   /** Told after each new reply is committed: the queue looks now. */
@@ -50,7 +50,7 @@ export function createSink(deps: SinkDeps): InboundSink {
     if (earlier) return earlier;
     const row = { ...unrouted, ...routeReply({ ...reply, phone: unrouted.phone }, lookups) };
     store.insert({ ...row, state: row.locationId ? "queued" : "unrouted" }, now);
-    if (row.locationId) applyOptOut(deps.optOuts(), row);
+    if (row.locationId) applyOptOut(deps.optOuts, row);
     return row;
   });
 

@@ -8,11 +8,10 @@ import { createSink } from "./sink.ts";
 export type Inbound = Pick<Core, "inbound" | "inboundQueue">;
 
 /**
- * Replies: the sink the sources hand them to, their store, and the queue that delivers
- * them to HighLevel with the installs' tokens. `core` is read late for its opt-out lists,
- * which the opt-outs room sets.
+ * Replies: the sink the sources hand them to (stop words change the opt-out lists there),
+ * and the queue that delivers them to HighLevel with the installs' tokens.
  */
-export function wireInbound({ config, db, log, now, tuning }: Context, { commit, replies }: Stores, { crm }: Clients, installs: Installs, core: () => Pick<Core, "optOuts">): Inbound {
+export function wireInbound({ config, db, log, now, tuning }: Context, { commit, replies, optOutList }: Stores, { crm }: Clients, installs: Installs): Inbound {
   const providerId = config.crm.providerId;
   const deps: DeliverDeps = {
     store: replies,
@@ -33,7 +32,7 @@ export function wireInbound({ config, db, log, now, tuning }: Context, { commit,
     providerId,
     // TODO(android): the phones' per-location device ids, once the tokens table holds them.
     locationsOfDevice: () => [],
-    optOuts: () => core().optOuts,
+    optOuts: optOutList,
     now,
     log,
     notify: () => inboundQueue.notify(),

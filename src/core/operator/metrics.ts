@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Job, JobState } from "../../db/jobs.ts";
+import { OPT_OUT_BY, type OptOutBy } from "../../db/optouts.ts";
 import type { CallRecord } from "../clients/observe.ts";
 import { maskSecret } from "../mask.ts";
 
@@ -10,6 +11,8 @@ export interface MetricsDeps {
   replies?: { counts(): Record<string, number> };
   /** How many API keys Cast refused and are held now. */
   heldKeys: () => number;
+  /** Numbers on the locations' opt-out lists, by who listed them (read at each scrape). */
+  optOuts?: { counts(): Record<OptOutBy, number> };
   now: () => number;
   /** Node's own process metrics (memory, CPU, event loop, GC) as well: serve with /metrics on. */
   processMetrics?: boolean;
@@ -122,6 +125,16 @@ function queueGauges(deps: MetricsDeps, registers: Registry[]): void {
     registers,
     collect() {
       for (const [state, n] of Object.entries(deps.replies?.counts() ?? {})) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: "bridge_opt_outs",
+    help: "Numbers on the locations' opt-out lists, by who put them there (reply: a stop word; operator)",
+    labelNames: ["by"] as const,
+    registers,
+    collect() {
+      const counts = deps.optOuts?.counts();
+      for (const by of OPT_OUT_BY) this.set({ by }, counts?.[by] ?? 0);
     },
   });
   new Gauge({

@@ -1,6 +1,7 @@
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { InboundStore } from "../../db/inbound.ts";
 import type { MessageLog, MessageStatus } from "../../db/messages.ts";
+import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
 import type { TokenStore } from "../../db/tokens.ts";
 import { iso } from "../duration.ts";
@@ -21,12 +22,15 @@ export interface StatusView {
   needs_attention: { location_id: string; reason: string }[];
   /** Each key's last balance read (at most a few minutes old when bridge status ran). */
   balances: { key: string; credits: number | null; checked_at: string | null; low: boolean; error: string | null }[];
+  /** Numbers on the locations' opt-out lists together, by who put them there. */
+  opt_outs: Record<OptOutBy, number>;
 }
 
 export interface StatusDeps {
   messages: MessageLog;
   tokens: TokenStore;
   gatewayKeys: GatewayKeys;
+  optOuts: Pick<OptOutStore, "counts">;
   replies: Pick<InboundStore, "counts">;
   /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
   allowedCompanyIds: readonly string[];
@@ -79,6 +83,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
             },
           ],
     ),
+    opt_outs: deps.optOuts.counts(),
   };
 }
 

@@ -1,0 +1,113 @@
+import type { Job, Result } from "../../db/jobs.ts";
+import { errorMessage } from "../../errors.ts";
+import type { ReadUnsubscribed, Unsubscribed } from "../clients/cast-unsubscribed.ts";
+import type { SendRequest } from "../clients/gateway.ts";
+import { optOutKey } from "../inbound/opt-out-list.ts";
+import type { Logger } from "../log.ts";
+import { maskPhone, maskSecret } from "../mask.ts";
+
+/** What a message to an opted-out number fails with, and HighLevel is told (docs/cli.md, "Opt-outs"). */
+export const OPTED_OUT = "recipient opted out";
+
+/**
+ * How long a key's copy of Cast's unsubscribed list is used before it is read again.
+ * Cast itself blocks a send from a sender ID to a number that unsubscribed from it (its
+ * docs, "Generate Unsubscribe Link"): a copy minutes old costs no unwanted SMS, only a
+ * clear "recipient opted out" a little later. Each read is one request of Cast's
+ * per-address budget (30 a second, shared with every send and poll): one per key every
+ * five minutes is nothing to it.
+ */
+export const UNSUBSCRIBED_FRESH_MS = 5 * 60_000;
+/** After a failed read the key's messages go without the list (Cast still blocks) until this has passed. */
+export const UNSUBSCRIBED_RETRY_MS = 60_000;
+
+/** Cast's unsubscribed lists, one per API key (its account), kept a while. */
+export interface UnsubscribedLists {
+  /**
+   * Whether `phone` unsubscribed from `senderId` on the key's account. "" (the account's
+   * default sender ID, which bridge does not know): from any of its sender IDs. False
+   * when the list cannot be read: a failed read never stops a send.
+   */
+  listed(apiKey: string, senderId: string, phone: string): Promise<boolean>;
+}
+
+export interface UnsubscribedDeps {
+  read: ReadUnsubscribed;
+  log: Logger;
+  now: () => number;
+  freshMs?: number;
+  retryMs?: number;
+}
+
+export function createUnsubscribedLists(deps: UnsubscribedDeps): UnsubscribedLists {
+  const freshMs = deps.freshMs ?? UNSUBSCRIBED_FRESH_MS;
+  const retryMs = deps.retryMs ?? UNSUBSCRIBED_RETRY_MS;
+  // One read per key at a time: the sends that wait for it share it.
+  const kept = new Map<string, { until: number; numbers: Promise<Numbers | undefined> }>();
+  // Keys whose last read failed: the failure is logged once, not at every send.
+  const failing = new Set<string>();
+
+  async function read(apiKey: string): Promise<Numbers | undefined> {
+    try {
+      const numbers = byNumber(await deps.read(apiKey));
+      if (failing.delete(apiKey)) deps.log.info(`Cast's unsubscribed list of key ${maskSecret(apiKey)} is read again`);
+      kept.set(apiKey, { until: deps.now() + freshMs, numbers: Promise.resolve(numbers) });
+      return numbers;
+    } catch (error) {
+      const log = failing.has(apiKey) ? deps.log.debug : deps.log.warn;
+      failing.add(apiKey);
+      log(`Cast's unsubscribed list of key ${maskSecret(apiKey)} could not be read (${errorMessage(error)}): its messages go without it (Cast blocks the numbers on it itself); read again in ${retryMs / 1000} s`);
+      kept.set(apiKey, { until: deps.now() + retryMs, numbers: Promise.resolve(undefined) });
+      return undefined;
+    }
+  }
+
+  function current(apiKey: string): Promise<Numbers | undefined> {
+    const copy = kept.get(apiKey);
+    if (copy && copy.until > deps.now()) return copy.numbers;
+    const numbers = read(apiKey);
+    kept.set(apiKey, { until: Number.POSITIVE_INFINITY, numbers });
+    return numbers;
+  }
+
+  return {
+    async listed(apiKey, senderId, phone) {
+      const senders = (await current(apiKey))?.get(optOutKey(phone));
+      if (!senders) return false;
+      return senderId === "" || senders.has(senderId.toUpperCase());
+    },
+  };
+}
+
+/** Each unsubscribed number (keyed as the opt-out lists are) and the sender IDs, upper case, it left. */
+type Numbers = Map<string, Set<string>>;
+
+function byNumber(entries: Unsubscribed[]): Numbers {
+  const numbers: Numbers = new Map();
+  for (const { phone, senderId } of entries) {
+    const key = optOutKey(phone);
+    numbers.set(key, (numbers.get(key) ?? new Set()).add(senderId.toUpperCase()));
+  }
+  return numbers;
+}
+
+type Plan = { request: SendRequest } | { result: Result };
+
+/**
+ * A send whose number is on Cast's unsubscribed list for its sender ID fails here, before
+ * the gateway call, as one on the location's own list does (`opted_out`). The list is
+ * Cast's, read where it is kept, never copied onto the location's: it is lifted in Cast.
+ */
+export async function unlessUnsubscribed<P extends Plan>(
+  deps: { unsubscribed?: UnsubscribedLists; log: Logger },
+  job: Job,
+  plan: P,
+): Promise<P | { result: Result }> {
+  if (!("request" in plan) || !deps.unsubscribed) return plan;
+  const { apiKey, senderId, to } = plan.request;
+  if (!(await deps.unsubscribed.listed(apiKey, senderId, to))) return plan;
+  const { messageId, locationId } = job.message;
+  const sender = senderId || "the account's default";
+  deps.log.info(`message ${messageId} of location ${locationId}: ${maskPhone(optOutKey(to))} is on Cast's unsubscribed list for sender ID ${sender}`);
+  return { result: { outcome: "failed", errorCode: "opted_out", errorMessage: OPTED_OUT } };
+}

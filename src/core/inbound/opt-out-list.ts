@@ -1,0 +1,31 @@
+import type { OptOutStore } from "../../db/optouts.ts";
+import { toE164PH } from "../delivery/phone.ts";
+import type { OptOutList } from "./reply.ts";
+
+/**
+ * The number a list is keyed by: E.164 for a Philippine mobile in any of its forms
+ * (`09171234567`, `+63 917 123 4567`), so that a STOP from one form blocks a send to
+ * another; any other number as written, trimmed (no send can go to it anyway).
+ */
+export function optOutKey(phone: string): string {
+  // Already the key (HighLevel's form, read at every send): the same answer, without a parse.
+  if (E164_PH.test(phone)) return phone;
+  return toE164PH(phone) ?? phone.trim();
+}
+
+const E164_PH = /^\+639\d{9}$/;
+
+/** The OptOutList the inbound room and delivery use, over the store; `now` stamps each addition. */
+export function createOptOutList(store: Pick<OptOutStore, "add" | "remove" | "has">, now: () => number): OptOutList {
+  return {
+    add(locationId, phone, by) {
+      store.add({ locationId, phone: optOutKey(phone), by, at: now() });
+    },
+    remove(locationId, phone) {
+      store.remove(locationId, optOutKey(phone));
+    },
+    has(locationId, phone) {
+      return store.has(locationId, optOutKey(phone));
+    },
+  };
+}
