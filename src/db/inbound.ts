@@ -55,36 +55,8 @@ const COLUMNS = `id, inbound_id AS inboundId, source, dedupe_key AS dedupeKey, p
  * statement: the sink runs its own in one transaction, the queue's through the group commit.
  */
 export function createInboundStore(db: Db) {
-  const s = {
-    insert: db.prepare(`INSERT INTO inbound (inbound_id, source, dedupe_key, phone, text, to_number, device_id, received_at,
-      received_ms, source_id, location_id, routed_by, opt_out, state, next_attempt_at, created_at, updated_at)
-      VALUES (@inboundId, @source, @dedupeKey, @phone, @text, @to, @deviceId, @receivedAt, @receivedMs, @sourceId,
-      @locationId, @routedBy, @optOut, @state, @now, @now, @now)`),
-    byKey: db.prepare<[string], { inboundId: string }>("SELECT inbound_id AS inboundId FROM inbound WHERE dedupe_key = ?"),
-    byInboundId: db.prepare<[string], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE inbound_id = ?`),
-    byId: db.prepare<[number], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE id = ?`),
-    due: db.prepare<[number, number], { id: number }>(
-      "SELECT id FROM inbound WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
-    ),
-    nextDue: db.prepare<[], { at: number | null }>("SELECT min(next_attempt_at) AS at FROM inbound WHERE state = 'queued'"),
-    route: db.prepare(`UPDATE inbound SET location_id = @locationId, routed_by = 'operator', state = 'queued',
-      next_attempt_at = @now, updated_at = @now WHERE inbound_id = @inboundId AND state = 'unrouted'`),
-    contact: db.prepare("UPDATE inbound SET contact_id = ?, updated_at = ? WHERE id = ? AND state = 'queued'"),
-    posting: db.prepare("UPDATE inbound SET state = 'posting', updated_at = ? WHERE id = ? AND state = 'queued'"),
-    posted: db.prepare("UPDATE inbound SET state = 'done', crm_message_id = ?, error = NULL, updated_at = ? WHERE id = ? AND state = 'posting'"),
-    retry: db.prepare(`UPDATE inbound SET state = 'queued', attempts = attempts + @counted, next_attempt_at = @at, error = @error,
-      updated_at = @now WHERE id = @id AND state IN ('queued', 'posting')`),
-    dead: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE id = ? AND state IN ('queued', 'posting')"),
-    interrupted: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE state = 'posting'"),
-    prune: db.prepare<[number, number]>(`DELETE FROM inbound WHERE id IN
-      (SELECT id FROM inbound WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`),
-    counts: db.prepare<[], { state: InboundState; n: number }>("SELECT state, count(*) AS n FROM inbound GROUP BY state"),
-    installed: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM tokens WHERE location_id = ? AND uninstalled_at = 0"),
-    lastSent: db.prepare<[string, string], { locationId: string }>(`
-      SELECT jobs.location_id AS locationId FROM jobs JOIN tokens ON tokens.location_id = jobs.location_id
-      WHERE json_extract(jobs.payload, '$.phone') IN (?, ?) AND tokens.uninstalled_at = 0
-      ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 1`),
-  };
+  const s = prepareStatements(db);
+
 
   return {
     /** Stores a reply; false when its dedupe key was stored before (nothing written). */
@@ -161,5 +133,39 @@ export function createInboundStore(db: Db) {
     lastSentTo(e164: string, local: string): string | undefined {
       return s.lastSent.get(e164, local)?.locationId;
     },
+  };
+}
+
+/** The store's statements, prepared once. */
+function prepareStatements(db: Db) {
+  return {
+    insert: db.prepare(`INSERT INTO inbound (inbound_id, source, dedupe_key, phone, text, to_number, device_id, received_at,
+      received_ms, source_id, location_id, routed_by, opt_out, state, next_attempt_at, created_at, updated_at)
+      VALUES (@inboundId, @source, @dedupeKey, @phone, @text, @to, @deviceId, @receivedAt, @receivedMs, @sourceId,
+      @locationId, @routedBy, @optOut, @state, @now, @now, @now)`),
+    byKey: db.prepare<[string], { inboundId: string }>("SELECT inbound_id AS inboundId FROM inbound WHERE dedupe_key = ?"),
+    byInboundId: db.prepare<[string], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE inbound_id = ?`),
+    byId: db.prepare<[number], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE id = ?`),
+    due: db.prepare<[number, number], { id: number }>(
+      "SELECT id FROM inbound WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+    ),
+    nextDue: db.prepare<[], { at: number | null }>("SELECT min(next_attempt_at) AS at FROM inbound WHERE state = 'queued'"),
+    route: db.prepare(`UPDATE inbound SET location_id = @locationId, routed_by = 'operator', state = 'queued',
+      next_attempt_at = @now, updated_at = @now WHERE inbound_id = @inboundId AND state = 'unrouted'`),
+    contact: db.prepare("UPDATE inbound SET contact_id = ?, updated_at = ? WHERE id = ? AND state = 'queued'"),
+    posting: db.prepare("UPDATE inbound SET state = 'posting', updated_at = ? WHERE id = ? AND state = 'queued'"),
+    posted: db.prepare("UPDATE inbound SET state = 'done', crm_message_id = ?, error = NULL, updated_at = ? WHERE id = ? AND state = 'posting'"),
+    retry: db.prepare(`UPDATE inbound SET state = 'queued', attempts = attempts + @counted, next_attempt_at = @at, error = @error,
+      updated_at = @now WHERE id = @id AND state IN ('queued', 'posting')`),
+    dead: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE id = ? AND state IN ('queued', 'posting')"),
+    interrupted: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE state = 'posting'"),
+    prune: db.prepare<[number, number]>(`DELETE FROM inbound WHERE id IN
+      (SELECT id FROM inbound WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`),
+    counts: db.prepare<[], { state: InboundState; n: number }>("SELECT state, count(*) AS n FROM inbound GROUP BY state"),
+    installed: db.prepare<[string], { n: number }>("SELECT 1 AS n FROM tokens WHERE location_id = ? AND uninstalled_at = 0"),
+    lastSent: db.prepare<[string, string], { locationId: string }>(`
+      SELECT jobs.location_id AS locationId FROM jobs JOIN tokens ON tokens.location_id = jobs.location_id
+      WHERE json_extract(jobs.payload, '$.phone') IN (?, ?) AND tokens.uninstalled_at = 0
+      ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 1`),
   };
 }
