@@ -28,7 +28,8 @@ describe("dist/bridge, replies", () => {
   test("without CRM_PROVIDER_ID: a warn line at start saying what to set, and 503 with it", async () => {
     const server = await startServe(e2e.env, e2e.dir);
     try {
-      expect(server.log).toMatch(/\[warn\].*CRM_PROVIDER_ID is not set; set it to the id of the app's conversation provider/);
+      // Logged just after the line startServe waits for.
+      await waitFor(() => /\[warn\].*CRM_PROVIDER_ID is not set; set it to the id of the app's conversation provider/.test(server.log), 10_000);
       const res = await postReply(server.url, { from: PHONE, text: "hello?" });
       expect(res.status).toBe(503);
       expect(((await res.json()) as { error: string }).error).toMatch(/CRM_PROVIDER_ID is not set/);
