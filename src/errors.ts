@@ -10,6 +10,9 @@ export type ErrorCode =
   | "BAD_CONFIG"
   | "BAD_WEBHOOK"
   | "BAD_PHONE"
+  | "BAD_INBOUND"
+  | "INBOUND_OFF"
+  | "INBOUND_NOT_FOUND"
   | "NOT_STORED"
   | "NO_TOKEN"
   | "NO_COMPANY_TOKEN"
@@ -31,6 +34,10 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   BAD_CONFIG: 400,
   BAD_WEBHOOK: 400,
   BAD_PHONE: 400,
+  BAD_INBOUND: 400,
+  // Refused, not dropped: the source keeps the reply and tries again (the phone does).
+  INBOUND_OFF: 503,
+  INBOUND_NOT_FOUND: 404,
   NO_LOCATION_ID: 400,
   NO_COMPANY_ID: 400,
   COMPANY_NOT_ALLOWED: 403,

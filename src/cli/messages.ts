@@ -1,10 +1,14 @@
 import type { Command } from "commander";
 import type { MessageDetail, MessageQuery, MessageView, RetryOutcome } from "../core/operator/messages.ts";
+import type { ReplyView } from "../core/inbound/view.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, printable, table, UsageError, type Io } from "./io.ts";
 
-const STATUSES = "queued, held, sending, sent, delivered, failed";
+const STATUSES = "queued, held, sending, sent, delivered, failed; replies: unrouted, posting, posted";
+/** Statuses only replies have: the outbound log is not read for them. */
+const REPLY_ONLY = ["unrouted", "posting", "posted"];
+const ALL_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed", ...REPLY_ONLY];
 const SINCE = "received since: an ISO time (2026-11-24T08:00:00Z) or a duration back from now (15m, 2h, 7d)";
 
 /** `bridge messages list|show|retry`: the message log, read and acted on offline (docs/cli.md, "The message log"). */
@@ -16,19 +20,31 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
 
   messages
     .command("list")
-    .description("messages, newest first")
+    .description("messages sent and replies received, newest first")
     .option("--location <id>", "only this location's")
     .option("--status <status>", `only those in this status: ${STATUSES}`)
     .option("--since <time>", SINCE)
     .option("--limit <n>", "at most this many (default 50)")
-    .option("--json", 'machine-readable: {"messages":[…]} with the admin API\'s field names')
+    .option("--json", 'machine-readable: {"messages":[…],"replies":[…]} with the admin API\'s field names')
     .action(async (options: MessageQuery & { json?: boolean }) => {
-      const { messages: list } = await withLog(io, globals(), (log, lib) =>
-        lib.listMessages(log, filterOf(lib, { ...options, cursor: undefined }, 100_000)),
-      );
-      if (options.json) return io.out(json({ messages: list }));
-      if (list.length === 0) return io.out("no messages\n");
-      io.out(table(["RECEIVED", "MESSAGE", "LOCATION", "PHONE", "STATUS", "PARTS", "WHY"], list.map(row)));
+      const { messages: list, replies, limit } = await withLog(io, globals(), (log, lib, db, inbound) => both(log, lib, db, inbound, options));
+      if (options.json) return io.out(json({ messages: list, replies }));
+      if (list.length === 0 && replies.length === 0) return io.out("no messages\n");
+      // Newest first, to the millisecond: the table shows seconds.
+      const rows = [...list.map((m) => ({ at: m.received_at, cells: row(m) })), ...replies.map((r) => ({ at: r.received_at, cells: replyRow(r) }))];
+      rows.sort((a, b) => b.at.localeCompare(a.at));
+      io.out(table(["RECEIVED", "DIRECTION", "MESSAGE", "LOCATION", "PHONE", "STATUS", "PARTS", "WHY"], rows.slice(0, limit).map((r) => r.cells)));
+    });
+
+  messages
+    .command("route <replyId> <locationId>")
+    .description("give an unrouted reply its location: a running bridge serve then posts it to HighLevel")
+    .action(async (replyId: string, locationId: string) => {
+      messageArg(replyId);
+      if (!isId(locationId)) throw new UsageError(`not a location id: ${JSON.stringify(locationId.slice(0, 70))} (it ${ID_RULE})`);
+      const { routeStoredReply } = await import("../sea/heavy.ts");
+      await withLog(io, globals(), (_log, _lib, db) => routeStoredReply(db, replyId, locationId, Date.now()));
+      io.out(`routed ${replyId} to ${locationId}: a running bridge serve posts it to HighLevel within a second\n`);
     });
 
   messages
@@ -67,14 +83,32 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
 
 type Lib = typeof import("../core/operator/messages.ts");
 type Log = import("../db/messages.ts").MessageLog;
+type Db = import("../db/index.ts").Db;
+/** The replies' side of the log. */
+type InboundLib = typeof import("../core/inbound/view.ts") & typeof import("../db/inbound.ts");
 
-async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib) => T): Promise<T> {
-  const [{ withDb }, lib, { createMessageLog }] = await Promise.all([
+async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib, db: Db, inbound: InboundLib) => T): Promise<T> {
+  const [{ withDb }, lib, { createMessageLog }, view, store] = await Promise.all([
     import("./context.ts"),
     import("../core/operator/messages.ts"),
     import("../db/messages.ts"),
+    import("../core/inbound/view.ts"),
+    import("../db/inbound.ts"),
   ]);
-  return withDb(io, globals, (db) => fn(createMessageLog(db), lib));
+  return withDb(io, globals, (db) => fn(createMessageLog(db), lib, db, { ...view, ...store }));
+}
+
+/** Messages sent and replies received, as the filter asks: a status only one side has reads only that side. */
+function both(log: Log, lib: Lib, db: Db, inbound: InboundLib, options: MessageQuery) {
+  const { status } = options;
+  if (status !== undefined && !ALL_STATUSES.includes(status)) throw new UsageError(`--status: must be one of ${STATUSES}`);
+  const replyOnly = status !== undefined && REPLY_ONLY.includes(status);
+  const filter = filterOf(lib, { ...options, status: replyOnly ? undefined : status, cursor: undefined }, 100_000);
+  const replyStatus = status === undefined ? undefined : inbound.isReplyStatus(status) ? status : null;
+  const messages = replyOnly ? [] : lib.listMessages(log, filter).messages;
+  const { locationId, since, limit } = filter;
+  const replies = replyStatus === null ? [] : inbound.listReplies(inbound.createInboundStore(db), { locationId, since, limit, status: replyStatus });
+  return { messages, replies, limit };
 }
 
 /** The log's own query checks, as usage errors (exit 2). */
@@ -92,7 +126,12 @@ function messageArg(value: string): string {
 }
 
 function row(m: MessageView): string[] {
-  return [m.received_at.slice(0, 19).replace("T", " "), m.message_id, m.location_id, m.phone, m.status, String(m.parts), why(m)];
+  return [m.received_at.slice(0, 19).replace("T", " "), "out", m.message_id, m.location_id, m.phone, m.status, String(m.parts), why(m)];
+}
+
+function replyRow(r: ReplyView): string[] {
+  const why = r.error ? clipped(r.error) : r.routed_by ? `routed by ${r.routed_by.replace("_", " ")}` : "route it: bridge messages route ID LOCATION";
+  return [r.received_at.slice(0, 19).replace("T", " "), "in", r.id, r.location_id || "-", r.from, r.status, "", why];
 }
 
 /** The short reason beside a status: an error, a receipt, or what it waits for. */

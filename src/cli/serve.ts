@@ -22,7 +22,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   });
   sizeThreadPool();
   const core = await openCore(io, globals, "serve");
-  const { createApp, createRun, listen } = await import("../sea/heavy.ts");
+  const { createApp, createRun, listen, PROVIDER_ID_MISSING } = await import("../sea/heavy.ts");
   const { config, log } = core;
   const run = createRun(core);
   const app = createApp({ core, worker: run.worker });
@@ -40,6 +40,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
       "SMS_API_KEY is not set: every SMS of a location without its own key fails (no_api_key). Set SMS_API_KEY in the environment or .env and restart, or give each location a key: `bridge config set LOCATION_ID --sms-api-key -`",
     );
   }
+  // Never silent: each reply is refused (503, the phone tries again) until it is set.
+  if (!config.crm.providerId) log.warn(`${PROVIDER_ID_MISSING}; restart after setting it`);
   if (config.allowedCompanyIds.length === 0) {
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }

@@ -31,7 +31,8 @@ export function statusCommand(program: Command, io: Io, globals: () => GlobalOpt
 }
 
 function describe(s: StatusView): string {
-  const out: string[] = [`queue: ${Object.entries(s.queue).map(([status, n]) => `${n} ${status}`).join(", ")}`, ""];
+  const replies = `replies: ${s.inbound.received} received, ${s.inbound.posted} posted, ${s.inbound.waiting} waiting, ${s.inbound.unrouted} unrouted, ${s.inbound.failed} not posted`;
+  const out: string[] = [`queue: ${Object.entries(s.queue).map(([status, n]) => `${n} ${status}`).join(", ")}`, replies, ""];
   out.push(section("backlog", ["LOCATION", "WAITING", "OLDEST RECEIVED", "WAITING FOR"], s.backlog.map((b) => [b.location_id, String(b.waiting), b.oldest_received_at, age(b.oldest_wait_seconds)])));
   out.push(section("held gateway keys (their messages wait)", ["KEY", "STATUS", "SINCE", "REASON"], s.held_keys.map((k) => [k.key, String(k.status ?? ""), k.since, k.reason ?? ""])));
   out.push(section("locations that need attention", ["LOCATION", "WHY"], s.needs_attention.map((l) => [l.location_id, l.reason])));

@@ -104,7 +104,7 @@ export const VARIABLES = {
     shownDefault: "HighLevel's own",
     serveOnly: true,
   },
-  CRM_PROVIDER_ID: { kind: kind.text, about: "conversation provider id (for inbound messages; not used yet)" },
+  CRM_PROVIDER_ID: { kind: kind.text, about: "the app's conversation provider id: replies are posted with it; unset: every reply is refused (503)" },
   SMS_API_URL: { kind: kind.httpUrl, about: "Cast.ph API", default: "https://api.cast.ph" },
   SMS_API_KEY: {
     kind: kind.obeying(kind.API_KEY),

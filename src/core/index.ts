@@ -35,6 +35,10 @@ import { wireDelivery } from "./delivery/wire.ts";
 import { createOptOutList } from "./inbound/opt-out-list.ts";
 import type { OptOutList } from "./inbound/reply.ts";
 import { wireInstalls } from "./installs/wire.ts";
+import { createInboundStore, type InboundStore } from "../db/inbound.ts";
+import type { InboundQueue } from "./inbound/queue.ts";
+import type { InboundSink } from "./inbound/reply.ts";
+import { wireInbound } from "./inbound/wire.ts";
 
 /**
  * Everything the server and the CLI share, built once from config and a database.
@@ -98,6 +102,14 @@ export interface Core {
   /** Reconciliation: each stored company's installed locations against the store. */
   sync: Sync;
 
+  // Inbound: replies into HighLevel.
+  /** Where sources (the phone's webhook, POST /api/inbound) hand replies over. */
+  inbound: InboundSink;
+  /** The replies as stored: the queue's, the operator's view's. */
+  replies: InboundStore;
+  /** Delivers committed replies to HighLevel; started and stopped with the worker. */
+  inboundQueue: InboundQueue;
+
   // Operator: what the operator's view and /metrics read.
   /** Each gateway key's balance, read every few minutes by serve; warns when low. */
   balances: Balances;
@@ -143,7 +155,7 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies">;
 export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
 
 /**
@@ -158,9 +170,10 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const clients = createClients(context, stores, () => delivery.holds.list().length);
   const installs = wireInstalls(context, stores, clients);
   const delivery = wireDelivery(context, stores, clients, installs);
+  const inbound = wireInbound(context, stores, clients, installs);
   const { sms } = clients;
   const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits });
-  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, balances };
+  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances };
 }
 
 /** The store, with the secrets it cannot open warned about and old seals renewed. */
@@ -178,13 +191,14 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
   const optOuts = createOptOutStore(db);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now) };
+  const replies = createInboundStore(db);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs, optOuts }: Stores, heldKeys: () => number): Clients {
+function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies }: Stores, heldKeys: () => number): Clients {
   const outages = createOutages({ log, now: Date.now });
-  const metrics = createMetrics({ jobs, heldKeys, optOuts, now, processMetrics: config.metricsToken !== "" });
+  const metrics = createMetrics({ jobs, heldKeys, optOuts, replies, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
     outages.observe(call);
     metrics.call(call);

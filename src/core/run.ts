@@ -46,13 +46,17 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     pollMs: options.pollMs,
     retentionMs: config.retentionMs,
     keys: core.gatewayKeys,
+    replies: core.replies,
   });
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;
   return {
     worker,
     start() {
-      if (options.worker !== false) worker.start();
+      if (options.worker !== false) {
+        worker.start();
+        core.inboundQueue.start();
+      }
       core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
       if (options.balances !== false) core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
       if (sync) reconciliation = scheduleSync(core.sync, log, sync.everyMs, sync.firstMs);
@@ -60,7 +64,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     async stop(graceMs) {
       core.balances.stop();
       await reconciliation?.stop();
-      const left = await worker.stop(graceMs);
+      const [left] = await Promise.all([worker.stop(graceMs), core.inboundQueue.stop(graceMs)]);
       core.receipts.stop();
       return left;
     },

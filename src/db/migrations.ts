@@ -173,4 +173,44 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (location_id, phone)
   ) STRICT, WITHOUT ROWID;
   `,
+  `
+  -- Replies (docs/http.md, "Replies"): each text someone sent to one of bridge's numbers,
+  -- committed before its source is answered, then posted to HighLevel once.
+  CREATE TABLE inbound (
+    id INTEGER PRIMARY KEY,
+    -- bridge's id of the reply: HighLevel's altId, the id the operator names
+    inbound_id TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL CHECK (source IN ('android', 'api')),
+    -- a phone's copies of one reply share it (device, sender, receivedAt, text); another
+    -- source's, its own id; a reply with neither, its inbound_id
+    dedupe_key TEXT NOT NULL UNIQUE,
+    phone TEXT NOT NULL,
+    text TEXT NOT NULL,
+    to_number TEXT NOT NULL DEFAULT '',
+    device_id TEXT NOT NULL DEFAULT '',
+    -- as the source wrote it, and as ms since the epoch (when bridge took it, if none)
+    received_at TEXT NOT NULL DEFAULT '',
+    received_ms INTEGER NOT NULL,
+    source_id TEXT NOT NULL DEFAULT '',
+    -- '' while unrouted
+    location_id TEXT NOT NULL DEFAULT '',
+    routed_by TEXT NOT NULL DEFAULT ''
+      CHECK (routed_by IN ('', 'given', 'device', 'last_sent', 'operator')),
+    -- unrouted -> queued -> posting -> done; dead when given up or its fate is unknown
+    state TEXT NOT NULL CHECK (state IN ('unrouted', 'queued', 'posting', 'done', 'dead')),
+    -- what the reply asks of the sender's opt-out: a stop word, a start word, or nothing
+    opt_out TEXT NOT NULL DEFAULT '' CHECK (opt_out IN ('', 'stop', 'start')),
+    contact_id TEXT,
+    crm_message_id TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX inbound_due ON inbound (next_attempt_at, id) WHERE state = 'queued';
+  CREATE INDEX inbound_by_time ON inbound (created_at);
+  -- A reply goes to the location that last sent to its phone.
+  CREATE INDEX jobs_by_phone ON jobs (json_extract(payload, '$.phone'), created_at);
+  `,
 ];

@@ -15,5 +15,7 @@ export { setLocationConfig } from "../core/installs/location-config.ts";
 export { addOptOut, listOptOuts, optOutPhone, removeOptOut } from "../core/operator/optouts.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { createRun } from "../core/run.ts";
+export { PROVIDER_ID_MISSING } from "../core/inbound/sink.ts";
+export { routeStoredReply } from "../core/inbound/operator.ts";
 export { createApp } from "../server/app.ts";
 export { listen } from "../server/listen.ts";

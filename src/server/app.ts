@@ -7,6 +7,7 @@ import { adminRoutes } from "./admin.ts";
 import type { BodyBudget } from "./body.ts";
 import { createProxyWarning } from "./client.ts";
 import { healthRoutes } from "./health.ts";
+import { inboundRoutes } from "./inbound.ts";
 import { metricsRoutes } from "./metrics.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { webhookRoutes } from "./webhooks.ts";
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps): H3 {
   });
   webhookRoutes(app, { intake, bodyBudget: deps.bodyBudget });
   adminRoutes(app, { core, worker: deps.worker });
+  inboundRoutes(app, { core });
   healthRoutes(app, { jobs: core.jobs, worker: deps.worker });
   metricsRoutes(app, { metrics: core.metrics, metricsToken: core.config.metricsToken });
   return app;

@@ -119,6 +119,7 @@ describe("bridge doctor against the fake Cast and the fake HighLevel", () => {
     expect(line("fail  config CRM_CLIENT_SECRET: not set")).toBeDefined();
     expect(line("warn  config SMS_API_KEY: not set")).toBeDefined();
     expect(line("warn  config INBOUND_API_KEY: not set")).toBeDefined();
+    expect(line("warn  config CRM_PROVIDER_ID: not set: every reply is refused (503)")).toBeDefined();
     expect(line("warn  config BRIDGE_ENCRYPTION_KEY: not set")).toBeDefined();
     // Without the key the sealed tokens cannot be read: said once, the remotes still checked.
     expect(line("fail  encryption key: the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY")).toBeDefined();

@@ -47,8 +47,8 @@ describe("dist/bridge messages, status", () => {
     const table = await bridge("messages", "list");
     expect(table.code).toBe(0);
     const lines = table.stdout.trim().split("\n");
-    expect(lines[0]).toMatch(/^RECEIVED\s+MESSAGE\s+LOCATION\s+PHONE\s+STATUS\s+PARTS\s+WHY$/);
-    expect(lines.slice(1).map((l) => l.split(/\s+/)[2])).toEqual(["m-landline", "m-ok", "m-refused"]);
+    expect(lines[0]).toMatch(/^RECEIVED\s+DIRECTION\s+MESSAGE\s+LOCATION\s+PHONE\s+STATUS\s+PARTS\s+WHY$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(2, 4))).toEqual([["out", "m-landline"], ["out", "m-ok"], ["out", "m-refused"]]);
     expect(table.stdout).toContain("0917***4567");
     expect(table.stdout).not.toContain("09171234567");
     expect(lines[1]).toMatch(/failed\s+1\s+not a Philippine mobile number/);

@@ -1,4 +1,5 @@
 import { fixture } from "./fixtures.ts";
+import { createReplies } from "./fake-crm-replies.ts";
 import { jsonResponse, startFake, type Recorded } from "./http.ts";
 
 export const COMPANY_ID = "company-1";
@@ -96,7 +97,9 @@ export async function startFakeCrm() {
     return { ...highlevelFixture("oauth-location-token"), access_token: access, locationId, ...refresh };
   }
 
+  const replies = createReplies();
   const fake = await startFake({
+    ...replies.routes,
     "POST /oauth/token": async (req) => {
       const form = new URLSearchParams(req.body);
       if (form.get("grant_type") === "authorization_code") {
@@ -150,6 +153,8 @@ export async function startFakeCrm() {
     companyRefreshTokens,
     installed,
     locationTokens,
+    /** Contacts made by upserts, replies taken or dropped, and `state.down` to make both fail. */
+    replies,
     /** Code exchanges wait until the returned function is called. */
     holdExchanges(): () => void {
       let release = () => {};

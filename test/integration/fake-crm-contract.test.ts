@@ -103,6 +103,27 @@ describe("the fake CRM answers as HighLevel documents", () => {
     expect(differences(answer, highlevelFixture("message-status-200"))).toEqual([]);
     expect(answer).toMatchObject({ messageId: "msg-1", status: "failed" });
   });
+
+  test("POST /contacts/upsert, the documented request: contacts-upsert-200.json, the same contact again", async () => {
+    const headers = { authorization: "Bearer at", version: "2021-07-28", "content-type": "application/json" };
+    const request = highlevelFixture("contacts-upsert-post");
+    const first = (await post("/contacts/upsert", JSON.stringify(request), headers)) as { new: boolean; contact: { id: string } };
+    expect(differences(first, highlevelFixture("contacts-upsert-200"))).toEqual([]);
+    const again = (await post("/contacts/upsert", JSON.stringify({ locationId: request.locationId, phone: request.phone }), headers)) as typeof first;
+    expect(again).toMatchObject({ new: false, contact: { id: first.contact.id } });
+    expect(crm.replies.contacts).toMatchObject([{ phone: request.phone, smsDnd: "active" }]);
+  });
+
+  test("POST /conversations/messages/inbound: inbound-message-200.json; without conversationProviderId, 201 empty and dropped", async () => {
+    const headers = { authorization: "Bearer at", version: "2021-04-15", "content-type": "application/json" };
+    const request = highlevelFixture("inbound-message-post");
+    expect(differences(await post("/conversations/messages/inbound", JSON.stringify(request), headers), highlevelFixture("inbound-message-200"))).toEqual([]);
+    const { conversationProviderId: _, ...without } = request;
+    const res = await fetch(`${crm.url}/conversations/messages/inbound`, { method: "POST", body: JSON.stringify(without), headers });
+    expect(res.status).toBe(201);
+    expect(await res.text()).toBe("");
+    expect(crm.replies.inbound.map((m) => m.messageId !== "")).toEqual([true, false]);
+  });
 });
 
 describe("differences: how an answer is held to a fixture", () => {

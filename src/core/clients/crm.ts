@@ -7,6 +7,9 @@ import { pRetryOptions, RETRY, retryAfterMs, waitAsRemoteAsked } from "../retry.
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { exchange } from "./transport.ts";
+import { inboundAnswer, upsertBody, upsertSchema, type ContactUpsert, type InboundMessage } from "./crm-replies.ts";
+
+export type { ContactUpsert, InboundMessage } from "./crm-replies.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
 export interface CrmOptions {
@@ -105,6 +108,11 @@ export function createCrmClient(options: CrmOptions) {
     return parseToken(res.text, "failed to parse token response", tokenSchema);
   }
 
+  function postJson(path: string, operation: string, token: string, version: string, body: unknown): Promise<Answer> {
+    const headers = { "Content-Type": "application/json" };
+    return request(path, { operation, method: "POST", token, version, headers, body: JSON.stringify(body) });
+  }
+
   return {
     exchangeCode(code: string): Promise<TokenResponse> {
       return tokenGrant("exchangeCode", { grant_type: "authorization_code", code, redirect_uri: options.redirectUri });
@@ -166,6 +174,30 @@ export function createCrmClient(options: CrmOptions) {
         body: JSON.stringify(status),
       });
       if (res.status < 200 || res.status > 299) throw statusError("status endpoint", res);
+    },
+
+    /** `POST /contacts/upsert`: the contact of `phone` in the location, made if new; its id. `dnd`: its SMS DND set or lifted. */
+    async upsertContact(locationToken: string, contact: ContactUpsert): Promise<string> {
+      const res = await postJson("/contacts/upsert", "upsertContact", locationToken, LOCATION_API_VERSION, upsertBody(contact));
+      if (res.status < 200 || res.status > 299) throw statusError("contacts upsert endpoint", res);
+      return parse(res.text, upsertSchema, "failed to parse contacts upsert response").contact.id;
+    },
+
+    /**
+     * `POST /conversations/messages/inbound`: a reply into the contact's conversation; HighLevel's
+     * message id. A 2xx without one is HighLevel dropping it (a custom provider's message
+     * without a valid conversationProviderId gets 201 with an empty body).
+     */
+    async addInboundMessage(locationToken: string, message: InboundMessage): Promise<string> {
+      const body = { type: "SMS", direction: "inbound", ...message };
+      const res = await postJson("/conversations/messages/inbound", "addInboundMessage", locationToken, MESSAGES_API_VERSION, body);
+      if (res.status < 200 || res.status > 299) throw statusError("inbound message endpoint", res);
+      const answer = inboundAnswer(res.text);
+      if (!answer) {
+        const error = `inbound message endpoint answered ${res.status} without a message id (${clip(res.text) || "empty body"}): HighLevel dropped it`;
+        throw new CrmError(error, answerInfo(res));
+      }
+      return answer.messageId;
     },
   };
 }

@@ -1,5 +1,6 @@
 import { setImmediate } from "node:timers/promises";
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { InboundStore } from "../../db/inbound.ts";
 import type { JobStore } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
@@ -14,6 +15,8 @@ export interface PrunerOptions {
   now: () => number;
   /** How long a finished message stays in the log (RETENTION_DAYS). Its id is remembered for ever. */
   retentionMs: number;
+  /** Replies, whose finished ones go after the same retention. */
+  replies?: Pick<InboundStore, "prune">;
   /** The API keys kept for receipts: forgotten once no unsettled job was sent with them. */
   keys?: Pick<GatewayKeys, "forgetUnused">;
 }
@@ -31,17 +34,22 @@ export function createPruner(options: PrunerOptions) {
   async function prune(): Promise<void> {
     const before = now() - retentionMs;
     let deleted = 0;
+    let replies = 0;
     try {
       let batch: number;
       do {
-        batch = jobs.prune(before, PRUNE_BATCH);
-        deleted += batch;
+        const jobsBatch = jobs.prune(before, PRUNE_BATCH);
+        const repliesBatch = options.replies?.prune(before, PRUNE_BATCH) ?? 0;
+        deleted += jobsBatch;
+        replies += repliesBatch;
+        batch = Math.max(jobsBatch, repliesBatch);
         await setImmediate();
       } while (batch === PRUNE_BATCH && running);
     } catch (error) {
       log.error(`queue: cannot remove finished jobs: ${errorMessage(error)}`);
     }
     if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
+    if (replies > 0) log.info(`queue: removed ${replies} finished reply(ies) older than ${retentionMs / 86_400_000} days`);
     forgetKeys();
   }
 

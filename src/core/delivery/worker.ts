@@ -26,6 +26,8 @@ export interface WorkerOptions {
   retentionMs?: number;
   /** The API keys kept for receipts (pruned with the finished jobs). */
   keys?: PrunerOptions["keys"];
+  /** Replies (their finished ones pruned with the finished jobs). */
+  replies?: PrunerOptions["replies"];
 }
 
 /**
@@ -45,7 +47,7 @@ export type Worker = ReturnType<typeof createWorker>;
 export function createWorker(options: WorkerOptions) {
   const { jobs, log, now } = options;
   const pollMs = options.pollMs ?? 500;
-  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys });
+  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys, replies: options.replies });
   const alarm = createAlarm();
   const wake = alarm.wake;
   const filler = createFiller(options, wake);

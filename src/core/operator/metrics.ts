@@ -7,6 +7,8 @@ import { maskSecret } from "../mask.ts";
 export interface MetricsDeps {
   /** Jobs by state, and when the oldest queued one was accepted (read at each scrape). */
   jobs: { counts(): Partial<Record<JobState, number>>; oldestQueuedAt(): number | undefined };
+  /** Replies by state (read at each scrape). */
+  replies?: { counts(): Record<string, number> };
   /** How many API keys Cast refused and are held now. */
   heldKeys: () => number;
   /** Numbers on the locations' opt-out lists, by who listed them (read at each scrape). */
@@ -120,6 +122,15 @@ function queueGauges(deps: MetricsDeps, registers: Registry[]): void {
     collect() {
       const at = deps.jobs.oldestQueuedAt();
       this.set(at === undefined ? 0 : Math.max(0, deps.now() - at) / 1000);
+    },
+  });
+  new Gauge({
+    name: "bridge_inbound_messages",
+    help: "Replies bridge took, by state: unrouted, queued, posting, done (posted to HighLevel), dead (not posted, or delivery unknown)",
+    labelNames: ["state"] as const,
+    registers,
+    collect() {
+      for (const [state, n] of Object.entries(deps.replies?.counts() ?? {})) this.set({ state }, n);
     },
   });
   new Gauge({

@@ -1,4 +1,5 @@
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { InboundStore } from "../../db/inbound.ts";
 import type { MessageLog, MessageStatus } from "../../db/messages.ts";
 import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
@@ -11,6 +12,8 @@ export interface StatusView {
   generated_at: string;
   /** Messages of the log in each status. */
   queue: Record<MessageStatus, number>;
+  /** Replies bridge took: posted to HighLevel, waiting for it, unrouted (for `bridge messages route`), and not posted. */
+  inbound: { received: number; posted: number; waiting: number; unrouted: number; failed: number };
   /** Locations with messages still to send, the longest waiting first. */
   backlog: { location_id: string; waiting: number; oldest_received_at: string; oldest_wait_seconds: number }[];
   /** Gateway keys Cast refused: their messages wait. */
@@ -28,6 +31,7 @@ export interface StatusDeps {
   tokens: TokenStore;
   gatewayKeys: GatewayKeys;
   optOuts: Pick<OptOutStore, "counts">;
+  replies: Pick<InboundStore, "counts">;
   /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
   allowedCompanyIds: readonly string[];
   /** LOW_BALANCE_CREDITS; 0: never low. */
@@ -41,6 +45,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
   return {
     generated_at: iso(now),
     queue: deps.messages.counts(),
+    inbound: inboundCounts(deps.replies),
     backlog: deps.messages.backlog().map((b) => ({
       location_id: b.locationId,
       waiting: b.waiting,
@@ -80,6 +85,12 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
     ),
     opt_outs: deps.optOuts.counts(),
   };
+}
+
+function inboundCounts(replies: StatusDeps["replies"]): StatusView["inbound"] {
+  const c = replies.counts();
+  const received = c.unrouted + c.queued + c.posting + c.done + c.dead;
+  return { received, posted: c.done, waiting: c.queued + c.posting, unrouted: c.unrouted, failed: c.dead };
 }
 
 /** The gateway keys messages go out with now: the operator's, and each location's own. */

@@ -31,6 +31,9 @@ export function checkConfig(env: Record<string, string | undefined>, checks: Che
     env.INBOUND_API_KEY?.trim()
       ? ok("config INBOUND_API_KEY", "set: the admin API is on")
       : warn("config INBOUND_API_KEY", "not set: the admin API is off (503); set one (openssl rand -hex 24) to use it"),
+    config.crm.providerId
+      ? ok("config CRM_PROVIDER_ID", `${config.crm.providerId}: replies are posted to HighLevel with it`)
+      : warn("config CRM_PROVIDER_ID", "not set: every reply is refused (503); set it to the id of the app's conversation provider"),
     config.encryptionKey
       ? ok("config BRIDGE_ENCRYPTION_KEY", "set: tokens and API keys are encrypted at rest")
       : warn("config BRIDGE_ENCRYPTION_KEY", "not set: tokens and API keys are stored plain in the database and its backups; set one (openssl rand -hex 32) and restart serve"),

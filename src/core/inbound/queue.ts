@@ -1,0 +1,88 @@
+import type { InboundStore } from "../../db/inbound.ts";
+import { errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+import { sleep } from "../retry.ts";
+import { POST_INTERRUPTED } from "./deliver.ts";
+
+export interface InboundQueueOptions {
+  store: InboundStore;
+  /** Delivers one reply; it stores its own outcome. */
+  deliver: (id: number) => Promise<void>;
+  now: () => number;
+  log: Logger;
+  /** Longest sleep between looks (retries come due meanwhile). */
+  pollMs?: number;
+}
+
+export type InboundQueue = ReturnType<typeof createInboundQueue>;
+
+/**
+ * The replies' in-process queue: one reply at a time, oldest first, so a contact's
+ * replies reach the conversation in the order they came. A new reply wakes it at once.
+ * At start, a reply a stopped process was posting is settled, never posted again.
+ */
+export function createInboundQueue(options: InboundQueueOptions) {
+  const { store, log, now } = options;
+  const pollMs = options.pollMs ?? 500;
+  let running = false;
+  let loop: Promise<void> | undefined;
+  let wake: (() => void) | undefined;
+  let woken = false;
+
+  async function drain(): Promise<boolean> {
+    const due = store.due(now(), 16);
+    for (const id of due) {
+      if (!running) break;
+      await options.deliver(id);
+    }
+    return due.length > 0;
+  }
+
+  function pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  async function run(): Promise<void> {
+    while (running) {
+      woken = false;
+      let more = false;
+      try {
+        more = await drain();
+      } catch (error) {
+        log.error(`inbound queue: ${errorMessage(error)}`); // the database refused a write: look again after a pause
+      }
+      if (more && !woken) continue;
+      const next = store.nextDue();
+      const wait = next === undefined ? pollMs : Math.max(1, Math.min(pollMs, next - now()));
+      if (!woken) await pause(wait);
+      wake = undefined;
+    }
+  }
+
+  return {
+    start(): void {
+      if (running) return;
+      const settled = store.settleInterrupted(POST_INTERRUPTED, now());
+      if (settled > 0) log.warn(`${settled} reply(ies) were being posted to HighLevel when bridge stopped: ${POST_INTERRUPTED}`);
+      running = true;
+      loop = run();
+    },
+    /** A reply was committed or routed: look now. */
+    notify(): void {
+      woken = true;
+      wake?.();
+    },
+    /** Stops after the reply in flight, waiting for it up to `graceMs`. */
+    async stop(graceMs: number): Promise<void> {
+      running = false;
+      wake?.();
+      if (loop) await Promise.race([loop, sleep(graceMs)]);
+    },
+  };
+}

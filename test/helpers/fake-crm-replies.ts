@@ -1,0 +1,69 @@
+import type { Handler, Recorded } from "./http.ts";
+import { jsonResponse } from "./http.ts";
+import { fixture } from "./fixtures.ts";
+
+/** A contact the fake CRM holds, made by POST /contacts/upsert. */
+export interface FakeContact {
+  id: string;
+  locationId: string;
+  phone: string;
+  /** The SMS DND status last set ("" : never set). */
+  smsDnd: string;
+}
+
+/** A reply HighLevel took into a conversation, or dropped. */
+export interface FakeInbound {
+  body: Record<string, unknown>;
+  /** HighLevel's message id; "" when it dropped the message (no conversationProviderId). */
+  messageId: string;
+}
+
+/**
+ * HighLevel's contacts and inbound messages, as bridge's replies meet them: an upsert
+ * finds the contact of a phone in a location or makes it (contacts-upsert-200.json);
+ * an inbound message is taken (inbound-message-200.json), or, without
+ * conversationProviderId, answered 201 with an empty body and dropped, as HighLevel does
+ * for a custom provider (fixtures README, note 10). `down`: both answer this status.
+ */
+export function createReplies() {
+  const contacts: FakeContact[] = [];
+  const inbound: FakeInbound[] = [];
+  const state = { down: 0 };
+  let serial = 0;
+
+  const upsert: Handler = (req) => {
+    if (state.down) return jsonResponse({ message: "Service Unavailable" }, state.down);
+    const body = JSON.parse(req.body) as { locationId: string; phone: string; dndSettings?: { SMS?: { status: string } } };
+    let contact = contacts.find((c) => c.locationId === body.locationId && c.phone === body.phone);
+    const isNew = !contact;
+    if (!contact) contacts.push((contact = { id: `contact-${++serial}`, locationId: body.locationId, phone: body.phone, smsDnd: "" }));
+    if (body.dndSettings?.SMS) contact.smsDnd = body.dndSettings.SMS.status;
+    const documented = fixture("highlevel", "contacts-upsert-200.json") as { contact: Record<string, unknown> };
+    const dndSettings = { SMS: { status: contact.smsDnd || "inactive", message: "", code: "" } };
+    return jsonResponse({
+      ...documented,
+      new: isNew,
+      contact: { ...documented.contact, id: contact.id, locationId: contact.locationId, phone: contact.phone, dnd: contact.smsDnd === "active", dndSettings },
+    });
+  };
+
+  const message: Handler = (req: Recorded) => {
+    if (state.down) return jsonResponse({ message: "Service Unavailable" }, state.down);
+    const body = JSON.parse(req.body) as Record<string, unknown>;
+    if (!body.conversationProviderId) {
+      inbound.push({ body, messageId: "" });
+      return new Response(null, { status: 201 });
+    }
+    const messageId = `inbound-msg-${++serial}`;
+    inbound.push({ body, messageId });
+    const documented = fixture("highlevel", "inbound-message-200.json");
+    return jsonResponse({ ...documented, conversationId: `conv-${String(body.contactId)}`, messageId, message: body.message, contactId: body.contactId });
+  };
+
+  return {
+    routes: { "POST /contacts/upsert": upsert, "POST /conversations/messages/inbound": message },
+    contacts,
+    inbound,
+    state,
+  };
+}
