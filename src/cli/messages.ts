@@ -36,16 +36,7 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
       io.out(table(["RECEIVED", "DIRECTION", "MESSAGE", "LOCATION", "PHONE", "STATUS", "PARTS", "WHY"], rows.slice(0, limit).map((r) => r.cells)));
     });
 
-  messages
-    .command("route <replyId> <locationId>")
-    .description("give an unrouted reply its location: a running bridge serve then posts it to HighLevel")
-    .action(async (replyId: string, locationId: string) => {
-      messageArg(replyId);
-      if (!isId(locationId)) throw new UsageError(`not a location id: ${JSON.stringify(locationId.slice(0, 70))} (it ${ID_RULE})`);
-      const { routeStoredReply } = await import("../sea/heavy.ts");
-      await withLog(io, globals(), (_log, _lib, db) => routeStoredReply(db, replyId, locationId, Date.now()));
-      io.out(`routed ${replyId} to ${locationId}: a running bridge serve posts it to HighLevel within a second\n`);
-    });
+  routeCommand(messages, io, globals);
 
   messages
     .command("show <messageId>")
@@ -78,6 +69,20 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
       io.out(options.json ? json(outcome) : describeRetry(outcome, options.failed === true));
       // A message named and not queued is a failure for a script; with --failed, refusals are expected.
       if (outcome.refused.length > 0 && !options.failed) throw new Error(`${outcome.refused.length} message(s) not queued`);
+    });
+}
+
+/** `bridge messages route`: an unrouted reply gets its location. */
+function routeCommand(messages: Command, io: Io, globals: () => GlobalOptions): void {
+  messages
+    .command("route <replyId> <locationId>")
+    .description("give an unrouted reply its location: a running bridge serve then posts it to HighLevel")
+    .action(async (replyId: string, locationId: string) => {
+      messageArg(replyId);
+      if (!isId(locationId)) throw new UsageError(`not a location id: ${JSON.stringify(locationId.slice(0, 70))} (it ${ID_RULE})`);
+      const { routeStoredReply } = await import("../sea/heavy.ts");
+      await withLog(io, globals(), (_log, _lib, db) => routeStoredReply(db, replyId, locationId, Date.now()));
+      io.out(`routed ${replyId} to ${locationId}: a running bridge serve posts it to HighLevel within a second\n`);
     });
 }
 

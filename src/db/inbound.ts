@@ -51,35 +51,22 @@ const COLUMNS = `id, inbound_id AS inboundId, source, dedupe_key AS dedupeKey, p
   crm_message_id AS crmMessageId, attempts, error, created_at AS createdAt, updated_at AS updatedAt`;
 
 /**
- * The inbound table (migration 10) and the lookups that route a reply. Every write is one
+ * The inbound table (schema 11) and the lookups that route a reply. Every write is one
  * statement: the sink runs its own in one transaction, the queue's through the group commit.
  */
 export function createInboundStore(db: Db) {
   const s = prepareStatements(db);
+  return { ...inboundWrites(s), ...inboundReads(db, s) };
+}
 
+type Statements = ReturnType<typeof prepareStatements>;
 
+/** Each write is one statement. */
+function inboundWrites(s: Statements) {
   return {
     /** Stores a reply; false when its dedupe key was stored before (nothing written). */
     insert(row: NewInbound & { state: "unrouted" | "queued" }, now: number): boolean {
       return s.insert.run({ ...row, receivedMs: ms(row.receivedMs), now: ms(now) }).changes > 0;
-    },
-    /** bridge's id of the reply stored under this dedupe key. */
-    idOfKey(dedupeKey: string): string | undefined {
-      return s.byKey.get(dedupeKey)?.inboundId;
-    },
-    get(inboundId: string): InboundRow | undefined {
-      return s.byInboundId.get(inboundId);
-    },
-    byId(id: number): InboundRow | undefined {
-      return s.byId.get(id);
-    },
-    /** Queued replies due now, oldest first. */
-    due(now: number, limit: number): number[] {
-      return s.due.all(ms(now), limit).map((r) => r.id);
-    },
-    /** When the next queued reply comes due (undefined: none queued). */
-    nextDue(): number | undefined {
-      return s.nextDue.get()?.at ?? undefined;
     },
     /** An operator's routing of an unrouted reply; false when it is not unrouted. */
     route(inboundId: string, locationId: string, now: number): boolean {
@@ -106,6 +93,33 @@ export function createInboundStore(db: Db) {
     settleInterrupted(error: string, now: number): number {
       return s.interrupted.run(error, ms(now)).changes;
     },
+    /** Deletes up to `limit` finished replies last changed before `before`; how many. */
+    prune(before: number, limit: number): number {
+      return s.prune.run(ms(before), limit).changes;
+    },
+  };
+}
+
+function inboundReads(db: Db, s: Statements) {
+  return {
+    /** bridge's id of the reply stored under this dedupe key. */
+    idOfKey(dedupeKey: string): string | undefined {
+      return s.byKey.get(dedupeKey)?.inboundId;
+    },
+    get(inboundId: string): InboundRow | undefined {
+      return s.byInboundId.get(inboundId);
+    },
+    byId(id: number): InboundRow | undefined {
+      return s.byId.get(id);
+    },
+    /** Queued replies due now, oldest first. */
+    due(now: number, limit: number): number[] {
+      return s.due.all(ms(now), limit).map((r) => r.id);
+    },
+    /** When the next queued reply comes due (undefined: none queued). */
+    nextDue(): number | undefined {
+      return s.nextDue.get()?.at ?? undefined;
+    },
     list(filter: InboundFilter): InboundRow[] {
       const clauses: [string, unknown[]][] = [];
       if (filter.locationId !== undefined) clauses.push(["location_id = ?", [filter.locationId]]);
@@ -115,10 +129,6 @@ export function createInboundStore(db: Db) {
       const params = clauses.flatMap(([, values]) => values);
       const sql = `SELECT ${COLUMNS} FROM inbound ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
       return db.prepare<unknown[], InboundRow>(sql).all(...params, filter.limit);
-    },
-    /** Deletes up to `limit` finished replies last changed before `before`; how many. */
-    prune(before: number, limit: number): number {
-      return s.prune.run(ms(before), limit).changes;
     },
     counts(): Record<InboundState, number> {
       const all: Record<InboundState, number> = { unrouted: 0, queued: 0, posting: 0, done: 0, dead: 0 };

@@ -26,8 +26,7 @@ export function createInboundQueue(options: InboundQueueOptions) {
   const pollMs = options.pollMs ?? 500;
   let running = false;
   let loop: Promise<void> | undefined;
-  let wake: (() => void) | undefined;
-  let woken = false;
+  const bell = createBell();
 
   async function drain(): Promise<boolean> {
     const due = store.due(now(), 16);
@@ -38,30 +37,18 @@ export function createInboundQueue(options: InboundQueueOptions) {
     return due.length > 0;
   }
 
-  function pause(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-
   async function run(): Promise<void> {
     while (running) {
-      woken = false;
+      bell.clear();
       let more = false;
       try {
         more = await drain();
       } catch (error) {
         log.error(`inbound queue: ${errorMessage(error)}`); // the database refused a write: look again after a pause
       }
-      if (more && !woken) continue;
+      if (more && !bell.rung()) continue;
       const next = store.nextDue();
-      const wait = next === undefined ? pollMs : Math.max(1, Math.min(pollMs, next - now()));
-      if (!woken) await pause(wait);
-      wake = undefined;
+      await bell.sleep(next === undefined ? pollMs : Math.max(1, Math.min(pollMs, next - now())));
     }
   }
 
@@ -75,14 +62,38 @@ export function createInboundQueue(options: InboundQueueOptions) {
     },
     /** A reply was committed or routed: look now. */
     notify(): void {
-      woken = true;
-      wake?.();
+      bell.ring();
     },
     /** Stops after the reply in flight, waiting for it up to `graceMs`. */
     async stop(graceMs: number): Promise<void> {
       running = false;
-      wake?.();
+      bell.ring();
       if (loop) await Promise.race([loop, sleep(graceMs)]);
+    },
+  };
+}
+
+/** A sleep that a ring cuts short; a ring while awake is kept, so the next sleep does not start. */
+function createBell() {
+  let wake: (() => void) | undefined;
+  let rung = false;
+  return {
+    clear: (): void => void (rung = false),
+    rung: (): boolean => rung,
+    ring(): void {
+      rung = true;
+      wake?.();
+    },
+    async sleep(ms: number): Promise<void> {
+      if (rung) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
     },
   };
 }
