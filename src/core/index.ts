@@ -8,6 +8,7 @@ import { createBalances, type Balances } from "./operator/balances.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
+import { createPhoneStore, type PhoneStore } from "../db/phones.ts";
 import { createCastClient, type GatewayOptions } from "./clients/cast.ts";
 import type { SmsGateway } from "./clients/gateway.ts";
 import { createCrmClient, type CrmClient, type CrmOptions } from "./clients/crm.ts";
@@ -55,6 +56,8 @@ export interface Core {
   commit: Commit;
   /** What the operator's view knows of each gateway key: holds and balances. */
   gatewayKeys: GatewayKeys;
+  /** Each location's gateway: Cast, or a phone running SMS Gateway for Android. */
+  phones: PhoneStore;
 
   // The clients of the remote systems.
   crm: CrmClient;
@@ -133,7 +136,7 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "phones">;
 export type Clients = Pick<Core, "crm" | "sms" | "scheduler" | "outages" | "metrics">;
 
 /**
@@ -167,7 +170,8 @@ function openStores({ config, db, log, tuning }: Context): Stores {
   const commit = createGroupCommit(db, tuning.commitWindowMs);
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys };
+  const phones = createPhoneStore(db, sealer);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, phones };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
