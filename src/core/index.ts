@@ -31,6 +31,7 @@ import type { CompanyTokens, TokenService } from "./installs/tokens.ts";
 import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import { wireDelivery } from "./delivery/wire.ts";
+import { deviceOf } from "./delivery/phones.ts";
 import { wireInstalls } from "./installs/wire.ts";
 
 /**
@@ -200,6 +201,8 @@ function createClients({ config, log, now, tuning }: Context, { jobs }: Stores, 
     requestBurst: Math.max(1, Math.round((config.sms.requestsPerSecond * 5) / 3) - 2),
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
+    // A phone sends one message at a time, at its own pace: carriers cut off a SIM that bursts.
+    ownBudget: (key) => (deviceOf(key) === undefined ? undefined : { perSecond: config.android.messagesPerMinute / 60, burst: 1 }),
   });
   const sms = createCastClient({
     apiUrl: config.sms.apiUrl,

@@ -177,5 +177,7 @@ export const MIGRATIONS: readonly string[] = [
     updated_at INTEGER NOT NULL
   ) STRICT;
   CREATE INDEX location_gateways_by_device ON location_gateways (android_device);
+  -- A phone's status webhook names the message by the id it was sent under: the job's key.
+  CREATE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
   `,
 ];

@@ -44,8 +44,8 @@ export async function startFakePhone() {
   const messages = new Map<string, Held>();
   const webhooks = new Map<string, { id: string; url: string; event: string; deviceId: string }>();
   let health = { status: 200, body: { status: "pass", version: "1.68.0", releaseId: 1, checks: {} } as Record<string, unknown> };
-  /** The next send is answered with this status instead, once (400, 401, 503, …). */
-  let nextSend: number | undefined;
+  /** The next send is answered with this status instead, once (400, 401, 503, …); `taken`: the phone took it all the same. */
+  let nextSend: { status: number; taken: boolean } | undefined;
 
   const fake = await startFake({
     "POST /messages": (req) => authorized(req) ?? send(req),
@@ -64,11 +64,9 @@ export async function startFakePhone() {
 
   function send(req: Recorded): Response {
     const body = JSON.parse(req.body) as { id?: string; deviceId?: string; phoneNumbers: string[]; textMessage: { text: string } };
-    if (nextSend !== undefined) {
-      const status = nextSend;
-      nextSend = undefined;
-      return jsonResponse({ message: `answered ${status} as the test asked` }, status);
-    }
+    const answer = nextSend;
+    nextSend = undefined;
+    if (answer && !answer.taken) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
     const deviceId = body.deviceId ?? DEVICE;
     const id = body.id ?? randomUUID();
     if (id.length > 36) return jsonResponse({ message: "id must be at most 36 characters" }, 400);
@@ -76,6 +74,8 @@ export async function startFakePhone() {
     if (messages.has(`${deviceId}:${id}`)) return jsonResponse({ message: `message with id ${id} already exists` }, 409);
     const held: Held = { id, deviceId, to: body.phoneNumbers[0] ?? "", text: body.textMessage.text, state: "Pending", reason: "" };
     messages.set(`${deviceId}:${id}`, held);
+    // Taken, but the answer is lost on its way (a timeout, a proxy's 5xx).
+    if (answer) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
     return jsonResponse(stateOf(held), 202, { location: `/messages/${id}` });
   }
 
@@ -114,9 +114,9 @@ export async function startFakePhone() {
       if (!held) throw new Error(`fake phone holds no message ${id}`);
       Object.assign(held, { state, reason });
     },
-    /** The next send is answered `status` (with the app's `{message}` error body). */
-    answerNextSend(status: number) {
-      nextSend = status;
+    /** The next send is answered `status` (with the app's `{message}` error body); `taken`: the phone keeps the message all the same. */
+    answerNextSend(status: number, taken = false) {
+      nextSend = { status, taken };
     },
     setHealth(status: number, body: Record<string, unknown>) {
       health = { status, body };

@@ -87,5 +87,9 @@ test.each([
 });
 
 test("Failed carries the phone's reason", () => {
-  expect(phoneStatus({ id: "x", state: "Failed", reason: "RESULT_ERROR_NO_SERVICE" }).errorMessage).toBe("RESULT_ERROR_NO_SERVICE");
+  expect(phoneStatus({ id: "x", state: "Failed", reason: "RESULT_ERROR_NO_SERVICE" })).toEqual({
+    status: "failed",
+    dlrStatus: "PHONE_FAILED",
+    errorMessage: "RESULT_ERROR_NO_SERVICE",
+  });
 });

@@ -39,9 +39,6 @@ export interface PhoneClientOptions {
 
 export type PhoneClient = ReturnType<typeof createPhoneClient>;
 
-/** The longest text bridge hands the phone: Android splits it into parts itself. */
-export const PHONE_MAX_MESSAGE_LENGTH = 1600;
-
 /** One phone's API. Every method throws GatewayError, classified by `phoneFailure`. */
 export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOptions = {}) {
   const timeout = options.timeoutMs ?? 30_000;
@@ -153,13 +150,18 @@ export function phoneStatus(message: PhoneMessage): DeliveryStatus {
     case "Delivered":
       return { status: "delivered", dlrStatus: "DELIVRD", errorMessage: "" };
     case "Failed":
-      return { status: "failed", dlrStatus: "FAILED", errorMessage: message.reason || "the phone could not send it" };
+      return { status: "failed", dlrStatus: PHONE_FAILED, errorMessage: message.reason };
     case "Sent":
       return { status: "sent", dlrStatus: "", errorMessage: "" };
     default:
       return { status: "pending", dlrStatus: "", errorMessage: "" };
   }
 }
+
+/** The receipt code of a message the phone failed (its own reason follows in the text). */
+export const PHONE_FAILED = "PHONE_FAILED";
+/** The receipt code of a message the phone held past ANDROID_SEND_DEADLINE. */
+export const PHONE_NOT_SENT = "PHONE_NOT_SENT";
 
 /** Whether a state is one the phone has not sent yet: a message still in it past ANDROID_SEND_DEADLINE is cancelled. */
 export function notSentYet(state: string): boolean {

@@ -5,14 +5,27 @@ import { createKeyHolds } from "./holds.ts";
 import { keyTag } from "./key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
+import { createPhoneJobs } from "../../db/phone-jobs.ts";
+import { createGateways, deviceOf } from "./phones.ts";
 
 /** What the delivery room gives the core. */
 export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
 
 /** A queued message's way out: send (through the holds and the scheduler), receipt, report. */
-export function wireDelivery({ config, log, now, tuning }: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
-  const { tokens, jobs, commit, gatewayKeys } = stores;
-  const { sms, crm, scheduler, metrics, outages } = clients;
+export function wireDelivery({ config, db, log, now, tuning }: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
+  const { tokens, jobs, commit, gatewayKeys, phones } = stores;
+  const { crm, scheduler, metrics, outages } = clients;
+  // Cast, and each location's phone by its key: everything below sends and asks through it.
+  const gateways = createGateways({
+    cast: clients.sms,
+    phones,
+    phoneJobs: createPhoneJobs(db),
+    sendDeadlineMs: config.android.sendDeadlineMs,
+    now,
+    log,
+    timeoutMs: tuning.sms?.timeoutMs,
+  });
+  const sms = gateways.gateway;
   const holds = createKeyHolds({
     sms,
     log,
@@ -57,6 +70,9 @@ export function wireDelivery({ config, log, now, tuning }: Context, stores: Stor
     receiptGraceMs: tuning.receiptGraceMs,
     metrics,
     outages,
+    phoneFor: gateways.phoneFor,
+    // A phone's message is waited for at least until it must have left it (ANDROID_SEND_DEADLINE).
+    receiptWaitMs: (apiKey) => (deviceOf(apiKey) === undefined ? undefined : Math.max(config.sms.dlrWaitMs, config.android.sendDeadlineMs)),
   };
   return { processOutbound: (job) => processOutbound(deps, job), receipts, holds };
 }
