@@ -11,6 +11,7 @@
 export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/operator/doctor.ts";
 export { setLocationConfig } from "../core/installs/location-config.ts";
+export { phoneOf, registerPhone } from "../core/operator/phones.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { createRun } from "../core/run.ts";
 export { createApp } from "../server/app.ts";
