@@ -66,10 +66,14 @@ test("a location that does not send through a phone: a clear error", async () =>
 test("doctor: the phone answers, and says when bridge's webhooks are not registered on it", async () => {
   const { bridge, phone } = await start();
   const line = (out: string) => out.split("\n").find((l) => l.includes(`phone ${DEVICE} (loc-1)`));
-  const before = await cli(bridge, HTTPS, "doctor");
+  // No Cast key anywhere: a location on a phone needs none, and doctor does not ask it of one.
+  const before = await cli(bridge, { ...HTTPS, SMS_API_KEY: "" }, "doctor");
+  expect(before.out).not.toContain("sender ID loc-1");
   expect(line(before.out)).toMatch(/^warn {2}phone .*: answers at .* \(health pass\), but .* is not registered for sms:received, sms:sent, sms:delivered, sms:failed: run `bridge android register loc-1`$/);
   await cli(bridge, HTTPS, "android", "register", "loc-1");
   expect(line((await cli(bridge, HTTPS, "doctor")).out)).toMatch(/^ok {4}phone .*webhooks registered$/);
+  bridge.core.phones.set("loc-1", { signingKey: "" }, Date.now());
+  expect(line((await cli(bridge, HTTPS, "doctor")).out)).toContain("loc-1 has no signing key, so its webhooks are refused");
   await phone.close();
   expect(line((await cli(bridge, HTTPS, "doctor")).out)).toMatch(/^fail {2}phone .*phone unreachable/);
 });

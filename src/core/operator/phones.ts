@@ -52,6 +52,10 @@ async function checkPhone(served: PhoneSettings[], device: string, baseUrl: stri
     if (missing.length > 0) {
       return warn(name, `${said}, but ${url} is not registered for ${missing.join(", ")}: run \`bridge android register ${served[0]!.locationId}\``);
     }
+    const keyless = served.filter((s) => !s.signingKey).map((s) => s.locationId);
+    if (keyless.length > 0) {
+      return warn(name, `${said}, but ${keyless.join(", ")} has no signing key, so its webhooks are refused: \`bridge config set ${keyless[0]} --android-signing-key -\``);
+    }
     if (health === "fail") return warn(name, `${said}: the app reports a problem; look at the phone`);
     return ok(name, `${said}, webhooks registered`);
   } catch (error) {
