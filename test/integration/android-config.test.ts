@@ -101,3 +101,13 @@ describe("bridge config set", () => {
     expect(bridge.core.phones.describe("loc-1")).toBeUndefined();
   });
 });
+
+test("removing a location removes its phone settings with it", async () => {
+  const bridge = await start({ worker: false });
+  await bridge.install("loc-1");
+  expect((await put(bridge, PHONE)).status).toBe(200);
+  const removed = await cli(bridge, undefined, "locations", "remove", "loc-1", "--yes");
+  expect(removed.code).toBe(0);
+  expect(bridge.core.phones.describe("loc-1")).toBeUndefined();
+  expect(bridge.core.phones.byDevice(PHONE.android_device)).toEqual([]);
+});

@@ -125,3 +125,35 @@ test("the phone's pace: ANDROID_MESSAGES_PER_MINUTE per device, another phone no
   expect(phone.received("POST /messages")).toHaveLength(1);
   expect(bridge.core.jobs.get("m-2")?.state).toBe("queued");
 });
+
+test("a phone that refuses the login holds its messages; once the login is right, the probe frees them and the message goes once", async () => {
+  const { bridge, phone } = await start();
+  bridge.core.phones.set("loc-1", { password: "wrong-password" }, Date.now());
+  await queue(bridge, "m-1");
+  await waitFor(() => bridge.core.jobs.get("m-1")?.held);
+  expect(phone.messages.size).toBe(0);
+  expect(bridge.logs.join("")).toContain("check the location's android user and password");
+
+  bridge.core.phones.set("loc-1", { password: PHONE_PASSWORD }, Date.now());
+  const id = await sentAs(bridge, phone, "m-1");
+  phone.advance(id, "Delivered");
+  await done(bridge, "m-1");
+  expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
+  expect(phone.received("POST /messages").filter((r) => r.headers.authorization?.endsWith(Buffer.from(`${PHONE_USER}:${PHONE_PASSWORD}`).toString("base64")))).toHaveLength(1);
+});
+
+test("an unreachable phone: the message waits and goes once the phone is back", async () => {
+  const { bridge, phone } = await start();
+  await phone.close();
+  await queue(bridge, "m-1");
+  await waitFor(() => bridge.logs.join("").includes("phone unreachable (send)"));
+  expect(bridge.core.jobs.get("m-1")?.state).toBe("queued");
+  // Back, at a new address (a phone's IP changes): the location is pointed at it.
+  const again = await startFakePhone();
+  phones.push(again);
+  bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
+  const id = await sentAs(bridge, again, "m-1");
+  expect(again.received("POST /messages")).toHaveLength(1);
+  again.advance(id, "Delivered");
+  await done(bridge, "m-1");
+});
