@@ -52,16 +52,7 @@ export function createPhoneStore(db: Db, sealer: Sealer = createSealer(undefined
   );
   const selectAndroid = db.prepare<[], Row>("SELECT * FROM location_gateways WHERE gateway = 'android' ORDER BY location_id");
   // Only a stored location gets a row: the insert selects it from tokens.
-  const upsert = db.prepare<[Record<string, string | number | null>]>(`
-    INSERT INTO location_gateways (location_id, gateway, android_url, android_user, android_password, android_device, android_signing_key, updated_at)
-    SELECT location_id, coalesce(@gateway, 'cast'), coalesce(@url, ''), coalesce(@user, ''), coalesce(@password, ''),
-      coalesce(@deviceId, ''), coalesce(@signingKey, ''), @now
-    FROM tokens WHERE location_id = @id
-    ON CONFLICT (location_id) DO UPDATE SET
-      gateway = coalesce(@gateway, gateway), android_url = coalesce(@url, android_url),
-      android_user = coalesce(@user, android_user), android_password = coalesce(@password, android_password),
-      android_device = coalesce(@deviceId, android_device), android_signing_key = coalesce(@signingKey, android_signing_key),
-      updated_at = @now`);
+  const upsert = db.prepare<[Record<string, string | number | null>]>(UPSERT);
   const open = (row: Row) => fromRow(row, sealer);
 
   return {
@@ -107,6 +98,18 @@ export function createPhoneStore(db: Db, sealer: Sealer = createSealer(undefined
     },
   };
 }
+
+/** Sets what a change gives (null: keeps it), for a location in tokens only. */
+const UPSERT = `
+    INSERT INTO location_gateways (location_id, gateway, android_url, android_user, android_password, android_device, android_signing_key, updated_at)
+    SELECT location_id, coalesce(@gateway, 'cast'), coalesce(@url, ''), coalesce(@user, ''), coalesce(@password, ''),
+      coalesce(@deviceId, ''), coalesce(@signingKey, ''), @now
+    FROM tokens WHERE location_id = @id
+    ON CONFLICT (location_id) DO UPDATE SET
+      gateway = coalesce(@gateway, gateway), android_url = coalesce(@url, android_url),
+      android_user = coalesce(@user, android_user), android_password = coalesce(@password, android_password),
+      android_device = coalesce(@deviceId, android_device), android_signing_key = coalesce(@signingKey, android_signing_key),
+      updated_at = @now`;
 
 const NONE: Omit<PhoneSettings, "locationId"> = { gateway: "cast", url: "", user: "", password: "", deviceId: "", signingKey: "" };
 

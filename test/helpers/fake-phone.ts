@@ -41,68 +41,21 @@ interface Held {
  * would keep them Pending. It can post webhooks, signed as the app signs, to any URL.
  */
 export async function startFakePhone() {
-  const messages = new Map<string, Held>();
-  const webhooks = new Map<string, { id: string; url: string; event: string; deviceId: string }>();
-  let health = { status: 200, body: { status: "pass", version: "1.68.0", releaseId: 1, checks: {} } as Record<string, unknown> };
-  /** The next send is answered with this status instead, once (400, 401, 503, …); `taken`: the phone took it all the same. */
-  let nextSend: { status: number; taken: boolean } | undefined;
-
+  const phone: PhoneState = {
+    messages: new Map(),
+    webhooks: new Map(),
+    health: { status: 200, body: { status: "pass", version: "1.68.0", releaseId: 1, checks: {} } },
+  };
+  const { messages, webhooks } = phone;
   const fake = await startFake({
-    "POST /messages": (req) => authorized(req) ?? send(req),
-    "GET /messages/:id": (req) => authorized(req) ?? shown(req),
-    "DELETE /messages/:id": (req) => authorized(req) ?? cancel(req),
-    "GET /health": () => jsonResponse(health.body, health.status),
+    "POST /messages": (req) => authorized(req) ?? send(phone, req),
+    "GET /messages/:id": (req) => authorized(req) ?? shown(phone, req),
+    "DELETE /messages/:id": (req) => authorized(req) ?? cancel(phone, req),
+    "GET /health": () => jsonResponse(phone.health.body, phone.health.status),
     "GET /webhooks": (req) => authorized(req) ?? jsonResponse([...webhooks.values()]),
-    "POST /webhooks": (req) => authorized(req) ?? register(req),
+    "POST /webhooks": (req) => authorized(req) ?? register(phone, req),
     "ALL /**": () => jsonResponse({ message: "Not Found" }, 404),
   });
-
-  function authorized(req: Recorded): Response | undefined {
-    const expected = `Basic ${Buffer.from(`${PHONE_USER}:${PHONE_PASSWORD}`).toString("base64")}`;
-    return req.headers.authorization === expected ? undefined : jsonResponse({ message: "Unauthorized" }, 401);
-  }
-
-  function send(req: Recorded): Response {
-    const body = JSON.parse(req.body) as { id?: string; deviceId?: string; phoneNumbers: string[]; textMessage: { text: string } };
-    const answer = nextSend;
-    nextSend = undefined;
-    if (answer && !answer.taken) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
-    const deviceId = body.deviceId ?? DEVICE;
-    const id = body.id ?? randomUUID();
-    if (id.length > 36) return jsonResponse({ message: "id must be at most 36 characters" }, 400);
-    // The id is unique per device: a reuse is refused and nothing is sent (the 409 carries no state).
-    if (messages.has(`${deviceId}:${id}`)) return jsonResponse({ message: `message with id ${id} already exists` }, 409);
-    const held: Held = { id, deviceId, to: body.phoneNumbers[0] ?? "", text: body.textMessage.text, state: "Pending", reason: "" };
-    messages.set(`${deviceId}:${id}`, held);
-    // Taken, but the answer is lost on its way (a timeout, a proxy's 5xx).
-    if (answer) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
-    return jsonResponse(stateOf(held), 202, { location: `/messages/${id}` });
-  }
-
-  function find(req: Recorded): Held | undefined {
-    const id = decodeURIComponent(req.path.split("/").pop() ?? "");
-    return [...messages.values()].find((m) => m.id === id);
-  }
-
-  function shown(req: Recorded): Response {
-    const held = find(req);
-    return held ? jsonResponse(stateOf(held)) : jsonResponse({ message: "message not found" }, 404);
-  }
-
-  function cancel(req: Recorded): Response {
-    const held = find(req);
-    if (!held) return jsonResponse({ message: "message not found" }, 404);
-    if (held.state !== "Pending" && held.state !== "Processed") return jsonResponse({ message: "message already sent" }, 409);
-    Object.assign(held, { state: "Failed", reason: "cancelled" });
-    return new Response(null, { status: 204 });
-  }
-
-  function register(req: Recorded): Response {
-    const body = JSON.parse(req.body) as { id?: string; url: string; event: string; deviceId?: string };
-    const hook = { id: body.id ?? randomUUID(), url: body.url, event: body.event, deviceId: body.deviceId ?? DEVICE };
-    webhooks.set(hook.id, hook);
-    return jsonResponse(hook, 201);
-  }
 
   return {
     ...fake,
@@ -116,10 +69,10 @@ export async function startFakePhone() {
     },
     /** The next send is answered `status` (with the app's `{message}` error body); `taken`: the phone keeps the message all the same. */
     answerNextSend(status: number, taken = false) {
-      nextSend = { status, taken };
+      phone.nextSend = { status, taken };
     },
     setHealth(status: number, body: Record<string, unknown>) {
-      health = { status, body };
+      phone.health = { status, body };
     },
     /** A webhook envelope in the fixtures' shape, for `event` with `payload` over the fixture's. */
     envelope(event: "sms:received" | "sms:sent" | "sms:delivered" | "sms:failed", payload: Record<string, unknown> = {}): Envelope {
@@ -146,6 +99,62 @@ export async function startFakePhone() {
 }
 
 export type FakePhone = Awaited<ReturnType<typeof startFakePhone>>;
+
+/** What the phone holds. */
+interface PhoneState {
+  messages: Map<string, Held>;
+  webhooks: Map<string, { id: string; url: string; event: string; deviceId: string }>;
+  health: { status: number; body: Record<string, unknown> };
+  /** The next send is answered with this status instead, once (400, 401, 503, …); `taken`: the phone took it all the same. */
+  nextSend?: { status: number; taken: boolean };
+}
+
+function authorized(req: Recorded): Response | undefined {
+  const expected = `Basic ${Buffer.from(`${PHONE_USER}:${PHONE_PASSWORD}`).toString("base64")}`;
+  return req.headers.authorization === expected ? undefined : jsonResponse({ message: "Unauthorized" }, 401);
+}
+
+function send(phone: PhoneState, req: Recorded): Response {
+  const body = JSON.parse(req.body) as { id?: string; deviceId?: string; phoneNumbers: string[]; textMessage: { text: string } };
+  const answer = phone.nextSend;
+  phone.nextSend = undefined;
+  if (answer && !answer.taken) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
+  const deviceId = body.deviceId ?? DEVICE;
+  const id = body.id ?? randomUUID();
+  if (id.length > 36) return jsonResponse({ message: "id must be at most 36 characters" }, 400);
+  // The id is unique per device: a reuse is refused and nothing is sent (the 409 carries no state).
+  if (phone.messages.has(`${deviceId}:${id}`)) return jsonResponse({ message: `message with id ${id} already exists` }, 409);
+  const held: Held = { id, deviceId, to: body.phoneNumbers[0] ?? "", text: body.textMessage.text, state: "Pending", reason: "" };
+  phone.messages.set(`${deviceId}:${id}`, held);
+  // Taken, but the answer is lost on its way (a timeout, a proxy's 5xx).
+  if (answer) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
+  return jsonResponse(stateOf(held), 202, { location: `/messages/${id}` });
+}
+
+function find(phone: PhoneState, req: Recorded): Held | undefined {
+  const id = decodeURIComponent(req.path.split("/").pop() ?? "");
+  return [...phone.messages.values()].find((m) => m.id === id);
+}
+
+function shown(phone: PhoneState, req: Recorded): Response {
+  const held = find(phone, req);
+  return held ? jsonResponse(stateOf(held)) : jsonResponse({ message: "message not found" }, 404);
+}
+
+function cancel(phone: PhoneState, req: Recorded): Response {
+  const held = find(phone, req);
+  if (!held) return jsonResponse({ message: "message not found" }, 404);
+  if (held.state !== "Pending" && held.state !== "Processed") return jsonResponse({ message: "message already sent" }, 409);
+  Object.assign(held, { state: "Failed", reason: "cancelled" });
+  return new Response(null, { status: 204 });
+}
+
+function register(phone: PhoneState, req: Recorded): Response {
+  const body = JSON.parse(req.body) as { id?: string; url: string; event: string; deviceId?: string };
+  const hook = { id: body.id ?? randomUUID(), url: body.url, event: body.event, deviceId: body.deviceId ?? DEVICE };
+  phone.webhooks.set(hook.id, hook);
+  return jsonResponse(hook, 201);
+}
 
 /** A message's state in send-202.json's shape: its fields, in its order. */
 function stateOf(held: Held): Record<string, unknown> {

@@ -41,30 +41,7 @@ export type PhoneClient = ReturnType<typeof createPhoneClient>;
 
 /** One phone's API. Every method throws GatewayError, classified by `phoneFailure`. */
 export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOptions = {}) {
-  const timeout = options.timeoutMs ?? 30_000;
-  const host = hostOf(phone.url);
-  const authorization = `Basic ${Buffer.from(`${phone.user}:${phone.password}`).toString("base64")}`;
-
-  /** The one place that talks HTTP to the phone: base URL, Basic auth, timeout; any status is an answer. */
-  async function request(what: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown; text: string }> {
-    let res;
-    try {
-      res = await exchange(path, {
-        baseURL: phone.url,
-        method,
-        headers: { Authorization: authorization, Accept: "application/json", ...(body !== undefined && { "Content-Type": "application/json" }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        timeout,
-      });
-    } catch (error) {
-      const failed = callFailure(error, host, timeout);
-      // A send that may have reached the phone is "unknown": only the same id may go again (a 409 then says it was taken).
-      if (neverSent(error)) throw new GatewayError("unreachable", `phone unreachable (${what}): ${failed.message}`, { cause: error });
-      throw new GatewayError("unknown", `phone did not answer (${what}): ${failed.message}; it may have taken the message`, { cause: error });
-    }
-    const text = res._data ?? "";
-    return { status: res.status, body: parseJson(text), text };
-  }
+  const request = phoneRequest(phone, options.timeoutMs ?? 30_000);
 
   async function state(id: string): Promise<PhoneMessage> {
     const res = await request("state", "GET", `/messages/${encodeURIComponent(id)}`);
@@ -99,6 +76,40 @@ export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOption
       return res.status >= 200 && res.status < 300;
     },
 
+    ...operatorCalls(request, phone.deviceId),
+  };
+}
+
+type PhoneRequest = (what: string, method: string, path: string, body?: unknown) => Promise<{ status: number; body: unknown; text: string }>;
+
+/** The one place that talks HTTP to the phone: base URL, Basic auth, timeout; any status is an answer. */
+function phoneRequest(phone: PhoneAccess, timeout: number): PhoneRequest {
+  const host = hostOf(phone.url);
+  const authorization = `Basic ${Buffer.from(`${phone.user}:${phone.password}`).toString("base64")}`;
+  return async (what, method, path, body) => {
+    let res;
+    try {
+      res = await exchange(path, {
+        baseURL: phone.url,
+        method,
+        headers: { Authorization: authorization, Accept: "application/json", ...(body !== undefined && { "Content-Type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        timeout,
+      });
+    } catch (error) {
+      const failed = callFailure(error, host, timeout);
+      // A send that may have reached the phone is "unknown": only the same id may go again (a 409 then says it was taken).
+      if (neverSent(error)) throw new GatewayError("unreachable", `phone unreachable (${what}): ${failed.message}`, { cause: error });
+      throw new GatewayError("unknown", `phone did not answer (${what}): ${failed.message}; it may have taken the message`, { cause: error });
+    }
+    const text = res._data ?? "";
+    return { status: res.status, body: parseJson(text), text };
+  };
+}
+
+/** What doctor and `bridge android register` ask of a phone. */
+function operatorCalls(request: PhoneRequest, deviceId: string) {
+  return {
     /** `GET /health`: the app's own word on itself ("pass", "warn", "fail"; "" when it gave none). */
     async health(): Promise<string> {
       const res = await request("health", "GET", "/health");
@@ -116,7 +127,7 @@ export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOption
 
     /** Registers (or, under the same id, replaces) a webhook. */
     async register(hook: PhoneWebhook): Promise<void> {
-      const res = await request("register", "POST", "/webhooks", { ...hook, deviceId: phone.deviceId });
+      const res = await request("register", "POST", "/webhooks", { ...hook, deviceId });
       if (res.status < 200 || res.status >= 300) throw phoneFailure(res.status, res.text, "webhook registration");
     },
   };
