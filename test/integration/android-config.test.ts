@@ -111,3 +111,12 @@ test("removing a location removes its phone settings with it", async () => {
   expect(bridge.core.phones.describe("loc-1")).toBeUndefined();
   expect(bridge.core.phones.byDevice(PHONE.android_device)).toEqual([]);
 });
+
+test("status does not call a location on a phone pending for want of a Cast key", async () => {
+  const bridge = await start({ worker: false, env: { ALLOWED_COMPANY_IDS: "" } });
+  await bridge.install("loc-1");
+  const attention = async () => ((await (await bridge.admin("/api/admin/status")).json()) as { needs_attention: unknown[] }).needs_attention;
+  expect(await attention()).toEqual([{ location_id: "loc-1", reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }]);
+  expect((await put(bridge, PHONE)).status).toBe(200);
+  expect(await attention()).toEqual([]);
+});

@@ -1,4 +1,5 @@
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { PhoneStore } from "../../db/phones.ts";
 import type { MessageLog, MessageStatus } from "../../db/messages.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
 import type { TokenStore } from "../../db/tokens.ts";
@@ -24,6 +25,8 @@ export interface StatusDeps {
   messages: MessageLog;
   tokens: TokenStore;
   gatewayKeys: GatewayKeys;
+  /** Each location's gateway: one on a phone needs no Cast key. */
+  phones?: Pick<PhoneStore, "describe">;
   /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
   allowedCompanyIds: readonly string[];
   /** LOW_BALANCE_CREDITS; 0: never low. */
@@ -50,7 +53,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
       if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
       if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
       if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
-      if (l.smsApiKey) return [];
+      if (l.smsApiKey || deps.phones?.describe(l.locationId)?.gateway === "android") return [];
       if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
       if (unconfirmed(l, deps.allowedCompanyIds)) {
         const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
