@@ -105,3 +105,13 @@ test("sms:received is handed to the sink before the 200, twice when the phone se
   };
   expect(got).toEqual([expected, expected]);
 });
+
+test("refusals are logged at most 20 a minute: anyone can post, and must not flood the log", async () => {
+  const { bridge, phone, url } = await start();
+  for (let i = 0; i < 25; i++) expect((await phone.post(url, phone.envelope("sms:delivered"), { key: "forged" })).status).toBe(401);
+  const lines = bridge.logs.join("").split("\n").filter((l) => l.includes("phone webhook from device"));
+  // The logger writes a run of the same line once, "(repeated N times)".
+  const logged = lines.reduce((n, l) => n + Number(/\(repeated (\d+) times\)/.exec(l)?.[1] ?? 1), 0);
+  expect(logged).toBe(20);
+  expect(lines.at(-1)).toContain("further refusals this minute are not logged");
+});

@@ -43,6 +43,7 @@ interface Envelope {
  * committed there. Anything not signed, signed wrong or too old is 401 and stored nowhere.
  */
 export function createPhoneWebhook(deps: PhoneWebhookDeps) {
+  const warnRefused = refusalLog(deps);
   return async function receive(raw: Uint8Array, signature: string | null, timestamp: string | null): Promise<PhoneAnswer> {
     const envelope = readEnvelope(raw);
     // Until the signature checks out, the body is anyone's: only its device is read, to find the key.
@@ -50,13 +51,28 @@ export function createPhoneWebhook(deps: PhoneWebhookDeps) {
     const check = checkPhoneSignature(raw, signature, timestamp, keys, deps.now());
     if (!envelope || check !== "ok") {
       const device = envelope ? ` from device ${printable(envelope.deviceId.slice(0, 64))}` : "";
-      deps.log.warn(`phone webhook${device} refused: ${envelope ? check : "not an envelope"} signature; nothing stored`);
+      warnRefused(`phone webhook${device} refused: ${envelope ? check : "not an envelope"} signature; nothing stored`);
       return { status: 401, body: { error: "invalid webhook signature" } };
     }
     if (envelope.event === "sms:received") return received(deps, envelope);
     if (envelope.event === "sms:delivered" || envelope.event === "sms:failed") return settle(deps, envelope);
     // sms:sent says the carrier took it, which is not delivery; system:ping and the rest need nothing.
     return { status: 200, body: { ok: true } };
+  };
+}
+
+/** Refusals logged in a minute at most: anyone can post, and must not flood the log. */
+const REFUSALS_LOGGED = 20;
+
+/** A warning per refused webhook, at most REFUSALS_LOGGED a minute; the last one says the rest are not logged. */
+function refusalLog({ log, now }: Pick<PhoneWebhookDeps, "log" | "now">): (line: string) => void {
+  let minute = -Infinity;
+  let count = 0;
+  return (line) => {
+    if (now() - minute >= 60_000) [minute, count] = [now(), 0];
+    count++;
+    if (count < REFUSALS_LOGGED) log.warn(line);
+    else if (count === REFUSALS_LOGGED) log.warn(`${line}; further refusals this minute are not logged`);
   };
 }
 
