@@ -31,7 +31,7 @@ export function deviceOf(key: string): string | undefined {
 
 export interface GatewaysOptions {
   cast: SmsGateway;
-  phones: Pick<PhoneStore, "get" | "byDevice">;
+  phones: Pick<PhoneStore, "describe" | "byDevice">;
   /** The job table as a phone names its messages. */
   phoneJobs: Pick<PhoneJobs, "sentAs">;
   /** A message the phone still has not sent this long after its first attempt is cancelled (ANDROID_SEND_DEADLINE). */
@@ -76,8 +76,9 @@ export function createGateways(options: GatewaysOptions) {
     gateway,
     /** The key a location's messages go with when it sends through a phone; undefined: through Cast. */
     phoneFor(locationId: string): string | undefined {
-      const settings = phones.get(locationId);
-      return settings.gateway === "android" && settings.deviceId ? phoneKey(settings.deviceId) : undefined;
+      // Read at every send, so a change applies at once; its secrets are not opened for it.
+      const settings = phones.describe(locationId);
+      return settings?.gateway === "android" && settings.deviceId ? phoneKey(settings.deviceId) : undefined;
     },
   };
 }
