@@ -18,7 +18,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
 
   config
     .command("set <locationId>")
-    .description('set a location\'s sender ID and/or SMS API key ("" clears one back to the global default)')
+    .description('set a location\'s sender ID, SMS API key ("" clears one back to the global default) or gateway (a phone: docs/android.md)')
     .option("--sender-id <value>", "sender ID for this location's messages (default: SMS_SENDER_ID)")
     .option(
       "--sms-api-key <value>",
