@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, expect, test } from "vitest";
 import { createPhoneClient, phoneStatus } from "../../src/core/clients/android.ts";
 import { GatewayError } from "../../src/errors.ts";
@@ -92,4 +94,21 @@ test("Failed carries the phone's reason", () => {
     dlrStatus: "PHONE_FAILED",
     errorMessage: "RESULT_ERROR_NO_SERVICE",
   });
+});
+
+test("cloud mode: the base's path (/3rdparty/v1) is kept before each call's", async () => {
+  // ANDROID_GATEWAY_API.md, "Modes and auth": cloud is https://api.sms-gate.app/3rdparty/v1, the same paths as local.
+  const paths: string[] = [];
+  const cloud = createServer((req, res) => {
+    paths.push(`${req.method} ${req.url}`);
+    res.writeHead(200, { "content-type": "application/json" }).end("[]");
+  });
+  await new Promise<void>((resolve) => cloud.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${(cloud.address() as AddressInfo).port}/3rdparty/v1`;
+    await createPhoneClient({ url, user: "u", password: "p", deviceId: DEVICE }).webhooks();
+  } finally {
+    cloud.close();
+  }
+  expect(paths).toEqual(["GET /3rdparty/v1/webhooks"]);
 });
