@@ -71,6 +71,10 @@ export async function startFakePhone() {
     answerNextSend(status: number, taken = false) {
       phone.nextSend = { status, taken };
     },
+    /** DELETE /messages/{id} fails from now on. */
+    refuseCancel() {
+      phone.refuseCancel = true;
+    },
     setHealth(status: number, body: Record<string, unknown>) {
       phone.health = { status, body };
     },
@@ -107,6 +111,8 @@ interface PhoneState {
   health: { status: number; body: Record<string, unknown> };
   /** The next send is answered with this status instead, once (400, 401, 503, …); `taken`: the phone took it all the same. */
   nextSend?: { status: number; taken: boolean };
+  /** DELETE answers 500 and cancels nothing (a phone that cannot be reached through its cloud, say). */
+  refuseCancel?: boolean;
 }
 
 function authorized(req: Recorded): Response | undefined {
@@ -144,6 +150,7 @@ function shown(phone: PhoneState, req: Recorded): Response {
 function cancel(phone: PhoneState, req: Recorded): Response {
   const held = find(phone, req);
   if (!held) return jsonResponse({ message: "message not found" }, 404);
+  if (phone.refuseCancel) return jsonResponse({ message: "internal server error" }, 500);
   if (held.state !== "Pending" && held.state !== "Processed") return jsonResponse({ message: "message already sent" }, 409);
   Object.assign(held, { state: "Failed", reason: "cancelled" });
   return new Response(null, { status: 204 });

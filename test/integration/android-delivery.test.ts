@@ -109,6 +109,19 @@ test("still Pending after ANDROID_SEND_DEADLINE: cancelled and reported failed, 
   expect(report!.error.message).toMatch(/^the phone did not send it: still Pending after ANDROID_SEND_DEADLINE \(1 s\); cancelled$/);
 });
 
+test("unsent (Processed) past the deadline and the phone will not cancel it: failed, saying it could not be cancelled", async () => {
+  const { bridge, phone } = await start({ env: { ANDROID_SEND_DEADLINE: "1s" } });
+  phone.refuseCancel();
+  await queue(bridge, "m-1");
+  const id = await sentAs(bridge, phone, "m-1");
+  phone.advance(id, "Processed");
+  await done(bridge, "m-1");
+  const [report] = reports(bridge, "m-1") as { error: { message: string } }[];
+  // Processed unless the deadline passed before the test moved it on: either is unsent.
+  expect(report!.error.message).toMatch(/^the phone did not send it: still (Processed|Pending) after ANDROID_SEND_DEADLINE \(1 s\); it could not be cancelled$/);
+  expect(phone.received(`DELETE /messages/${id}`)).toHaveLength(1);
+});
+
 test("the phone's pace: ANDROID_MESSAGES_PER_MINUTE per device, another phone not held up", async () => {
   const { bridge, phone } = await start({ env: { ANDROID_MESSAGES_PER_MINUTE: "1" } });
   bridge.seed("loc-2");
