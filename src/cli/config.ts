@@ -5,7 +5,7 @@ import { json, locationArg, printable, UsageError, type Io } from "./io.ts";
 
 /** `bridge config get|set <locationId>`: the same code path as the admin API's config endpoints. */
 export function configCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
-  const config = program.command("config").description("a location's sender ID and SMS API key");
+  const config = program.command("config").description("a location's sender ID, SMS API key and gateway");
 
   config
     .command("get <locationId>")
@@ -13,29 +13,73 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
       const [{ withStore }, { getLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      print(io, withStore(io, globals(), (tokens) => getLocationConfig(tokens, locationArg(locationId))), options.json);
+      print(io, withStore(io, globals(), (tokens, _, phones) => getLocationConfig(tokens, locationArg(locationId), phones)), options.json);
     });
 
   config
     .command("set <locationId>")
-    .description('set a location\'s sender ID and/or SMS API key ("" clears one back to the global default)')
+    .description('set a location\'s sender ID, SMS API key ("" clears one back to the global default) or gateway (a phone: docs/android.md)')
     .option("--sender-id <value>", "sender ID for this location's messages (default: SMS_SENDER_ID)")
     .option(
       "--sms-api-key <value>",
       'Cast.ph API key for this location (default: SMS_API_KEY); "-" (recommended) reads it from standard input, ' +
         "one line, not echoed on a terminal: a key on the command line is visible to every user in the process list",
     )
+    .option("--gateway <gateway>", 'which gateway sends: "cast" (default) or "android" (a phone running SMS Gateway for Android, docs/android.md)')
+    .option("--android-url <url>", "the phone's API: http://<phone-ip>:8080 (local) or https://api.sms-gate.app/3rdparty/v1 (cloud)")
+    .option("--android-user <user>", "the app's username")
+    .option("--android-password <value>", '"-" (recommended) reads it from standard input')
+    .option("--android-device <id>", "the phone's device id (the app's Settings; cloud: GET /devices)")
+    .option("--android-signing-key <value>", 'the app\'s webhook signing key; "-" (recommended) reads it from standard input')
     .option("--json", "machine-readable output")
-    .action(async (locationId: string, options: { senderId?: string; smsApiKey?: string; json?: boolean }) => {
+    .action(async (locationId: string, options: SetOptions) => {
       locationArg(locationId);
-      if (options.senderId === undefined && options.smsApiKey === undefined) {
-        throw new UsageError("config set needs --sender-id and/or --sms-api-key");
+      const change = await changeOf(io, options);
+      if (Object.values(change).every((v) => v === undefined)) {
+        throw new UsageError("config set needs --sender-id, --sms-api-key and/or the gateway's options (--gateway, --android-…)");
       }
-      const smsApiKey = options.smsApiKey === "-" ? await keyFromStdin(io) : options.smsApiKey;
       const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
-      const change = { sender_id: options.senderId, sms_api_key: smsApiKey };
-      print(io, withStore(io, globals(), (tokens) => setLocationConfig(tokens, locationId, change, Date.now())), options.json);
+      print(io, withStore(io, globals(), (tokens, _, phones) => setLocationConfig(tokens, locationId, change, Date.now(), phones)), options.json);
     });
+}
+
+interface SetOptions {
+  senderId?: string;
+  smsApiKey?: string;
+  gateway?: string;
+  androidUrl?: string;
+  androidUser?: string;
+  androidPassword?: string;
+  androidDevice?: string;
+  androidSigningKey?: string;
+  json?: boolean;
+}
+
+/** The change as the admin API takes it; a secret given as "-" read from standard input. */
+async function changeOf(io: Io, options: SetOptions): Promise<Record<string, string | undefined>> {
+  const fromStdin = (["smsApiKey", "androidPassword", "androidSigningKey"] as const).filter((k) => options[k] === "-");
+  // Standard input is read in one go: a second "-" would find the first one's read took its line too.
+  if (fromStdin.length > 1) throw new UsageError("only one secret can be read from standard input per command: run config set once for each");
+  const smsApiKey = options.smsApiKey === "-" ? await keyFromStdin(io) : options.smsApiKey;
+  const read = (value: string | undefined, flag: string, what: string) => (value === "-" ? secretFromStdin(io, flag, what) : value);
+  return {
+    sender_id: options.senderId,
+    sms_api_key: smsApiKey,
+    gateway: options.gateway,
+    android_url: options.androidUrl,
+    android_user: options.androidUser,
+    android_password: await read(options.androidPassword, "--android-password", "the phone's password"),
+    android_device: options.androidDevice,
+    android_signing_key: await read(options.androidSigningKey, "--android-signing-key", "the phone's webhook signing key"),
+  };
+}
+
+/** A phone's secret from standard input: an empty line is refused (an unset variable piped in). */
+async function secretFromStdin(io: Io, flag: string, what: string): Promise<string> {
+  if (!io.readLine) throw new UsageError(`${flag} -: there is no standard input to read ${what} from`);
+  const secret = await io.readLine(`${what} (not shown): `);
+  if (secret === "") throw new UsageError(`${flag} -: nothing on standard input`);
+  return secret;
 }
 
 /**
@@ -54,4 +98,9 @@ function print(io: Io, config: LocationConfig, asJson: boolean | undefined): voi
   if (asJson) return io.out(json(config));
   io.out(`location_id  ${config.location_id}\nsender_id    ${printable(config.sender_id) || "(global default)"}\n`);
   io.out(`sms_api_key  ${config.sms_api_key || "(global default)"}\n`);
+  if (config.gateway) io.out(`gateway      ${config.gateway}\n`);
+  if (config.gateway !== "android") return;
+  io.out(`android_url  ${printable(config.android_url ?? "")}\nandroid_user ${printable(config.android_user ?? "")}\n`);
+  io.out(`android_password ${config.android_password || "(not set)"}\nandroid_device ${config.android_device}\n`);
+  io.out(`android_signing_key ${config.android_signing_key || "(not set)"}\n`);
 }

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import pkg from "../../package.json" with { type: "json" };
 import { errorMessage } from "../errors.ts";
+import { androidCommand } from "./android.ts";
 import { configCommand } from "./config.ts";
 import type { GlobalOptions } from "./context.ts";
 import { environmentHelp, serveEnvironmentHelp } from "./environment.ts";
@@ -41,6 +42,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   configCommand(program, io, globals);
   tokenCommand(program, io, globals);
   installUrlCommand(program, io, globals);
+  androidCommand(program, io, globals);
   opsCommands(program, io, globals);
 
   let exitCode = 0;

@@ -12,7 +12,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     .option("--json", "machine-readable output, the admin API's field names")
     .action(async (options: { json?: boolean }) => {
       const [{ withStore }, { listLocations }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      const list = withStore(io, globals(), (tokens, config) => listLocations(tokens, config.allowedCompanyIds));
+      const list = withStore(io, globals(), (tokens, config, phones) => listLocations(tokens, config.allowedCompanyIds, phones));
       if (options.json) return io.out(json({ locations: list }));
       if (list.length === 0) return io.out("no locations installed\n");
       const rows = list.map((l) => [
@@ -20,7 +20,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
         l.name || "-",
         l.company_id,
         l.sender_id || "(default)",
-        l.sms_api_key || "(default)",
+        l.gateway === "android" ? `phone ${l.android_device}` : l.sms_api_key || "(default)",
         l.off_list ? "off list" : l.unconfirmed ? "unconfirmed" : l.approved ? "yes" : "pending",
         l.expires_at,
         status(l),

@@ -19,6 +19,8 @@ export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARI
     DLR_WAIT: config.sms.dlrWaitMs ? `${config.sms.dlrWaitMs / 1000} s` : "0 (receipts not asked for)",
     CAST_REQUESTS_PER_SECOND: config.sms.requestsPerSecond,
     CAST_MESSAGES_PER_SECOND: config.sms.messagesPerSecond,
+    ANDROID_SEND_DEADLINE: `${config.android.sendDeadlineMs / 1000} s`,
+    ANDROID_MESSAGES_PER_MINUTE: config.android.messagesPerMinute,
     INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
     TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For from TRUSTED_PROXIES" : "no",
     TRUSTED_PROXIES: config.trustedProxies.join(",") || "(none)",

@@ -33,6 +33,13 @@ export interface ResolvedConfig {
     /** Cast's limit on messages per account, i.e. per API key (CAST_MESSAGES_PER_SECOND). */
     messagesPerSecond: number;
   };
+  /** Phones running SMS Gateway for Android (a location's gateway "android"). */
+  android: {
+    /** A message still unsent on the phone after this is cancelled and failed (ANDROID_SEND_DEADLINE), in ms. */
+    sendDeadlineMs: number;
+    /** Each phone's pace (ANDROID_MESSAGES_PER_MINUTE). */
+    messagesPerMinute: number;
+  };
   /** Bearer keys of the admin API: one, or two during a rotation; [] disables it. Read by serve only. */
   inboundApiKeys: string[];
   /** A reverse proxy appends the client to X-Forwarded-For; its header names the client. */
@@ -119,6 +126,12 @@ export const VARIABLES = {
   DLR_WAIT: { kind: kind.duration({ zero: true }), about: "longest wait for a delivery receipt; 0: do not ask", default: "30m" },
   CAST_REQUESTS_PER_SECOND: { kind: kind.rate, about: "Cast's limit on all requests of this server", default: "30" },
   CAST_MESSAGES_PER_SECOND: { kind: kind.rate, about: "Cast's limit on messages per API key", default: "10" },
+  ANDROID_SEND_DEADLINE: {
+    kind: kind.duration(),
+    about: "a message a phone (gateway android) has not sent by then is cancelled and reported failed",
+    default: "10m",
+  },
+  ANDROID_MESSAGES_PER_MINUTE: { kind: kind.wholeNumber(1, 10_000), about: "messages a phone (gateway android) is given per minute", default: "20" },
   ALLOWED_COMPANY_IDS: {
     kind: kind.idList,
     about:
@@ -211,6 +224,7 @@ function resolve(env: Values): ResolvedConfig {
       requestsPerSecond: env.CAST_REQUESTS_PER_SECOND,
       messagesPerSecond: env.CAST_MESSAGES_PER_SECOND,
     },
+    android: { sendDeadlineMs: env.ANDROID_SEND_DEADLINE, messagesPerMinute: env.ANDROID_MESSAGES_PER_MINUTE },
     inboundApiKeys: env.INBOUND_API_KEY ?? [],
     trustProxy: env.TRUST_PROXY,
     trustedProxies: env.TRUSTED_PROXIES ?? [],

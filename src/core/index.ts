@@ -9,6 +9,7 @@ import { createBalances, type Balances } from "./operator/balances.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createTokenStore, type TokenStore } from "../db/tokens.ts";
+import { createPhoneStore, type PhoneStore } from "../db/phones.ts";
 import { createCastClient, type GatewayOptions } from "./clients/cast.ts";
 import { createUnsubscribedClient, type ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
 import type { SmsGateway } from "./clients/gateway.ts";
@@ -34,6 +35,7 @@ import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import { wireDelivery } from "./delivery/wire.ts";
 import { createOptOutList } from "./inbound/opt-out-list.ts";
 import type { OptOutList } from "./inbound/reply.ts";
+import { deviceOf } from "./delivery/phones.ts";
 import { wireInstalls } from "./installs/wire.ts";
 import { createInboundStore, type InboundStore } from "../db/inbound.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
@@ -67,6 +69,8 @@ export interface Core {
   optOuts: OptOutStore;
   /** The same lists as the inbound room and delivery use them: any form of a number is one number. */
   optOutList: OptOutList;
+  /** Each location's gateway: Cast, or a phone running SMS Gateway for Android. */
+  phones: PhoneStore;
 
   // The clients of the remote systems.
   crm: CrmClient;
@@ -155,7 +159,7 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones">;
 export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
 
 /**
@@ -192,7 +196,8 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   const gatewayKeys = createGatewayKeys(db, sealer);
   const optOuts = createOptOutStore(db);
   const replies = createInboundStore(db);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies };
+  const phones = createPhoneStore(db, sealer);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
@@ -221,6 +226,8 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     requestBurst: Math.max(1, Math.round((config.sms.requestsPerSecond * 5) / 3) - 2),
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
+    // A phone sends one message at a time, at its own pace: carriers cut off a SIM that bursts.
+    ownBudget: (key) => (deviceOf(key) === undefined ? undefined : { perSecond: config.android.messagesPerMinute / 60, burst: 1 }),
   });
   const sms = createCastClient({
     apiUrl: config.sms.apiUrl,

@@ -213,4 +213,23 @@ export const MIGRATIONS: readonly string[] = [
   -- A reply goes to the location that last sent to its phone.
   CREATE INDEX jobs_by_phone ON jobs (json_extract(payload, '$.phone'), created_at);
   `,
+  `
+  -- Which gateway a location's messages go through: 'cast' (Cast.ph, the default) or
+  -- 'android' (a phone running SMS Gateway for Android, which can also receive replies),
+  -- with the phone's address, login and device (docs/android.md). The password and the
+  -- webhook signing key are sealed like sms_api_key. One phone may serve several locations.
+  CREATE TABLE location_gateways (
+    location_id TEXT PRIMARY KEY REFERENCES tokens (location_id) ON DELETE CASCADE,
+    gateway TEXT NOT NULL DEFAULT 'cast' CHECK (gateway IN ('cast', 'android')),
+    android_url TEXT NOT NULL DEFAULT '',
+    android_user TEXT NOT NULL DEFAULT '',
+    android_password TEXT NOT NULL DEFAULT '',
+    android_device TEXT NOT NULL DEFAULT '',
+    android_signing_key TEXT NOT NULL DEFAULT '',
+    updated_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX location_gateways_by_device ON location_gateways (android_device);
+  -- A phone's status webhook names the message by the id it was sent under: the job's key.
+  CREATE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
+  `,
 ];

@@ -18,6 +18,7 @@ export const SEALED_COLUMNS: readonly SealedColumns[] = [
   { table: "tokens", row: "location_id", columns: ["access_token", "refresh_token", "sms_api_key"] },
   { table: "companies", row: "company_id", columns: ["access_token", "refresh_token"] },
   { table: "gateway_keys", row: "key_tag", columns: ["api_key"] },
+  { table: "location_gateways", row: "location_id", columns: ["android_password", "android_signing_key"] },
 ];
 
 /**

@@ -13,6 +13,7 @@ export { runDoctor } from "../core/operator/doctor.ts";
 export { setLocationConfig } from "../core/installs/location-config.ts";
 // Numbers are read with libphonenumber's metadata: `optouts` takes it from here.
 export { addOptOut, listOptOuts, optOutPhone, removeOptOut } from "../core/operator/optouts.ts";
+export { phoneOf, registerPhone } from "../core/operator/phones.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { createRun } from "../core/run.ts";
 export { PROVIDER_ID_MISSING } from "../core/inbound/sink.ts";

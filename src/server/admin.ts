@@ -14,7 +14,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones">;
   /** Woken when a message is queued again. */
   worker?: Pick<Worker, "notify">;
 }
@@ -37,18 +37,18 @@ type Auth = ReturnType<typeof createAdminAuth>;
 function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.get("/api/admin/locations", (event) => {
     auth(event);
-    return { locations: listLocations(core.tokens, core.config.allowedCompanyIds) };
+    return { locations: listLocations(core.tokens, core.config.allowedCompanyIds, core.phones) };
   });
 
   app.get("/api/admin/locations/:locationId/config", (event) => {
     auth(event);
-    return getLocationConfig(core.tokens, locationParam(event));
+    return getLocationConfig(core.tokens, locationParam(event), core.phones);
   });
 
   app.put("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
     const body = parseJson(await readLimitedBody(event));
-    return setLocationConfig(core.tokens, locationParam(event), body, core.now());
+    return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones);
   });
 
   for (const [action, approved] of [["approve", true], ["unapprove", false]] as const) {

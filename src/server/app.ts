@@ -4,6 +4,9 @@ import type { Core } from "../core/index.ts";
 import { createIntake } from "../core/delivery/intake.ts";
 import type { Worker } from "../core/delivery/worker.ts";
 import { adminRoutes } from "./admin.ts";
+import { androidRoutes } from "./android.ts";
+import { createPhoneJobs } from "../db/phone-jobs.ts";
+import type { InboundSink } from "../core/inbound/reply.ts";
 import type { BodyBudget } from "./body.ts";
 import { createProxyWarning } from "./client.ts";
 import { healthRoutes } from "./health.ts";
@@ -20,6 +23,8 @@ export interface AppDeps {
   bodyBudget?: BodyBudget;
   /** Called with every error no route handled (tests fail on any). */
   onUnhandled?: (error: unknown) => void;
+  /** Where replies received by phones go (tests); default: the inbound room's sink, which refuses while CRM_PROVIDER_ID is unset. */
+  inbound?: InboundSink;
 }
 
 /** The h3 app of `bridge serve`; every error becomes `{"error": "..."}` here and nowhere else. */
@@ -35,6 +40,13 @@ export function createApp(deps: AppDeps): H3 {
     notify: () => deps.worker?.notify(),
   });
   webhookRoutes(app, { intake, bodyBudget: deps.bodyBudget });
+  androidRoutes(app, {
+    ...core,
+    phoneJobs: createPhoneJobs(core.db),
+    sink: deps.inbound ?? core.inbound,
+    bodyBudget: deps.bodyBudget,
+    notify: () => deps.worker?.notify(),
+  });
   adminRoutes(app, { core, worker: deps.worker });
   inboundRoutes(app, { core });
   healthRoutes(app, { jobs: core.jobs, worker: deps.worker });

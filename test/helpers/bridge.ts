@@ -9,6 +9,7 @@ import { createLogger } from "../../src/core/log.ts";
 import { createRun, type RunOptions } from "../../src/core/run.ts";
 import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
+import type { InboundSink } from "../../src/core/inbound/reply.ts";
 import { createBodyBudget } from "../../src/server/body.ts";
 import { listen, type Timeouts } from "../../src/server/listen.ts";
 import { COMPANY_ID, startFakeCrm } from "./fake-crm.ts";
@@ -33,6 +34,8 @@ export interface BridgeOptions {
   sync?: RunOptions["sync"];
   /** The server's connection timeouts (default: serve's). */
   timeouts?: Timeouts;
+  /** Where replies received by phones go (default: none, inbound not configured). */
+  inbound?: InboundSink;
 }
 
 /**
@@ -108,7 +111,7 @@ async function startTestBridge(options: BridgeOptions = {}) {
   const { worker } = run;
   const unhandled: unknown[] = [];
   const bodyBudget = createBodyBudget();
-  const app = createApp({ core, worker, bodyBudget, onUnhandled: (error) => unhandled.push(error) });
+  const app = createApp({ core, worker, bodyBudget, inbound: options.inbound, onUnhandled: (error) => unhandled.push(error) });
   const server = await listen(app, "127.0.0.1", 0, options.timeouts);
   run.start();
   const url = server.url;

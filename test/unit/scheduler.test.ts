@@ -68,3 +68,16 @@ test("sends of four keys at full rate still leave receipt reads one token a seco
   expect(polls).toBeLessThan(700); // sends still come first
   expect(sent).toBeGreaterThan(16_500); // ~28/s: the process's budget less the reads
 });
+
+test("a phone's key keeps its own pace (ANDROID_MESSAGES_PER_MINUTE), apart from Cast's process budget", () => {
+  const clock = { t: 1_000_000 };
+  const ownBudget = (key: string) => (key.startsWith("android:") ? { perSecond: 20 / 60, burst: 1 } : undefined);
+  const s = createScheduler({ requestsPerSecond: 30, requestBurst: 5, messagesPerSecond: 10, ownBudget, now: () => clock.t });
+  expect(s.trySend("android:dev-1", "a")).toBe(0);
+  expect(s.trySend("android:dev-1", "a")).toBe(3000); // one at a time, 20 a minute
+  expect(s.trySend("android:dev-2", "b")).toBe(0); // another phone is its own
+  // The phones took nothing of the process's burst of 5: Cast's key still sends all five.
+  for (let i = 0; i < 5; i++) expect(s.trySend("cast-key", "c")).toBe(0);
+  clock.t += 3000;
+  expect(s.trySend("android:dev-1", "a")).toBe(0);
+});

@@ -73,6 +73,10 @@ export interface OutboundDeps {
   metrics?: MessageMetrics;
   /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
   outages?: Pick<Outages, "waited">;
+  /** The key of the phone a location sends through (delivery/phones.ts); undefined: it sends through Cast. */
+  phoneFor?: (locationId: string) => string | undefined;
+  /** How long a send with this key waits for its receipt, when not DLR_WAIT (a phone's). */
+  receiptWaitMs?: (apiKey: string) => number | undefined;
 }
 
 export { RESEND_WINDOW_MS } from "../retry.ts";
@@ -126,7 +130,8 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
       return;
     }
     const now = deps.now();
-    const receipt = result.gatewayMessageId && deps.dlrWaitMs > 0 ? { at: firstLook(deps, now), deadline: now + deps.dlrWaitMs } : undefined;
+    const waitMs = ("request" in plan && deps.receiptWaitMs?.(plan.request.apiKey)) || deps.dlrWaitMs;
+    const receipt = result.gatewayMessageId && waitMs > 0 ? { at: firstLook(deps, now), deadline: now + waitMs } : undefined;
     await storeResult(deps, job, result, receipt);
     // With a receipt to wait for, the worker comes back for it when it is due.
     if (receipt) return;
@@ -169,6 +174,8 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   // One message must not burn a surprise amount of credit: each part costs one.
   const { parts } = smsParts(text);
   if (parts > deps.maxParts) return { result: failed("too_many_parts", `${parts} parts; at most ${deps.maxParts} allowed`) };
+  const phone = deps.phoneFor?.(locationId);
+  if (phone) return viaPhone(deps, job, phone, { to, message: text });
   const { apiKey, senderId } = sendingWith(record, deps.defaults);
   const refusal = !record.smsApiKey && deps.defaults.apiKey ? sharedRefusal(record, deps.defaults.allowedCompanyIds) : undefined;
   // After an attempt with no clear answer the SMS may have left: not a plain failure.
@@ -184,6 +191,14 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   if (unknown) return { result: failed("delivery_unknown", unknown) };
   const idempotencyKey = job.idempotencyKey ?? randomUUID();
   return { request: { apiKey, to, message: text, senderId, idempotencyKey }, tag };
+}
+
+/** A location that sends through its phone: the phone's key, no sender ID; the job's key is the message's id there. */
+function viaPhone(deps: OutboundDeps, job: Job, apiKey: string, sms: { to: string; message: string }): { request: SendRequest; tag: string } | { result: Result } {
+  const tag = keyTag(apiKey);
+  const unknown = lostAttempt(deps, job, tag);
+  if (unknown) return { result: failed("delivery_unknown", unknown) };
+  return { request: { apiKey, ...sms, senderId: "", idempotencyKey: job.idempotencyKey ?? randomUUID() }, tag };
 }
 
 /**

@@ -180,6 +180,9 @@ const CARRIER_SAYS: Record<string, string> = {
   UNDELIV: "the carrier could not deliver the message (UNDELIV)",
   EXPIRED: "the message expired before the carrier could deliver it (EXPIRED)",
   FAILED: "the gateway could not submit the message to the carrier; its credits were refunded (FAILED)",
+  // A phone's (clients/android.ts): no carrier code, the phone's own word follows.
+  PHONE_FAILED: "the phone could not send it",
+  PHONE_NOT_SENT: "the phone did not send it",
 };
 
 async function record(deps: ReceiptDeps, job: Job, receipt: Receipt): Promise<Receipt> {

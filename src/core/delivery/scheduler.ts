@@ -12,6 +12,11 @@ export interface SchedulerOptions {
   messagesPerSecond: number;
   /** Messages a key may send at once (default: one second's worth). */
   messageBurst?: number;
+  /**
+   * A key that is not Cast's (a phone's, "android:<device>") and its own pace: it takes no
+   * token of Cast's process-wide budget, only its own. Undefined for Cast's keys.
+   */
+  ownBudget?: (apiKey: string) => { perSecond: number; burst: number } | undefined;
   now?: () => number;
 }
 
@@ -31,7 +36,10 @@ export function createScheduler(options: SchedulerOptions) {
 
   function keyBucket(apiKey: string, t: number): Bucket {
     let b = perKey.get(apiKey);
-    if (!b) perKey.set(apiKey, (b = bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t)));
+    if (b) return b;
+    const own = options.ownBudget?.(apiKey);
+    b = own ? { ...bucket(own.perSecond, own.burst, t), own: true } : bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t);
+    perKey.set(apiKey, b);
     return b;
   }
 
@@ -41,12 +49,12 @@ export function createScheduler(options: SchedulerOptions) {
       const t = now();
       const key = keyBucket(apiKey, t);
       const leave = polls.owed && t - polls.last >= READ_FLOOR_MS ? 1 : 0;
-      const wait = Math.max(waitFor(all, t, 1 + leave), waitFor(key, t));
+      const wait = Math.max(key.own ? 0 : waitFor(all, t, 1 + leave), waitFor(key, t));
       if (wait > 0) {
         ready.set(locationId, t + wait);
         return wait;
       }
-      all.tokens -= 1;
+      if (!key.own) all.tokens -= 1;
       key.tokens -= 1;
       served.set(locationId, t);
       ready.delete(locationId);
@@ -103,6 +111,8 @@ interface Bucket {
   tokens: number;
   at: number;
   pausedUntil: number;
+  /** A phone's: apart from Cast's process-wide budget. */
+  own?: boolean;
 }
 
 function bucket(perSecond: number, burst: number, t: number): Bucket {

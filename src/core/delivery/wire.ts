@@ -6,33 +6,29 @@ import { keyTag } from "./key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";
+import { createPhoneJobs } from "../../db/phone-jobs.ts";
+import { createGateways, deviceOf } from "./phones.ts";
 
 /** What the delivery room gives the core. */
 export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
 
 /** A queued message's way out: send (through the holds and the scheduler), receipt, report. */
-export function wireDelivery({ config, log, now, tuning }: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
-  const { tokens, jobs, commit, gatewayKeys, optOutList } = stores;
-  const { sms, crm, scheduler, metrics, outages, castUnsubscribed } = clients;
-  const holds = createKeyHolds({
-    sms,
-    log,
-    now: Date.now,
-    probeEveryMs: tuning.holdProbeMs,
-    record: {
-      held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
-      released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
-    },
-    wake: () => jobs.wakeHeld(now()),
-  });
-  const receipts = createReceiptBook({
-    sms,
-    scheduler,
-    log,
+export function wireDelivery(context: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
+  const { config, db, log, now, tuning } = context;
+  const { tokens, jobs, commit, gatewayKeys, phones, optOutList } = stores;
+  const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
+  // Cast, and each location's phone by its key: everything below sends and asks through it.
+  const gateways = createGateways({
+    cast: clients.sms,
+    phones,
+    phoneJobs: createPhoneJobs(db),
+    sendDeadlineMs: config.android.sendDeadlineMs,
     now,
-    freshMs: tuning.receiptBookMs,
-    wake: (jobIds) => commit(() => jobs.receiptsDue(jobIds, now())),
+    log,
+    timeoutMs: tuning.sms?.timeoutMs,
   });
+  const sms = gateways.gateway;
+  const { holds, receipts } = watchers(context, stores, scheduler, sms);
   const deps: OutboundDeps = {
     tokens,
     jobs,
@@ -60,6 +56,33 @@ export function wireDelivery({ config, log, now, tuning }: Context, stores: Stor
     unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, log, now: Date.now }),
     metrics,
     outages,
+    phoneFor: gateways.phoneFor,
+    // A phone's message is waited for at least until it must have left it (ANDROID_SEND_DEADLINE).
+    receiptWaitMs: (apiKey) => (deviceOf(apiKey) === undefined ? undefined : Math.max(config.sms.dlrWaitMs, config.android.sendDeadlineMs)),
   };
   return { processOutbound: (job) => processOutbound(deps, job), receipts, holds };
+}
+
+/** The key holds and the receipt book, both over the gateways. */
+function watchers({ log, now, tuning }: Context, { jobs, commit, gatewayKeys }: Stores, scheduler: Clients["scheduler"], sms: OutboundDeps["sms"]) {
+  const holds = createKeyHolds({
+    sms,
+    log,
+    now: Date.now,
+    probeEveryMs: tuning.holdProbeMs,
+    record: {
+      held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
+      released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
+    },
+    wake: () => jobs.wakeHeld(now()),
+  });
+  const receipts = createReceiptBook({
+    sms,
+    scheduler,
+    log,
+    now,
+    freshMs: tuning.receiptBookMs,
+    wake: (jobIds) => commit(() => jobs.receiptsDue(jobIds, now())),
+  });
+  return { holds, receipts };
 }

@@ -1,3 +1,4 @@
+import { createBell } from "../bell.ts";
 import type { Job, JobStore } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
@@ -48,8 +49,8 @@ export function createWorker(options: WorkerOptions) {
   const { jobs, log, now } = options;
   const pollMs = options.pollMs ?? 500;
   const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys, replies: options.replies });
-  const alarm = createAlarm();
-  const wake = alarm.wake;
+  const alarm = createBell();
+  const wake = alarm.ring;
   const filler = createFiller(options, wake);
   let running = false;
   let loop: Promise<void> | undefined;
@@ -100,20 +101,3 @@ export function createWorker(options: WorkerOptions) {
   };
 }
 
-/** A sleep that `wake` cuts short; `wake` with no sleep under way does nothing. */
-function createAlarm() {
-  let wake: (() => void) | undefined;
-  return {
-    async sleep(ms: number): Promise<void> {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
-    },
-    wake: (): void => wake?.(),
-  };
-}

@@ -3,6 +3,7 @@ import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import { sleep } from "../retry.ts";
 import { POST_INTERRUPTED } from "./deliver.ts";
+import { createBell } from "../bell.ts";
 
 export interface InboundQueueOptions {
   store: InboundStore;
@@ -69,31 +70,6 @@ export function createInboundQueue(options: InboundQueueOptions) {
       running = false;
       bell.ring();
       if (loop) await Promise.race([loop, sleep(graceMs)]);
-    },
-  };
-}
-
-/** A sleep that a ring cuts short; a ring while awake is kept, so the next sleep does not start. */
-function createBell() {
-  let wake: (() => void) | undefined;
-  let rung = false;
-  return {
-    clear: (): void => void (rung = false),
-    rung: (): boolean => rung,
-    ring(): void {
-      rung = true;
-      wake?.();
-    },
-    async sleep(ms: number): Promise<void> {
-      if (rung) return;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
     },
   };
 }

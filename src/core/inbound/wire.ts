@@ -11,7 +11,7 @@ export type Inbound = Pick<Core, "inbound" | "inboundQueue">;
  * Replies: the sink the sources hand them to (stop words change the opt-out lists there),
  * and the queue that delivers them to HighLevel with the installs' tokens.
  */
-export function wireInbound({ config, db, log, now, tuning }: Context, { commit, replies, optOutList }: Stores, { crm }: Clients, installs: Installs): Inbound {
+export function wireInbound({ config, db, log, now, tuning }: Context, { commit, replies, optOutList, phones }: Stores, { crm }: Clients, installs: Installs): Inbound {
   const providerId = config.crm.providerId;
   const deps: DeliverDeps = {
     store: replies,
@@ -30,8 +30,7 @@ export function wireInbound({ config, db, log, now, tuning }: Context, { commit,
     db,
     store: replies,
     providerId,
-    // TODO(android): the phones' per-location device ids, once the tokens table holds them.
-    locationsOfDevice: () => [],
+    locationsOfDevice: (deviceId) => phones.locationsOfDevice(deviceId),
     optOuts: optOutList,
     now,
     log,

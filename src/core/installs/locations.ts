@@ -2,6 +2,8 @@ import type { LocationListing, TokenRecord, TokenStore } from "../../db/tokens.t
 import { notFound } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
 import { withoutControls } from "../printable.ts";
+import type { PhoneStore } from "../../db/phones.ts";
+import { phoneView, type PhoneView } from "./phone-view.ts";
 
 /** A location as the admin API and `bridge locations list` show it: never a token, the API key masked. */
 export interface LocationView {
@@ -25,7 +27,10 @@ export interface LocationView {
   uninstalled_at: string | null;
 }
 
-export interface LocationConfig {
+/** A listed location with its gateway and phone (phone-view.ts), when the caller reads them. */
+export type LocationListed = LocationView & Partial<PhoneView>;
+
+export interface LocationConfig extends Partial<PhoneView> {
   location_id: string;
   sender_id: string;
   sms_api_key: string;
@@ -131,8 +136,9 @@ export function offListWarning(locations: readonly LocationListing[]): string {
   );
 }
 
-export function listLocations(tokens: TokenStore, allowedCompanyIds: readonly string[]): LocationView[] {
-  return tokens.listings().map((l) => view(l, allowedCompanyIds));
+/** With `phones`, each location's gateway and phone settings too (secrets only as "(set)"). */
+export function listLocations(tokens: TokenStore, allowedCompanyIds: readonly string[], phones?: PhoneStore): LocationListed[] {
+  return tokens.listings().map((l) => ({ ...view(l, allowedCompanyIds), ...(phones && phoneView(phones.describe(l.locationId))) }));
 }
 
 function view(l: LocationListing, allowedCompanyIds: readonly string[]): LocationView {
@@ -185,10 +191,11 @@ export function removeLocation(tokens: TokenStore, locationId: string): void {
   if (!tokens.delete(locationId)) throw notFound(locationId);
 }
 
-export function getLocationConfig(tokens: TokenStore, locationId: string): LocationConfig {
+/** With `phones`, its gateway and phone settings too (secrets only as "(set)"). */
+export function getLocationConfig(tokens: TokenStore, locationId: string, phones?: PhoneStore): LocationConfig {
   const record = tokens.get(locationId);
   if (!record) throw notFound(locationId);
-  return configView(record);
+  return { ...configView(record), ...(phones && phoneView(phones.describe(locationId))) };
 }
 
 function configView(record: TokenRecord): LocationConfig {

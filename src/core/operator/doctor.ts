@@ -11,6 +11,7 @@ import { fail, type Check } from "./doctor/check.ts";
 import { checkConfig } from "./doctor/config.ts";
 import { checkDatabase, type OpenDb } from "./doctor/database.ts";
 import { checkHighLevelReach, checkTokens } from "./doctor/highlevel.ts";
+import { checkPhones } from "./phones.ts";
 
 export type { Check } from "./doctor/check.ts";
 
@@ -47,7 +48,10 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
     await checkHighLevelReach(config, timeoutMs, checks);
     if (core) await checkTokens(records, core.tokenService, checks);
     const sms = createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: timeoutMs * 2, retries: 0 });
-    await checkCast(config, sms, records, timeoutMs, checks);
+    // A location on a phone sends with no Cast key: its phone is checked instead.
+    const onCast = core ? records.filter((r) => core.phones.describe(r.locationId)?.gateway !== "android") : records;
+    await checkCast(config, sms, onCast, timeoutMs, checks);
+    if (core) checks.push(...(await checkPhones(core.phones, config.baseUrl, timeoutMs).catch((error: unknown) => [fail("phones", errorMessage(error))])));
   } finally {
     db?.close();
   }

@@ -1,5 +1,6 @@
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { InboundStore } from "../../db/inbound.ts";
+import type { PhoneStore } from "../../db/phones.ts";
 import type { MessageLog, MessageStatus } from "../../db/messages.ts";
 import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
@@ -32,6 +33,8 @@ export interface StatusDeps {
   gatewayKeys: GatewayKeys;
   optOuts: Pick<OptOutStore, "counts">;
   replies: Pick<InboundStore, "counts">;
+  /** Each location's gateway: one on a phone needs no Cast key. */
+  phones?: Pick<PhoneStore, "describe">;
   /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
   allowedCompanyIds: readonly string[];
   /** LOW_BALANCE_CREDITS; 0: never low. */
@@ -59,7 +62,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
       if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
       if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
       if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
-      if (l.smsApiKey) return [];
+      if (l.smsApiKey || deps.phones?.describe(l.locationId)?.gateway === "android") return [];
       if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
       if (unconfirmed(l, deps.allowedCompanyIds)) {
         const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;

@@ -1,0 +1,31 @@
+import type { Db } from "./index.ts";
+
+/** A job sent through a phone, as the phone names it: by the id it went under (the job's idempotency key). */
+export interface PhoneJob {
+  id: number;
+  messageId: string;
+  locationId: string;
+  /** When its first attempt was claimed: ANDROID_SEND_DEADLINE counts from it. */
+  firstSentAt: number | null;
+  /** Still waiting for its receipt: a status webhook may settle it. */
+  waiting: boolean;
+  /** The API key tag it was claimed with: the phone's handle's. */
+  apiKeyTag: string | null;
+}
+
+export type PhoneJobs = ReturnType<typeof createPhoneJobs>;
+
+/** The queries a phone's status webhooks and its send deadline need of the job table. */
+export function createPhoneJobs(db: Db) {
+  const byKey = db.prepare<[string], PhoneJob>(`
+    SELECT id, message_id AS messageId, location_id AS locationId, first_sent_at AS firstSentAt, api_key_tag AS apiKeyTag,
+      state = 'reporting' AND receipt_deadline IS NOT NULL AS waiting
+    FROM jobs WHERE idempotency_key = ?`);
+  return {
+    /** The job sent under `id`; undefined when none was. */
+    sentAs(id: string): PhoneJob | undefined {
+      const job = byKey.get(id);
+      return job && { ...job, waiting: Boolean(job.waiting) };
+    },
+  };
+}

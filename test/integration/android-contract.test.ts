@@ -1,0 +1,94 @@
+import { createHmac } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, beforeEach, expect, test } from "vitest";
+import { fixture } from "../helpers/fixtures.ts";
+import { shapeOf } from "../helpers/shape.ts";
+import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
+
+/**
+ * The fake phone answers in the app's documented shapes (../shared/fixtures/android,
+ * ANDROID_GATEWAY_API.md), so a test passing against it says something about the phone.
+ */
+let phone: FakePhone;
+beforeEach(async () => (phone = await startFakePhone()));
+afterEach(() => phone.close());
+
+const AUTH = `Basic ${Buffer.from(`${PHONE_USER}:${PHONE_PASSWORD}`).toString("base64")}`;
+
+async function call(method: string, path: string, body?: unknown, auth = AUTH) {
+  const res = await fetch(phone.url + path, { method, headers: { authorization: auth, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined };
+}
+
+const message = (id: string) => ({ id, deviceId: DEVICE, phoneNumbers: ["+639171234567"], textMessage: { text: "hi" }, withDeliveryReport: true });
+
+test("send: 202 in send-202.json's shape, with a Location", async () => {
+  const res = await call("POST", "/messages", message("job-1"));
+  expect(res.status).toBe(202);
+  expect(shapeOf(res.body)).toEqual(shapeOf(fixture("android", "send-202.json")));
+  expect(res.body).toMatchObject({ id: "job-1", deviceId: DEVICE, state: "Pending" });
+  expect(res.headers.get("location")).toBe("/messages/job-1");
+});
+
+test("a reused id on the same device: 409 with the app's {message} error, nothing sent again", async () => {
+  await call("POST", "/messages", message("job-1"));
+  const again = await call("POST", "/messages", message("job-1"));
+  expect(again.status).toBe(409);
+  expect(Object.keys(again.body ?? {})).toEqual(["message"]);
+  expect(phone.messages.size).toBe(1);
+});
+
+test("GET /messages/{id}: the same shape; 404 for an unknown id", async () => {
+  await call("POST", "/messages", message("job-1"));
+  phone.advance("job-1", "Sent");
+  const res = await call("GET", "/messages/job-1");
+  expect(shapeOf(res.body)).toEqual(shapeOf(fixture("android", "send-202.json")));
+  expect(res.body).toMatchObject({ state: "Sent", recipients: [{ phoneNumber: "+639171234567", state: "Sent" }] });
+  expect((await call("GET", "/messages/nope")).status).toBe(404);
+});
+
+test("a failed message's recipient carries `error`, as client-ts's RecipientState does", async () => {
+  // android-sms-gateway@3.0.0 dist/index.d.ts: "export interface RecipientState { phoneNumber: string;
+  // state: ProcessState; /** An optional error message, if the recipient failed to receive the message. */
+  // error?: string | null; }"
+  await call("POST", "/messages", message("job-1"));
+  phone.advance("job-1", "Failed", "RESULT_ERROR_LIMIT_EXCEEDED");
+  const res = await call("GET", "/messages/job-1");
+  expect(res.body?.recipients).toEqual([{ phoneNumber: "+639171234567", state: "Failed", error: "RESULT_ERROR_LIMIT_EXCEEDED" }]);
+});
+
+test("wrong credentials: 401", async () => {
+  expect((await call("POST", "/messages", message("job-1"), "Basic eDp5")).status).toBe(401);
+  expect(phone.messages.size).toBe(0);
+});
+
+test("webhooks: registered under an id (the same id replaces), listed", async () => {
+  await call("POST", "/webhooks", { id: "bridge-sms-received", url: "https://a.test/webhooks/android", event: "sms:received", deviceId: DEVICE });
+  await call("POST", "/webhooks", { id: "bridge-sms-received", url: "https://b.test/webhooks/android", event: "sms:received", deviceId: DEVICE });
+  const res = await fetch(`${phone.url}/webhooks`, { headers: { authorization: AUTH } });
+  expect(await res.json()).toEqual([{ id: "bridge-sms-received", url: "https://b.test/webhooks/android", event: "sms:received", deviceId: DEVICE }]);
+});
+
+test("posted webhooks: the fixtures' envelopes, signed over raw body + X-Timestamp", async () => {
+  const got: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => (got.push({ headers: req.headers, body }), res.end()));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  try {
+    for (const event of ["sms:received", "sms:delivered", "sms:failed"] as const) await phone.post(url, phone.envelope(event));
+  } finally {
+    server.close();
+  }
+  const names = ["sms-received.json", "sms-delivered.json", "sms-failed.json"];
+  got.forEach(({ headers, body }, i) => {
+    expect(shapeOf(JSON.parse(body))).toEqual(shapeOf(fixture("android", names[i]!)));
+    const expected = createHmac("sha256", SIGNING_KEY).update(body + String(headers["x-timestamp"])).digest("hex");
+    expect(headers["x-signature"]).toBe(expected);
+  });
+});

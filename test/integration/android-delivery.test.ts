@@ -1,0 +1,172 @@
+import { afterEach, expect, test } from "vitest";
+import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
+
+// A location whose gateway is "android" sends through its phone (CONTRACT 10), with the queue's promises.
+const startWith = bridgePerTest();
+const phones: FakePhone[] = [];
+afterEach(async () => {
+  for (const phone of phones.splice(0)) await phone.close();
+});
+
+async function start(options: BridgeOptions = {}, device = DEVICE): Promise<{ bridge: Bridge; phone: FakePhone }> {
+  const bridge = await startWith(options, "loc-1");
+  const phone = await startFakePhone();
+  phones.push(phone);
+  usePhone(bridge, phone, "loc-1", device);
+  return { bridge, phone };
+}
+
+function usePhone(bridge: Bridge, phone: FakePhone, locationId: string, deviceId = DEVICE) {
+  const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId, signingKey: SIGNING_KEY };
+  expect(bridge.core.phones.set(locationId, settings, Date.now())).toBe(true);
+}
+
+async function queue(bridge: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
+  expect((await bridge.webhook(outbound(messageId, fields))).status).toBe(200);
+}
+
+/** The id the phone got the job's message under: the job's idempotency key. */
+async function sentAs(bridge: Bridge, phone: FakePhone, messageId: string): Promise<string> {
+  const key = await waitFor(() => bridge.core.jobs.get(messageId)?.idempotencyKey ?? undefined);
+  await waitFor(() => phone.messages.has(`${DEVICE}:${key}`));
+  return key;
+}
+
+const reports = (bridge: Bridge, messageId: string) => bridge.crm.statusReports().filter((r) => r.messageId === messageId).map((r) => r.body);
+const done = (bridge: Bridge, messageId: string) => waitFor(() => bridge.core.jobs.get(messageId)?.state === "done", 10_000);
+
+test("sent through the phone: its id, the pinned device, E.164; Delivered is reported delivered", async () => {
+  const { bridge, phone } = await start();
+  await queue(bridge, "m-1");
+  const id = await sentAs(bridge, phone, "m-1");
+  const [send] = phone.received("POST /messages");
+  expect(JSON.parse(send!.body)).toEqual({
+    id,
+    deviceId: DEVICE,
+    phoneNumbers: ["+639171234567"],
+    textMessage: { text: "hello m-1" },
+    withDeliveryReport: true,
+  });
+  expect(id.length).toBeLessThanOrEqual(36);
+  expect(bridge.gateway.sent()).toEqual([]); // nothing through Cast
+
+  phone.advance(id, "Delivered");
+  await done(bridge, "m-1");
+  expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD", gatewayMessageId: id });
+});
+
+test("Sent is not delivered: nothing is reported until the phone says Delivered", async () => {
+  const { bridge, phone } = await start();
+  await queue(bridge, "m-1");
+  const id = await sentAs(bridge, phone, "m-1");
+  phone.advance(id, "Sent");
+  const asked = phone.received(`GET /messages/${id}`).length;
+  // Two more looks after Sent: the job has seen it and still waits.
+  await waitFor(() => phone.received(`GET /messages/${id}`).length >= asked + 2);
+  expect(bridge.core.jobs.get("m-1")?.state).toBe("reporting");
+  expect(reports(bridge, "m-1")).toEqual([]);
+
+  phone.advance(id, "Delivered");
+  await done(bridge, "m-1");
+  expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
+});
+
+test("Failed is reported failed with the phone's reason", async () => {
+  const { bridge, phone } = await start();
+  await queue(bridge, "m-1");
+  const id = await sentAs(bridge, phone, "m-1");
+  phone.advance(id, "Failed", "RESULT_ERROR_LIMIT_EXCEEDED");
+  await done(bridge, "m-1");
+  expect(reports(bridge, "m-1")).toEqual([
+    { status: "failed", error: { code: "PHONE_FAILED", type: "saas", message: "the phone could not send it: RESULT_ERROR_LIMIT_EXCEEDED" } },
+  ]);
+});
+
+test("a send the phone took but whose answer was lost: the retry's 409 is read back, never sent again", async () => {
+  const { bridge, phone } = await start();
+  phone.answerNextSend(503, true);
+  await queue(bridge, "m-1");
+  const id = await sentAs(bridge, phone, "m-1");
+  await waitFor(() => phone.received(`GET /messages/${id}`).length >= 1);
+  const sends = phone.received("POST /messages").map((r) => JSON.parse(r.body) as { id: string });
+  expect(sends.map((s) => s.id)).toEqual([id, id]); // the second answered 409
+  expect(phone.messages.size).toBe(1);
+  phone.advance(id, "Delivered");
+  await done(bridge, "m-1");
+  expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
+});
+
+test("still Pending after ANDROID_SEND_DEADLINE: cancelled and reported failed, the phone did not send it", async () => {
+  const { bridge, phone } = await start({ env: { ANDROID_SEND_DEADLINE: "1s" } });
+  await queue(bridge, "m-1");
+  const id = await sentAs(bridge, phone, "m-1");
+  await done(bridge, "m-1");
+  expect(phone.received(`DELETE /messages/${id}`)).toHaveLength(1);
+  const [report] = reports(bridge, "m-1") as { status: string; error: { code: string; message: string } }[];
+  expect(report).toMatchObject({ status: "failed", error: { code: "PHONE_NOT_SENT" } });
+  expect(report!.error.message).toMatch(/^the phone did not send it: still Pending after ANDROID_SEND_DEADLINE \(1 s\); cancelled$/);
+});
+
+test("unsent (Processed) past the deadline and the phone will not cancel it: failed, saying it could not be cancelled", async () => {
+  const { bridge, phone } = await start({ env: { ANDROID_SEND_DEADLINE: "1s" } });
+  phone.refuseCancel();
+  await queue(bridge, "m-1");
+  const id = await sentAs(bridge, phone, "m-1");
+  phone.advance(id, "Processed");
+  await done(bridge, "m-1");
+  const [report] = reports(bridge, "m-1") as { error: { message: string } }[];
+  // Processed unless the deadline passed before the test moved it on: either is unsent.
+  expect(report!.error.message).toMatch(/^the phone did not send it: still (Processed|Pending) after ANDROID_SEND_DEADLINE \(1 s\); it could not be cancelled$/);
+  expect(phone.received(`DELETE /messages/${id}`)).toHaveLength(1);
+});
+
+test("the phone's pace: ANDROID_MESSAGES_PER_MINUTE per device, another phone not held up", async () => {
+  const { bridge, phone } = await start({ env: { ANDROID_MESSAGES_PER_MINUTE: "1" } });
+  bridge.seed("loc-2");
+  const other = await startFakePhone();
+  phones.push(other);
+  usePhone(bridge, other, "loc-2", "other-device-0001");
+  await queue(bridge, "m-1");
+  await queue(bridge, "m-2");
+  await sentAs(bridge, phone, "m-1");
+  // m-2 waits for the phone's next minute: the scheduler says so for its location.
+  await waitFor(() => bridge.core.scheduler.readyAt("loc-1") > Date.now());
+  await queue(bridge, "m-3", { locationId: "loc-2" });
+  await waitFor(() => other.messages.size === 1);
+  expect(phone.received("POST /messages")).toHaveLength(1);
+  expect(bridge.core.jobs.get("m-2")?.state).toBe("queued");
+});
+
+test("a phone that refuses the login holds its messages; once the login is right, the probe frees them and the message goes once", async () => {
+  const { bridge, phone } = await start();
+  bridge.core.phones.set("loc-1", { password: "wrong-password" }, Date.now());
+  await queue(bridge, "m-1");
+  await waitFor(() => bridge.core.jobs.get("m-1")?.held);
+  expect(phone.messages.size).toBe(0);
+  expect(bridge.logs.join("")).toContain("check the location's android user and password");
+
+  bridge.core.phones.set("loc-1", { password: PHONE_PASSWORD }, Date.now());
+  const id = await sentAs(bridge, phone, "m-1");
+  phone.advance(id, "Delivered");
+  await done(bridge, "m-1");
+  expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
+  expect(phone.received("POST /messages").filter((r) => r.headers.authorization?.endsWith(Buffer.from(`${PHONE_USER}:${PHONE_PASSWORD}`).toString("base64")))).toHaveLength(1);
+});
+
+test("an unreachable phone: the message waits and goes once the phone is back", async () => {
+  const { bridge, phone } = await start();
+  await phone.close();
+  await queue(bridge, "m-1");
+  await waitFor(() => bridge.logs.join("").includes("phone unreachable (send)"));
+  expect(bridge.core.jobs.get("m-1")?.state).toBe("queued");
+  // Back, at a new address (a phone's IP changes): the location is pointed at it.
+  const again = await startFakePhone();
+  phones.push(again);
+  bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
+  const id = await sentAs(bridge, again, "m-1");
+  expect(again.received("POST /messages")).toHaveLength(1);
+  again.advance(id, "Delivered");
+  await done(bridge, "m-1");
+});
