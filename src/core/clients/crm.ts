@@ -1,9 +1,7 @@
 import pRetry from "p-retry";
-import { z } from "zod";
-import { CrmError, clip, errorMessage } from "../../errors.ts";
-import { ID_PATTERN, ID_RULE } from "../ids.ts";
-import { withoutControls } from "../printable.ts";
-import { pRetryOptions, RETRY, retryAfterMs, waitAsRemoteAsked } from "../retry.ts";
+import { CrmError, clip } from "../../errors.ts";
+import { pRetryOptions, RETRY, waitAsRemoteAsked } from "../retry.ts";
+import { crmKind, locationsSchema, locationTokenSchema, parse, parseToken, statusError, tokenSchema, type Answer } from "./crm-answers.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { exchange } from "./transport.ts";
@@ -89,7 +87,7 @@ export function createCrmClient(options: CrmOptions) {
   function withRateLimitRetry<T>(fn: () => Promise<T>): Promise<T> {
     return pRetry(fn, {
       ...pRetryOptions(RETRY.crmRateLimit, retryDelay),
-      shouldRetry: ({ error }) => error instanceof CrmError && error.httpStatus === 429,
+      shouldRetry: ({ error }) => error instanceof CrmError && error.kind === "rate_limited",
       onFailedAttempt: waitAsRemoteAsked,
     });
   }
@@ -101,7 +99,8 @@ export function createCrmClient(options: CrmOptions) {
       headers: { "Content-Type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({ client_id: clientId, client_secret: clientSecret, ...form }).toString(),
     });
-    if (res.status !== 200) throw new CrmError(`token endpoint returned ${res.status}: ${clip(res.text)}`, answerInfo(res));
+    // Without its Retry-After: a refresh met by a 429 is tried again at the caller's pace.
+    if (res.status !== 200) throw new CrmError(crmKind("token", res), `token endpoint returned ${res.status}: ${clip(res.text)}`);
     return parseToken(res.text, "failed to parse token response", tokenSchema);
   }
 
@@ -128,7 +127,7 @@ export function createCrmClient(options: CrmOptions) {
           headers: { "Content-Type": "application/json" },
           body: JSON.stringify({ companyId, locationId }),
         });
-        if (res.status !== 200) throw statusError("locationToken endpoint", res);
+        if (res.status !== 200) throw statusError("locationToken endpoint", "bearer", res);
         return parseToken(res.text, "failed to parse location token response", locationTokenSchema);
       };
       return rateLimit === "wait" ? withRateLimitRetry(once) : once();
@@ -146,7 +145,7 @@ export function createCrmClient(options: CrmOptions) {
             version: LOCATION_API_VERSION,
             query: { companyId, appId: options.appId, isInstalled: "true", skip: found.length, limit: PAGE_SIZE },
           });
-          if (res.status !== 200) throw statusError("locations endpoint", res);
+          if (res.status !== 200) throw statusError("locations endpoint", "bearer", res);
           return parse(res.text, locationsSchema, "failed to parse locations response");
         });
         found.push(...locations.map((l) => ({ id: l._id, name: l.name ?? "" })));
@@ -165,7 +164,7 @@ export function createCrmClient(options: CrmOptions) {
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify(status),
       });
-      if (res.status < 200 || res.status > 299) throw statusError("status endpoint", res);
+      if (res.status < 200 || res.status > 299) throw statusError("status endpoint", "status", res);
     },
   };
 }
@@ -179,72 +178,4 @@ interface Request {
   query?: Record<string, string | number>;
   token?: string;
   version?: string;
-}
-
-interface Answer {
-  status: number;
-  text: string;
-  retryAfter: string | null;
-}
-
-function statusError(what: string, res: Answer): CrmError {
-  const message = `${what} returned ${res.status}: ${clip(res.text)}`;
-  // A 429 says how long to wait ("100 requests per 10 s").
-  const retryAfter = res.status === 429 ? { retryAfterMs: retryAfterMs(res.retryAfter, Date.now()) } : {};
-  return new CrmError(message, { ...answerInfo(res), ...retryAfter });
-}
-
-function answerInfo(res: Answer) {
-  return { httpStatus: res.status, body: res.text };
-}
-
-/** HighLevel's ids: checked here, so no other code meets one that could steer a path or a log line. */
-const crmId = z.string().regex(ID_PATTERN, `not an id (${ID_RULE})`);
-
-const tokenSchema = z.object({
-  access_token: z.string().min(1),
-  refresh_token: z.string().min(1),
-  expires_in: z.number().int().positive(),
-  userType: z.string().nullish(),
-  locationId: crmId.or(z.literal("")).nullish(),
-  companyId: crmId.or(z.literal("")).nullish(),
-  installedLocations: z.array(crmId).nullish(),
-});
-
-/**
- * HighLevel's v2 reference documents this answer without `refresh_token`; a later change
- * added one. Without it, the location's token is renewed through its company's.
- */
-const locationTokenSchema = tokenSchema.extend({ refresh_token: z.string().min(1).nullish() });
-
-const locationsSchema = z.object({
-  // A name is shown in listings only: clipped, and never a reason to refuse the page. Any
-  // agency may name its locations: stored without the control characters a terminal obeys.
-  locations: z.array(z.object({ _id: crmId, name: z.string().nullish().catch(null).transform((n) => n && withoutControls(n).slice(0, 200)) })),
-  count: z.number().int().nonnegative().optional(),
-});
-
-function parseToken(text: string, prefix: string, schema: z.ZodType<z.output<typeof locationTokenSchema>>): TokenResponse {
-  const t = parse(text, schema, prefix);
-  return {
-    accessToken: t.access_token,
-    refreshToken: t.refresh_token ?? "",
-    expiresIn: t.expires_in,
-    userType: t.userType ?? "",
-    locationId: t.locationId ?? "",
-    companyId: t.companyId ?? "",
-    installedLocations: t.installedLocations ?? [],
-  };
-}
-
-function parse<T>(text: string, schema: z.ZodType<T>, prefix: string): T {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new CrmError(`${prefix}: ${errorMessage(error)}`, { cause: error });
-  }
-  const result = schema.safeParse(json);
-  if (!result.success) throw new CrmError(`${prefix}: ${z.prettifyError(result.error).replace(/\n/g, "; ")}`);
-  return result.data;
 }

@@ -1,5 +1,6 @@
 import type { SmsGateway } from "../clients/gateway.ts";
-import { GatewayError, errorMessage } from "../../errors.ts";
+import { errorMessage, type GatewayError } from "../../errors.ts";
+import { stillRefused, type Probe } from "../retry-policy.ts";
 import type { Logger } from "../log.ts";
 import { maskSecret } from "../mask.ts";
 
@@ -21,23 +22,8 @@ export interface Hold {
   /** What the gateway said: the reason a message held too long is failed with. */
   reason: string;
   since: number;
-  /** The gateway's HTTP status: 401, 402 or 403. */
+  /** The gateway's HTTP status (401, 402 or 403), shown to the operator. */
   status: number;
-}
-
-/**
- * How a held key is found to work again. "balance": the balance call succeeds (a wrong,
- * revoked or expired key fails it too). "send": one waiting message is let through, for
- * refusals a working balance call does not cure: out of credit (a postpaid account's
- * balance is negative in normal use), an address not whitelisted, a channel not allowed.
- */
-type Probe = "balance" | "send";
-
-/** Cast's 403 codes that a balance call does not meet: only a send can show they are over. */
-const SEND_PROBED = new Set(["IP_NOT_WHITELISTED", "CHANNEL_NOT_ALLOWED"]);
-
-function probeFor(status: number, gatewayCode: string | undefined): Probe {
-  return status === 402 || SEND_PROBED.has(gatewayCode ?? "") ? "send" : "balance";
 }
 
 interface Held extends Hold {
@@ -48,10 +34,12 @@ interface Held extends Hold {
 }
 
 /**
- * Account problems hold, they don't burn the queue (docs/architecture.md, "Holds"). A 401, 402 or 403
- * from Cast stops sending on that API key: its messages wait, the operator is told at
- * once and every few minutes, and the key is probed at most once a minute (a balance
- * call, or one waiting message let through: see Probe), driven by the messages that wait
+ * Account problems hold, they don't burn the queue (docs/architecture.md, "Holds"). The
+ * gateway refusing the key or its account (core/clients/gateway.ts: key_refused,
+ * out_of_credit, account_held) stops sending on that API key: its messages wait, the
+ * operator is told at once and every few minutes, and the key is probed at most once a
+ * minute (a balance call, or one waiting message let through: Probe, in
+ * core/retry-policy.ts), driven by the messages that wait
  * for it; sending resumes by itself when a probe succeeds. Held in memory: after a
  * restart, the next send finds out again.
  */
@@ -68,7 +56,8 @@ export function createKeyHolds(options: KeyHoldsOptions) {
       await sms.balance(apiKey);
       release(apiKey, hold);
     } catch (error) {
-      if (error instanceof GatewayError && error.httpStatus) hold.reason = errorMessage(error);
+      // Still refused: the gateway's latest word is the reason; no answer, or another, says nothing of the key.
+      if (stillRefused(error)) hold.reason = errorMessage(error);
     } finally {
       hold.probing = false;
     }
@@ -102,17 +91,19 @@ export function createKeyHolds(options: KeyHoldsOptions) {
   return {
     /** How long a held key's messages wait before they look again: by then a probe is due (a release wakes them sooner). */
     lookAgainMs: probeEveryMs,
-    /** The gateway refused the key itself (its `error_code`: `gatewayCode`): hold its messages. */
-    hold(apiKey: string, status: number, reason: string, gatewayCode?: string): void {
+    /** The gateway refused the key or its account (`error`): hold its messages, probed as the retry policy says. */
+    hold(apiKey: string, probe: Probe, error: GatewayError): void {
+      const reason = errorMessage(error);
+      const status = error.httpStatus ?? 0; // shown only: bridge status lists it
       const current = held.get(apiKey);
       const t = now();
       if (current) {
         if (current.reason !== reason) tell(() => options.record?.held(apiKey, { reason, status: current.status, since: current.since }));
         // A send probe refused: the next one in a probe's time.
-        Object.assign(current, { reason, probe: probeFor(status, gatewayCode), probedAt: t });
+        Object.assign(current, { reason, probe, probedAt: t });
         return;
       }
-      held.set(apiKey, { reason, status, since: t, probe: probeFor(status, gatewayCode), probedAt: t, remindedAt: t, probing: false });
+      held.set(apiKey, { reason, status, since: t, probe, probedAt: t, remindedAt: t, probing: false });
       tell(() => options.record?.held(apiKey, { reason, status, since: t }));
       log.error(`SMS gateway refused key ${maskSecret(apiKey)} (${reason}): its messages wait, not failed; an operator must act (top up, or set a working key). Probing it every ${probeEveryMs / 1000} s`);
     },

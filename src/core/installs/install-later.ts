@@ -1,4 +1,5 @@
 import { errorMessage } from "../../errors.ts";
+import { mayPassLater } from "../retry-policy.ts";
 import { admitted, connectLocation, pendingNote, type InstallDeps } from "./install.ts";
 import type { CompanyTokens } from "./tokens.ts";
 
@@ -86,8 +87,8 @@ export function createLaterInstaller(deps: LaterInstallDeps) {
         log.info(`installed location ${locationId} (company ${companyId}) from an INSTALL webhook${pendingNote(approved)}`);
         return "installed";
       }
-      // A 4xx says no (not this company's location, app not installed there); anything else may pass.
-      passing ||= failure.status === undefined || failure.status >= 500 || failure.status === 429;
+      // A refusal says no (not this company's location, app not installed there); anything else may pass.
+      passing ||= mayPassLater(failure.cause);
       reasons.push(`company ${companyId}: ${failure.reason}`);
     }
     const why = reasons.join("; ");

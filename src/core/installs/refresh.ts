@@ -1,7 +1,8 @@
 import pRetry, { AbortError } from "p-retry";
 import type { RateLimitMode, TokenResponse } from "../clients/crm.ts";
-import { AppError, CrmError, errorMessage } from "../../errors.ts";
+import { AppError, errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
+import { isDeadGrant } from "../retry-policy.ts";
 import { pRetryOptions, RETRY, sleep } from "../retry.ts";
 
 /** Refresh when less than this remains before expires_at (spec 3.2). */
@@ -192,12 +193,7 @@ export function createRefresher<R extends LeasedToken>(deps: RefresherDeps<R>) {
   return { validToken, forJob, refresh, confirm };
 }
 
-/** The CRM refused the refresh token itself: only a reinstall brings it back. */
-export function isDeadGrant(error: unknown): boolean {
-  return error instanceof CrmError && (error.httpStatus === 400 || error.httpStatus === 401) && /invalid_grant/i.test(error.body ?? "");
-}
-
-/** Why a refresh token will not work again, "" when it may: see isDeadGrant. */
+/** Why a refresh token will not work again, "" when it may: the CRM refused it (core/retry-policy.ts, isDeadGrant). */
 export function deadGrantNote(error: unknown, noun: string): string {
   if (!isDeadGrant(error)) return "";
   const how = noun === "company" ? "install the app again from the agency" : "reinstall the app for this location";

@@ -1,7 +1,8 @@
 import type { CompanyRecord, CompanyStore } from "../../db/companies.ts";
 import type { TokenRecord, TokenStore } from "../../db/tokens.ts";
 import type { CrmClient, RateLimitMode, TokenResponse } from "../clients/crm.ts";
-import { AppError, CrmError, errorMessage, noToken } from "../../errors.ts";
+import { AppError, errorMessage, noToken } from "../../errors.ts";
+import { refusedAsIs, tokenRefused } from "../retry-policy.ts";
 import type { Logger } from "../log.ts";
 import { createRefresher, deadGrantNote } from "./refresh.ts";
 
@@ -58,7 +59,7 @@ export function createTokenService(deps: TokenServiceDeps) {
     try {
       return await crm.getLocationToken(company.accessToken, companyId, locationId, rateLimit);
     } catch (error) {
-      if (!(error instanceof CrmError && error.httpStatus === 401)) throw error;
+      if (!tokenRefused(error)) throw error;
       log.warn(`the CRM refused company ${companyId}'s access token for location ${locationId} (${errorMessage(error)}); renewing it`);
       // Another caller may have renewed it meanwhile: then that one is used, not spent again.
       const current = companies.get(companyId);
@@ -134,14 +135,12 @@ export function createCompanyTokens(deps: CompanyTokenDeps) {
 /**
  * Why renewing a location through its company will not pass without the agency installing
  * again, "" when it may: no company token, one refused for good, or HighLevel refusing the
- * location's token (a 400, 403 or 404: not this company's location, or the app is no
- * longer there). A 401 refuses the company's access token, which throughCompany has
- * renewed already: it may pass, as may a 429 or 5xx, or no answer.
+ * location's token as asked (not this company's location, or the app is no longer there).
+ * A refused access token is the company's, which throughCompany has renewed already: it
+ * may pass, as may a 429, an unclear answer, or no answer.
  */
 function refusedThroughCompany(error: unknown): string {
-  const refused =
-    (error instanceof AppError && error.code === "NO_COMPANY_TOKEN") ||
-    (error instanceof CrmError && [400, 403, 404].includes(error.httpStatus ?? 0));
+  const refused = (error instanceof AppError && error.code === "NO_COMPANY_TOKEN") || refusedAsIs(error);
   return refused ? `the CRM refused this location's token through its company (${errorMessage(error)}); install the app again from the agency` : "";
 }
 
