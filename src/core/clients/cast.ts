@@ -37,12 +37,34 @@ interface CastRequest {
 
 /** Cast.ph, the Philippine SMS gateway: the SmsGateway driver bridge sends through. */
 export function createCastClient(options: GatewayOptions): SmsGateway {
+  const cast = castCalls(options);
+  return {
+    maxMessageLength: MAX_MESSAGE_LENGTH,
+    balance: (apiKey) => balance(cast, apiKey),
+    senderIds: (apiKey) => senderIds(cast, apiKey),
+    status: (apiKey, messageId) => status(cast, apiKey, messageId),
+    logs: (apiKey, page) => logs(cast, apiKey, page),
+    send: (req) => send(cast, req),
+  };
+}
+
+/** How one client talks to Cast: its options, and the calls every method goes through. */
+interface CastCalls {
+  options: GatewayOptions;
+  host: string;
+  timeoutMs: number;
+  /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
+  request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }): ReturnType<typeof exchange>;
+  /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
+  get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<Answer>;
+}
+
+function castCalls(options: GatewayOptions): CastCalls {
   const timeout = options.timeoutMs ?? 30_000;
   const host = hostOf(options.apiUrl);
   const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });
 
-  /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
-  async function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
+  const request: CastCalls["request"] = async (operation, path, init) => {
     const res = await observed(call(operation), () =>
       exchange(path, {
         baseURL: options.apiUrl,
@@ -55,115 +77,112 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
     );
     if (res.status === 429) options.onRateLimited?.(parseRetryAfter(res.headers.get("retry-after"), Date.now()) ?? 1000);
     return res;
-  }
+  };
 
-  /** One attempt. Throws GatewayError; "unreachable" is the one retried at once. */
-  async function attempt(req: SendRequest): Promise<SendResult> {
-    let res;
-    try {
-      res = await request("send", "/api/v1/sms/send", {
-        method: "POST",
-        apiKey: req.apiKey,
-        headers: { "X-Idempotency-Key": req.idempotencyKey, "Content-Type": "application/json" },
-        body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
-      });
-    } catch (error) {
-      const failed = callFailure(error, host, timeout);
-      if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
-      // The request may have reached the gateway: never resend it blindly.
-      throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
-    }
-    const fromCache = res.headers.get("x-idempotent-replay") === "true";
-    try {
-      return { ...readAnswer(res.status, res._data ?? "", res.headers.get("retry-after")), ...(fromCache && { replayed: true }) };
-    } catch (error) {
-      throw fromCache ? replayed(error, res.status) : error;
-    }
-  }
-
-  /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
-  async function get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<Answer> {
-    const what = `${operation} call`;
+  const get: CastCalls["get"] = async (operation, path, apiKey, query) => {
     let res;
     try {
       res = await request(operation, path, { method: "GET", apiKey, query });
     } catch (error) {
       const failed = callFailure(error, host, timeout);
-      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${failed.message}`, { cause: error });
+      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${operation} call failed: ${failed.message}`, { cause: error });
     }
     if (res.status === 429) throw rateLimited(res.headers.get("retry-after"));
     const text = res._data ?? "";
     return { status: res.status, text, body: parseBody(text) };
-  }
-
-  return {
-    maxMessageLength: MAX_MESSAGE_LENGTH,
-
-    /** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
-    async balance(apiKey: string): Promise<number> {
-      const res = await get("balance", "/api/v1/account/balance", apiKey);
-      const credits = (res.body as { credits?: unknown } | undefined)?.credits;
-      if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
-      options.onBalance?.(apiKey, credits);
-      return credits;
-    },
-
-    /** The sender IDs approved on the key's account. Throws GatewayError. */
-    async senderIds(apiKey: string): Promise<SenderId[]> {
-      const res = await get("senderIds", "/api/v1/account/sender-ids", apiKey);
-      const list = (res.body as { sender_ids?: unknown } | undefined)?.sender_ids;
-      if (res.status !== 200 || !Array.isArray(list)) throw refused("sender-ids call", res);
-      return (list as Record<string, unknown>[])
-        .filter((entry) => typeof entry?.sender_id === "string")
-        .map((entry) => ({
-          senderId: entry.sender_id as string,
-          label: typeof entry.label === "string" ? entry.label : "",
-          channel: typeof entry.channel === "string" ? entry.channel : "sms",
-        }));
-    },
-
-    /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */
-    async status(apiKey: string, messageId: string): Promise<DeliveryStatus> {
-      const res = await get("status", `/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey);
-      const status = res.status === 200 ? readStatus(res.body) : undefined;
-      if (!status) throw refused("status call", res, true);
-      return status;
-    },
-
-    /**
-     * One page (at most 500 entries) of the account's log, newest first, with each
-     * message's status (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
-     */
-    async logs(apiKey: string, page: LogQuery): Promise<LogPage> {
-      const res = await get("logs", "/api/v1/sms/logs", apiKey, { limit: page.limit, offset: page.offset });
-      const body = res.body as { logs?: unknown } | undefined;
-      if (res.status !== 200 || !Array.isArray(body?.logs)) throw refused("logs call", res);
-      return readLogPage(body.logs as unknown[], page);
-    },
-
-    /**
-     * Sends one SMS, retrying only a connection never made. A 429 is not waited out here:
-     * the caller waits for it in the queue, holding no worker.
-     */
-    async send(req: SendRequest): Promise<SendResult> {
-      let attempts = 0;
-      try {
-        return await pRetry(() => attempt(req), {
-          ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
-          ...(options.retries !== undefined && { retries: options.retries }),
-          shouldRetry: ({ error }) => error instanceof GatewayError && error.failure === "unreachable",
-          onFailedAttempt: (context) => {
-            attempts = context.attemptNumber;
-          },
-        });
-      } catch (error) {
-        // Retried and still failing: say so in the status the CRM shows. Everything the
-        // failure policy reads stays (the error_code decides how a hold is probed).
-        if (attempts < 2 || !(error instanceof GatewayError)) throw error;
-        const { httpStatus, keySpent, retryAfterMs, gatewayCode } = error;
-        const message = `${error.message} (${attempts} attempts)`;
-        throw new GatewayError(error.failure, message, { httpStatus, keySpent, retryAfterMs, gatewayCode, cause: error });
-      }
-    },
   };
+
+  return { options, host, timeoutMs: timeout, request, get };
+}
+
+/** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
+async function balance(cast: CastCalls, apiKey: string): Promise<number> {
+  const res = await cast.get("balance", "/api/v1/account/balance", apiKey);
+  const credits = (res.body as { credits?: unknown } | undefined)?.credits;
+  if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
+  cast.options.onBalance?.(apiKey, credits);
+  return credits;
+}
+
+/** The sender IDs approved on the key's account. Throws GatewayError. */
+async function senderIds(cast: CastCalls, apiKey: string): Promise<SenderId[]> {
+  const res = await cast.get("senderIds", "/api/v1/account/sender-ids", apiKey);
+  const list = (res.body as { sender_ids?: unknown } | undefined)?.sender_ids;
+  if (res.status !== 200 || !Array.isArray(list)) throw refused("sender-ids call", res);
+  return (list as Record<string, unknown>[])
+    .filter((entry) => typeof entry?.sender_id === "string")
+    .map((entry) => ({
+      senderId: entry.sender_id as string,
+      label: typeof entry.label === "string" ? entry.label : "",
+      channel: typeof entry.channel === "string" ? entry.channel : "sms",
+    }));
+}
+
+/** A sent message's delivery status; throws GatewayError ("not_found" while Cast has no record of it yet, too). */
+async function status(cast: CastCalls, apiKey: string, messageId: string): Promise<DeliveryStatus> {
+  const res = await cast.get("status", `/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey);
+  const found = res.status === 200 ? readStatus(res.body) : undefined;
+  if (!found) throw refused("status call", res, true);
+  return found;
+}
+
+/**
+ * One page (at most 500 entries) of the account's log, newest first, with each
+ * message's status (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
+ */
+async function logs(cast: CastCalls, apiKey: string, page: LogQuery): Promise<LogPage> {
+  const res = await cast.get("logs", "/api/v1/sms/logs", apiKey, { limit: page.limit, offset: page.offset });
+  const body = res.body as { logs?: unknown } | undefined;
+  if (res.status !== 200 || !Array.isArray(body?.logs)) throw refused("logs call", res);
+  return readLogPage(body.logs as unknown[], page);
+}
+
+/**
+ * Sends one SMS, retrying only a connection never made. A 429 is not waited out here:
+ * the caller waits for it in the queue, holding no worker.
+ */
+async function send(cast: CastCalls, req: SendRequest): Promise<SendResult> {
+  const { options } = cast;
+  let attempts = 0;
+  try {
+    return await pRetry(() => attempt(cast, req), {
+      ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
+      ...(options.retries !== undefined && { retries: options.retries }),
+      shouldRetry: ({ error }) => error instanceof GatewayError && error.failure === "unreachable",
+      onFailedAttempt: (context) => {
+        attempts = context.attemptNumber;
+      },
+    });
+  } catch (error) {
+    // Retried and still failing: say so in the status the CRM shows. Everything the
+    // failure policy reads stays (the error_code decides how a hold is probed).
+    if (attempts < 2 || !(error instanceof GatewayError)) throw error;
+    const { httpStatus, keySpent, retryAfterMs, gatewayCode } = error;
+    const message = `${error.message} (${attempts} attempts)`;
+    throw new GatewayError(error.failure, message, { httpStatus, keySpent, retryAfterMs, gatewayCode, cause: error });
+  }
+}
+
+/** One attempt. Throws GatewayError; "unreachable" is the one retried at once. */
+async function attempt(cast: CastCalls, req: SendRequest): Promise<SendResult> {
+  let res;
+  try {
+    res = await cast.request("send", "/api/v1/sms/send", {
+      method: "POST",
+      apiKey: req.apiKey,
+      headers: { "X-Idempotency-Key": req.idempotencyKey, "Content-Type": "application/json" },
+      body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
+    });
+  } catch (error) {
+    const failed = callFailure(error, cast.host, cast.timeoutMs);
+    if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
+    // The request may have reached the gateway: never resend it blindly.
+    throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
+  }
+  const fromCache = res.headers.get("x-idempotent-replay") === "true";
+  try {
+    return { ...readAnswer(res.status, res._data ?? "", res.headers.get("retry-after")), ...(fromCache && { replayed: true }) };
+  } catch (error) {
+    throw fromCache ? replayed(error, res.status) : error;
+  }
 }
