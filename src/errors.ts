@@ -81,32 +81,50 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * What a CRM call met, decided in the client that saw the answer (core/clients/crm.ts);
+ * callers decide on it (core/retry-policy.ts), never on an HTTP status:
+ * - "token_refused": the bearer access token was not taken (401): a renewed one may pass.
+ * - "grant_invalid": the refresh token or code is dead (`invalid_grant`): only a reinstall brings it back.
+ * - "rate_limited": 429, with `retryAfterMs`: the same call later passes.
+ * - "unclear": no usable answer now (a 5xx, a 408, an answer that cannot be read, the status
+ *   call's 403 in the seconds after a webhook): the same call later may pass.
+ * - "rejected": any other refusal: this call, as it is, will not pass.
+ * A call that got no answer at all (no connection, a timeout) throws a plain Error, its cause kept.
+ */
+export type CrmFailure = "token_refused" | "grant_invalid" | "rate_limited" | "unclear" | "rejected";
+
 /** A non-2xx or unreadable answer from the CRM platform. */
 export class CrmError extends AppError {
-  readonly httpStatus: number | undefined;
-  readonly body: string | undefined;
+  readonly kind: CrmFailure;
+  /**
+   * The answer proves HighLevel did not act on the call (a 4xx, 502 or 503); false when it
+   * may have (another 5xx, or a 2xx it did not answer as documented).
+   */
+  readonly notTaken: boolean;
 
-  constructor(message: string, options: AppErrorOptions & { httpStatus?: number; body?: string } = {}) {
+  constructor(kind: CrmFailure, message: string, options: AppErrorOptions & { notTaken?: boolean } = {}) {
     super("CRM_ERROR", message, options);
     this.name = "CrmError";
-    this.httpStatus = options.httpStatus;
-    this.body = options.body;
+    this.kind = kind;
+    this.notTaken = options.notTaken ?? false;
   }
 }
 
-/**
- * How a gateway call ended when it did not succeed. The distinction is what keeps
- * us from sending an SMS twice:
- * - "rejected": the gateway refused it; nothing was sent.
- * - "rate_limited": still 429 after our retries; nothing was sent.
- * - "unreachable": no connection was made; nothing was sent.
- * - "unknown": the request left and we have no clear answer (timeout, 5xx, garbage):
- *   the SMS may have gone, so it must never be resent blindly.
- */
-export type GatewayFailure = "rejected" | "rate_limited" | "unreachable" | "unknown";
+/** How a gateway call ended when it did not succeed: each kind's meaning is in core/clients/gateway.ts. */
+export type GatewayFailure =
+  | "rejected"
+  | "rate_limited"
+  | "unreachable"
+  | "unknown"
+  | "key_refused"
+  | "out_of_credit"
+  | "account_held"
+  | "not_found";
 
 export class GatewayError extends AppError {
   readonly failure: GatewayFailure;
+  /** The HTTP status of the gateway's answer, for the operator's eyes only (a held key's status, log text): decide on `failure`. */
   readonly httpStatus: number | undefined;
   /**
    * The gateway replayed a failure it had kept under the idempotency key: nothing was

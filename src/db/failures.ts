@@ -1,5 +1,3 @@
-import type { GatewayFailure } from "../errors.ts";
-
 /**
  * Why a job failed: its `error_code` column, the code HighLevel is told and the
  * `reason` of the messages metric. A closed set, so a misspelt code fails typecheck.
@@ -21,8 +19,11 @@ export type FailureCode =
   | "gateway_key_refused"
   // A send that threw something other than a gateway's error.
   | "send_failed"
-  // The gateway's error, as its kind (`GatewayError.failure`).
-  | `gateway_${GatewayFailure}`
+  // A send the gateway refused, or that was given up on (core/retry-policy.ts).
+  | "gateway_rejected"
+  | "gateway_rate_limited"
+  | "gateway_unreachable"
+  | "gateway_unknown"
   // An attempt got no clear answer (or a crash cut it off): the SMS may have left.
   | "delivery_unknown"
   | CarrierCode;

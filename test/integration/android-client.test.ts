@@ -43,8 +43,8 @@ test("a 409 (the id was taken before) reads the state back and sends nothing aga
 
 test.each([
   [400, "rejected"],
-  [401, "rejected"],
-  [403, "rejected"],
+  [401, "key_refused"],
+  [403, "key_refused"],
   [503, "unknown"],
   [500, "unknown"],
 ])("a %i to the send is %s", async (status, kind) => {
@@ -55,7 +55,7 @@ test.each([
 
 test("wrong credentials: 401 names what to check", async () => {
   const error = await failure(client("wrong").send("job-1", "+639171234567", "hello"));
-  expect(error.httpStatus).toBe(401);
+  expect(error.failure).toBe("key_refused");
   expect(error.message).toContain("check the location's android user and password");
 });
 
@@ -70,7 +70,7 @@ test("state, cancel, health, webhooks", async () => {
   await c.send("job-1", "+639171234567", "hello");
   phone.advance("job-1", "Failed", "RESULT_ERROR_LIMIT_EXCEEDED");
   expect(await c.state("job-1")).toEqual({ id: "job-1", state: "Failed", reason: "RESULT_ERROR_LIMIT_EXCEEDED" });
-  expect((await failure(c.state("nope"))).httpStatus).toBe(404);
+  expect(await failure(c.state("nope"))).toMatchObject({ failure: "not_found", httpStatus: 404 });
   await c.send("job-2", "+639171234567", "hello");
   expect(await c.cancel("job-2")).toBe(true);
   expect(await c.health()).toBe("pass");

@@ -32,6 +32,8 @@ test("a send retried after a refused connection keeps Cast's error_code in its f
   expect(error).toBeInstanceOf(GatewayError);
   expect((error as GatewayError).message).toMatch(/2 attempts/);
   expect((error as GatewayError).httpStatus).toBe(403);
+  // The account, not the key: held, and probed by a send.
+  expect((error as GatewayError).failure).toBe("account_held");
   // The code decides the hold's probe: a send, as a balance call passes for this refusal.
   expect((error as GatewayError).gatewayCode).toBe("IP_NOT_WHITELISTED");
 });

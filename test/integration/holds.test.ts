@@ -3,6 +3,7 @@ import { expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type BridgeOptions } from "../helpers/bridge.ts";
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { GatewayError } from "../../src/errors.ts";
 
 /** Account problems hold a key's messages; they don't burn the queue (docs/architecture.md, "Holds"). */
 
@@ -239,7 +240,7 @@ test("an old 200 Cast replays to a held key's probe does not lift the hold: only
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
   await waitFor(() => bridge.core.jobs.get("m-1")?.unclear);
   // Meanwhile the account ran out of credit: another message's send was refused.
-  bridge.core.holds.hold(GLOBAL_SMS_KEY, 402, "gateway rejected the message (402): Insufficient credits", "INSUFFICIENT_CREDITS");
+  bridge.core.holds.hold(GLOBAL_SMS_KEY, "send", new GatewayError("out_of_credit", "gateway rejected the message (402): Insufficient credits"));
 
   // m-1 goes again as the probe, with its key: Cast answers from its cache.
   await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);

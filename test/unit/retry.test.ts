@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { AppError, CrmError } from "../../src/errors.ts";
-import { reportRetryable } from "../../src/core/delivery/outbound.ts";
+import { reportRetryable } from "../../src/core/retry-policy.ts";
+import { crmKind } from "../../src/core/clients/crm-answers.ts";
 import { CONNECT_TIMEOUT_CODE, delayMs, neverSent, pRetryOptions, RETRY, retryAfterMs, timedOut } from "../../src/core/retry.ts";
 import { needsRefresh } from "../../src/core/installs/tokens.ts";
 
@@ -95,10 +96,13 @@ describe("timedOut", () => {
 });
 
 describe("reportRetryable", () => {
-  const crm = (httpStatus: number) => new CrmError(`status endpoint returned ${httpStatus}`, { httpStatus, body: "{}" });
+  // As the CRM client reads the status call's answer.
+  const crm = (status: number) => new CrmError(crmKind("status", { status, text: "{}" }), `status endpoint returned ${status}`);
 
   test.each<[number, boolean]>([
+    [401, true],
     [403, true],
+    [408, true],
     [429, true],
     [500, true],
     [502, true],

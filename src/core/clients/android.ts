@@ -67,7 +67,7 @@ export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOption
       return { message, replayed: false };
     },
 
-    /** The message's state (`GET /messages/{id}`); a 404 throws with httpStatus 404. */
+    /** The message's state (`GET /messages/{id}`); one the phone has no record of throws "not_found". */
     state,
 
     /** Cancels a message the phone has not sent (`DELETE /messages/{id}`); false when it could not. */
@@ -143,8 +143,9 @@ export function phoneFailure(status: number, text: string, what: string): Gatewa
   const said = readError(text);
   const message = `phone refused the ${what} (${status})${said ? `: ${said}` : ""}`;
   if (status === 401 || status === 403) {
-    return new GatewayError("rejected", `${message}; check the location's android user and password`, { httpStatus: status });
+    return new GatewayError("key_refused", `${message}; check the location's android user and password`, { httpStatus: status });
   }
+  if (status === 404 && what === "state call") return new GatewayError("not_found", message, { httpStatus: status });
   if (status === 429) return new GatewayError("rate_limited", message, { httpStatus: status });
   if (status === 503 || status >= 500) return new GatewayError("unknown", `${message}; will try again with the same id`, { httpStatus: status });
   if (status >= 400) return new GatewayError("rejected", message, { httpStatus: status });

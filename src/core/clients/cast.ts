@@ -3,6 +3,7 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
+import { parseBody, rateLimited, readAnswer, readLogPage, readStatus, refused, replayed, type Answer } from "./cast-answers.ts";
 import type { DeliveryStatus, LogPage, LogQuery, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
 import { exchange } from "./transport.ts";
 
@@ -36,12 +37,34 @@ interface CastRequest {
 
 /** Cast.ph, the Philippine SMS gateway: the SmsGateway driver bridge sends through. */
 export function createCastClient(options: GatewayOptions): SmsGateway {
+  const cast = castCalls(options);
+  return {
+    maxMessageLength: MAX_MESSAGE_LENGTH,
+    balance: (apiKey) => balance(cast, apiKey),
+    senderIds: (apiKey) => senderIds(cast, apiKey),
+    status: (apiKey, messageId) => status(cast, apiKey, messageId),
+    logs: (apiKey, page) => logs(cast, apiKey, page),
+    send: (req) => send(cast, req),
+  };
+}
+
+/** How one client talks to Cast: its options, and the calls every method goes through. */
+interface CastCalls {
+  options: GatewayOptions;
+  host: string;
+  timeoutMs: number;
+  /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
+  request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }): ReturnType<typeof exchange>;
+  /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
+  get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<Answer>;
+}
+
+function castCalls(options: GatewayOptions): CastCalls {
   const timeout = options.timeoutMs ?? 30_000;
   const host = hostOf(options.apiUrl);
   const call = (operation: string) => ({ remote: "cast" as const, operation, host, timeoutMs: timeout, observe: options.observe });
 
-  /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
-  async function request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }) {
+  const request: CastCalls["request"] = async (operation, path, init) => {
     const res = await observed(call(operation), () =>
       exchange(path, {
         baseURL: options.apiUrl,
@@ -54,247 +77,112 @@ export function createCastClient(options: GatewayOptions): SmsGateway {
     );
     if (res.status === 429) options.onRateLimited?.(parseRetryAfter(res.headers.get("retry-after"), Date.now()) ?? 1000);
     return res;
-  }
+  };
 
-  /** One attempt. Throws GatewayError; "unreachable" is the one retried at once. */
-  async function attempt(req: SendRequest): Promise<SendResult> {
-    let res;
-    try {
-      res = await request("send", "/api/v1/sms/send", {
-        method: "POST",
-        apiKey: req.apiKey,
-        headers: { "X-Idempotency-Key": req.idempotencyKey, "Content-Type": "application/json" },
-        body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
-      });
-    } catch (error) {
-      const failed = callFailure(error, host, timeout);
-      if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
-      // The request may have reached the gateway: never resend it blindly.
-      throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
-    }
-    const fromCache = res.headers.get("x-idempotent-replay") === "true";
-    try {
-      return { ...readAnswer(res.status, res._data ?? "", res.headers.get("retry-after")), ...(fromCache && { replayed: true }) };
-    } catch (error) {
-      throw fromCache ? replayed(error, res.status) : error;
-    }
-  }
-
-  /**
-   * An answer from Cast's idempotency cache. A refusal of the key or the account (401,
-   * 402, 403), a 503 or a 429 kept there was the first request's answer under this key:
-   * that request sent nothing, and every repeat only gets the same answer. Anything else
-   * (a 200, a 400 about the message, a 500 that may have followed a send) stands.
-   */
-  function replayed(error: unknown, status: number): unknown {
-    if (!(error instanceof GatewayError) || !SPENT_WHEN_REPLAYED.has(status)) return error;
-    const message = `gateway replayed its kept answer (${status}) to this idempotency key: nothing was sent with it; trying a new key`;
-    const { retryAfterMs, gatewayCode } = error;
-    return new GatewayError(error.failure, message, { httpStatus: status, keySpent: true, retryAfterMs, gatewayCode, cause: error });
-  }
-
-  /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
-  async function get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<Answer> {
-    const what = `${operation} call`;
+  const get: CastCalls["get"] = async (operation, path, apiKey, query) => {
     let res;
     try {
       res = await request(operation, path, { method: "GET", apiKey, query });
     } catch (error) {
       const failed = callFailure(error, host, timeout);
-      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${what} failed: ${failed.message}`, { cause: error });
+      throw new GatewayError(neverSent(error) ? "unreachable" : "unknown", `gateway ${operation} call failed: ${failed.message}`, { cause: error });
     }
     if (res.status === 429) throw rateLimited(res.headers.get("retry-after"));
     const text = res._data ?? "";
     return { status: res.status, text, body: parseBody(text) };
-  }
-
-  return {
-    maxMessageLength: MAX_MESSAGE_LENGTH,
-
-    /** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
-    async balance(apiKey: string): Promise<number> {
-      const res = await get("balance", "/api/v1/account/balance", apiKey);
-      const credits = (res.body as { credits?: unknown } | undefined)?.credits;
-      if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
-      options.onBalance?.(apiKey, credits);
-      return credits;
-    },
-
-    /** The sender IDs approved on the key's account. Throws GatewayError. */
-    async senderIds(apiKey: string): Promise<SenderId[]> {
-      const res = await get("senderIds", "/api/v1/account/sender-ids", apiKey);
-      const list = (res.body as { sender_ids?: unknown } | undefined)?.sender_ids;
-      if (res.status !== 200 || !Array.isArray(list)) throw refused("sender-ids call", res);
-      return (list as Record<string, unknown>[])
-        .filter((entry) => typeof entry?.sender_id === "string")
-        .map((entry) => ({
-          senderId: entry.sender_id as string,
-          label: typeof entry.label === "string" ? entry.label : "",
-          channel: typeof entry.channel === "string" ? entry.channel : "sms",
-        }));
-    },
-
-    /** A sent message's delivery status; throws GatewayError (a 404 while Cast has no record of it yet, too). */
-    async status(apiKey: string, messageId: string): Promise<DeliveryStatus> {
-      const res = await get("status", `/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey);
-      const status = res.status === 200 ? readStatus(res.body) : undefined;
-      if (!status) throw refused("status call", res);
-      return status;
-    },
-
-    /**
-     * One page (at most 500 entries) of the account's log, newest first, with each
-     * message's status (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
-     */
-    async logs(apiKey: string, page: LogQuery): Promise<LogPage> {
-      const res = await get("logs", "/api/v1/sms/logs", apiKey, { limit: page.limit, offset: page.offset });
-      const body = res.body as { logs?: unknown } | undefined;
-      if (res.status !== 200 || !Array.isArray(body?.logs)) throw refused("logs call", res);
-      return readLogPage(body.logs as unknown[], page);
-    },
-
-    /**
-     * Sends one SMS, retrying only a connection never made. A 429 is not waited out here:
-     * the caller waits for it in the queue, holding no worker.
-     */
-    async send(req: SendRequest): Promise<SendResult> {
-      let attempts = 0;
-      try {
-        return await pRetry(() => attempt(req), {
-          ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
-          ...(options.retries !== undefined && { retries: options.retries }),
-          shouldRetry: ({ error }) => error instanceof GatewayError && error.failure === "unreachable",
-          onFailedAttempt: (context) => {
-            attempts = context.attemptNumber;
-          },
-        });
-      } catch (error) {
-        // Retried and still failing: say so in the status the CRM shows. Everything the
-        // failure policy reads stays (the error_code decides how a hold is probed).
-        if (attempts < 2 || !(error instanceof GatewayError)) throw error;
-        const { httpStatus, keySpent, retryAfterMs, gatewayCode } = error;
-        const message = `${error.message} (${attempts} attempts)`;
-        throw new GatewayError(error.failure, message, { httpStatus, keySpent, retryAfterMs, gatewayCode, cause: error });
-      }
-    },
   };
+
+  return { options, host, timeoutMs: timeout, request, get };
 }
 
-/** Answers that, replayed from Cast's cache, show nothing was ever sent under the key. */
-const SPENT_WHEN_REPLAYED = new Set([401, 402, 403, 429, 503]);
-
-/** A 429, with how long Cast asked us to wait. */
-function rateLimited(retryAfter: string | null): GatewayError {
-  const retryAfterMs = parseRetryAfter(retryAfter, Date.now());
-  return new GatewayError("rate_limited", "gateway rate limit (429)", { httpStatus: 429, retryAfterMs });
+/** The account's credits (`GET /api/v1/account/balance`): also how a held key is probed. Throws GatewayError. */
+async function balance(cast: CastCalls, apiKey: string): Promise<number> {
+  const res = await cast.get("balance", "/api/v1/account/balance", apiKey);
+  const credits = (res.body as { credits?: unknown } | undefined)?.credits;
+  if (res.status !== 200 || typeof credits !== "number") throw refused("balance call", res);
+  cast.options.onBalance?.(apiKey, credits);
+  return credits;
 }
 
-/** Turns the gateway's answer into a result or a classified GatewayError. */
-function readAnswer(status: number, text: string, retryAfter: string | null): SendResult {
-  if (status === 429) throw rateLimited(retryAfter);
-  const body = parseBody(text);
-  if (status >= 500) {
-    throw new GatewayError("unknown", `gateway answered ${status}${detail(body, text)}; delivery unknown`, { httpStatus: status });
-  }
-  // Any 2xx may mean the SMS went (Cast.ph answers 200, but a 201/202 is no refusal):
-  // only an explicit success:false or a non-2xx says it did not.
-  const ok = status >= 200 && status < 300;
-  if (!ok || body?.success === false) {
-    const gatewayCode = typeof body?.error_code === "string" ? body.error_code : undefined;
-    throw new GatewayError("rejected", `gateway rejected the message (${status})${detail(body, text)}`, { httpStatus: status, gatewayCode });
-  }
-  if (body?.success !== true || typeof body.message_id !== "string") {
-    throw new GatewayError("unknown", `gateway answered ${status} without a message_id; delivery unknown`, { httpStatus: status });
-  }
-  // A sandbox key (cast_test_…) is answered like a send, but nothing goes to a carrier.
-  if (body.sandbox === true) {
-    throw new GatewayError("rejected", `the SMS API key is a sandbox key: the gateway sent nothing (id ${body.message_id}); set a live key`, { httpStatus: status });
-  }
-  // Parts are credits spent, stored and summed: only a whole count of at least one is taken.
-  const parts = typeof body.parts === "number" && Number.isSafeInteger(body.parts) && body.parts >= 1 ? body.parts : 1;
-  return { messageId: body.message_id, parts };
+/** The sender IDs approved on the key's account. Throws GatewayError. */
+async function senderIds(cast: CastCalls, apiKey: string): Promise<SenderId[]> {
+  const res = await cast.get("senderIds", "/api/v1/account/sender-ids", apiKey);
+  const list = (res.body as { sender_ids?: unknown } | undefined)?.sender_ids;
+  if (res.status !== 200 || !Array.isArray(list)) throw refused("sender-ids call", res);
+  return (list as Record<string, unknown>[])
+    .filter((entry) => typeof entry?.sender_id === "string")
+    .map((entry) => ({
+      senderId: entry.sender_id as string,
+      label: typeof entry.label === "string" ? entry.label : "",
+      channel: typeof entry.channel === "string" ? entry.channel : "sms",
+    }));
 }
 
-interface Answer {
-  status: number;
-  text: string;
-  body: Body | undefined;
-}
-
-function refused(what: string, res: Answer): GatewayError {
-  return new GatewayError("rejected", `gateway ${what} answered ${res.status}${detail(res.body, res.text)}`, { httpStatus: res.status });
-}
-
-/** A status as Cast writes it (the status call, or a logs entry); undefined when it has none. */
-function readStatus(body: unknown): DeliveryStatus | undefined {
-  const b = body as { status?: unknown; dlr_status?: unknown; error_message?: unknown } | undefined;
-  if (typeof b?.status !== "string") return undefined;
-  return {
-    status: b.status,
-    dlrStatus: typeof b.dlr_status === "string" ? b.dlr_status : "",
-    errorMessage: typeof b.error_message === "string" ? b.error_message : "",
-  };
+/** A sent message's delivery status; throws GatewayError ("not_found" while Cast has no record of it yet, too). */
+async function status(cast: CastCalls, apiKey: string, messageId: string): Promise<DeliveryStatus> {
+  const res = await cast.get("status", `/api/v1/sms/status/${encodeURIComponent(messageId)}`, apiKey);
+  const found = res.status === 200 ? readStatus(res.body) : undefined;
+  if (!found) throw refused("status call", res, true);
+  return found;
 }
 
 /**
- * A page of Cast's log: each entry's status by the send's message id, and how far back the
- * page reached. Only a short page is the last: Cast does not say `count` is the total (its
- * example answers count 1 with one entry), so it is not read.
+ * One page (at most 500 entries) of the account's log, newest first, with each
+ * message's status (`GET /api/v1/sms/logs`): one call collects many receipts. Throws GatewayError.
  */
-function readLogPage(logs: unknown[], page: LogQuery): LogPage {
-  const statuses = new Map<string, DeliveryStatus>();
-  let oldestAt: number | undefined;
-  for (const entry of logs as Record<string, unknown>[]) {
-    const status = entry && readLogEntry(entry);
-    // `id` is Cast's row number; the send's message id is `smpp_message_id`.
-    if (typeof entry?.smpp_message_id === "string" && status) statuses.set(entry.smpp_message_id, status);
-    const at = typeof entry?.created_at === "string" ? Date.parse(entry.created_at) : Number.NaN;
-    if (Number.isFinite(at)) oldestAt = Math.min(oldestAt ?? at, at);
-  }
-  const last = logs.length < page.limit;
-  return { statuses, entries: logs.length, oldestAt, last };
+async function logs(cast: CastCalls, apiKey: string, page: LogQuery): Promise<LogPage> {
+  const res = await cast.get("logs", "/api/v1/sms/logs", apiKey, { limit: page.limit, offset: page.offset });
+  const body = res.body as { logs?: unknown } | undefined;
+  if (res.status !== 200 || !Array.isArray(body?.logs)) throw refused("logs call", res);
+  return readLogPage(body.logs as unknown[], page);
 }
 
 /**
- * A logs entry in the status call's terms. Its `status` is only the submission (`sent`
- * or `failed`); the carrier's receipt is `dlr_status`, absent until it came.
+ * Sends one SMS, retrying only a connection never made. A 429 is not waited out here:
+ * the caller waits for it in the queue, holding no worker.
  */
-function readLogEntry(entry: Record<string, unknown>): DeliveryStatus | undefined {
-  if (entry.status !== "sent" && entry.status !== "failed") return undefined;
-  const dlrStatus = typeof entry.dlr_status === "string" ? entry.dlr_status : "";
-  const errorMessage = typeof entry.error_message === "string" ? entry.error_message : "";
-  if (entry.status === "failed") return { status: "failed", dlrStatus, errorMessage };
-  return { status: STATUS_OF_DLR[dlrStatus] ?? (dlrStatus ? "pending" : "sent"), dlrStatus, errorMessage };
-}
-
-/** The status call's word for each carrier code; a code not listed is not final. */
-const STATUS_OF_DLR: Record<string, string> = {
-  DELIVRD: "delivered",
-  UNDELIV: "undelivered",
-  REJECTD: "undelivered",
-  EXPIRED: "undelivered",
-  ACCEPTD: "pending",
-};
-
-interface Body {
-  success?: unknown;
-  message_id?: unknown;
-  sandbox?: unknown;
-  parts?: unknown;
-  error?: unknown;
-  error_code?: unknown;
-}
-
-function parseBody(text: string): Body | undefined {
+async function send(cast: CastCalls, req: SendRequest): Promise<SendResult> {
+  const { options } = cast;
+  let attempts = 0;
   try {
-    const json: unknown = JSON.parse(text);
-    return json && typeof json === "object" ? (json as Body) : undefined;
-  } catch {
-    return undefined;
+    return await pRetry(() => attempt(cast, req), {
+      ...pRetryOptions(RETRY.gatewayCall, options.retryDelayMs),
+      ...(options.retries !== undefined && { retries: options.retries }),
+      shouldRetry: ({ error }) => error instanceof GatewayError && error.failure === "unreachable",
+      onFailedAttempt: (context) => {
+        attempts = context.attemptNumber;
+      },
+    });
+  } catch (error) {
+    // Retried and still failing: say so in the status the CRM shows. Everything the
+    // failure policy reads stays (the error_code decides how a hold is probed).
+    if (attempts < 2 || !(error instanceof GatewayError)) throw error;
+    const { httpStatus, keySpent, retryAfterMs, gatewayCode } = error;
+    const message = `${error.message} (${attempts} attempts)`;
+    throw new GatewayError(error.failure, message, { httpStatus, keySpent, retryAfterMs, gatewayCode, cause: error });
   }
 }
 
-function detail(body: Body | undefined, text: string): string {
-  const said = typeof body?.error === "string" ? body.error : text.slice(0, 200);
-  return said ? `: ${said}` : "";
+/** One attempt. Throws GatewayError; "unreachable" is the one retried at once. */
+async function attempt(cast: CastCalls, req: SendRequest): Promise<SendResult> {
+  let res;
+  try {
+    res = await cast.request("send", "/api/v1/sms/send", {
+      method: "POST",
+      apiKey: req.apiKey,
+      headers: { "X-Idempotency-Key": req.idempotencyKey, "Content-Type": "application/json" },
+      body: JSON.stringify({ to: req.to, message: req.message, ...(req.senderId && { sender_id: req.senderId }) }),
+    });
+  } catch (error) {
+    const failed = callFailure(error, cast.host, cast.timeoutMs);
+    if (neverSent(error)) throw new GatewayError("unreachable", `gateway unreachable: ${failed.message}`, { cause: error });
+    // The request may have reached the gateway: never resend it blindly.
+    throw new GatewayError("unknown", `gateway did not answer: ${failed.message}; delivery unknown`, { cause: error });
+  }
+  const fromCache = res.headers.get("x-idempotent-replay") === "true";
+  try {
+    return { ...readAnswer(res.status, res._data ?? "", res.headers.get("retry-after")), ...(fromCache && { replayed: true }) };
+  } catch (error) {
+    throw fromCache ? replayed(error, res.status) : error;
+  }
 }

@@ -1,7 +1,10 @@
 import { z } from "zod";
+import { CrmError, clip } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
+import { LOCATION_API_VERSION, MESSAGES_API_VERSION, parse, statusError } from "./crm-answers.ts";
+import type { CrmCalls } from "./crm.ts";
 
-/** The shapes of HighLevel's contact upsert and inbound message, as bridge's replies use them (crm.ts makes the calls). */
+/** HighLevel's contact upsert and inbound message, as bridge's replies use them. */
 
 /** A reply's contact, as `POST /contacts/upsert` takes it. */
 export interface ContactUpsert {
@@ -45,4 +48,32 @@ export function inboundAnswer(text: string): { messageId: string } | undefined {
   }
   const answer = z.object({ messageId: crmId }).safeParse(json);
   return answer.success ? answer.data : undefined;
+}
+
+/** `POST /contacts/upsert`: the contact of `phone` in the location, made if new; its id. `dnd`: its SMS DND set or lifted. */
+export async function upsertContact(crm: CrmCalls, locationToken: string, contact: ContactUpsert): Promise<string> {
+  const res = await postJson(crm, "/contacts/upsert", "upsertContact", locationToken, LOCATION_API_VERSION, upsertBody(contact));
+  if (res.status < 200 || res.status > 299) throw statusError("contacts upsert endpoint", "bearer", res);
+  return parse(res.text, upsertSchema, "failed to parse contacts upsert response").contact.id;
+}
+
+/**
+ * `POST /conversations/messages/inbound`: a reply into the contact's conversation; HighLevel's
+ * message id. A 2xx without one is HighLevel dropping it (a custom provider's message
+ * without a valid conversationProviderId gets 201 with an empty body).
+ */
+export async function addInboundMessage(crm: CrmCalls, locationToken: string, message: InboundMessage): Promise<string> {
+  const body = { type: "SMS", direction: "inbound", ...message };
+  const res = await postJson(crm, "/conversations/messages/inbound", "addInboundMessage", locationToken, MESSAGES_API_VERSION, body);
+  if (res.status < 200 || res.status > 299) throw statusError("inbound message endpoint", "bearer", res);
+  const answer = inboundAnswer(res.text);
+  if (!answer) {
+    // Taken and dropped: posting it again could show it twice once the cause is mended.
+    throw new CrmError("rejected", `inbound message endpoint answered ${res.status} without a message id (${clip(res.text) || "empty body"}): HighLevel dropped it`);
+  }
+  return answer.messageId;
+}
+
+function postJson(crm: CrmCalls, path: string, operation: string, token: string, version: string, body: unknown) {
+  return crm.request(path, { operation, method: "POST", token, version, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
 }

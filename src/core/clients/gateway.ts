@@ -1,8 +1,29 @@
 /**
  * What bridge asks of an SMS gateway, whichever it is. Cast.ph's client (cast.ts) is the
  * one driver; another (such as a phone running SMS Gateway for Android) implements the
- * same, and the core, which imports only this module, does not change. Every method
- * throws GatewayError, whose `failure` says whether a retry is safe.
+ * same, and the core, which imports only this module, does not change.
+ *
+ * Every method throws GatewayError. Its `failure` says what happened, decided by the
+ * driver that saw the answer; the core decides on it alone (core/retry-policy.ts), never
+ * on an HTTP status. A driver maps each of its answers onto one kind:
+ * - "rejected": this request was refused as it is (this message: a bad number, a sender
+ *   ID not allowed, a sandbox key); nothing was sent, and the same request will not pass.
+ * - "rate_limited": the gateway asked us to slow down (`retryAfterMs`, when it said);
+ *   nothing was sent. Every call of the process waits.
+ * - "unreachable": no connection was made; the request never left, nothing was sent.
+ * - "unknown": the request left and no clear answer came (a timeout, a dropped
+ *   connection, a 5xx, an answer without a message id): a send may have gone, so it is
+ *   tried again only with the same idempotency key.
+ * - "key_refused": the API key itself is refused (wrong, revoked, expired, its user
+ *   inactive); nothing was sent. The key is held; a working balance call shows it is over.
+ * - "out_of_credit": the account has no credit for the send; nothing was sent. The key
+ *   is held; only a send shows it is over (a postpaid balance is below 0 in normal use).
+ * - "account_held": the account may not send from here (an address not whitelisted, a
+ *   channel not allowed); nothing was sent. The key is held; only a send shows it is over,
+ *   as a working balance call does not.
+ * - "not_found": a status look-up of a message id the gateway has no record of.
+ * `keySpent` says the answer was replayed from the idempotency cache: nothing was ever
+ * sent under that key. `gatewayCode` is the gateway's own code, for the operator.
  */
 export interface SmsGateway {
   /** The longest text one message may carry, in characters. */

@@ -1,5 +1,6 @@
 import type { SmsGateway } from "../clients/gateway.ts";
-import { GatewayError, errorMessage } from "../../errors.ts";
+import { errorMessage, type GatewayError } from "../../errors.ts";
+import { stillRefused, type Probe } from "../retry-policy.ts";
 import type { Logger } from "../log.ts";
 import { maskSecret } from "../mask.ts";
 
@@ -21,23 +22,8 @@ export interface Hold {
   /** What the gateway said: the reason a message held too long is failed with. */
   reason: string;
   since: number;
-  /** The gateway's HTTP status: 401, 402 or 403. */
+  /** The gateway's HTTP status (401, 402 or 403), shown to the operator. */
   status: number;
-}
-
-/**
- * How a held key is found to work again. "balance": the balance call succeeds (a wrong,
- * revoked or expired key fails it too). "send": one waiting message is let through, for
- * refusals a working balance call does not cure: out of credit (a postpaid account's
- * balance is negative in normal use), an address not whitelisted, a channel not allowed.
- */
-type Probe = "balance" | "send";
-
-/** Cast's 403 codes that a balance call does not meet: only a send can show they are over. */
-const SEND_PROBED = new Set(["IP_NOT_WHITELISTED", "CHANNEL_NOT_ALLOWED"]);
-
-function probeFor(status: number, gatewayCode: string | undefined): Probe {
-  return status === 402 || SEND_PROBED.has(gatewayCode ?? "") ? "send" : "balance";
 }
 
 interface Held extends Hold {
@@ -48,112 +34,128 @@ interface Held extends Hold {
 }
 
 /**
- * Account problems hold, they don't burn the queue (docs/architecture.md, "Holds"). A 401, 402 or 403
- * from Cast stops sending on that API key: its messages wait, the operator is told at
- * once and every few minutes, and the key is probed at most once a minute (a balance
- * call, or one waiting message let through: see Probe), driven by the messages that wait
+ * Account problems hold, they don't burn the queue (docs/architecture.md, "Holds"). The
+ * gateway refusing the key or its account (core/clients/gateway.ts: key_refused,
+ * out_of_credit, account_held) stops sending on that API key: its messages wait, the
+ * operator is told at once and every few minutes, and the key is probed at most once a
+ * minute (a balance call, or one waiting message let through: Probe, in
+ * core/retry-policy.ts), driven by the messages that wait
  * for it; sending resumes by itself when a probe succeeds. Held in memory: after a
  * restart, the next send finds out again.
  */
 export function createKeyHolds(options: KeyHoldsOptions) {
-  const { sms, log, now } = options;
-  const probeEveryMs = options.probeEveryMs ?? 60_000;
-  const remindEveryMs = options.remindEveryMs ?? 5 * 60_000;
-  const held = new Map<string, Held>();
-
-  async function probe(apiKey: string, hold: Held): Promise<void> {
-    hold.probing = true;
-    hold.probedAt = now();
-    try {
-      await sms.balance(apiKey);
-      release(apiKey, hold);
-    } catch (error) {
-      if (error instanceof GatewayError && error.httpStatus) hold.reason = errorMessage(error);
-    } finally {
-      hold.probing = false;
-    }
-  }
-
-  function release(apiKey: string, hold: Hold): void {
-    if (held.get(apiKey) !== hold) return; // released meanwhile, by a probe of the other kind
-    held.delete(apiKey);
-    tell(() => options.record?.released(apiKey));
-    log.info(`SMS gateway key ${maskSecret(apiKey)} works again after ${Math.round((now() - hold.since) / 1000)} s: its messages go out now`);
-    wake();
-  }
-
-  function wake(): void {
-    try {
-      options.wake?.();
-    } catch (error) {
-      log.warn(`held keys: messages not woken (${errorMessage(error)}); they look again within ${probeEveryMs / 1000} s`);
-    }
-  }
-
-  /** The record is for the operator's eyes: failing to write it must not stop a hold. */
-  function tell(write: () => void): void {
-    try {
-      write();
-    } catch (error) {
-      log.warn(`held keys: cannot record for bridge status: ${errorMessage(error)}`);
-    }
-  }
-
+  const keys: Keys = {
+    options,
+    held: new Map(),
+    probeEveryMs: options.probeEveryMs ?? 60_000,
+    remindEveryMs: options.remindEveryMs ?? 5 * 60_000,
+  };
   return {
     /** How long a held key's messages wait before they look again: by then a probe is due (a release wakes them sooner). */
-    lookAgainMs: probeEveryMs,
-    /** The gateway refused the key itself (its `error_code`: `gatewayCode`): hold its messages. */
-    hold(apiKey: string, status: number, reason: string, gatewayCode?: string): void {
-      const current = held.get(apiKey);
-      const t = now();
-      if (current) {
-        if (current.reason !== reason) tell(() => options.record?.held(apiKey, { reason, status: current.status, since: current.since }));
-        // A send probe refused: the next one in a probe's time.
-        Object.assign(current, { reason, probe: probeFor(status, gatewayCode), probedAt: t });
-        return;
-      }
-      held.set(apiKey, { reason, status, since: t, probe: probeFor(status, gatewayCode), probedAt: t, remindedAt: t, probing: false });
-      tell(() => options.record?.held(apiKey, { reason, status, since: t }));
-      log.error(`SMS gateway refused key ${maskSecret(apiKey)} (${reason}): its messages wait, not failed; an operator must act (top up, or set a working key). Probing it every ${probeEveryMs / 1000} s`);
-    },
+    lookAgainMs: keys.probeEveryMs,
+    /** The gateway refused the key or its account (`error`): hold its messages, probed as the retry policy says. */
+    hold: (apiKey: string, probe: Probe, error: GatewayError): void => hold(keys, apiKey, probe, error),
     /**
      * The hold on `apiKey`, if any; starts a probe, or reminds the operator, when one is
      * due. Undefined also when the caller's message is to go as the key's send probe.
      */
-    check(apiKey: string): Hold | undefined {
-      const hold = held.get(apiKey);
-      if (!hold) return undefined;
-      const t = now();
-      if (t - hold.remindedAt >= remindEveryMs) {
-        hold.remindedAt = t;
-        log.error(`SMS gateway key ${maskSecret(apiKey)} still refused after ${Math.round((t - hold.since) / 60_000)} min (${hold.reason}); its messages wait`);
-      }
-      const due = !hold.probing && t - hold.probedAt >= probeEveryMs;
-      if (due && hold.probe === "send") {
-        hold.probedAt = t;
-        return undefined;
-      }
-      if (due) void probe(apiKey, hold);
-      return hold;
-    },
+    check: (apiKey: string): Hold | undefined => check(keys, apiKey),
     /**
      * The message `check` just let through as the key's send probe did not go (no budget
      * yet): the probe is due again at once, not in a probe's time, for whichever comes next.
      */
     notProbed(apiKey: string): void {
-      const hold = held.get(apiKey);
-      if (hold?.probe === "send") hold.probedAt = now() - probeEveryMs;
+      const held = keys.held.get(apiKey);
+      if (held?.probe === "send") held.probedAt = options.now() - keys.probeEveryMs;
     },
     /** A send on `apiKey` went through: a hold on it is over. */
     sent(apiKey: string): void {
-      const hold = held.get(apiKey);
-      if (hold) release(apiKey, hold);
+      const held = keys.held.get(apiKey);
+      if (held) release(keys, apiKey, held);
     },
     /** Keys held now (for status and doctor). */
     list(): (Hold & { apiKey: string })[] {
-      return [...held].map(([apiKey, h]) => ({ apiKey: maskSecret(apiKey), reason: h.reason, since: h.since, status: h.status }));
+      return [...keys.held].map(([apiKey, h]) => ({ apiKey: maskSecret(apiKey), reason: h.reason, since: h.since, status: h.status }));
     },
   };
+}
+
+/** The holds of one process. */
+interface Keys {
+  options: KeyHoldsOptions;
+  held: Map<string, Held>;
+  probeEveryMs: number;
+  remindEveryMs: number;
+}
+
+function hold(keys: Keys, apiKey: string, probe: Probe, error: GatewayError): void {
+  const { options, probeEveryMs } = keys;
+  const reason = errorMessage(error);
+  const status = error.httpStatus ?? 0; // shown only: bridge status lists it
+  const current = keys.held.get(apiKey);
+  const t = options.now();
+  if (current) {
+    if (current.reason !== reason) tell(keys, () => options.record?.held(apiKey, { reason, status: current.status, since: current.since }));
+    // A send probe refused: the next one in a probe's time.
+    Object.assign(current, { reason, probe, probedAt: t });
+    return;
+  }
+  keys.held.set(apiKey, { reason, status, since: t, probe, probedAt: t, remindedAt: t, probing: false });
+  tell(keys, () => options.record?.held(apiKey, { reason, status, since: t }));
+  options.log.error(`SMS gateway refused key ${maskSecret(apiKey)} (${reason}): its messages wait, not failed; an operator must act (top up, or set a working key). Probing it every ${probeEveryMs / 1000} s`);
+}
+
+function check(keys: Keys, apiKey: string): Hold | undefined {
+  const held = keys.held.get(apiKey);
+  if (!held) return undefined;
+  const t = keys.options.now();
+  if (t - held.remindedAt >= keys.remindEveryMs) {
+    held.remindedAt = t;
+    keys.options.log.error(`SMS gateway key ${maskSecret(apiKey)} still refused after ${Math.round((t - held.since) / 60_000)} min (${held.reason}); its messages wait`);
+  }
+  const due = !held.probing && t - held.probedAt >= keys.probeEveryMs;
+  if (due && held.probe === "send") {
+    held.probedAt = t;
+    return undefined;
+  }
+  if (due) void probeBalance(keys, apiKey, held);
+  return held;
+}
+
+async function probeBalance(keys: Keys, apiKey: string, held: Held): Promise<void> {
+  held.probing = true;
+  held.probedAt = keys.options.now();
+  try {
+    await keys.options.sms.balance(apiKey);
+    release(keys, apiKey, held);
+  } catch (error) {
+    // Still refused: the gateway's latest word is the reason; no answer, or another, says nothing of the key.
+    if (stillRefused(error)) held.reason = errorMessage(error);
+  } finally {
+    held.probing = false;
+  }
+}
+
+function release(keys: Keys, apiKey: string, held: Hold): void {
+  const { options } = keys;
+  if (keys.held.get(apiKey) !== held) return; // released meanwhile, by a probe of the other kind
+  keys.held.delete(apiKey);
+  tell(keys, () => options.record?.released(apiKey));
+  options.log.info(`SMS gateway key ${maskSecret(apiKey)} works again after ${Math.round((options.now() - held.since) / 1000)} s: its messages go out now`);
+  try {
+    options.wake?.();
+  } catch (error) {
+    options.log.warn(`held keys: messages not woken (${errorMessage(error)}); they look again within ${keys.probeEveryMs / 1000} s`);
+  }
+}
+
+/** The record is for the operator's eyes: failing to write it must not stop a hold. */
+function tell(keys: Keys, write: () => void): void {
+  try {
+    write();
+  } catch (error) {
+    keys.options.log.warn(`held keys: cannot record for bridge status: ${errorMessage(error)}`);
+  }
 }
 
 export type KeyHolds = ReturnType<typeof createKeyHolds>;

@@ -1,83 +1,24 @@
 import { randomUUID } from "node:crypto";
-import pRetry from "p-retry";
-import type { Commit } from "../../db/commit.ts";
-import type { Claim, Job, JobStore, OutboundMessage, Result, SendLater } from "../../db/jobs.ts";
+import type { Claim, Job, OutboundMessage, Result, SendLater } from "../../db/jobs.ts";
 import type { FailureCode } from "../../db/failures.ts";
-import type { GatewayKeys } from "../../db/gateway-keys.ts";
-import type { TokenStore } from "../../db/tokens.ts";
-import type { SendRequest, SmsGateway } from "../clients/gateway.ts";
-import type { CrmClient, MessageStatus } from "../clients/crm.ts";
+import type { SendRequest } from "../clients/gateway.ts";
 import { API_KEY } from "../config-values.ts";
-import { AppError, CrmError, errorMessage, type ErrorCode } from "../../errors.ts";
-import type { Logger } from "../log.ts";
-import type { KeyHolds } from "./holds.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
-import type { MessageMetrics } from "../operator/metrics.ts";
-import type { Outages } from "../operator/outages.ts";
-import { awaitReceipt, firstLook, type ReceiptBook } from "./receipts.ts";
-import type { Scheduler } from "./scheduler.ts";
+import { awaitReceipt, firstLook } from "./receipts.ts";
 import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
 import { toLocalPH } from "./phone.ts";
 import { printable } from "../printable.ts";
-import { delayMs, pRetryOptions, RESEND_WINDOW_MS, RETRY } from "../retry.ts";
-import { afterFailure, lookAgainMs, unlessMaybeSent } from "./send-failure.ts";
-import { sendingWith, sharedRefusal, type SharedSending } from "../installs/locations.ts";
-import type { OptOutList } from "../inbound/reply.ts";
-import { OPTED_OUT, unlessUnsubscribed, type UnsubscribedLists } from "./opt-out.ts";
-import type { TokenService } from "../installs/tokens.ts";
+import { RESEND_WINDOW_MS } from "../retry.ts";
+import { afterFailure, heldTooLong, unlessMaybeSent } from "./send-failure.ts";
+import { report } from "./report.ts";
+import { storeResult, storeUntilDone } from "./store-result.ts";
+import { sendingWith, sharedRefusal } from "../installs/locations.ts";
+import { OPTED_OUT, unlessUnsubscribed } from "./opt-out.ts";
 
-export interface OutboundDeps {
-  tokens: TokenStore;
-  jobs: JobStore;
-  /** Every change of a job's state goes through it: committed before the work it announces. */
-  commit: Commit;
-  tokenService: TokenService;
-  sms: SmsGateway;
-  /** Cast's rate limits: a send goes only with a token of both budgets. */
-  scheduler: Scheduler;
-  /** API keys Cast refused (401, 402, 403): their messages wait. */
-  holds: KeyHolds;
-  /** Delivery receipts read in batches from each key's log. */
-  receiptBook: ReceiptBook;
-  /** The key each send went with, kept by its tag: its receipt is asked with it even after the key was changed. */
-  sentKeys: Pick<GatewayKeys, "keep" | "sentWith">;
-  crm: CrmClient;
-  /** The operator's key and sender ID, and who may use them: checked at every send. */
-  defaults: SharedSending;
-  now: () => number;
-  log: Logger;
-  /** First delay before re-trying a status report (RETRY.report). */
-  reportBackoffMs?: number;
-  /** Status reports tried at most this often before the job is given up (RETRY.report). */
-  reportAttempts?: number;
-  /** First wait before storing a send's result again. */
-  storeRetryMs?: number;
-  /** A message of more parts is refused (SMS_MAX_PARTS). */
-  maxParts: number;
-  /** Longest a message waits out a gateway that does not answer clearly (SMS_HOLD_MAX). */
-  holdMaxMs: number;
-  /** First wait before a send without a clear answer is tried again; doubles up to a minute. */
-  sendBackoffMs?: number;
-  /** Longest a delivery receipt is awaited before the report (DLR_WAIT); 0: not asked for. */
-  dlrWaitMs: number;
-  /** First look for a receipt after a send. */
-  receiptPollMs?: number;
-  /** How long past DLR_WAIT a status call that gets no answer is tried again. */
-  receiptGraceMs?: number;
-  /** The locations' opt-out lists: a send to a listed number fails before any gateway call. */
-  optOuts?: Pick<OptOutList, "has">;
-  /** Cast's unsubscribed lists, per API key: a send to a number on it for its sender ID fails too. */
-  unsubscribed?: UnsubscribedLists;
-  /** Told when a message is done with, and when its receipt came. */
-  metrics?: MessageMetrics;
-  /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
-  outages?: Pick<Outages, "waited">;
-  /** The key of the phone a location sends through (delivery/phones.ts); undefined: it sends through Cast. */
-  phoneFor?: (locationId: string) => string | undefined;
-  /** How long a send with this key waits for its receipt, when not DLR_WAIT (a phone's). */
-  receiptWaitMs?: (apiKey: string) => number | undefined;
-}
+import type { OutboundDeps } from "./outbound-deps.ts";
+
+export type { OutboundDeps };
 
 export { RESEND_WINDOW_MS } from "../retry.ts";
 
@@ -215,19 +156,6 @@ function lostAttempt(deps: OutboundDeps, job: Job, tag: string): string | undefi
 }
 
 /**
- * A message on a held key waits (the ms to wait), until it has waited SMS_HOLD_MAX since
- * it was accepted: then it fails with the gateway's reason. Undefined: the key is not held.
- */
-function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: number; reason: string } | Result | undefined {
-  const hold = deps.holds.check(apiKey);
-  if (!hold) return undefined;
-  const waitMs = lookAgainMs(deps, job);
-  if (waitMs > 0) return { waitMs, reason: hold.reason };
-  // After an earlier attempt that may have sent it, "delivery unknown" (unlessMaybeSent).
-  return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
-}
-
-/**
  * The API key a sent message's receipt is asked with: the one it was sent with (Cast
  * lists a message only under its own account), found by its tag among the location's
  * key and the shared one, else among the keys kept since its send (the configuration
@@ -264,96 +192,6 @@ async function send(
   } catch (error) {
     return afterFailure(deps, job, request, error);
   }
-}
-
-/**
- * After the gateway call the result exists only in memory, and nothing else will pick
- * up a job left "sending" while this process runs. So a refused write (a locked or
- * full disk) is tried again until it is stored: 100 ms, doubling up to 30 s. If the
- * process stops first, the next start sends it again with its key (Cast replays the answer).
- */
-async function storeResult(deps: OutboundDeps, job: Job, result: Result, receipt?: { at: number; deadline: number }): Promise<void> {
-  const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
-  await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now(), receipt));
-}
-
-/** Commits `write`, trying again while the database refuses it. */
-async function storeUntilDone(deps: OutboundDeps, what: string, write: () => void): Promise<void> {
-  try {
-    await pRetry(() => deps.commit(write), {
-      ...pRetryOptions(RETRY.storeResult, deps.storeRetryMs),
-      onFailedAttempt: ({ error, retryDelay }) => {
-        // No delay: p-retry gives up (a TypeError, such as a closed database).
-        if (retryDelay > 0) deps.log.error(`${what} could not be stored: ${errorMessage(error)}; trying again in ${retryDelay} ms`);
-      },
-    });
-  } catch (error) {
-    throw new Error(`${what} could not be stored (${errorMessage(error)}); after a restart the send is tried again with its idempotency key`, { cause: error });
-  }
-}
-
-/** Reports the job's outcome; a number: the ms until it may look again (its token is being renewed). */
-async function report(deps: OutboundDeps, job: Job): Promise<number | void> {
-  const { messageId, locationId } = job.message;
-  const status: MessageStatus =
-    job.outcome === "delivered"
-      ? { status: "delivered" }
-      : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
-  let accessToken: string | undefined;
-  try {
-    const valid = await deps.tokenService.forJob(locationId);
-    // Renewed by another job right now, or HighLevel asked to wait: waited in the queue.
-    if ("waitMs" in valid) return valid.waitMs;
-    ({ accessToken } = valid);
-    await deps.crm.updateMessageStatus(accessToken, messageId, status);
-    await deps.commit(() => deps.jobs.reported(job.id, status.status, deps.now()));
-    deps.metrics?.finished(job);
-    deps.log.debug(`message ${messageId}: reported ${status.status}`);
-  } catch (error) {
-    // 401: the CRM no longer takes this access token (revoked or rotated elsewhere);
-    // a fresh one is worth a try. 403 is HighLevel's "too early", not a token problem.
-    if (accessToken && error instanceof CrmError && error.httpStatus === 401) {
-      await deps.tokenService.rejected(locationId, accessToken).catch(() => undefined);
-    }
-    await retryReport(deps, job, error);
-  }
-}
-
-/** Schedules the next report in the database, so a waiting report holds no worker slot. */
-async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promise<void> {
-  const { messageId, locationId } = job.message;
-  const attempt = job.attempts + 1;
-  if (!reportRetryable(error) || attempt >= (deps.reportAttempts ?? RETRY.report.tries)) {
-    await deps.commit(() => deps.jobs.giveUp(job.id, deps.now(), errorMessage(error)));
-    deps.metrics?.finished(job);
-    deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
-    return;
-  }
-  deps.outages?.waited("crm", messageId);
-  // A 429 (to the report or to its token's renewal) is waited out at least as long as asked.
-  const asked = error instanceof AppError ? (error.retryAfterMs ?? 0) : 0;
-  const delay = Math.max(asked, delayMs(RETRY.report, job.attempts, deps.reportBackoffMs));
-  await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + delay, errorMessage(error), deps.now()));
-  deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${attempt} in ${delay} ms`);
-}
-
-/** A report that met these may pass: a refresh, a store or the key may work at the next try. */
-const REPORT_MAY_PASS = new Set<ErrorCode>(["REFRESH_FAILED", "STORE_FAILED", "ENCRYPTION_KEY"]);
-
-/**
- * A status PUT may be retried: it is idempotent. HighLevel answers 403 for the first
- * seconds after a webhook, so 403 is retried (without refreshing the token), as are
- * 429, 5xx, timeouts and refused connections. Other 4xx will not get better.
- */
-export function reportRetryable(error: unknown): boolean {
-  if (error instanceof CrmError && error.httpStatus !== undefined) {
-    const s = error.httpStatus;
-    return s === 401 || s === 403 || s === 408 || s === 429 || s >= 500;
-  }
-  // ENCRYPTION_KEY: a CLI command sealed a secret this server cannot read until it restarts with the key.
-  // Any other (NO_TOKEN: the location is gone) will not get better.
-  if (error instanceof AppError) return REPORT_MAY_PASS.has(error.code);
-  return true; // a network failure or a timeout
 }
 
 function failed(errorCode: FailureCode, errorMessage: string): Result {

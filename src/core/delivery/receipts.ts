@@ -95,8 +95,8 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
 
 /**
  * The message's status by itself (`GET /api/v1/sms/status/{id}`); a number: the ms to
- * wait for the budget; `unknown`: Cast answered it knows no such message (404); `failed`:
- * no answer (a 5xx, a timeout, no connection), so nothing is known.
+ * wait for the budget; `unknown`: Cast answered it knows no such message (not_found); `failed`:
+ * no clear answer (a 5xx, a timeout, no connection), so nothing is known.
  */
 async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<DeliveryStatus | number | { unknown: true } | { failed: string }> {
   const wait = deps.scheduler.tryPoll();
@@ -109,7 +109,7 @@ async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Deliver
       return error.retryAfterMs ?? 1000;
     }
     deps.log.debug(`message ${job.message.messageId}: delivery status not read (${errorMessage(error)})`);
-    if (error instanceof GatewayError && error.httpStatus === 404) return { unknown: true };
+    if (error instanceof GatewayError && error.failure === "not_found") return { unknown: true };
     return { failed: errorMessage(error) };
   }
 }

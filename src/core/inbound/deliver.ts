@@ -1,8 +1,8 @@
 import type { Commit } from "../../db/commit.ts";
 import type { InboundRow, InboundStore } from "../../db/inbound.ts";
-import { AppError, CrmError, errorMessage } from "../../errors.ts";
+import { CrmError, errorMessage } from "../../errors.ts";
 import type { CrmClient } from "../clients/crm.ts";
-import { reportRetryable } from "../delivery/outbound.ts";
+import { nextReport, tokenRefused } from "../retry-policy.ts";
 import type { TokenService } from "../installs/tokens.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone } from "../mask.ts";
@@ -52,7 +52,7 @@ export async function deliverInbound(deps: DeliverDeps, id: number): Promise<voi
     if (!(await deps.commit(() => deps.store.markPosting(row.id, deps.now())))) return;
     await post(deps, { ...row, contactId }, token);
   } catch (error) {
-    if (token && error instanceof CrmError && error.httpStatus === 401) await deps.tokenService.rejected(row.locationId, token).catch(() => undefined);
+    if (token && tokenRefused(error)) await deps.tokenService.rejected(row.locationId, token).catch(() => undefined);
     await failed(deps, row, error);
   }
 }
@@ -103,23 +103,18 @@ async function storePosted(deps: DeliverDeps, row: InboundRow, messageId: string
 
 /** HighLevel surely did not take the message: no connection was made, or it answered that it refused it. */
 function notTaken(error: unknown): boolean {
-  if (error instanceof CrmError && error.httpStatus !== undefined) {
-    const s = error.httpStatus;
-    return (s >= 400 && s < 500) || s === 502 || s === 503;
-  }
-  return !(error instanceof CrmError) && neverSent(error);
+  return error instanceof CrmError ? error.notTaken : neverSent(error);
 }
 
 /** Tried again like a status report, or given up after as many tries or an error that will not pass. */
 async function failed(deps: DeliverDeps, row: InboundRow, error: unknown): Promise<void> {
-  const attempt = row.attempts + 1;
-  if (!reportRetryable(error) || attempt >= (deps.attempts ?? RETRY.report.tries)) {
+  const next = nextReport(error, row.attempts, { maxTries: deps.attempts, backoffMs: deps.backoffMs });
+  if (next.verdict === "fail") {
     await deps.commit(() => deps.store.giveUp(row.id, errorMessage(error), deps.now()));
     deps.log.error(`reply ${row.inboundId} of location ${row.locationId} not delivered to HighLevel: ${errorMessage(error)}`);
     return;
   }
-  const asked = error instanceof AppError ? (error.retryAfterMs ?? 0) : 0;
-  await later(deps, row, Math.max(asked, delayMs(RETRY.report, row.attempts, deps.backoffMs)), errorMessage(error), true);
+  await later(deps, row, next.inMs, errorMessage(error), true);
 }
 
 async function later(deps: DeliverDeps, row: InboundRow, waitMs: number, reason: string, counted: boolean): Promise<void> {

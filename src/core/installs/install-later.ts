@@ -1,4 +1,5 @@
 import { errorMessage } from "../../errors.ts";
+import { mayPassLater } from "../retry-policy.ts";
 import { admitted, connectLocation, pendingNote, type InstallDeps } from "./install.ts";
 import type { CompanyTokens } from "./tokens.ts";
 
@@ -64,39 +65,7 @@ export function createLaterInstaller(deps: LaterInstallDeps) {
       log.warn(`INSTALL of ${what} not applied yet: bridge holds no token of ${whose}; HighLevel will send it again. If it keeps coming back, install the app again from the agency (Marketplace, agency level), then run \`bridge locations sync\``);
       return "retry";
     }
-    return connectThroughAny(locationId, companyIds);
-  }
-
-  async function connectThroughAny(locationId: string, companyIds: string[]): Promise<LaterVerdict> {
-    const reasons: string[] = [];
-    let passing = false;
-    for (const companyId of companyIds) {
-      let company;
-      try {
-        company = await deps.companyTokens.validToken(companyId);
-      } catch (error) {
-        // Refused for good when the refusal is now on the record; anything else may pass.
-        passing ||= !companies.get(companyId)?.refreshError;
-        reasons.push(`company ${companyId}: ${errorMessage(error)}`);
-        continue;
-      }
-      const approved = admitted(allowedCompanyIds, companyId);
-      const failure = await connectLocation(deps, company.accessToken, companyId, { id: locationId, name: "" }, approved);
-      if (!failure) {
-        log.info(`installed location ${locationId} (company ${companyId}) from an INSTALL webhook${pendingNote(approved)}`);
-        return "installed";
-      }
-      // A 4xx says no (not this company's location, app not installed there); anything else may pass.
-      passing ||= failure.status === undefined || failure.status >= 500 || failure.status === 429;
-      reasons.push(`company ${companyId}: ${failure.reason}`);
-    }
-    const why = reasons.join("; ");
-    if (passing) {
-      log.warn(`INSTALL of location ${locationId} not applied yet (${why}); HighLevel will send it again`);
-      return "retry";
-    }
-    log.warn(`INSTALL of location ${locationId} not applied: HighLevel refused its token (${why}); the next \`bridge locations sync\` tries again`);
-    return "not_connected";
+    return connectThroughAny(deps, locationId, companyIds);
   }
 
   return function installLocation(locationId: string, companyId?: string): Promise<LaterVerdict> {
@@ -106,4 +75,38 @@ export function createLaterInstaller(deps: LaterInstallDeps) {
     inflight.set(locationId, started);
     return started;
   };
+}
+
+/** The location's token through each stored company in turn; "retry" when a failure may pass. */
+async function connectThroughAny(deps: LaterInstallDeps, locationId: string, companyIds: string[]): Promise<LaterVerdict> {
+  const { companies, log, allowedCompanyIds } = deps;
+  const reasons: string[] = [];
+  let passing = false;
+  for (const companyId of companyIds) {
+    let company;
+    try {
+      company = await deps.companyTokens.validToken(companyId);
+    } catch (error) {
+      // Refused for good when the refusal is now on the record; anything else may pass.
+      passing ||= !companies.get(companyId)?.refreshError;
+      reasons.push(`company ${companyId}: ${errorMessage(error)}`);
+      continue;
+    }
+    const approved = admitted(allowedCompanyIds, companyId);
+    const failure = await connectLocation(deps, company.accessToken, companyId, { id: locationId, name: "" }, approved);
+    if (!failure) {
+      log.info(`installed location ${locationId} (company ${companyId}) from an INSTALL webhook${pendingNote(approved)}`);
+      return "installed";
+    }
+    // A refusal says no (not this company's location, app not installed there); anything else may pass.
+    passing ||= mayPassLater(failure.cause);
+    reasons.push(`company ${companyId}: ${failure.reason}`);
+  }
+  const why = reasons.join("; ");
+  if (passing) {
+    log.warn(`INSTALL of location ${locationId} not applied yet (${why}); HighLevel will send it again`);
+    return "retry";
+  }
+  log.warn(`INSTALL of location ${locationId} not applied: HighLevel refused its token (${why}); the next \`bridge locations sync\` tries again`);
+  return "not_connected";
 }

@@ -1,7 +1,7 @@
 import type { CompanyStore } from "../../db/companies.ts";
 import type { TokenStore } from "../../db/tokens.ts";
 import type { CrmClient, InstalledLocation, TokenResponse } from "../clients/crm.ts";
-import { AppError, CrmError, errorMessage } from "../../errors.ts";
+import { AppError, errorMessage } from "../../errors.ts";
 import type { Exchanges } from "./exchanges.ts";
 import type { Logger } from "../log.ts";
 import type { Pacer } from "./pace.ts";
@@ -140,10 +140,10 @@ async function installCompany(deps: InstallDeps, company: TokenResponse): Promis
   return { kind: "company", companyId, saved, total: unique.length, failed };
 }
 
-/** Why a location could not be connected; `status`: the CRM's answer when fetching its token failed. */
+/** Why a location could not be connected; `cause`: the error met (the CRM's refusal, a refused write). */
 export interface ConnectFailure {
   reason: string;
-  status?: number;
+  cause: unknown;
 }
 
 /**
@@ -162,13 +162,13 @@ export async function connectLocation(
   try {
     token = await deps.crm.getLocationToken(companyToken, companyId, location.id);
   } catch (error) {
-    return { reason: errorMessage(error), status: error instanceof CrmError ? error.httpStatus : undefined };
+    return { reason: errorMessage(error), cause: error };
   }
   try {
     deps.tokens.save({ ...record(location.id, companyId, token, deps.now()), name: location.name }, deps.now(), approved);
     return undefined;
   } catch (error) {
-    return { reason: `could not save it: ${errorMessage(error)}` };
+    return { reason: `could not save it: ${errorMessage(error)}`, cause: error };
   }
 }
 

@@ -1,7 +1,8 @@
 import type { CompanyRecord, CompanyStore } from "../../db/companies.ts";
 import type { TokenRecord, TokenStore } from "../../db/tokens.ts";
 import type { CrmClient, RateLimitMode, TokenResponse } from "../clients/crm.ts";
-import { AppError, CrmError, errorMessage, noToken } from "../../errors.ts";
+import { AppError, errorMessage, noToken } from "../../errors.ts";
+import { refusedAsIs, tokenRefused } from "../retry-policy.ts";
 import type { Logger } from "../log.ts";
 import { createRefresher, deadGrantNote } from "./refresh.ts";
 
@@ -35,51 +36,15 @@ export type TokenService = ReturnType<typeof createTokenService>;
  * is renewed through its company's token instead, on the same single-flight path.
  */
 export function createTokenService(deps: TokenServiceDeps) {
-  const { tokens, crm, companyTokens, companies, now, log } = deps;
+  const { tokens, crm, now } = deps;
   const { validToken, forJob, refresh, confirm } = createRefresher<TokenRecord>({
     ...deps,
     store: tokens,
-    grant: (record, rateLimit) => (record.refreshToken ? crm.refreshToken(record.refreshToken, "Location") : throughCompany(record, rateLimit)),
+    grant: (record, rateLimit) => (record.refreshToken ? crm.refreshToken(record.refreshToken, "Location") : throughCompany(deps, record, rateLimit)),
     noun: "location",
     missing: noToken,
     refusedForGood: (error, record) => (record.refreshToken ? deadGrantNote(error, "location") : refusedThroughCompany(error)),
   });
-
-  /**
-   * A 401 from /oauth/locationToken refuses the company's access token, not the location
-   * (HighLevel may revoke an access token before its expiry): the company's token is
-   * renewed, once, and the location asked for again. Only a company refused for good, or
-   * a 4xx about the location on that second ask, marks the location (refusedThroughCompany).
-   */
-  async function throughCompany(record: TokenRecord, rateLimit: RateLimitMode): Promise<TokenResponse> {
-    const { locationId, companyId } = record;
-    if (!companyId) throw new AppError("NO_COMPANY_TOKEN", `location ${locationId} has no refresh token and no company`);
-    const company = await companyToken(companyId, () => companyTokens.validToken(companyId));
-    try {
-      return await crm.getLocationToken(company.accessToken, companyId, locationId, rateLimit);
-    } catch (error) {
-      if (!(error instanceof CrmError && error.httpStatus === 401)) throw error;
-      log.warn(`the CRM refused company ${companyId}'s access token for location ${locationId} (${errorMessage(error)}); renewing it`);
-      // Another caller may have renewed it meanwhile: then that one is used, not spent again.
-      const current = companies.get(companyId);
-      const renewed =
-        current && current.accessToken !== company.accessToken
-          ? current
-          : await companyToken(companyId, () => companyTokens.refresh(companyId, true));
-      return crm.getLocationToken(renewed.accessToken, companyId, locationId, rateLimit);
-    }
-  }
-
-  /** The company's token from `get`; gone or refused for good, only the agency installing again brings it back. */
-  async function companyToken(companyId: string, get: () => Promise<CompanyRecord>): Promise<CompanyRecord> {
-    try {
-      return await get();
-    } catch (error) {
-      const stored = companies.get(companyId);
-      if (!stored || stored.refreshError) throw new AppError("NO_COMPANY_TOKEN", `company ${companyId}: ${errorMessage(error)}`, { cause: error });
-      throw error;
-    }
-  }
 
   // Per location, when a 401 last made us fetch a new token. If the CRM refuses that
   // one too, the token is not the problem (HighLevel also answers 401 for a missing scope).
@@ -110,6 +75,43 @@ export function createTokenService(deps: TokenServiceDeps) {
   };
 }
 
+/**
+ * A 401 from /oauth/locationToken refuses the company's access token, not the location
+ * (HighLevel may revoke an access token before its expiry): the company's token is
+ * renewed, once, and the location asked for again. Only a company refused for good, or
+ * a 4xx about the location on that second ask, marks the location (refusedThroughCompany).
+ */
+async function throughCompany(deps: TokenServiceDeps, record: TokenRecord, rateLimit: RateLimitMode): Promise<TokenResponse> {
+  const { crm, companyTokens, companies, log } = deps;
+  const { locationId, companyId } = record;
+  if (!companyId) throw new AppError("NO_COMPANY_TOKEN", `location ${locationId} has no refresh token and no company`);
+  const company = await companyToken(companies, companyId, () => companyTokens.validToken(companyId));
+  try {
+    return await crm.getLocationToken(company.accessToken, companyId, locationId, rateLimit);
+  } catch (error) {
+    if (!tokenRefused(error)) throw error;
+    log.warn(`the CRM refused company ${companyId}'s access token for location ${locationId} (${errorMessage(error)}); renewing it`);
+    // Another caller may have renewed it meanwhile: then that one is used, not spent again.
+    const current = companies.get(companyId);
+    const renewed =
+      current && current.accessToken !== company.accessToken
+        ? current
+        : await companyToken(companies, companyId, () => companyTokens.refresh(companyId, true));
+    return crm.getLocationToken(renewed.accessToken, companyId, locationId, rateLimit);
+  }
+}
+
+/** The company's token from `get`; gone or refused for good, only the agency installing again brings it back. */
+async function companyToken(companies: CompanyStore, companyId: string, get: () => Promise<CompanyRecord>): Promise<CompanyRecord> {
+  try {
+    return await get();
+  } catch (error) {
+    const stored = companies.get(companyId);
+    if (!stored || stored.refreshError) throw new AppError("NO_COMPANY_TOKEN", `company ${companyId}: ${errorMessage(error)}`, { cause: error });
+    throw error;
+  }
+}
+
 export interface CompanyTokenDeps extends Omit<TokenServiceDeps, "tokens" | "companyTokens"> {
   companies: CompanyStore;
 }
@@ -134,14 +136,12 @@ export function createCompanyTokens(deps: CompanyTokenDeps) {
 /**
  * Why renewing a location through its company will not pass without the agency installing
  * again, "" when it may: no company token, one refused for good, or HighLevel refusing the
- * location's token (a 400, 403 or 404: not this company's location, or the app is no
- * longer there). A 401 refuses the company's access token, which throughCompany has
- * renewed already: it may pass, as may a 429 or 5xx, or no answer.
+ * location's token as asked (not this company's location, or the app is no longer there).
+ * A refused access token is the company's, which throughCompany has renewed already: it
+ * may pass, as may a 429, an unclear answer, or no answer.
  */
 function refusedThroughCompany(error: unknown): string {
-  const refused =
-    (error instanceof AppError && error.code === "NO_COMPANY_TOKEN") ||
-    (error instanceof CrmError && [400, 403, 404].includes(error.httpStatus ?? 0));
+  const refused = (error instanceof AppError && error.code === "NO_COMPANY_TOKEN") || refusedAsIs(error);
   return refused ? `the CRM refused this location's token through its company (${errorMessage(error)}); install the app again from the agency` : "";
 }
 

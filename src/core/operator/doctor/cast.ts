@@ -61,10 +61,11 @@ async function checkKey(config: ResolvedConfig, sms: SmsGateway, apiKey: string,
   }
 }
 
+/** What the balance call's failure says to the operator, by its kind (core/clients/gateway.ts). */
 function keyProblem(error: unknown): string {
-  const status = error instanceof GatewayError ? error.httpStatus : undefined;
-  if (status === 402) return `out of credit (${errorMessage(error)}): top up the Cast account; its messages wait meanwhile`;
-  if (status === 401 || status === 403) return `refused (${errorMessage(error)}): replace the key, or ask Cast why it is refused`;
+  const failure = error instanceof GatewayError ? error.failure : undefined;
+  if (failure === "out_of_credit") return `out of credit (${errorMessage(error)}): top up the Cast account; its messages wait meanwhile`;
+  if (failure === "key_refused" || failure === "account_held") return `refused (${errorMessage(error)}): replace the key, or ask Cast why it is refused`;
   return `balance call failed (${errorMessage(error)})`;
 }
 

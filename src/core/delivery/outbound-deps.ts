@@ -1,0 +1,69 @@
+import type { Commit } from "../../db/commit.ts";
+import type { JobStore } from "../../db/jobs.ts";
+import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { TokenStore } from "../../db/tokens.ts";
+import type { SmsGateway } from "../clients/gateway.ts";
+import type { CrmClient } from "../clients/crm.ts";
+import type { Logger } from "../log.ts";
+import type { KeyHolds } from "./holds.ts";
+import type { MessageMetrics } from "../operator/metrics.ts";
+import type { Outages } from "../operator/outages.ts";
+import type { ReceiptBook } from "./receipts.ts";
+import type { Scheduler } from "./scheduler.ts";
+import type { OptOutList } from "../inbound/reply.ts";
+import type { UnsubscribedLists } from "./opt-out.ts";
+import type { TokenService } from "../installs/tokens.ts";
+import type { SharedSending } from "../installs/locations.ts";
+
+/** What a queued message's way out uses (wired in wire.ts). */
+export interface OutboundDeps {
+  tokens: TokenStore;
+  jobs: JobStore;
+  /** Every change of a job's state goes through it: committed before the work it announces. */
+  commit: Commit;
+  tokenService: TokenService;
+  sms: SmsGateway;
+  /** Cast's rate limits: a send goes only with a token of both budgets. */
+  scheduler: Scheduler;
+  /** API keys Cast refused (401, 402, 403): their messages wait. */
+  holds: KeyHolds;
+  /** Delivery receipts read in batches from each key's log. */
+  receiptBook: ReceiptBook;
+  /** The key each send went with, kept by its tag: its receipt is asked with it even after the key was changed. */
+  sentKeys: Pick<GatewayKeys, "keep" | "sentWith">;
+  crm: CrmClient;
+  /** The operator's key and sender ID, and who may use them: checked at every send. */
+  defaults: SharedSending;
+  now: () => number;
+  log: Logger;
+  /** First delay before re-trying a status report (RETRY.report). */
+  reportBackoffMs?: number;
+  /** Status reports tried at most this often before the job is given up (RETRY.report). */
+  reportAttempts?: number;
+  /** First wait before storing a send's result again. */
+  storeRetryMs?: number;
+  /** A message of more parts is refused (SMS_MAX_PARTS). */
+  maxParts: number;
+  /** Longest a message waits out a gateway that does not answer clearly (SMS_HOLD_MAX). */
+  holdMaxMs: number;
+  /** First wait before a send without a clear answer is tried again; doubles up to a minute. */
+  sendBackoffMs?: number;
+  /** Longest a delivery receipt is awaited before the report (DLR_WAIT); 0: not asked for. */
+  dlrWaitMs: number;
+  /** First look for a receipt after a send. */
+  receiptPollMs?: number;
+  /** How long past DLR_WAIT a status call that gets no answer is tried again. */
+  receiptGraceMs?: number;
+  /** The locations' opt-out lists: a send to a listed number fails before any gateway call. */
+  optOuts?: Pick<OptOutList, "has">;
+  /** Cast's unsubscribed lists, per API key: a send to a number on it for its sender ID fails too. */
+  unsubscribed?: UnsubscribedLists;
+  /** Told when a message is done with, and when its receipt came. */
+  metrics?: MessageMetrics;
+  /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
+  outages?: Pick<Outages, "waited">;
+  /** The key of the phone a location sends through (delivery/phones.ts); undefined: it sends through Cast. */
+  phoneFor?: (locationId: string) => string | undefined;
+  /** How long a send with this key waits for its receipt, when not DLR_WAIT (a phone's). */
+  receiptWaitMs?: (apiKey: string) => number | undefined;
+}

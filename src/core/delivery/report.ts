@@ -1,0 +1,51 @@
+import type { Job } from "../../db/jobs.ts";
+import { errorMessage } from "../../errors.ts";
+import type { MessageStatus } from "../clients/crm.ts";
+import { nextReport, tokenRefused } from "../retry-policy.ts";
+import type { OutboundDeps } from "./outbound.ts";
+
+/**
+ * Reports a job's outcome to the CRM; a number: the ms until it may look again (its token
+ * is being renewed). A report that fails is tried again as the retry policy answers
+ * (core/retry-policy.ts), scheduled in the database so that a waiting report holds no worker.
+ */
+export async function report(deps: OutboundDeps, job: Job): Promise<number | void> {
+  const { messageId, locationId } = job.message;
+  const status: MessageStatus =
+    job.outcome === "delivered"
+      ? { status: "delivered" }
+      : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
+  let accessToken: string | undefined;
+  try {
+    const valid = await deps.tokenService.forJob(locationId);
+    // Renewed by another job right now, or HighLevel asked to wait: waited in the queue.
+    if ("waitMs" in valid) return valid.waitMs;
+    ({ accessToken } = valid);
+    await deps.crm.updateMessageStatus(accessToken, messageId, status);
+    await deps.commit(() => deps.jobs.reported(job.id, status.status, deps.now()));
+    deps.metrics?.finished(job);
+    deps.log.debug(`message ${messageId}: reported ${status.status}`);
+  } catch (error) {
+    // The CRM no longer takes this access token (revoked or rotated elsewhere): a fresh
+    // one is worth a try. HighLevel's "too early" is not a token problem.
+    if (accessToken && tokenRefused(error)) {
+      await deps.tokenService.rejected(locationId, accessToken).catch(() => undefined);
+    }
+    await retryReport(deps, job, error);
+  }
+}
+
+/** Schedules the next report in the database, or gives the report up. */
+async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promise<void> {
+  const { messageId, locationId } = job.message;
+  const next = nextReport(error, job.attempts, { maxTries: deps.reportAttempts, backoffMs: deps.reportBackoffMs });
+  if (next.verdict === "fail") {
+    await deps.commit(() => deps.jobs.giveUp(job.id, deps.now(), errorMessage(error)));
+    deps.metrics?.finished(job);
+    deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
+    return;
+  }
+  deps.outages?.waited("crm", messageId);
+  await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + next.inMs, errorMessage(error), deps.now()));
+  deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${job.attempts + 1} in ${next.inMs} ms`);
+}
