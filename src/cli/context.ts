@@ -7,7 +7,7 @@ import { lockDb, type LockHolder } from "../db/lock.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { upgradeDb } from "../db/upgrade.ts";
-import { createTokenStore, type TokenStore } from "../db/tokens.ts";
+import { createLocationRegistry, type LocationRegistry } from "../db/tokens.ts";
 import { createPhoneStore, type PhoneStore } from "../db/phones.ts";
 import { readEnvFile } from "./env-file.ts";
 import { UsageError, type Io } from "./io.ts";
@@ -78,11 +78,11 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 }
 
 /** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
-export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: TokenStore, config: ResolvedConfig, phones: PhoneStore) => T): T {
+export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore) => T): T {
   return withDb(io, options, (db, config) => {
     const sealer = createSealer(config.encryptionKey);
     checkSealed(db, sealer); // the values it cannot open are refused where they are used, naming their place
-    const tokens = createTokenStore(db, sealer);
+    const tokens = createLocationRegistry(db, sealer);
     if (config.encryptionKey) resealV1(db, sealer);
     return fn(tokens, config, createPhoneStore(db, sealer));
   });

@@ -52,14 +52,14 @@ export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOp
 type Lib = Pick<typeof import("../sea/heavy.ts"), "addOptOut" | "listOptOuts" | "optOutPhone" | "removeOptOut">;
 
 async function withOptOuts<T>(io: Io, globals: GlobalOptions, fn: (deps: OptOutDeps, lib: Lib) => T): Promise<T> {
-  const [{ withDb }, lib, { createOptOutStore }, { createTokenStore }] = await Promise.all([
+  const [{ withDb }, lib, { createOptOutStore }, { createLocationRegistry }] = await Promise.all([
     import("./context.ts"),
     import("../sea/heavy.ts"),
     import("../db/optouts.ts"),
     import("../db/tokens.ts"),
   ]);
   // The token store only says whether the location is known: no secret is opened.
-  return withDb(io, globals, (db) => fn({ optOuts: createOptOutStore(db), tokens: createTokenStore(db) }, lib));
+  return withDb(io, globals, (db) => fn({ optOuts: createOptOutStore(db), tokens: createLocationRegistry(db) }, lib));
 }
 
 /** A phone from the command line, as the admin API checks it: a bad one is a usage error (exit 2). */

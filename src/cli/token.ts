@@ -4,7 +4,7 @@ import type { GlobalOptions } from "./context.ts";
 import type { Core } from "../core/index.ts";
 import { json, locationArg, table, UsageError, type Io } from "./io.ts";
 
-interface Outcome {
+interface RefreshLine {
   location_id: string;
   status: "refreshed" | "still valid" | "failed";
   expires_at: string;
@@ -31,7 +31,7 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
       const outcomes = await withCore(io, globals(), "token", async (core) => {
         // The listing opens no token: one location's that the key does not open fails alone.
         const ids = locationId ? [locationId] : core.tokens.listings().map((t) => t.locationId);
-        const results: Outcome[] = [];
+        const results: RefreshLine[] = [];
         for (const id of ids) results.push(await refreshOne(core, id, options.force ?? false));
         return results;
       });
@@ -43,7 +43,7 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
     });
 }
 
-async function refreshOne(core: Core, locationId: string, force: boolean): Promise<Outcome> {
+async function refreshOne(core: Core, locationId: string, force: boolean): Promise<RefreshLine> {
   let before: ReturnType<Core["tokens"]["get"]>;
   try {
     before = core.tokens.get(locationId);

@@ -8,7 +8,7 @@ import { createOptOutStore, type OptOutStore } from "../db/optouts.ts";
 import { createBalances, type Balances } from "./operator/balances.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
-import { createTokenStore, type TokenStore } from "../db/tokens.ts";
+import { createLocationRegistry, type LocationRegistry } from "../db/tokens.ts";
 import { createPhoneStore, type PhoneStore } from "../db/phones.ts";
 import { createCastClient, type GatewayOptions } from "./clients/cast.ts";
 import { createUnsubscribedClient, type ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
@@ -55,7 +55,7 @@ export interface Core {
   now: () => number;
 
   // The store.
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   /** Agencies' own tokens, kept to follow the locations they add later. */
   companies: CompanyStore;
   jobs: JobStore;
@@ -186,7 +186,7 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   for (const unopenable of checkSealed(db, sealer)) {
     log.warn(`${unopenable}: not used, and what needs it waits (the others work); ${MEND_SEALED}`);
   }
-  const tokens = createTokenStore(db, sealer);
+  const tokens = createLocationRegistry(db, sealer);
   const companies = createCompanyStore(db, sealer);
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);

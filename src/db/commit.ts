@@ -12,7 +12,7 @@ interface Pending {
   fail: (error: unknown) => void;
 }
 
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+type Attempt = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Group commit. With synchronous=FULL every commit waits for the disk, and on a busy
@@ -34,7 +34,7 @@ export function createGroupCommit(db: Pick<Db, "transaction" | "inTransaction">,
   let timer: ReturnType<typeof setTimeout> | undefined;
   const runAll = db.transaction((batch: Pending[]) => batch.map((p) => attempt(p.write)));
 
-  function attempt(write: () => unknown): Outcome {
+  function attempt(write: () => unknown): Attempt {
     try {
       return { ok: true, value: write() };
     } catch (error) {
@@ -47,7 +47,7 @@ export function createGroupCommit(db: Pick<Db, "transaction" | "inTransaction">,
     clearTimeout(timer);
     const batch = pending;
     pending = [];
-    let outcomes: Outcome[];
+    let outcomes: Attempt[];
     try {
       // IMMEDIATE takes the write lock up front: a CLI holding it makes the batch wait
       // once (busy_timeout), not every write in it in turn.

@@ -74,7 +74,7 @@ export interface CompanyLocation {
   refreshError: string;
 }
 
-export type TokenStore = ReturnType<typeof createTokenStore>;
+export type LocationRegistry = ReturnType<typeof createLocationRegistry>;
 
 interface Row extends TokenColumns {
   location_id: string;
@@ -88,11 +88,13 @@ interface Row extends TokenColumns {
 }
 
 /**
- * Typed queries over the tokens table, prepared once. Tokens and API keys pass
+ * The location registry: every installed location with its token pair, its settings (sender
+ * ID, API key, approval) and its install state, in the `tokens` table (named after its first
+ * column set). Queries are prepared once. Tokens and API keys pass
  * through `sealer`, which encrypts them at rest when a key is configured. The reads
  * that open no token, and a location's settings, are location-queries.ts.
  */
-export function createTokenStore(db: Db, sealer: Sealer = createSealer(undefined)) {
+export function createLocationRegistry(db: Db, sealer: Sealer = createSealer(undefined)) {
   // A reinstall keeps the settings and an approval given before, and clears the
   // uninstalled mark. An operator's unapprove outlasts it (a listed company's install,
   // or sync reconnecting one, would approve again), and an operator's approval stays theirs.

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
-import { createTokenStore } from "../../src/db/tokens.ts";
+import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { BINARY, e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
 
@@ -111,7 +111,7 @@ describe("dist/bridge, as an operator runs it", () => {
 
   test("a large --json listing reaches a pipe whole", async () => {
     const db = openDb(e2e.env.DATABASE_PATH!);
-    const tokens = createTokenStore(db);
+    const tokens = createLocationRegistry(db);
     for (let i = 0; i < 2000; i++) {
       tokens.save({ locationId: `bulk-${i}`, companyId: "c", accessToken: "a", refreshToken: "r", expiresAt: Date.now() }, Date.now());
     }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { createSealer } from "../../src/db/sealer.ts";
-import { createTokenStore } from "../../src/db/tokens.ts";
+import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
 
@@ -40,7 +40,7 @@ test("one location's API key sealed with another key: serve starts and names it,
   await stop();
   // As `bridge config set loc-1 --sms-api-key -` run with an old BRIDGE_ENCRYPTION_KEY would store it.
   const db = openDb(env.DATABASE_PATH!);
-  createTokenStore(db, createSealer(OLD)).setConfig("loc-1", { smsApiKey: "loc-1-own-key-0123456789" }, Date.now());
+  createLocationRegistry(db, createSealer(OLD)).setConfig("loc-1", { smsApiKey: "loc-1-own-key-0123456789" }, Date.now());
   db.close();
 
   server = await startServe(env, dir);

@@ -7,7 +7,7 @@ import { run } from "../../src/cli/index.ts";
 import { openDb } from "../../src/db/index.ts";
 import { migrate } from "../../src/db/schema.ts";
 import { MIGRATIONS } from "../../src/db/migrations.ts";
-import { createTokenStore } from "../../src/db/tokens.ts";
+import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { checkApprovals } from "../../src/core/operator/doctor/approvals.ts";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
@@ -415,7 +415,7 @@ test("the migrations approve the locations that exist when approvals ship, as un
     const db = openDb(path, { keepOlderSchema: true });
     try {
       migrate(db);
-      expect(createTokenStore(db).get("loc-old")).toMatchObject({ approved: true, approvedBy: "unconfirmed", uninstalledAt: 0 });
+      expect(createLocationRegistry(db).get("loc-old")).toMatchObject({ approved: true, approvedBy: "unconfirmed", uninstalledAt: 0 });
       expect(db.prepare("SELECT message_id FROM seen_messages").pluck().all()).toEqual(["m-old"]);
     } finally {
       db.close();

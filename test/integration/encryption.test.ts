@@ -8,7 +8,7 @@ import { createLogger } from "../../src/core/log.ts";
 import { createSealer } from "../../src/db/sealer.ts";
 import { openDb } from "../../src/db/index.ts";
 import { checkSealed } from "../../src/db/key-check.ts";
-import { createTokenStore } from "../../src/db/tokens.ts";
+import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { sealV1 } from "../helpers/sealer.ts";
 import { captureStream } from "../helpers/stream.ts";
@@ -37,7 +37,7 @@ test("a missing or wrong key is a clear error, not garbage tokens", async () => 
   const db = openDb(bridge.config.databasePath);
   try {
     expect(() => checkSealed(db, createSealer(undefined))).toThrow("the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
-    const wrong = createTokenStore(db, createSealer(randomBytes(32)));
+    const wrong = createLocationRegistry(db, createSealer(randomBytes(32)));
     expect(() => checkSealed(db, createSealer(randomBytes(32)))).toThrow("BRIDGE_ENCRYPTION_KEY is not the key this database was encrypted with");
     expect(() => wrong.get("loc-1")).toThrow("is not the key");
   } finally {
@@ -50,7 +50,7 @@ test("a database whose only sealed secret is a location's API key is refused wit
   await bridge.install("loc-1");
   const db = openDb(bridge.config.databasePath);
   try {
-    createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))).setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
+    createLocationRegistry(db, createSealer(Buffer.from(KEY, "hex"))).setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
     expect(() => checkSealed(db, createSealer(undefined))).toThrow("the database holds encrypted secrets: set BRIDGE_ENCRYPTION_KEY");
     expect(() => checkSealed(db, createSealer(randomBytes(32)))).toThrow("is not the key");
     expect(() => checkSealed(db, createSealer(Buffer.from(KEY, "hex")))).not.toThrow();
@@ -66,7 +66,7 @@ test("one value sealed with another key: the start check names it and passes, th
   const db = openDb(bridge.config.databasePath);
   try {
     // As `bridge config set` run with an old key would store it.
-    createTokenStore(db, createSealer(randomBytes(32))).setConfig("loc-2", { smsApiKey: "old-key-api-key-123456" }, Date.now());
+    createLocationRegistry(db, createSealer(randomBytes(32))).setConfig("loc-2", { smsApiKey: "old-key-api-key-123456" }, Date.now());
     const wrong = "tokens.sms_api_key of loc-2: BRIDGE_ENCRYPTION_KEY is not the key this value was sealed with";
     expect(checkSealed(db, createSealer(Buffer.from(KEY, "hex")))).toEqual([wrong]);
     // A key that opens none of them is still refused as a whole.
@@ -116,7 +116,7 @@ test("values written before the key was set stay readable, and are sealed on the
 
   const db = openDb(bridge.config.databasePath);
   try {
-    const sealed = createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))); // the key is set now
+    const sealed = createLocationRegistry(db, createSealer(Buffer.from(KEY, "hex"))); // the key is set now
     expect(sealed.get("loc-1")).toMatchObject({ accessToken: plain.accessToken, smsApiKey: "plain-api-key-123456" });
     sealed.updateTokens("loc-1", "at-new", "rt-new", Date.now() + 86_400_000, Date.now());
     sealed.setConfig("loc-1", { smsApiKey: "plain-api-key-123456" }, Date.now());
@@ -132,7 +132,7 @@ test("a server started without the key answers 503, and holds the job, when a CL
   await bridge.install("loc-1");
   const db = openDb(bridge.config.databasePath); // as `bridge config set` with the key would
   try {
-    createTokenStore(db, createSealer(Buffer.from(KEY, "hex"))).setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
+    createLocationRegistry(db, createSealer(Buffer.from(KEY, "hex"))).setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
   } finally {
     db.close();
   }
@@ -154,7 +154,7 @@ test("a status report that meets such a secret is tried again, not given up, and
   const withStore = (sealer: ReturnType<typeof createSealer>, apiKey: string) => {
     const db = openDb(bridge.config.databasePath);
     try {
-      createTokenStore(db, sealer).setConfig("loc-1", { smsApiKey: apiKey }, Date.now());
+      createLocationRegistry(db, sealer).setConfig("loc-1", { smsApiKey: apiKey }, Date.now());
     } finally {
       db.close();
     }
@@ -242,7 +242,7 @@ test("enc:v1 values (sealed before values were bound) still open, and the first 
   const keyed = createSealer(key);
   const db = openDb(bridge.config.databasePath);
   try {
-    expect(createTokenStore(db, keyed).list()).toEqual(before); // v1 still opens
+    expect(createLocationRegistry(db, keyed).list()).toEqual(before); // v1 still opens
 
     // Any command with the key: here `bridge locations list`.
     const out: string[] = [];
@@ -252,7 +252,7 @@ test("enc:v1 values (sealed before values were bound) still open, and the first 
     for (const id of ["loc-1", "loc-2"]) {
       for (const value of Object.values(onDiskOf(bridge, id))) expect(value).toMatch(/^(enc:v2:|$)/);
     }
-    expect(createTokenStore(db, keyed).list()).toEqual(before);
+    expect(createLocationRegistry(db, keyed).list()).toEqual(before);
 
     // And `serve` (createCore), which says so in its log.
     toV1("loc-2");
@@ -261,7 +261,7 @@ test("enc:v1 values (sealed before values were bound) still open, and the first 
     createCore(config, db, createLogger("info", captureStream(logs)));
     expect(logs.join("")).toContain("secrets of 1 location(s) sealed again, now bound to their row and column");
     expect(Object.values(onDiskOf(bridge, "loc-2"))).toEqual([expect.stringMatching(/^enc:v2:/), expect.stringMatching(/^enc:v2:/), ""]);
-    expect(createTokenStore(db, keyed).list()).toEqual(before);
+    expect(createLocationRegistry(db, keyed).list()).toEqual(before);
   } finally {
     db.close();
   }

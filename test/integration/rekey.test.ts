@@ -8,7 +8,7 @@ import { createSealer } from "../../src/db/sealer.ts";
 import { createCompanyStore } from "../../src/db/companies.ts";
 import { lockDb } from "../../src/db/lock.ts";
 import { SEALED_COLUMNS } from "../../src/db/rekey.ts";
-import { createTokenStore } from "../../src/db/tokens.ts";
+import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { useTempDb } from "../helpers/db.ts";
 import { sealV1 } from "../helpers/sealer.ts";
 
@@ -32,7 +32,7 @@ function cli(env: Record<string, string>, stdin: string | undefined, ...argv: st
 }
 
 function seed(key: Buffer | undefined) {
-  const tokens = createTokenStore(t.db, createSealer(key));
+  const tokens = createLocationRegistry(t.db, createSealer(key));
   for (const id of ["loc-1", "loc-2"]) {
     tokens.save({ locationId: id, companyId: "c", accessToken: `at-${id}`, refreshToken: `rt-${id}`, expiresAt: 1 }, 1, true);
   }
@@ -45,7 +45,7 @@ const PLAIN = {
 };
 
 function readAll(key: Buffer | undefined) {
-  const tokens = createTokenStore(t.db, createSealer(key));
+  const tokens = createLocationRegistry(t.db, createSealer(key));
   return Object.fromEntries(tokens.list().map((r) => [r.locationId, { accessToken: r.accessToken, refreshToken: r.refreshToken, smsApiKey: r.smsApiKey }]));
 }
 
@@ -154,14 +154,14 @@ describe("bridge rekey", () => {
 
   test("a file some of whose values are already under the new key is finished: those stay, the others move", async () => {
     // As a CLI command run with the new key leaves it, or a server that kept the old key after a rekey.
-    createTokenStore(t.db, createSealer(NEW)).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
+    createLocationRegistry(t.db, createSealer(NEW)).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
     const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
     expect(result).toMatchObject({ code: 0, err: "" });
     expect(readAll(NEW)).toEqual({ ...PLAIN, "loc-2": { ...PLAIN["loc-2"], smsApiKey: "sms-key-loc-2" } });
   });
 
   test("a value neither key opens is named, and nothing is changed", async () => {
-    createTokenStore(t.db, createSealer(randomBytes(32))).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
+    createLocationRegistry(t.db, createSealer(randomBytes(32))).setConfig("loc-2", { smsApiKey: "sms-key-loc-2" }, 1);
     const before = stored();
     const result = await cli({ BRIDGE_ENCRYPTION_KEY: OLD.toString("hex") }, NEW.toString("hex"), "rekey", "--new-key", "-");
     expect(result.code).toBe(1);

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
-import { createTokenStore } from "../../src/db/tokens.ts";
+import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { CLIENT_ID, CLIENT_SECRET, bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
@@ -280,7 +280,7 @@ describe("listings", () => {
   test("times are written exactly as Date.prototype.toISOString writes them, to the millisecond", () => {
     const db = openDb(":memory:");
     extraDbs.push(db);
-    const tokens = createTokenStore(db);
+    const tokens = createLocationRegistry(db);
     // Millisecond edges, odd fractions, leap day, far future: where a float conversion would round wrong.
     const times = [0, 1, 999, 1_000, 1_001, 86_399_999, Date.parse("2024-02-29T23:59:59.999Z"), 1_700_000_000_123, 4_102_444_800_000 - 1];
     for (let i = 0; i < 500; i++) times.push(Math.floor(Math.random() * 4_102_444_800_000));
@@ -297,7 +297,7 @@ describe("listings", () => {
   test("show everything but the tokens", () => {
     const db = openDb(":memory:");
     extraDbs.push(db);
-    const tokens = createTokenStore(db);
+    const tokens = createLocationRegistry(db);
     tokens.save({ locationId: "loc-1", companyId: "co-1", accessToken: "at-secret", refreshToken: "rt-secret", expiresAt: 5_000 }, 1_000);
     tokens.setConfig("loc-1", { senderId: "BRIDGE", smsApiKey: "sms-key" }, 2_000);
     expect(tokens.listings()).toEqual([

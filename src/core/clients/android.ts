@@ -2,7 +2,7 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent } from "../retry.ts";
 import type { DeliveryStatus } from "./gateway.ts";
 import { callFailure, hostOf } from "./network.ts";
-import { exchange } from "./transport.ts";
+import { callRemote } from "./transport.ts";
 
 /**
  * SMS Gateway for Android (ANDROID_GATEWAY_API.md): a phone with a SIM that sends and
@@ -89,7 +89,7 @@ function phoneRequest(phone: PhoneAccess, timeout: number): PhoneRequest {
   return async (what, method, path, body) => {
     let res;
     try {
-      res = await exchange(path, {
+      res = await callRemote(path, {
         baseURL: phone.url,
         method,
         headers: { Authorization: authorization, Accept: "application/json", ...(body !== undefined && { "Content-Type": "application/json" }) },

@@ -9,7 +9,7 @@ import { retryAfterMs as parseRetryAfter } from "../retry.ts";
 import type { DeliveryStatus, LogPage, LogQuery, SendResult } from "./gateway.ts";
 
 /** An answer to one of Cast's GET calls, read. */
-export interface Answer {
+export interface CastAnswer {
   status: number;
   text: string;
   body: Body | undefined;
@@ -79,7 +79,7 @@ export function readAnswer(status: number, text: string, retryAfter: string | nu
  * A GET Cast did not answer as asked. A 2xx without what was asked for, or a 5xx, is no
  * clear answer ("unknown"); a 404 to the status call: Cast has no record of the message.
  */
-export function refused(what: string, res: Answer, lookedUp = false): GatewayError {
+export function refused(what: string, res: CastAnswer, lookedUp = false): GatewayError {
   const gatewayCode = errorCode(res.body);
   const unclear = res.status >= 500 || (res.status >= 200 && res.status < 300);
   const kind = unclear ? "unknown" : lookedUp && res.status === 404 ? "not_found" : refusalKind(res.status, gatewayCode);

@@ -2,13 +2,13 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent, retryAfterMs as parseRetryAfter } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
-import { exchange } from "./transport.ts";
+import { callRemote } from "./transport.ts";
 
 export interface UnsubscribedOptions {
   apiUrl: string;
   /** The read is made before a send, which waits for it: shorter than a send's 30 s. */
   timeoutMs?: number;
-  /** Told of every HTTP exchange, as cast.ts's calls are (outages, metrics). */
+  /** Told of every HTTP call, as cast.ts's calls are (outages, metrics). */
   observe?: CallObserver;
   /** Told of a 429 with the wait Cast asked for: its per-address limit counts this call too. */
   onRateLimited?: (retryAfterMs: number) => void;
@@ -38,7 +38,7 @@ export function createUnsubscribedClient(options: UnsubscribedOptions): ReadUnsu
     let res;
     try {
       res = await observed(call, () =>
-        exchange("/api/v1/account/unsubscribed", {
+        callRemote("/api/v1/account/unsubscribed", {
           baseURL: options.apiUrl,
           method: "GET",
           headers: { "X-API-Key": apiKey, Accept: "application/json" },

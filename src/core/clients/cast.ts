@@ -3,9 +3,9 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
-import { parseBody, rateLimited, readAnswer, readLogPage, readStatus, refused, replayed, type Answer } from "./cast-answers.ts";
+import { parseBody, rateLimited, readAnswer, readLogPage, readStatus, refused, replayed, type CastAnswer } from "./cast-answers.ts";
 import type { DeliveryStatus, LogPage, LogQuery, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
-import { exchange } from "./transport.ts";
+import { callRemote } from "./transport.ts";
 
 export interface GatewayOptions {
   apiUrl: string;
@@ -14,7 +14,7 @@ export interface GatewayOptions {
   retries?: number;
   /** First back-off when the gateway gives no Retry-After. */
   retryDelayMs?: number;
-  /** Told of every HTTP exchange: its time and how it ended (outages, metrics). */
+  /** Told of every HTTP call: its time and how it ended (outages, metrics). */
   observe?: CallObserver;
   /** Told of every balance a key's balance call returned. */
   onBalance?: (apiKey: string, credits: number) => void;
@@ -54,9 +54,9 @@ interface CastCalls {
   host: string;
   timeoutMs: number;
   /** The one place that talks HTTP to Cast: base URL, key, timeout, the observer; any status is an answer. */
-  request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }): ReturnType<typeof exchange>;
+  request(operation: string, path: string, init: CastRequest & { method: "GET" | "POST"; apiKey: string }): ReturnType<typeof callRemote>;
   /** A GET with the key: the answer however it went, or a GatewayError when none came (or a 429). */
-  get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<Answer>;
+  get(operation: string, path: string, apiKey: string, query?: Record<string, number>): Promise<CastAnswer>;
 }
 
 function castCalls(options: GatewayOptions): CastCalls {
@@ -66,7 +66,7 @@ function castCalls(options: GatewayOptions): CastCalls {
 
   const request: CastCalls["request"] = async (operation, path, init) => {
     const res = await observed(call(operation), () =>
-      exchange(path, {
+      callRemote(path, {
         baseURL: options.apiUrl,
         method: init.method,
         headers: { "X-API-Key": init.apiKey, Accept: "application/json", ...init.headers },

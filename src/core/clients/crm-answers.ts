@@ -13,13 +13,13 @@ import type { TokenResponse } from "./crm.ts";
 export const LOCATION_API_VERSION = "2021-07-28";
 export const MESSAGES_API_VERSION = "2021-04-15";
 
-export interface Answer {
+export interface CrmAnswer {
   status: number;
   text: string;
   retryAfter: string | null;
 }
 
-export function statusError(what: string, endpoint: Endpoint, res: Answer): CrmError {
+export function statusError(what: string, endpoint: Endpoint, res: CrmAnswer): CrmError {
   const message = `${what} returned ${res.status}: ${clip(res.text)}`;
   // A 429 says how long to wait ("100 requests per 10 s").
   const retryAfter = res.status === 429 ? { retryAfterMs: retryAfterMs(res.retryAfter, Date.now()) } : {};
@@ -32,7 +32,7 @@ export function statusError(what: string, endpoint: Endpoint, res: Answer): CrmE
 export type Endpoint = "token" | "status" | "bearer";
 
 /** What a non-2xx answer from HighLevel means (errors.ts, CrmFailure): the one place its statuses are read. */
-export function crmKind(endpoint: Endpoint, res: Pick<Answer, "status" | "text">): CrmFailure {
+export function crmKind(endpoint: Endpoint, res: Pick<CrmAnswer, "status" | "text">): CrmFailure {
   const { status } = res;
   if (status === 429) return "rate_limited";
   if (status >= 500 || status === 408) return "unclear";

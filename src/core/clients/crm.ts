@@ -1,10 +1,10 @@
 import pRetry from "p-retry";
 import { CrmError, clip } from "../../errors.ts";
 import { pRetryOptions, RETRY, waitAsRemoteAsked } from "../retry.ts";
-import { crmKind, LOCATION_API_VERSION, MESSAGES_API_VERSION, locationsSchema, locationTokenSchema, parse, parseToken, statusError, tokenSchema, type Answer } from "./crm-answers.ts";
+import { crmKind, LOCATION_API_VERSION, MESSAGES_API_VERSION, locationsSchema, locationTokenSchema, parse, parseToken, statusError, tokenSchema, type CrmAnswer } from "./crm-answers.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
-import { exchange } from "./transport.ts";
+import { callRemote } from "./transport.ts";
 import { addInboundMessage, upsertContact, type ContactUpsert, type InboundMessage } from "./crm-replies.ts";
 
 export type { ContactUpsert, InboundMessage } from "./crm-replies.ts";
@@ -22,7 +22,7 @@ export interface CrmOptions {
   timeoutMs?: number;
   /** First back-off after a 429 with no Retry-After. */
   retryDelayMs?: number;
-  /** Told of every HTTP exchange: its time and how it ended (outages, metrics). */
+  /** Told of every HTTP call: its time and how it ended (outages, metrics). */
   observe?: CallObserver;
 }
 
@@ -44,7 +44,7 @@ export interface InstalledLocation {
   name: string;
 }
 
-export type MessageStatus =
+export type ReportedStatus =
   | { status: "delivered" }
   | { status: "failed"; error: { code: string; type: "saas"; message: string } };
 
@@ -81,7 +81,7 @@ export function createCrmClient(options: CrmOptions) {
     /** Every location of the company where this app is installed, following the pages. */
     listInstalledLocations: (companyToken: string, companyId: string) => installedLocations(crm, companyToken, companyId),
 
-    updateMessageStatus: (locationToken: string, messageId: string, status: MessageStatus) => messageStatus(crm, locationToken, messageId, status),
+    updateMessageStatus: (locationToken: string, messageId: string, status: ReportedStatus) => messageStatus(crm, locationToken, messageId, status),
 
     upsertContact: (locationToken: string, contact: ContactUpsert) => upsertContact(crm, locationToken, contact),
 
@@ -93,7 +93,7 @@ export function createCrmClient(options: CrmOptions) {
 export interface CrmCalls {
   options: CrmOptions;
   /** The one place that talks HTTP to the CRM: base URL, auth, version, timeout. */
-  request(path: string, init: Request): Promise<Answer>;
+  request(path: string, init: CrmCall): Promise<CrmAnswer>;
   /** Retries the CRM's 429 ("100 requests per 10 s"), honouring Retry-After. */
   withRateLimitRetry<T>(fn: () => Promise<T>): Promise<T>;
 }
@@ -112,7 +112,7 @@ function crmCalls(options: CrmOptions): CrmCalls {
       try {
         const call = { remote: "crm" as const, operation: init.operation, host, timeoutMs: timeout, observe: options.observe };
         res = await observed(call, () =>
-          exchange(path, { baseURL: options.apiUrl, method: init.method, headers, body: init.body, query: init.query, timeout }),
+          callRemote(path, { baseURL: options.apiUrl, method: init.method, headers, body: init.body, query: init.query, timeout }),
         );
       } catch (error) {
         // Not a CrmError: no answer came, and callers retry these as before (the cause is kept).
@@ -179,7 +179,7 @@ async function installedLocations(crm: CrmCalls, companyToken: string, companyId
   return found;
 }
 
-async function messageStatus(crm: CrmCalls, locationToken: string, messageId: string, status: MessageStatus): Promise<void> {
+async function messageStatus(crm: CrmCalls, locationToken: string, messageId: string, status: ReportedStatus): Promise<void> {
   const res = await crm.request(`/conversations/messages/${encodeURIComponent(messageId)}/status`, {
     operation: "updateMessageStatus",
     method: "PUT",
@@ -191,7 +191,7 @@ async function messageStatus(crm: CrmCalls, locationToken: string, messageId: st
   if (res.status < 200 || res.status > 299) throw statusError("status endpoint", "status", res);
 }
 
-interface Request {
+interface CrmCall {
   /** The public function making the call, for the observer. */
   operation: string;
   method: "GET" | "POST" | "PUT";

@@ -2,7 +2,7 @@ import { callFailure, type FailureKind } from "./network.ts";
 
 export type Remote = "crm" | "cast";
 
-/** One HTTP exchange with a remote, as the clients report it to their observer. */
+/** One HTTP call with a remote, as the clients report it to their observer. */
 export interface CallRecord {
   remote: Remote;
   /** The client function that made the call: `send`, `balance`, `updateMessageStatus`, … */
@@ -29,13 +29,13 @@ export interface ObservedCall {
   observe: CallObserver | undefined;
 }
 
-/** Runs one HTTP exchange and tells the observer how long it took and how it ended. */
-export async function observed<T extends { status: number }>(call: ObservedCall, exchange: () => Promise<T>): Promise<T> {
+/** Runs one HTTP call and tells the observer how long it took and how it ended. */
+export async function observed<T extends { status: number }>(call: ObservedCall, run: () => Promise<T>): Promise<T> {
   const { observe, remote, operation } = call;
-  if (!observe) return exchange();
+  if (!observe) return run();
   const start = performance.now();
   try {
-    const res = await exchange();
+    const res = await run();
     const ok = res.status < 500;
     const record: CallRecord = { remote, operation, ms: performance.now() - start, ok, status: res.status };
     if (!ok) Object.assign(record, { error: "http", message: `${operation} answered ${res.status}` });

@@ -1,4 +1,4 @@
-import { exchange } from "./transport.ts";
+import { callRemote } from "./transport.ts";
 
 export type Reach = { ok: true; status: number; ms: number } | { ok: false; kind: NetworkErrorKind; detail: string };
 
@@ -11,7 +11,7 @@ export type NetworkErrorKind = "DNS" | "refused" | "TLS" | "timeout" | "reset" |
 export async function reach(url: string, timeoutMs: number): Promise<Reach> {
   const started = performance.now();
   try {
-    const res = await exchange(url, { method: "GET", timeout: timeoutMs });
+    const res = await callRemote(url, { method: "GET", timeout: timeoutMs });
     return { ok: true, status: res.status, ms: Math.round(performance.now() - started) };
   } catch (error) {
     const kind = networkErrorKind(error);

@@ -17,7 +17,7 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 const $http = createFetch({ fetch: nodeFetch });
 
 /** One request to a remote, as the clients' own request helpers describe it. */
-export interface Exchange {
+export interface CallInit {
   /** The remote's base address; absent when `path` is a whole URL. */
   baseURL?: string;
   method: string;
@@ -32,7 +32,7 @@ export interface Exchange {
  * nothing (a retry is the caller's policy, src/core/retry.ts) and throws only when no
  * answer came.
  */
-export function exchange(path: string, init: Exchange) {
+export function callRemote(path: string, init: CallInit) {
   return $http.raw<string, "text">(path, { ...init, retry: 0, ignoreResponseError: true, responseType: "text" });
 }
 

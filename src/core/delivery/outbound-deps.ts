@@ -1,7 +1,7 @@
 import type { Commit } from "../../db/commit.ts";
 import type { JobStore } from "../../db/jobs.ts";
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import type { SmsGateway } from "../clients/gateway.ts";
 import type { CrmClient } from "../clients/crm.ts";
 import type { Logger } from "../log.ts";
@@ -17,7 +17,7 @@ import type { SharedSending } from "../installs/locations.ts";
 
 /** What a queued message's way out uses (wired in wire.ts). */
 export interface OutboundDeps {
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   jobs: JobStore;
   /** Every change of a job's state goes through it: committed before the work it announces. */
   commit: Commit;

@@ -1,6 +1,6 @@
 import type { Job } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
-import type { MessageStatus } from "../clients/crm.ts";
+import type { ReportedStatus } from "../clients/crm.ts";
 import { nextReport, tokenRefused } from "../retry-policy.ts";
 import type { OutboundDeps } from "./outbound.ts";
 
@@ -11,7 +11,7 @@ import type { OutboundDeps } from "./outbound.ts";
  */
 export async function report(deps: OutboundDeps, job: Job): Promise<number | void> {
   const { messageId, locationId } = job.message;
-  const status: MessageStatus =
+  const status: ReportedStatus =
     job.outcome === "delivered"
       ? { status: "delivered" }
       : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };

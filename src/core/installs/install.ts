@@ -1,5 +1,5 @@
 import type { CompanyStore } from "../../db/companies.ts";
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import type { CrmClient, InstalledLocation, TokenResponse } from "../clients/crm.ts";
 import { AppError, errorMessage } from "../../errors.ts";
 import type { Exchanges } from "./exchanges.ts";
@@ -8,7 +8,7 @@ import type { Pacer } from "./pace.ts";
 
 export interface InstallDeps {
   crm: CrmClient;
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   companies: CompanyStore;
   /** Code exchanges in progress: an INSTALL webhook for a location waits for them. */
   exchanges: Exchanges;

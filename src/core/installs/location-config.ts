@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import { API_KEY, SENDER_ID, type Rule } from "../config-values.ts";
 import { AppError, notFound } from "../../errors.ts";
 import { getLocationConfig, type LocationConfig } from "./locations.ts";
@@ -22,7 +22,7 @@ function setting(name: string, rule: Rule) {
 }
 
 /** The one code path behind `PUT /api/admin/locations/{id}/config` and `bridge config set`. */
-export function setLocationConfig(tokens: TokenStore, locationId: string, input: unknown, now: number, phones?: PhoneStore): LocationConfig {
+export function setLocationConfig(tokens: LocationRegistry, locationId: string, input: unknown, now: number, phones?: PhoneStore): LocationConfig {
   const parsed = configChange.safeParse(input);
   if (!parsed.success) {
     throw new AppError("BAD_CONFIG", parsed.error.issues.map((i) => i.message).join("; "));

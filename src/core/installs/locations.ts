@@ -1,4 +1,4 @@
-import type { LocationListing, TokenRecord, TokenStore } from "../../db/tokens.ts";
+import type { LocationListing, TokenRecord, LocationRegistry } from "../../db/tokens.ts";
 import { notFound } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
 import { withoutControls } from "../printable.ts";
@@ -84,7 +84,7 @@ export function unconfirmed(record: Pick<SharedGate, "approved" | "approvedBy">,
  * Approved locations the list keeps from the operator's key: what `serve` warns about
  * at start and doctor names. None without a list.
  */
-export function approvedOffList(tokens: TokenStore, allowedCompanyIds: readonly string[]): LocationListing[] {
+export function approvedOffList(tokens: LocationRegistry, allowedCompanyIds: readonly string[]): LocationListing[] {
   return tokens.listings().filter((l) => !l.uninstalledAt && offList(l, allowedCompanyIds));
 }
 
@@ -92,7 +92,7 @@ export function approvedOffList(tokens: TokenStore, allowedCompanyIds: readonly 
  * Without a list, the locations whose approval came from the schema upgrade: pending
  * until an operator confirms them. What `serve` warns about at start and doctor names.
  */
-export function unconfirmedApprovals(tokens: TokenStore, allowedCompanyIds: readonly string[]): LocationListing[] {
+export function unconfirmedApprovals(tokens: LocationRegistry, allowedCompanyIds: readonly string[]): LocationListing[] {
   return tokens.listings().filter((l) => !l.uninstalledAt && unconfirmed(l, allowedCompanyIds));
 }
 
@@ -114,7 +114,7 @@ export function unconfirmedWarning(locations: readonly LocationListing[]): strin
  * an older bridge may still hold them, so `serve` cleans those at start. Returns how many
  * it cleaned. A name of nothing but controls stays as stored: every output escapes it.
  */
-export function cleanStoredNames(tokens: TokenStore): number {
+export function cleanStoredNames(tokens: LocationRegistry): number {
   let cleaned = 0;
   for (const { locationId, name } of tokens.listings()) {
     const clean = withoutControls(name);
@@ -137,7 +137,7 @@ export function offListWarning(locations: readonly LocationListing[]): string {
 }
 
 /** With `phones`, each location's gateway and phone settings too (secrets only as "(set)"). */
-export function listLocations(tokens: TokenStore, allowedCompanyIds: readonly string[], phones?: PhoneStore): LocationListed[] {
+export function listLocations(tokens: LocationRegistry, allowedCompanyIds: readonly string[], phones?: PhoneStore): LocationListed[] {
   return tokens.listings().map((l) => ({ ...view(l, allowedCompanyIds), ...(phones && phoneView(phones.describe(l.locationId))) }));
 }
 
@@ -175,7 +175,7 @@ export interface ApprovalChange {
  * ALLOWED_COMPANY_IDS set, an approval counts only for a listed company (`sharedRefusal`).
  */
 export function setApproval(
-  tokens: TokenStore,
+  tokens: LocationRegistry,
   locationId: string,
   approved: boolean,
   now: number,
@@ -187,12 +187,12 @@ export function setApproval(
 }
 
 /** Deletes a location's record (token, settings); its messages stay in the log. */
-export function removeLocation(tokens: TokenStore, locationId: string): void {
+export function removeLocation(tokens: LocationRegistry, locationId: string): void {
   if (!tokens.delete(locationId)) throw notFound(locationId);
 }
 
 /** With `phones`, its gateway and phone settings too (secrets only as "(set)"). */
-export function getLocationConfig(tokens: TokenStore, locationId: string, phones?: PhoneStore): LocationConfig {
+export function getLocationConfig(tokens: LocationRegistry, locationId: string, phones?: PhoneStore): LocationConfig {
   const record = tokens.get(locationId);
   if (!record) throw notFound(locationId);
   return { ...configView(record), ...(phones && phoneView(phones.describe(locationId))) };

@@ -1,5 +1,5 @@
 import type { CompanyStore } from "../../db/companies.ts";
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import type { CrmClient, InstalledLocation } from "../clients/crm.ts";
 import { errorMessage } from "../../errors.ts";
 import { admitted, connectLocation } from "./install.ts";
@@ -35,7 +35,7 @@ export interface SyncOptions {
 
 export interface SyncDeps {
   crm: CrmClient;
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   companies: CompanyStore;
   companyTokens: CompanyTokens;
   pace: Pacer;

@@ -1,5 +1,5 @@
 import type { CompanyRecord, CompanyStore } from "../../db/companies.ts";
-import type { TokenRecord, TokenStore } from "../../db/tokens.ts";
+import type { TokenRecord, LocationRegistry } from "../../db/tokens.ts";
 import type { CrmClient, RateLimitMode, TokenResponse } from "../clients/crm.ts";
 import { AppError, errorMessage, noToken } from "../../errors.ts";
 import { refusedAsIs, tokenRefused } from "../retry-policy.ts";
@@ -9,7 +9,7 @@ import { createRefresher, deadGrantNote } from "./refresh.ts";
 export { needsRefresh, REFRESH_MARGIN_MS } from "./refresh.ts";
 
 export interface TokenServiceDeps {
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   crm: CrmClient;
   /** Renew the locations whose token came from /oauth/locationToken without a refresh token. */
   companyTokens: CompanyTokens;

@@ -1,5 +1,5 @@
 import type { CompanyStore } from "../../db/companies.ts";
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import type { Logger } from "../log.ts";
 import type { CompanyTokens } from "./tokens.ts";
 import { installCheck, stillInstalledResult, type UninstallResult, type Uninstaller } from "./uninstall.ts";
@@ -8,7 +8,7 @@ import { installCheck, stillInstalledResult, type UninstallResult, type Uninstal
 export type CompanyUninstallResult = UninstallResult & { marked: number };
 
 export interface CompanyUninstallDeps {
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   companies: CompanyStore;
   companyTokens: CompanyTokens;
   /** The location UNINSTALL, which confirms with the location's own token. */

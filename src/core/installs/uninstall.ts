@@ -1,4 +1,4 @@
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import type { Logger } from "../log.ts";
 import type { TokenService } from "./tokens.ts";
 
@@ -16,7 +16,7 @@ export type UninstallVerdict = UninstallResult["verdict"];
 export type InstallState = { installed: true; recheckInMs?: number } | { installed: false };
 
 export interface UninstallDeps {
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   tokenService: TokenService;
   now: () => number;
   log: Logger;

@@ -44,7 +44,7 @@ export function createMetrics(deps: MetricsDeps) {
     contentType: registry.contentType,
     /** The exposition text of every metric, scraped now. */
     render: (): Promise<string> => registry.metrics(),
-    /** The clients' observer: every HTTP exchange with a remote. */
+    /** The clients' observer: every HTTP call with a remote. */
     call(call: CallRecord): void {
       const labels = { remote: call.remote, operation: call.operation };
       callSeconds.observe(labels, call.ms / 1000);

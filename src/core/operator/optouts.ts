@@ -1,5 +1,5 @@
 import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import { AppError, clip, notFound } from "../../errors.ts";
 import { toE164PH } from "../delivery/phone.ts";
 import { iso } from "../duration.ts";
@@ -28,7 +28,7 @@ export interface OptOutChange {
 export interface OptOutDeps {
   optOuts: Pick<OptOutStore, "list" | "add" | "remove">;
   /** Whether the location is one bridge knows (installed now or before). */
-  tokens: Pick<TokenStore, "companyOf">;
+  tokens: Pick<LocationRegistry, "companyOf">;
 }
 
 /** The location's list, the newest first. */

@@ -4,7 +4,7 @@ import type { PhoneStore } from "../../db/phones.ts";
 import type { MessageLog, MessageStatus } from "../../db/messages.ts";
 import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
-import type { TokenStore } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../db/tokens.ts";
 import { iso } from "../duration.ts";
 import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
 
@@ -29,7 +29,7 @@ export interface StatusView {
 
 export interface StatusDeps {
   messages: MessageLog;
-  tokens: TokenStore;
+  tokens: LocationRegistry;
   gatewayKeys: GatewayKeys;
   optOuts: Pick<OptOutStore, "counts">;
   replies: Pick<InboundStore, "counts">;
@@ -97,7 +97,7 @@ function inboundCounts(replies: StatusDeps["replies"]): StatusView["inbound"] {
 }
 
 /** The gateway keys messages go out with now: the operator's, and each location's own. */
-export function apiKeysInUse(tokens: TokenStore, defaultKey: string): string[] {
+export function apiKeysInUse(tokens: LocationRegistry, defaultKey: string): string[] {
   return [...keyUsers(defaultKey, tokens.listings()).keys()];
 }
 

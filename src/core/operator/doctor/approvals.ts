@@ -1,4 +1,4 @@
-import type { TokenStore } from "../../../db/tokens.ts";
+import type { LocationRegistry } from "../../../db/tokens.ts";
 import { approvedOffList, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../../installs/locations.ts";
 import { ok, warn, type Check } from "./check.ts";
 
@@ -7,7 +7,7 @@ import { ok, warn, type Check } from "./check.ts";
  * it, the approvals a database upgrade gave and no operator confirmed: the warnings
  * `serve` logs at start.
  */
-export function checkApprovals(tokens: TokenStore, allowedCompanyIds: readonly string[]): Check[] {
+export function checkApprovals(tokens: LocationRegistry, allowedCompanyIds: readonly string[]): Check[] {
   if (allowedCompanyIds.length === 0) {
     const unconfirmed = unconfirmedApprovals(tokens, allowedCompanyIds);
     return unconfirmed.length > 0 ? [warn("approvals", unconfirmedWarning(unconfirmed))] : [];
