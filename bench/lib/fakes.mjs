@@ -85,7 +85,7 @@ export async function startFakeCrm() {
 
 /**
  * Cast.ph, answering in the shapes of Cast's documented examples (../shared/fixtures/cast,
- * CAST_API.md): the send's `message_id`; the status call's `status`, `sent_at` and, once
+ * docs/services/cast-api.md): the send's `message_id`; the status call's `status`, `sent_at` and, once
  * the carrier's receipt exists, `dlr_status`, with `delivered_at` for a DELIVRD one only
  * (Cast: "timestamp of handset confirmation"); the log's entries with Cast's integer row
  * `id`, the send's id in `smpp_message_id`, `status` only `sent`, and `dlr_status` (and
@@ -213,7 +213,7 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
 /** The paths this fake has an endpoint for, whatever the method. */
 const ENDPOINT = /^\/api\/v1\/(sms\/(send|logs|status\/[^/]+)|account\/(balance|sender-ids|unsubscribed))$/;
 
-/** The status call's `status` for each carrier code (CAST_API.md); none yet is `sent`. */
+/** The status call's `status` for each carrier code (docs/services/cast-api.md); none yet is `sent`. */
 const STATUS_OF_DLR = { DELIVRD: "delivered", ACCEPTD: "pending", UNDELIV: "undelivered", REJECTD: "undelivered", EXPIRED: "undelivered" };
 
 /** A token bucket, full from the start. */

@@ -18,7 +18,7 @@ export type ApprovedSender = { sender_id: string; label: string; channel: "sms" 
 export type Receipt = { status: string; dlr_status?: string; error_message?: string };
 
 /**
- * Cast's documented answers (../shared/fixtures/cast, CAST_API.md): every answer of this
+ * Cast's documented answers (../shared/fixtures/cast, docs/services/cast-api.md): every answer of this
  * fake takes its field names, their order and the fixed values from these, and
  * test/integration/cast-contract.test.ts holds each answer to them field for field.
  */
@@ -35,7 +35,7 @@ export const CAST = {
   error: fixture("cast", "error-402.json"),
 };
 
-/** Cast's error envelope `{success: false, error, error_code}` (CAST_API.md "Basics"). */
+/** Cast's error envelope `{success: false, error, error_code}` (docs/services/cast-api.md "Basics"). */
 export function castError(status: number, errorCode: string, error: string, headers: Record<string, string> = {}): Response {
   return jsonResponse(like(CAST.error, { error, error_code: errorCode }), status, headers);
 }
@@ -45,7 +45,7 @@ export function castError(status: number, errorCode: string, error: string, head
  * `X-Idempotency-Key` as Cast does: the first request with a key is handled and its
  * answer kept; a repeat (even while the first is still being answered) gets that
  * answer again with `X-Idempotent-Replay: true` and sends nothing, whatever that answer
- * was (CAST_API.md: Cast keeps "the original response" for 24 hours), a 429 or a 5xx
+ * was (docs/services/cast-api.md: Cast keeps "the original response" for 24 hours), a 429 or a 5xx
  * included; a refusal of the key or the caller's IP (`checkKey`) and Cast's own rate
  * limits come before the cache and are never kept. A key starting `cast_test_` is a
  * sandbox key: answered `sandbox: true` with a `SANDBOX_` id, and no carrier receipt.
@@ -173,7 +173,7 @@ export async function startFakeGateway() {
     });
   }
 
-  /** The account's messages, newest first, as Cast's log lists them (CAST_API.md: read an entry carefully). */
+  /** The account's messages, newest first, as Cast's log lists them (docs/services/cast-api.md: read an entry carefully). */
   function logs(req: Recorded): Response {
     const q = req.query;
     const limit = Math.min(500, Math.max(1, Number(q.get("limit") ?? 50) || 50));

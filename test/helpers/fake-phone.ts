@@ -34,7 +34,7 @@ interface Held {
 }
 
 /**
- * A fake phone running SMS Gateway for Android (ANDROID_GATEWAY_API.md), local mode: Basic
+ * A fake phone running SMS Gateway for Android (docs/services/android-gateway-api.md), local mode: Basic
  * auth, `POST /messages` answered 202 in send-202.json's shape, a reused id on a device
  * answered 409 and sent nothing, `GET|DELETE /messages/{id}`, `/health`, `/webhooks`.
  * Messages stay as they are until the test moves them (`advance`), as a phone left off

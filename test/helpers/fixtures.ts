@@ -3,7 +3,7 @@ import { join } from "node:path";
 
 /**
  * The documented example answers of the services bridge talks to: `test/fixtures/`, a
- * copy of the team's `../shared/fixtures` (CAST_API.md's and HighLevel's examples, field
+ * copy of the team's `../shared/fixtures` (docs/services/cast-api.md's and HighLevel's examples, field
  * for field, each folder's README naming its sources), kept in the repository so that a
  * clone runs its tests alone. `fixtures.test.ts` holds the copy to `../shared/fixtures`
  * wherever that folder is beside the repository.

@@ -97,7 +97,7 @@ test("Failed carries the phone's reason", () => {
 });
 
 test("cloud mode: the base's path (/3rdparty/v1) is kept before each call's", async () => {
-  // ANDROID_GATEWAY_API.md, "Modes and auth": cloud is https://api.sms-gate.app/3rdparty/v1, the same paths as local.
+  // docs/services/android-gateway-api.md, "Modes and auth": cloud is https://api.sms-gate.app/3rdparty/v1, the same paths as local.
   const paths: string[] = [];
   const cloud = createServer((req, res) => {
     paths.push(`${req.method} ${req.url}`);

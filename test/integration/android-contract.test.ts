@@ -8,7 +8,7 @@ import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type F
 
 /**
  * The fake phone answers in the app's documented shapes (../shared/fixtures/android,
- * ANDROID_GATEWAY_API.md), so a test passing against it says something about the phone.
+ * docs/services/android-gateway-api.md), so a test passing against it says something about the phone.
  */
 let phone: FakePhone;
 beforeEach(async () => (phone = await startFakePhone()));

@@ -5,7 +5,7 @@ import { expectCastRouteErrors, shapeOf } from "../helpers/shape.ts";
 
 /**
  * The benchmark's own fake Cast (bench/lib/fakes.mjs, plain node:http to cost little CPU)
- * answers in Cast's documented shapes (../shared/fixtures/cast, CAST_API.md), as the tests'
+ * answers in Cast's documented shapes (../shared/fixtures/cast, docs/services/cast-api.md), as the tests'
  * fake does (cast-contract.test.ts): a benchmark against answers Cast never gives measures
  * nothing about bridge with Cast. Started as bench/run.mjs starts it.
  */

@@ -4,7 +4,7 @@ import { expectCastRouteErrors, shapeOf } from "../helpers/shape.ts";
 import { castError, SEND, startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
 
 /**
- * The fake Cast answers in Cast's documented shapes (../shared/fixtures/cast, CAST_API.md),
+ * The fake Cast answers in Cast's documented shapes (../shared/fixtures/cast, docs/services/cast-api.md),
  * so a test passing against it says something about Cast: each answer here has the
  * example's field names and types, and lacks the fields the example lacks.
  */

@@ -5,7 +5,7 @@ import { KEY_GONE } from "../../src/core/delivery/receipts.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
 /**
- * Cast tells of a message only to the API key that sent it (CAST_API.md: logs and status
+ * Cast tells of a message only to the API key that sent it (docs/services/cast-api.md: logs and status
  * are per account): a receipt awaited while the location's key changes is still asked
  * with the key the message went with.
  */

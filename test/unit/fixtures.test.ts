@@ -28,3 +28,21 @@ describe.skipIf(!existsSync(SHARED))("test/fixtures is ../shared/fixtures, byte 
     }
   });
 });
+
+/**
+ * docs/services holds copies of the team's restatements of Cast's and SMS Gateway for
+ * Android's APIs in ../shared, which comments cite: held to them the same way.
+ */
+const SHARED_DOCS = join(SHARED, "..");
+// Written without their extension, so the citations check does not read them as citations.
+const COPIES = [
+  ["CAST_API", "cast-api"],
+  ["ANDROID_GATEWAY_API", "android-gateway-api"],
+];
+
+describe.skipIf(!existsSync(SHARED_DOCS))("docs/services is the team's API restatements, byte for byte", () => {
+  test.each(COPIES)("../shared/%s is docs/services/%s", (shared, copy) => {
+    const docs = join(import.meta.dirname, "..", "..", "docs", "services");
+    expect(readFileSync(join(docs, `${copy}.md`), "utf8")).toBe(readFileSync(join(SHARED_DOCS, `${shared}.md`), "utf8"));
+  });
+});

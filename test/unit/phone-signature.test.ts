@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import { expect, test } from "vitest";
 import { checkPhoneSignature } from "../../src/core/inbound/phone-signature.ts";
 
-// ANDROID_GATEWAY_API.md: X-Signature = hex HMAC-SHA256 over raw body + X-Timestamp, key = the app's signing key.
+// docs/services/android-gateway-api.md: X-Signature = hex HMAC-SHA256 over raw body + X-Timestamp, key = the app's signing key.
 const KEY = "signing-key";
 const RAW = Buffer.from('{"event":"sms:received"}');
 const NOW = 1_750_000_000_000;

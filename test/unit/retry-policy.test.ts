@@ -17,7 +17,7 @@ function kindOf(fn: () => unknown): GatewayFailure | "none" {
   }
 }
 
-describe("what Cast's answer to a send means (CAST_API.md, error codes)", () => {
+describe("what Cast's answer to a send means (docs/services/cast-api.md, error codes)", () => {
   test.each<[number, string, GatewayFailure]>([
     [400, "VALIDATION_ERROR", "rejected"],
     [401, "INVALID_API_KEY", "key_refused"],

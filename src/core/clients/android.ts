@@ -5,7 +5,7 @@ import { callFailure, hostOf } from "./network.ts";
 import { callRemote } from "./transport.ts";
 
 /**
- * SMS Gateway for Android (ANDROID_GATEWAY_API.md): a phone with a SIM that sends and
+ * SMS Gateway for Android (docs/services/android-gateway-api.md): a phone with a SIM that sends and
  * receives through its own HTTP API, on the phone itself (`http://<ip>:8080`, local mode)
  * or through the app's cloud (`…/3rdparty/v1`, the same paths).
  */

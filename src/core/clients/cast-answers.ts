@@ -1,6 +1,6 @@
 /**
  * How Cast.ph's answers read: a result, or a GatewayError of the kind each answer means
- * (core/clients/gateway.ts), following Cast's error table (CAST_API.md, "Error codes").
+ * (core/clients/gateway.ts), following Cast's error table (docs/services/cast-api.md, "Error codes").
  * The one place Cast's HTTP statuses are read.
  */
 

@@ -26,7 +26,7 @@ export type ReadUnsubscribed = (apiKey: string) => Promise<Unsubscribed[]>;
 
 /**
  * Cast's `GET /api/v1/account/unsubscribed`: every number that opted out of the key's
- * account, each with the sender ID it opted out of (CAST_API.md "Account"; the answer's
+ * account, each with the sender ID it opted out of (docs/services/cast-api.md, "Account"; the answer's
  * shape: test/fixtures/cast/unsubscribed-200.json). One call covers all the account's sender IDs.
  */
 export function createUnsubscribedClient(options: UnsubscribedOptions): ReadUnsubscribed {

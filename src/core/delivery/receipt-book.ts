@@ -36,7 +36,7 @@ export type Look = { status: DeliveryStatus } | "ask" | undefined;
 const ASK_ALONE_AFTER_MS = 60_000;
 
 /**
- * Receipts in batches (docs/architecture.md, "Receipts"; CAST_API.md): per API key, one reader pages
+ * Receipts in batches (docs/architecture.md, "Receipts"; docs/services/cast-api.md): per API key, one reader pages
  * through `/api/v1/sms/logs` from the newest entry back to the key's oldest waiting send,
  * every few seconds while anything waits, so one pass serves every waiting message of
  * the key, however many there are. Jobs look here when they are due (`look`); a pass

@@ -7,7 +7,7 @@ export const PHONE_WEBHOOK_MAX_AGE_MS = 5 * 60_000;
 export type PhoneSignatureCheck = "ok" | "unsigned" | "stale" | "wrong";
 
 /**
- * SMS Gateway for Android's webhook signature (ANDROID_GATEWAY_API.md, "Webhooks"):
+ * SMS Gateway for Android's webhook signature (docs/services/android-gateway-api.md, "Webhooks"):
  * `X-Signature` is the hex HMAC-SHA256 of the raw body followed by `X-Timestamp` (Unix
  * seconds), keyed with the app's signing key. Compared in constant time, so the answer's
  * timing does not tell how much of a forged signature was right. `keys`: the signing keys

@@ -37,7 +37,7 @@ interface Envelope {
 }
 
 /**
- * `POST /webhooks/android` (CONTRACT 10): a phone's webhook, verified with the signing key
+ * `POST /webhooks/android` (docs/android.md): a phone's webhook, verified with the signing key
  * of a location its device serves. Status events settle the job sent under the message's
  * id; `sms:received` is handed to the inbound sink, and answered 200 only once it is
  * committed there. Anything not signed, signed wrong or too old is 401 and stored nowhere.
