@@ -139,9 +139,13 @@ function inboundReads(db: Db, s: Statements) {
     installed(locationId: string): boolean {
       return s.installed.get(locationId) !== undefined;
     },
-    /** The installed location whose message to this phone (either form) came last. */
-    lastSentTo(e164: string, local: string): string | undefined {
-      return s.lastSent.get(e164, local)?.locationId;
+    /**
+     * The installed location whose message to this phone (either form) came last; with
+     * `apiKeyTag`, of those sent with that key (a phone's: `android:<device>`'s tag).
+     */
+    lastSentTo(e164: string, local: string, apiKeyTag?: string): string | undefined {
+      const row = apiKeyTag === undefined ? s.lastSent.get(e164, local) : s.lastSentWith.get(e164, local, apiKeyTag);
+      return row?.locationId;
     },
   };
 }
@@ -176,6 +180,10 @@ function prepareStatements(db: Db) {
     lastSent: db.prepare<[string, string], { locationId: string }>(`
       SELECT jobs.location_id AS locationId FROM jobs JOIN tokens ON tokens.location_id = jobs.location_id
       WHERE json_extract(jobs.payload, '$.phone') IN (?, ?) AND tokens.uninstalled_at = 0
+      ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 1`),
+    lastSentWith: db.prepare<[string, string, string], { locationId: string }>(`
+      SELECT jobs.location_id AS locationId FROM jobs JOIN tokens ON tokens.location_id = jobs.location_id
+      WHERE json_extract(jobs.payload, '$.phone') IN (?, ?) AND jobs.api_key_tag = ? AND tokens.uninstalled_at = 0
       ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 1`),
   };
 }

@@ -102,7 +102,7 @@ describe("routing a reply", () => {
 
   test("the phone's copies of one reply (other envelope ids) are one reply, routed like any", async () => {
     const bridge = await bridgeWith({}, "loc-1");
-    expect((await bridge.webhook(outbound("m-1", { locationId: "loc-1", phone: PHONE }))).status).toBe(200);
+    bridge.core.phones.set("loc-1", { gateway: "android", url: "http://127.0.0.1:9", user: "sms", password: "pw", deviceId: "device-1", signingKey: "key" }, Date.now());
     const copy = { source: "android" as const, from: PHONE, text: "ok", deviceId: "device-1", receivedAt: "2024-06-22T15:46:11.000+07:00" };
     const first = bridge.core.inbound.receive(copy);
     expect(bridge.core.inbound.receive(copy)).toEqual({ id: first.id, duplicate: true });
@@ -111,7 +111,7 @@ describe("routing a reply", () => {
     const undated = { ...copy, receivedAt: undefined };
     expect(bridge.core.inbound.receive(undated).id).not.toBe(bridge.core.inbound.receive(undated).id);
     await waitFor(() => stored(bridge, first.id)?.state === "done");
-    expect(stored(bridge, first.id)).toMatchObject({ routedBy: "last_sent", locationId: "loc-1", deviceId: "device-1" });
+    expect(stored(bridge, first.id)).toMatchObject({ routedBy: "device", locationId: "loc-1", deviceId: "device-1" });
   });
 
   test("to no location: stored unrouted, warned, not posted; routed later by the operator, then posted", async () => {

@@ -66,4 +66,6 @@ export interface OutboundDeps {
   phoneFor?: (locationId: string) => string | undefined;
   /** How long a send with this key waits for its receipt, when not DLR_WAIT (a phone's). */
   receiptWaitMs?: (apiKey: string) => number | undefined;
+  /** Whether a send with this key still without a final receipt at its deadline is delivery unknown (a phone's). */
+  unknownWithoutReceipt?: (apiKey: string) => boolean;
 }

@@ -26,6 +26,11 @@ export interface ReceiptDeps {
   receiptGraceMs?: number;
   /** Told how long each receipt took to come. */
   metrics?: MessageMetrics;
+  /**
+   * Whether a message sent with this key and without a final receipt at its deadline is
+   * delivery unknown rather than delivered: true for a phone's (its `Sent` is not delivered).
+   */
+  unknownWithoutReceipt?: (apiKey: string) => boolean;
 }
 
 /** Look first 5 s after a send. */
@@ -73,16 +78,18 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   const read = typeof look === "object" ? readReceipt(look.status) : undefined;
   if (read) return settle(deps, job, apiKey, read);
   const last = now >= job.receiptDeadline;
+  let asked: Asked | undefined;
   if (look === "ask" || last) {
-    const asked = await ask(deps, job, apiKey);
-    if (typeof asked === "number") return asked;
-    const told = "status" in asked && readReceipt(asked);
+    const answer = await ask(deps, job, apiKey);
+    if (typeof answer === "number") return answer;
+    const told = "status" in answer && readReceipt(answer);
     if (told) return settle(deps, job, apiKey, told);
-    if (last && "failed" in asked) return unanswered(deps, job, apiKey, asked.failed);
+    if (last && "failed" in answer) return unanswered(deps, job, apiKey, answer.failed);
+    asked = answer;
   }
   if (last) {
     deps.receiptBook.settled(apiKey, waiting.messageId);
-    return noReceipt(deps, job);
+    return noReceipt(deps, job, asked && unknownWhy(deps, apiKey, asked));
   }
   const at = nextLook(now, waiting.sentAt, job.receiptDeadline, look === "ask", deps.receiptPollMs);
   await deps.commit(() => deps.jobs.receiptLater(job.id, at, deps.now()));
@@ -93,12 +100,15 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   return late ? settle(deps, job, apiKey, late) : undefined;
 }
 
+/** What a status call told: the status, that the gateway knows no such message, or no answer. */
+type Asked = DeliveryStatus | { unknown: true } | { failed: string };
+
 /**
  * The message's status by itself (`GET /api/v1/sms/status/{id}`); a number: the ms to
  * wait for the budget; `unknown`: Cast answered it knows no such message (not_found); `failed`:
  * no clear answer (a 5xx, a timeout, no connection), so nothing is known.
  */
-async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<DeliveryStatus | number | { unknown: true } | { failed: string }> {
+async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Asked | number> {
   const wait = deps.scheduler.tryPoll();
   if (wait > 0) return wait;
   try {
@@ -126,7 +136,7 @@ async function unanswered(deps: ReceiptDeps, job: Job, apiKey: string, why: stri
   if (now >= end) {
     await deps.commit(() => deps.jobs.noteError(job.id, `its delivery status could not be read by the end of DLR_WAIT: ${why}`, deps.now()));
     deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
-    return noReceipt(deps, job);
+    return noReceipt(deps, job, unknownWhy(deps, apiKey, { failed: why }));
   }
   const gap = Math.min(MAX_GAP_MS, Math.max(deps.receiptPollMs ?? FIRST_LOOK_MS, now - deadline));
   await deps.commit(() => deps.jobs.receiptLater(job.id, ms(Math.min(now + gap, end)), deps.now()));
@@ -159,11 +169,29 @@ async function withoutKey(deps: ReceiptDeps, job: Job, deadline: number): Promis
   return undefined;
 }
 
-/** DLR_WAIT is over without a final receipt: Cast accepted it, so it is reported delivered. */
-function noReceipt(deps: ReceiptDeps, job: Job): Promise<Receipt> {
+/**
+ * DLR_WAIT is over without a final receipt: Cast accepted it, so it is reported delivered
+ * (CONTRACT 7). `unknown`: why a phone's is not (CONTRACT 10: `Sent` is not delivered, and
+ * a message can stay `Sent` for ever): reported failed, delivery unknown.
+ */
+function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Receipt> {
   const { messageId, locationId } = job.message;
+  if (unknown) {
+    const errorMessage = `${unknown}; delivery unknown`;
+    deps.log.warn(`message ${messageId} of location ${locationId}: ${errorMessage}`);
+    return record(deps, job, { outcome: "failed", receipt: "none", errorCode: "delivery_unknown", errorMessage });
+  }
   deps.log.info(`message ${messageId} of location ${locationId}: no delivery receipt in time; reported delivered (the gateway accepted it)`);
   return record(deps, job, { outcome: "delivered", receipt: "none" });
+}
+
+/** Why a phone's message without a final state at its deadline is delivery unknown; undefined for Cast's. */
+function unknownWhy(deps: ReceiptDeps, apiKey: string, asked: Asked): string | undefined {
+  if (!deps.unknownWithoutReceipt?.(apiKey)) return undefined;
+  if ("unknown" in asked) return "the phone no longer knows the message (404)";
+  if ("failed" in asked) return `its state could not be read from the phone by the end of its wait: ${asked.failed}`;
+  if (asked.status === "sent") return "the phone sent it and the carrier took it, but no delivery report came by the end of its wait";
+  return `the phone still had it as ${asked.status} at the end of its wait`;
 }
 
 /** Cast's final statuses as HighLevel's; undefined while not final (sent, pending). */

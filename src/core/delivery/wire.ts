@@ -59,6 +59,8 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
     phoneFor: gateways.phoneFor,
     // A phone's message is waited for at least until it must have left it (ANDROID_SEND_DEADLINE).
     receiptWaitMs: (apiKey) => (deviceOf(apiKey) === undefined ? undefined : Math.max(config.sms.dlrWaitMs, config.android.sendDeadlineMs)),
+    // A phone's message may stay `Sent` for ever: without its final state it is not taken as delivered.
+    unknownWithoutReceipt: (apiKey) => deviceOf(apiKey) !== undefined,
   };
   return { processOutbound: (job) => processOutbound(deps, job), receipts, holds };
 }

@@ -7,8 +7,8 @@ export interface RouteLookups {
   installed(locationId: string): boolean;
   /** The locations the phone `deviceId` serves. */
   locationsOfDevice(deviceId: string): string[];
-  /** The installed location that last sent to this phone (E.164 or local form). */
-  lastSentTo(e164: string, local: string): string | undefined;
+  /** The installed location that last sent to this phone (E.164 or local form); with `deviceId`, only through that phone. */
+  lastSentTo(e164: string, local: string, deviceId?: string): string | undefined;
 }
 
 export interface Routed {
@@ -20,7 +20,9 @@ export interface Routed {
 /**
  * The location a reply is for (docs/http.md, "Replies"):
  * the one its source names; else the one the receiving phone serves, if only one; else
- * the one that last sent to the sender; else none (unrouted, for an operator to route).
+ * the one that last sent to the sender (through that phone, for a phone's reply: a number
+ * another location texted through Cast or another phone replies there, not here); else
+ * none (unrouted, for an operator to route).
  * A named location that is not installed is refused: the source named the wrong one.
  */
 export function routeReply(reply: { locationId?: string; deviceId?: string; phone: string }, look: RouteLookups): Routed {
@@ -34,7 +36,7 @@ export function routeReply(reply: { locationId?: string; deviceId?: string; phon
     const served = look.locationsOfDevice(reply.deviceId);
     if (served.length === 1 && served[0]) return { locationId: served[0], routedBy: "device" };
   }
-  const last = look.lastSentTo(reply.phone, localForm(reply.phone));
+  const last = look.lastSentTo(reply.phone, localForm(reply.phone), reply.deviceId || undefined);
   if (last) return { locationId: last, routedBy: "last_sent" };
   return { locationId: "", routedBy: "" };
 }

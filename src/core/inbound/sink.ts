@@ -2,7 +2,9 @@ import { createHash, randomUUID } from "node:crypto";
 import type { Db } from "../../db/index.ts";
 import type { InboundStore, NewInbound } from "../../db/inbound.ts";
 import { AppError } from "../../errors.ts";
+import { keyTag } from "../delivery/key-tag.ts";
 import { toE164PH } from "../delivery/phone.ts";
+import { phoneKey } from "../delivery/phones.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone } from "../mask.ts";
 import { printable } from "../printable.ts";
@@ -44,7 +46,12 @@ export function e164(phone: string): string | undefined {
  */
 export function createSink(deps: SinkDeps): InboundSink {
   const { db, store, log } = deps;
-  const lookups = { ...store, locationsOfDevice: deps.locationsOfDevice };
+  const lookups: RouteLookups = {
+    installed: (locationId) => store.installed(locationId),
+    locationsOfDevice: deps.locationsOfDevice,
+    // A job sent through a phone holds its key's tag (the key is `android:<device>`): "through that device".
+    lastSentTo: (e164, local, deviceId) => store.lastSentTo(e164, local, deviceId === undefined ? undefined : keyTag(phoneKey(deviceId))),
+  };
   const commit = db.transaction((unrouted: Unrouted, reply: InboundReply, now: number): NewInbound | string => {
     const earlier = store.idOfKey(unrouted.dedupeKey);
     if (earlier) return earlier;

@@ -175,7 +175,9 @@ function timeline(m: LoggedMessage, events: MessageEvent[]): TimelineEntry[] {
     entries.push({ at: m.sentAt, event: "sent", detail: `accepted by ${m.gateway} as ${m.gatewayMessageId}, ${m.parts ?? "?"} part(s), ${sender}` });
   }
   if (m.receiptAt !== null) {
-    const said = m.receipt === "none" ? "no delivery receipt within DLR_WAIT: reported delivered" : `carrier receipt ${m.receipt}`;
+    // A phone's message without its final state is not taken as delivered (receipts.ts, noReceipt).
+    const none = m.outcome === "failed" ? "no final state from the phone by the end of its wait: delivery unknown" : "no delivery receipt within DLR_WAIT: reported delivered";
+    const said = m.receipt === "none" ? none : `carrier receipt ${m.receipt}`;
     entries.push({ at: m.receiptAt, event: "receipt", detail: said });
   }
   if (m.reportedAt !== null) entries.push({ at: m.reportedAt, event: "reported", detail: `HighLevel told ${m.reportedStatus}` });
