@@ -11,6 +11,12 @@ app.post("/webhooks/crm", async (event) => {
   return { status: "accepted" };
 });
 
+// The inbound phase's baseline: the same, on the path replies come to.
+app.post("/api/inbound", async (event) => {
+  await event.req.arrayBuffer();
+  return { id: "in-bare", duplicate: false };
+});
+
 const server = createServer(toNodeHandler(app));
 server.listen(0, "127.0.0.1", () => {
   // Same line bridge prints, so the benchmark starts both the same way.

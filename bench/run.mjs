@@ -13,6 +13,9 @@
 //                acknowledgement -> gateway p99
 //   3. CLI:      `bridge locations list --json` on 1,000 locations vs `node -e 0`; and
 //                `bridge messages list --json` on 100,000 messages vs that locations list
+//   3b. inbound: replies into `POST /api/inbound` vs a bare h3 server (acknowledged/s, p50/p99),
+//                then how fast bridge posts them to HighLevel (contact upsert + inbound message
+//                each), and that every acknowledged reply is posted once
 //   4. receipts: a campaign of 1,000 messages on one key at Cast's limits, carrier receipts
 //                5-90 s after each send (1 in 20 REJECTD): receipt -> report lag, status
 //                calls per message, 429s. `BENCH_ONLY=receipts` runs this phase alone.
@@ -32,6 +35,7 @@ import { killAll, sampleProcess, sleep, startListening, stop } from "./lib/procs
 import { filesystemOf, machine } from "./lib/machine.mjs";
 import { printReceipts, printTable, receiptsTargets, targets } from "./lib/report.mjs";
 import { median, percentile, round } from "./lib/stats.mjs";
+import { PROVIDER_ID, replyRequest } from "./lib/replies.mjs";
 import { LOCATION_ID, OTHER_LOCATION_ID, PUBLIC_KEY_PEM, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -53,6 +57,8 @@ const DRAIN = { messages: QUICK ? 100 : 1000, posters: 20, ratePerSec: 10, burst
 const KEYS = { keys: 4, messagesPerKey: QUICK ? 50 : 300, ratePerSec: 30, burst: 50, capSec: 150 };
 const FAIRNESS = { backlog: QUICK ? 300 : 3000, singles: QUICK ? 5 : 20, spacingMs: 2500, latencyMs: 250, ratePerSec: 10, posters: 20 };
 const IDLE = { warmup: 5, messages: QUICK ? 10 : 50, spacingMs: 100 };
+// Replies by count, not time: every acknowledged one is then posted, and the posting must end.
+const INBOUND = { connections: 50, rounds: QUICK ? 1 : 3, warmup: QUICK ? 200 : 300, replies: QUICK ? 1000 : 1500, capSec: QUICK ? 60 : 120 };
 const CLI = { locations: 1000, messages: QUICK ? 10_000 : 100_000, runs: QUICK ? 3 : 20 };
 // Cast's limits: 10 messages/s per account, 30 requests/s (burst 50) for every call from one address.
 const RECEIPTS = {
@@ -130,7 +136,7 @@ const results = {
   timestamp: new Date().toISOString(),
   machine: machine(),
   build: buildInfo(),
-  settings: { quick: QUICK, only: ONLY ?? null, INTAKE, DRAIN, KEYS, FAIRNESS, IDLE, CLI, RECEIPTS, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
+  settings: { quick: QUICK, only: ONLY ?? null, INTAKE, DRAIN, KEYS, FAIRNESS, IDLE, CLI, INBOUND, RECEIPTS, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
 };
 
 try {
@@ -144,6 +150,7 @@ try {
     results.fairness = await fairness();
     results.idleLatency = await idleLatency();
     results.cli = await cliStartup();
+    results.inbound = await inbound();
   }
   results.receipts = await receipts();
   results.targets = ONLY ? receiptsTargets(results.receipts) : targets(results);
@@ -610,6 +617,88 @@ async function cliStartup() {
   };
 }
 
+// ==== 3b. replies in =================================================================
+
+/**
+ * Replies into POST /api/inbound, bridge and the bare app taking turns; after each bridge
+ * round its queue posts the round's replies (an upsert and an inbound message each) before
+ * anything else runs, so the bare app is measured beside an idle bridge and the posting
+ * rate on a backlog of one round.
+ */
+async function inbound() {
+  const I = INBOUND;
+  log(`\n[3b/4] inbound: bare h3 and bridge serve, ${I.rounds} alternating rounds of ${I.replies} replies, each round's posting to HighLevel after it`);
+  phaseLoad("inbound");
+  const bare = await startListening(NODE, ["bench/bare-server.mjs"], { env: {}, cwd: ROOT, logFile: join(WORK, "bare-inbound.log") });
+  const { bridge, crm, gateway } = await startBridge("inbound", {}, [LOCATION_ID], { CRM_PROVIDER_ID: PROVIDER_ID });
+  const runs = { bare: [], bridge: [] };
+  const posting = [];
+  let acknowledged = 0;
+  for (let round = 0; round < I.rounds; round++) {
+    for (const name of round % 2 === 0 ? ["bare", "bridge"] : ["bridge", "bare"]) {
+      const r = await replyLoad(name === "bare" ? bare.url : bridge.url, `${name}-r${round}`);
+      runs[name].push(r);
+      log(`  round ${round + 1} ${name}: ${r.reqPerSec} replies/s acknowledged, p99 ${r.latencyMs.p99} ms${r.non2xx + r.errors ? ` (${r.non2xx} non-2xx, ${r.errors} errors)` : ""}`);
+      if (name !== "bridge") continue;
+      acknowledged += r.ok2xx + r.warmupOk2xx;
+      posting.push(await postedAfter(crm, acknowledged, performance.now()));
+      log(`  round ${round + 1} posting: ${posting.at(-1).posted} posted at ${posting.at(-1).perSec} replies/s`);
+    }
+  }
+  await stop(bare.child);
+  const stopped = await stop(bridge.child);
+  await closeAll(crm, gateway);
+  const baseline = summarizeRounds(runs.bare);
+  const measured = summarizeRounds(runs.bridge);
+  const posts = [...crm.inbound.values()];
+  return {
+    baseline,
+    bridge: measured,
+    ratio: round(measured.reqPerSec / baseline.reqPerSec, 3),
+    acknowledged,
+    posted: posts.length,
+    postedTwice: posts.filter((p) => p.posts > 1).length,
+    postedPerSec: median(posting.map((p) => p.perSec)),
+    roundsPostedPerSec: posting.map((p) => p.perSec),
+    capped: posting.some((p) => p.capped),
+    errorLines: errorLines(bridge.logFile),
+    bridgeStop: stopped,
+  };
+}
+
+/** A warm-up, then the measured run: `INBOUND.replies` new replies at 50 connections. */
+async function replyLoad(url, prefix) {
+  const options = { url, connections: INBOUND.connections, pipelining: 1, timeout: 10 };
+  const warm = await autocannon({ ...options, amount: INBOUND.warmup, requests: [replyRequest(`${prefix}-warm`, ADMIN_KEY)] });
+  // Timed to the last answer: with `amount`, autocannon's duration runs to the next whole second.
+  const start = performance.now();
+  let last = start;
+  const run = autocannon({ ...options, amount: INBOUND.replies, requests: [replyRequest(prefix, ADMIN_KEY)] });
+  run.on("response", () => (last = performance.now()));
+  const r = await run;
+  return {
+    reqPerSec: round(r["2xx"] / ((last - start) / 1000)),
+    requests: r.requests.total,
+    ok2xx: r["2xx"],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    warmupOk2xx: warm["2xx"],
+    latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, mean: round(r.latency.average, 2) },
+  };
+}
+
+/** Waits until HighLevel holds `acknowledged` replies (or the cap): the posting rate from `since` to the last post. */
+async function postedAfter(crm, acknowledged, since) {
+  const before = crm.inbound.size;
+  const deadline = since + INBOUND.capSec * 1000;
+  while (crm.inbound.size < acknowledged && performance.now() < deadline) await sleep(50);
+  let last = since;
+  for (const p of crm.inbound.values()) last = Math.max(last, p.at);
+  const posted = crm.inbound.size - before;
+  return { posted, perSec: last > since ? round(posted / ((last - since) / 1000)) : 0, capped: crm.inbound.size < acknowledged };
+}
+
 // ==== 4. receipts at campaign scale =================================================
 
 async function receipts() {
@@ -717,13 +806,13 @@ function bridgeEnv(databasePath, crmUrl, smsUrl) {
 }
 
 /** Fresh fakes, a fresh database, `dist/bridge serve`, and the locations installed through OAuth. */
-async function startBridge(name, gatewayOptions = {}, locations = [LOCATION_ID]) {
+async function startBridge(name, gatewayOptions = {}, locations = [LOCATION_ID], env = {}) {
   const crm = await startFakeCrm();
   const gateway = await startFakeGateway(gatewayOptions);
   openServers.add(crm).add(gateway);
   const dir = mkdtempSync(join(WORK, `${name}-`));
   const bridge = await startListening(BRIDGE, ["serve"], {
-    env: bridgeEnv(join(dir, "bridge.db"), crm.url, gateway.url),
+    env: { ...bridgeEnv(join(dir, "bridge.db"), crm.url, gateway.url), ...env },
     cwd: dir,
     logFile: join(dir, "bridge.log"),
   });

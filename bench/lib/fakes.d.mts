@@ -39,6 +39,7 @@ export function startFakeGateway(options?: FakeGatewayOptions): Promise<
 export function startFakeCrm(): Promise<
   FakeServer & {
     reports: Map<string, { status: unknown; at: number }>;
+    inbound: Map<string, { posts: number; at: number }>;
     readonly puts: number;
     countStatus(status: string): number;
   }

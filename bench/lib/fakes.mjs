@@ -1,8 +1,14 @@
 // Minimal fakes of HighLevel and Cast.ph on node:http, in the benchmark process.
 // They are plain node:http (not h3) so that they cost as little CPU as possible:
 // on 2 cores every cycle they spend is taken from bridge or from the load generator.
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { performance } from "node:perf_hooks";
+
+/** HighLevel's documented answers (../shared/fixtures/highlevel, copied to test/fixtures), read once. */
+const highlevel = (name) => JSON.parse(readFileSync(new URL(`../../test/fixtures/highlevel/${name}.json`, import.meta.url), "utf8"));
+const UPSERT_200 = highlevel("contacts-upsert-200");
+const INBOUND_200 = highlevel("inbound-message-200");
 
 function listen(handler) {
   const server = createServer((req, res) => {
@@ -35,12 +41,17 @@ function json(res, status, body, headers = {}) {
 
 /**
  * HighLevel: authorization code "code-<locationId>" exchanges for that location's
- * token; status PUTs answer 200 and are counted (first time per message id).
+ * token; status PUTs answer 200 and are counted (first time per message id). Replies:
+ * a contact upsert finds or makes the contact of a location's phone
+ * (contacts-upsert-200.json), an inbound message is taken (inbound-message-200.json)
+ * and counted by its `altId`, each time it comes: a reply posted twice shows.
  */
 export async function startFakeCrm() {
   let serial = 0;
   const reports = new Map(); // messageId -> { status, at }
   let puts = 0;
+  const contacts = new Map(); // locationId + phone -> contact id
+  const inbound = new Map(); // altId -> { posts, at }: how often it came, when it first did
   const token = (locationId) => ({
     access_token: `at-${locationId}-${++serial}`,
     refresh_token: `rt-${locationId}-${serial}`,
@@ -60,6 +71,14 @@ export async function startFakeCrm() {
       if (refresh) return json(res, 200, token(refresh[1]));
       return json(res, 400, { error: "invalid_grant" });
     }
+    if (req.method === "POST" && path === "/contacts/upsert") return json(res, 200, upsertAnswer(contacts, safeParse(body) ?? {}));
+    if (req.method === "POST" && path === "/conversations/messages/inbound") {
+      const message = safeParse(body) ?? {};
+      const seen = inbound.get(message.altId);
+      if (seen) seen.posts++;
+      else inbound.set(message.altId, { posts: 1, at: performance.now() });
+      return json(res, 200, { ...INBOUND_200, conversationId: `conv-${message.contactId}`, messageId: `msg-${++serial}`, message: message.message, contactId: message.contactId });
+    }
     const status = /^\/conversations\/messages\/([^/]+)\/status$/.exec(path);
     if (req.method === "PUT" && status) {
       puts++;
@@ -72,6 +91,7 @@ export async function startFakeCrm() {
   return {
     ...server,
     reports,
+    inbound,
     get puts() {
       return puts;
     },
@@ -208,6 +228,15 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     else json(res, 200, answer);
   });
   return { ...server, accepted, acceptedAt, receiptAt, rateLimitedAt, readsAt, stats };
+}
+
+/** The contact of a location's phone, made by the first upsert, in HighLevel's answer. */
+function upsertAnswer(contacts, { locationId, phone }) {
+  const key = `${locationId} ${phone}`;
+  const known = contacts.get(key);
+  const id = known ?? `contact-${contacts.size + 1}`;
+  if (!known) contacts.set(key, id);
+  return { ...UPSERT_200, new: !known, contact: { ...UPSERT_200.contact, id, locationId, phone, dnd: false, dndSettings: { SMS: { status: "inactive", message: "", code: "" } } } };
 }
 
 /** The paths this fake has an endpoint for, whatever the method. */

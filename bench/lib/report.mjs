@@ -39,6 +39,23 @@ export function targets(r) {
       target: "<= 2",
       met: r.cli.messages.ratio <= 2,
     },
+    ...inboundTargets(r.inbound),
+  ];
+}
+
+/**
+ * Replies: committed before the 200 on the same stack as a webhook, so the intake's ratio
+ * to the bare app; and each acknowledged reply in HighLevel once.
+ */
+export function inboundTargets(n) {
+  return [
+    { name: "inbound replies/s ratio (bridge / bare h3)", value: n.ratio, target: ">= 0.5", met: n.ratio >= 0.5 },
+    {
+      name: "inbound: acknowledged replies posted, and none twice",
+      value: `${n.posted} of ${n.acknowledged}, ${n.postedTwice} twice`,
+      target: "all, 0 twice",
+      met: n.posted >= n.acknowledged && n.postedTwice === 0 && !n.capped,
+    },
   ];
 }
 
@@ -99,6 +116,7 @@ export function printTable(r, log) {
     ["idle ack -> gateway p50 / p99 (ms)", `${l.p50Ms} / ${l.p99Ms}`, "", "", "p50 < 20 ms", verdict("idle ack-to-gateway p50 (ms)")],
     ["CLI locations list, median (ms)", c.bridge.medianMs, `${c.node.medianMs} (node -e 0)`, c.ratio, "<= 1.5x", verdict("CLI start-up ratio (bridge / node -e 0)")],
     [`CLI messages list on ${c.messages.count}, median (ms)`, c.messages.medianMs, `${c.bridge.medianMs} (locations list)`, c.messages.ratio, "<= 2x", verdict("messages list ratio (100,000 messages / 1,000 locations)")],
+    ...inboundRows(r),
   ].map((row) => row.map(String));
   const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => row[col].length)));
   log("");
@@ -113,6 +131,8 @@ export function printTable(r, log) {
       ` (sent - ${DRAIN.burst}) / (time from the ${DRAIN.burst}th to the last SMS).` +
       `\n*the gateway has no limit in the intake phase; bridge's own pacing (Cast's 10 messages/s per API key, 30 requests/s in all) still applies.` +
       `\nRSS in MiB (2^20 bytes: the kernel's KiB / 1024); the target read as 120 million bytes would be 114.4 MiB.` +
+      `\ninbound: replies/s acknowledged by POST /api/inbound; posted: after each bridge round, that round's replies` +
+      ` (a contact upsert and an inbound message each) over the time to the last one HighLevel took.` +
       `\nidle latency: time from the client receiving 200 to the gateway receiving the SMS (negative: the SMS left first).` +
       `\nmachine: ${r.machine.cpu}, ${r.machine.cores} cores, ${r.machine.memoryGb} GB, node ${r.machine.node};` +
       ` database on ${r.settings.databaseFs} (${r.settings.databaseDir}), synchronous=FULL` +
@@ -121,6 +141,20 @@ export function printTable(r, log) {
   );
   if (d.capped) log(`drain: stopped at the ${DRAIN.capSec} s cap with ${d.reports.total} of ${d.queued} reported`);
   printReceipts(r, log);
+}
+
+/** The inbound phase's rows of the table. */
+function inboundRows(r) {
+  const { INBOUND } = r.settings;
+  const n = r.inbound;
+  const verdict = (name) => (r.targets.find((t) => t.name === name)?.met ? "met" : "NOT met");
+  const [b, m] = [n.baseline.latencyMs, n.bridge.latencyMs];
+  return [
+    [`inbound replies/s (${INBOUND.connections} conn, median of ${INBOUND.rounds} x ${INBOUND.replies})`, n.bridge.reqPerSec, `${n.baseline.reqPerSec} (bare h3)`, n.ratio, "ratio >= 0.5", verdict("inbound replies/s ratio (bridge / bare h3)")],
+    ["inbound p50 / p99 latency (ms)", `${m.p50} / ${m.p99}`, `${b.p50} / ${b.p99}`, ratio(m.p99, b.p99), "", ""],
+    ["inbound: posted to HighLevel (replies/s)", n.postedPerSec, "", "", "", ""],
+    ["inbound: posted / acknowledged, twice", `${n.posted} / ${n.acknowledged}, ${n.postedTwice}`, "", "", "all, 0 twice", verdict("inbound: acknowledged replies posted, and none twice")],
+  ];
 }
 
 function ratio(a, b) {

@@ -3,7 +3,8 @@ import { setLocationConfig } from "../core/installs/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { printableJson } from "../core/printable.ts";
 import { getLocationConfig, listLocations, setApproval } from "../core/installs/locations.ts";
-import { listMessages, messageFilter, messageNotFound, retryMessages, showMessage } from "../core/operator/messages.ts";
+import { listLog } from "../core/operator/message-log.ts";
+import { messageNotFound, retryMessages, showMessage } from "../core/operator/messages.ts";
 import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.ts";
 import { bridgeStatus } from "../core/operator/status.ts";
 import type { Core } from "../core/index.ts";
@@ -92,7 +93,7 @@ function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
     auth(event);
     const q = event.url.searchParams;
     const query = Object.fromEntries(["location", "status", "since", "limit", "cursor"].flatMap((k) => (q.has(k) ? [[k, q.get(k) ?? ""]] : [])));
-    return listMessages(core.messages, messageFilter(query, core.now()));
+    return listLog(core.messages, core.replies, query, core.now());
   });
 
   app.get("/api/admin/messages/:messageId", (event) => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Handler, Recorded } from "./http.ts";
 import { jsonResponse } from "./http.ts";
 import { fixture } from "./fixtures.ts";
@@ -24,11 +25,14 @@ export interface FakeInbound {
  * an inbound message is taken (inbound-message-200.json), or, without
  * conversationProviderId, answered 201 with an empty body and dropped, as HighLevel does
  * for a custom provider (fixtures README, note 10). `down`: both answer this status.
+ * `delayMs`: an inbound message is taken (recorded) at once and answered this much later,
+ * so a crash can come between HighLevel taking it and bridge hearing so; `onInbound` is
+ * told of each one as it is taken, before that answer.
  */
 export function createReplies() {
   const contacts: FakeContact[] = [];
   const inbound: FakeInbound[] = [];
-  const state = { down: 0 };
+  const state: { down: number; delayMs: number; onInbound?: (body: Record<string, unknown>) => void } = { down: 0, delayMs: 0 };
   let serial = 0;
 
   const upsert: Handler = (req) => {
@@ -47,7 +51,7 @@ export function createReplies() {
     });
   };
 
-  const message: Handler = (req: Recorded) => {
+  const message: Handler = async (req: Recorded) => {
     if (state.down) return jsonResponse({ message: "Service Unavailable" }, state.down);
     const body = JSON.parse(req.body) as Record<string, unknown>;
     if (!body.conversationProviderId) {
@@ -56,6 +60,8 @@ export function createReplies() {
     }
     const messageId = `inbound-msg-${++serial}`;
     inbound.push({ body, messageId });
+    state.onInbound?.(body);
+    if (state.delayMs) await sleep(state.delayMs);
     const documented = fixture("highlevel", "inbound-message-200.json");
     return jsonResponse({ ...documented, conversationId: `conv-${String(body.contactId)}`, messageId, message: body.message, contactId: body.contactId });
   };

@@ -4,7 +4,7 @@ import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge
 import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-// A phone's message can stay `Sent` for ever (ANDROID_GATEWAY_API.md): at the end of its wait it is
+// A phone's message can stay `Sent` for ever (docs/services/android-gateway-api.md): at the end of its wait it is
 // not reported delivered, as a Cast message without a receipt is (CONTRACT 7), since `Sent` is not
 // delivered (CONTRACT 10). It is reported failed, delivery unknown: bridge does not know, and says so.
 const start = bridgePerTest();

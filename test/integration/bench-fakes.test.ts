@@ -1,5 +1,5 @@
-import { afterEach, expect, test } from "vitest";
-import { startFakeGateway } from "../../bench/lib/fakes.mjs";
+import { afterEach, describe, expect, test } from "vitest";
+import { startFakeCrm, startFakeGateway } from "../../bench/lib/fakes.mjs";
 import { fixture } from "../helpers/fixtures.ts";
 import { expectCastRouteErrors, shapeOf } from "../helpers/shape.ts";
 
@@ -146,4 +146,42 @@ test("a 429: error-429.json, with Retry-After in whole seconds", async () => {
 test("a path Cast has no endpoint for: 404 NOT_FOUND, a wrong method: 405 METHOD_NOT_ALLOWED, in the envelope of error-402.json", async () => {
   await start();
   await expectCastRouteErrors(call);
+});
+
+describe("the fake HighLevel's replies routes", () => {
+  let crm: Awaited<ReturnType<typeof startFakeCrm>> | undefined;
+  afterEach(async () => {
+    await crm?.close();
+    crm = undefined;
+  });
+
+  async function post(path: string, body: unknown) {
+    const res = await fetch(crm!.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  }
+
+  test("contact upsert: contacts-upsert-200.json; the same phone of the location is the same contact, not new", async () => {
+    crm = await startFakeCrm();
+    const first = await post("/contacts/upsert", { locationId: "loc-bench", phone: "+639171234567" });
+    expect(first.status).toBe(200);
+    expect(shapeOf(first.body)).toEqual(shapeOf(fixture("highlevel", "contacts-upsert-200.json")));
+    expect(first.body).toMatchObject({ new: true, contact: { locationId: "loc-bench", phone: "+639171234567", dnd: false } });
+    const again = await post("/contacts/upsert", { locationId: "loc-bench", phone: "+639171234567" });
+    expect(again.body).toMatchObject({ new: false, contact: { id: first.body.contact.id } });
+    const other = await post("/contacts/upsert", { locationId: "loc-bench", phone: "+639180000000" });
+    expect(other.body.contact.id).not.toBe(first.body.contact.id);
+  });
+
+  test("inbound message: inbound-message-200.json, counted by altId each time it comes", async () => {
+    crm = await startFakeCrm();
+    const message = { type: "SMS", direction: "inbound", contactId: "contact-1", message: "yes", altId: "in-1", conversationProviderId: "provider-bench" };
+    const res = await post("/conversations/messages/inbound", message);
+    expect(res.status).toBe(200);
+    expect(shapeOf(res.body)).toEqual(shapeOf(fixture("highlevel", "inbound-message-200.json")));
+    expect(res.body).toMatchObject({ contactId: "contact-1", message: "yes" });
+    await post("/conversations/messages/inbound", message);
+    await post("/conversations/messages/inbound", { ...message, altId: "in-2" });
+    expect(crm.inbound.get("in-1")?.posts).toBe(2);
+    expect(crm.inbound.get("in-2")?.posts).toBe(1);
+  });
 });
