@@ -2,7 +2,7 @@ import { afterEach, expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
 
-// A location whose gateway is "android" sends through its phone (CONTRACT 10), with the queue's promises.
+// A location whose gateway is "android" sends through its phone (docs/android.md), with the queue's promises.
 const startWith = bridgePerTest();
 const phones: FakePhone[] = [];
 afterEach(async () => {
@@ -50,6 +50,7 @@ test("sent through the phone: its id, the pinned device, E.164; Delivered is rep
   });
   expect(id.length).toBeLessThanOrEqual(36);
   expect(bridge.gateway.sent()).toEqual([]); // nothing through Cast
+  expect(bridge.gateway.unsubscribedCalls()).toEqual([]); // nor Cast's list: the phone's SIM is not a Cast account
 
   phone.advance(id, "Delivered");
   await done(bridge, "m-1");

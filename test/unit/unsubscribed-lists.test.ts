@@ -85,3 +85,25 @@ describe("reading and keeping", () => {
     expect(lines.join("")).not.toContain("cast_0123456789abcdef");
   });
 });
+
+describe("Cast's per-address budget", () => {
+  test("a read waits until the scheduler gives it a request, as a receipt poll does", async () => {
+    const reads: string[] = [];
+    const asked: number[] = [];
+    // The budget says wait 5 ms twice, then go.
+    const waits = [5, 5, 0];
+    const lists = createUnsubscribedLists({
+      read: async (apiKey) => (reads.push(apiKey), LISTED),
+      tryRead: () => {
+        const wait = waits.shift() ?? 0;
+        asked.push(wait);
+        return wait;
+      },
+      log: createLogger("debug", captureStream([])),
+      now: () => 1_000_000,
+    });
+    expect(await lists.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(asked).toEqual([5, 5, 0]);
+    expect(reads).toEqual(["key-1"]);
+  });
+});

@@ -5,6 +5,8 @@ import type { SendRequest } from "../clients/gateway.ts";
 import { optOutKey } from "../inbound/opt-out-list.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
+import { sleep } from "../retry.ts";
+import { deviceOf } from "./phones.ts";
 
 /** What a message to an opted-out number fails with, and HighLevel is told (docs/cli.md, "Opt-outs"). */
 export const OPTED_OUT = "recipient opted out";
@@ -33,6 +35,8 @@ export interface UnsubscribedLists {
 
 export interface UnsubscribedDeps {
   read: ReadUnsubscribed;
+  /** 0 when a read may go now (a request of Cast's per-address budget taken); else the ms to wait (Scheduler.tryPoll). */
+  tryRead?: () => number;
   log: Logger;
   now: () => number;
   freshMs?: number;
@@ -49,6 +53,8 @@ export function createUnsubscribedLists(deps: UnsubscribedDeps): UnsubscribedLis
 
   async function read(apiKey: string): Promise<Numbers | undefined> {
     try {
+      // A read spends Cast's per-address budget like a receipt poll: it waits its turn.
+      for (let wait = deps.tryRead?.() ?? 0; wait > 0; wait = deps.tryRead?.() ?? 0) await sleep(wait);
       const numbers = byNumber(await deps.read(apiKey));
       if (failing.delete(apiKey)) deps.log.info(`Cast's unsubscribed list of key ${maskSecret(apiKey)} is read again`);
       kept.set(apiKey, { until: deps.now() + freshMs, numbers: Promise.resolve(numbers) });
@@ -105,6 +111,8 @@ export async function unlessUnsubscribed<P extends Plan>(
 ): Promise<P | { result: Result }> {
   if (!("request" in plan) || !deps.unsubscribed) return plan;
   const { apiKey, senderId, to } = plan.request;
+  // A phone sends with its SIM, not a Cast account: Cast's list is not its list.
+  if (deviceOf(apiKey) !== undefined) return plan;
   if (!(await deps.unsubscribed.listed(apiKey, senderId, to))) return plan;
   const { messageId, locationId } = job.message;
   const sender = senderId || "the account's default";
