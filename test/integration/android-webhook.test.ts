@@ -88,7 +88,7 @@ test("sms:received while CRM_PROVIDER_ID is unset: 503 saying what to set (the p
 
 test("sms:received is handed to the sink before the 200, twice when the phone sends it twice", async () => {
   const got: InboundReply[] = [];
-  const sink: InboundSink = { receive: (reply) => (got.push(reply), { id: `in-${got.length}`, duplicate: got.length > 1 }) };
+  const sink: InboundSink = { receive: async (reply) => (got.push(reply), { id: `in-${got.length}`, duplicate: got.length > 1 }) };
   const { phone, url } = await start({ inbound: sink });
   const first = await phone.post(url, phone.envelope("sms:received"));
   expect(first.status).toBe(200);

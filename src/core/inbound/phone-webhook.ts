@@ -76,7 +76,7 @@ function refusalLog({ log, now }: Pick<PhoneWebhookDeps, "log" | "now">): (line:
   };
 }
 
-function received(deps: PhoneWebhookDeps, envelope: Envelope): PhoneAnswer {
+async function received(deps: PhoneWebhookDeps, envelope: Envelope): Promise<PhoneAnswer> {
   // No sink: not acknowledged, so the phone keeps it and tries again (for about two days).
   if (!deps.sink) return { status: 503, body: { error: "inbound not configured" } };
   const p = envelope.payload;
@@ -90,7 +90,7 @@ function received(deps: PhoneWebhookDeps, envelope: Envelope): PhoneAnswer {
     ...(text(p.recipient) && { to: text(p.recipient) }),
     ...(text(p.receivedAt) && { receivedAt: text(p.receivedAt) }),
   };
-  const { id, duplicate } = deps.sink.receive(reply);
+  const { id, duplicate } = await deps.sink.receive(reply);
   return { status: 200, body: { id, duplicate } };
 }
 

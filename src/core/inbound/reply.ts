@@ -32,9 +32,9 @@ export interface Received {
   duplicate: boolean;
 }
 
-/** Where sources hand replies over. Returns once the reply is committed. */
+/** Where sources hand replies over. Settles once the reply is committed (the source may then answer 200). */
 export interface InboundSink {
-  receive(reply: InboundReply): Received;
+  receive(reply: InboundReply): Promise<Received>;
 }
 
 /** A location's opt-out list: numbers that asked for no more texts. */

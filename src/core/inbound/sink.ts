@@ -1,3 +1,4 @@
+import type { Commit } from "../../db/commit.ts";
 import { createHash, randomUUID } from "node:crypto";
 import type { Db } from "../../db/index.ts";
 import type { InboundStore, NewInbound } from "../../db/inbound.ts";
@@ -15,6 +16,8 @@ import { optOutWord } from "./stop-words.ts";
 
 export interface SinkDeps {
   db: Db;
+  /** The group commit: a reply shares its transaction and its fsync with the writes around it. */
+  commit: Commit;
   store: InboundStore;
   /** CRM_PROVIDER_ID: without it HighLevel drops every reply, so none is taken. */
   providerId: string;
@@ -41,7 +44,7 @@ export function e164(phone: string): string | undefined {
 
 /**
  * The InboundSink: each reply deduplicated, routed and committed in one transaction
- * before it returns, so the source answers 200 only for what is on disk. A stop or start
+ * before it settles, so the source answers 200 only for what is on disk. A stop or start
  * word changes the location's opt-out list in that same transaction.
  */
 export function createSink(deps: SinkDeps): InboundSink {
@@ -62,10 +65,12 @@ export function createSink(deps: SinkDeps): InboundSink {
   });
 
   return {
-    receive(reply: InboundReply): Received {
+    async receive(reply: InboundReply): Promise<Received> {
       if (!deps.providerId) throw new AppError("INBOUND_OFF", PROVIDER_ID_MISSING);
       const now = deps.now();
-      const row = commit.immediate(newRow(reply, now), reply, now);
+      const unrouted = newRow(reply, now);
+      // A transaction of its own inside the group's (a savepoint): all of it or none.
+      const row = await deps.commit(() => commit(unrouted, reply, now));
       if (typeof row === "string") return { id: row, duplicate: true };
       if (!row.locationId) {
         log.warn(`reply ${row.inboundId} from ${maskPhone(row.phone)} is for no known location: stored unrouted; route it with \`bridge messages route ${row.inboundId} LOCATION\``);

@@ -28,6 +28,7 @@ export function wireInbound({ config, db, log, now, tuning }: Context, { commit,
   const inboundQueue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
   const inbound = createSink({
     db,
+    commit,
     store: replies,
     providerId,
     locationsOfDevice: (deviceId) => phones.locationsOfDevice(deviceId),
