@@ -9,7 +9,7 @@ import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.t
 import { bridgeStatus } from "../core/operator/status.ts";
 import type { Core } from "../core/index.ts";
 import type { Worker } from "../core/delivery/worker.ts";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 

@@ -72,8 +72,3 @@ function errorResponse(error: HTTPError, event: H3Event, deps: AppDeps): Respons
   if (app?.status && app.retryAfterMs !== undefined) headers.set("retry-after", String(Math.ceil(app.retryAfterMs / 1000)));
   return new Response(JSON.stringify({ error: message }), { status, headers });
 }
-
-/** A 4xx with the contract's error body. */
-export function httpError(status: number, message: string, headers?: Record<string, string>): HTTPError {
-  return new HTTPError({ status, message, headers });
-}

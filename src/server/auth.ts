@@ -3,7 +3,7 @@ import type { H3Event } from "h3";
 import type { ResolvedConfig } from "../core/config.ts";
 import type { Logger } from "../core/log.ts";
 import { createFailureThrottle } from "./throttle.ts";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 import { addressGroup, createClientAddress } from "./client.ts";
 
 /** Wrong keys a client may send per window before its wrong keys get 429. */

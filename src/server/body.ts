@@ -1,6 +1,6 @@
 import type { Readable } from "node:stream";
 import type { H3Event } from "h3";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 
 /**
  * Requests larger than this are refused with 413 (docs/http.md, "Limits before anyone is authenticated").

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Core } from "../core/index.ts";
 import { ID_PATTERN, ID_RULE } from "../core/ids.ts";
 import { PROVIDER_ID_MISSING } from "../core/inbound/sink.ts";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 

@@ -1,6 +1,6 @@
 import type { H3 } from "h3";
 import type { Core } from "../core/index.ts";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 import { bearerCheck } from "./auth.ts";
 
 /**

@@ -1,6 +1,6 @@
 import type { H3, H3Event } from "h3";
 import { SIGNATURE_HEADERS, type Intake } from "../core/delivery/intake.ts";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from "./body.ts";
 
 export interface WebhookDeps {
