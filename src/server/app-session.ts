@@ -1,0 +1,49 @@
+import type { H3, H3Event } from "h3";
+import { iso } from "../core/duration.ts";
+import type { Core } from "../core/index.ts";
+import type { Session, Sessions } from "../core/app/sessions.ts";
+import { signIn } from "../core/app/sign-in.ts";
+import { httpError } from "./app.ts";
+import { parseJson, readLimitedBody } from "./body.ts";
+
+/** HighLevel's payload is a few hundred characters; nothing unsigned larger is read. */
+const SESSION_BODY_LIMIT = 16 * 1024;
+
+export interface SessionRouteDeps {
+  core: Pick<Core, "config" | "tokens" | "log">;
+  sessions: Sessions;
+}
+
+/**
+ * `POST /app/session` (docs/http.md, "The settings page"): `{"payload": "<HighLevel's
+ * encrypted user>"}` in, `{"token", "expires_at", "location_id", "role"}` out, or 401.
+ */
+export function sessionRoutes(app: H3, { core, sessions }: SessionRouteDeps): void {
+  app.post("/app/session", async (event) => {
+    const body = parseJson(await readLimitedBody(event, undefined, SESSION_BODY_LIMIT));
+    const payload = body && typeof body === "object" && !Array.isArray(body) ? (body as { payload?: unknown }).payload : undefined;
+    const deps = { sharedSecret: core.config.crm.sharedSecret, tokens: core.tokens, sessions, log: core.log };
+    const result = signIn(deps, payload);
+    if ("refused" in result) throw httpError(401, result.refused);
+    const { token, session } = result;
+    return { token, expires_at: iso(session.expiresAt), location_id: session.locationId, role: session.role };
+  });
+}
+
+/**
+ * The session of a page's call (`Authorization: Bearer <token>`), or its 401. A Map lookup
+ * is not constant-time; a token is 256 random bits, which no timing can guess.
+ */
+export function sessionOf(sessions: Sessions, event: H3Event): Session {
+  const match = /^Bearer\s+(\S+)$/i.exec(event.req.headers.get("authorization")?.trim() ?? "");
+  const session = match?.[1] ? sessions.get(match[1]) : undefined;
+  if (!session) throw httpError(401, "session expired or unknown: reload the page", { "www-authenticate": "Bearer" });
+  return session;
+}
+
+/** The session, when it may change the location's settings: HighLevel's role "admin". */
+export function adminSessionOf(sessions: Sessions, event: H3Event): Session {
+  const session = sessionOf(sessions, event);
+  if (session.role !== "admin") throw httpError(403, "only a location admin may change these settings");
+  return session;
+}
