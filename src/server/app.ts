@@ -7,6 +7,7 @@ import { adminRoutes } from "./admin.ts";
 import { createSessions } from "../core/app/sessions.ts";
 import { sessionRoutes } from "./app-session.ts";
 import { pageApiRoutes } from "./app-routes.ts";
+import { pageRoutes } from "./app-page.ts";
 import { androidRoutes } from "./android.ts";
 import { createPhoneJobs } from "../db/phone-jobs.ts";
 import type { InboundSink } from "../core/inbound/reply.ts";
@@ -55,6 +56,7 @@ export function createApp(deps: AppDeps): H3 {
   const sessions = createSessions(core.now);
   sessionRoutes(app, { core, sessions });
   pageApiRoutes(app, { core, sessions, notify: () => deps.worker?.notify() });
+  pageRoutes(app);
   healthRoutes(app, { jobs: core.jobs, worker: deps.worker });
   metricsRoutes(app, { metrics: core.metrics, metricsToken: core.config.metricsToken });
   return app;

@@ -43,7 +43,7 @@ describe("POST /app/session", () => {
     const sent = payload();
     const res = await session(bridge, sent);
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ error: "sign-in refused: open this page from HighLevel" });
+    expect(await res.json()).toEqual({ error: "the sign-in could not be verified: open this page from HighLevel" });
     const line = bridge.logs.find((l) => l.includes("settings page sign-in refused"));
     expect(line).toContain(reason);
     expect(line).toContain("[warn]");

@@ -24,7 +24,7 @@ export type SignIn = { token: string; session: Session } | { refused: string };
 export function signIn(deps: SignInDeps, payload: unknown): SignIn {
   const refused = (reason: string): SignIn => {
     deps.log.warn(`settings page sign-in refused: ${reason}`);
-    return { refused: "sign-in refused: open this page from HighLevel" };
+    return { refused: "the sign-in could not be verified: open this page from HighLevel" };
   };
   if (!deps.sharedSecret) return refused("CRM_SHARED_SECRET is not set");
   if (typeof payload !== "string" || payload === "") return refused("no encrypted payload");
