@@ -22,7 +22,7 @@ export interface PageApiDeps {
 const PAGE_MESSAGES = 50;
 
 /**
- * The settings page's API (docs/http.md, "The settings page"): every call acts on the
+ * The settings page's API (docs/http.md, "Endpoints"): every call acts on the
  * session's own location, never on one the request names; writes need role "admin".
  */
 export function pageApiRoutes(app: H3, { core, sessions, notify }: PageApiDeps): void {

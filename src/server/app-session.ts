@@ -15,7 +15,7 @@ export interface SessionRouteDeps {
 }
 
 /**
- * `POST /app/session` (docs/http.md, "The settings page"): `{"payload": "<HighLevel's
+ * `POST /app/session` (docs/http.md, "Endpoints"): `{"payload": "<HighLevel's
  * encrypted user>"}` in, `{"token", "expires_at", "location_id", "role"}` out, or 401.
  */
 export function sessionRoutes(app: H3, { core, sessions }: SessionRouteDeps): void {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 
-/** How long a session token is good for: short, as a captured payload signs in again (README, "The settings page"). */
+/** How long a session token is good for: short, as a captured payload signs in again (README.md, "The settings page inside HighLevel"). */
 export const SESSION_MS = 15 * 60_000;
 /** Sessions kept at once; beyond it the oldest goes, so a flood of sign-ins cannot fill memory. */
 const MAX_SESSIONS = 10_000;
