@@ -65,6 +65,14 @@ describe("POST /app/session", () => {
     expect(bridge.logs.join("\n")).toContain("CRM_SHARED_SECRET is not set");
   });
 
+  it("logs at most 100 refusals a minute, and says when it stops", async () => {
+    const bridge = await start({ env }, "loc-1");
+    // Each of a different length: the logger folds repeated identical lines into one.
+    for (let i = 1; i <= 105; i++) expect((await session(bridge, "x".repeat(i))).status).toBe(401);
+    expect(bridge.logs.filter((l) => l.includes("settings page sign-in refused"))).toHaveLength(100);
+    expect(bridge.logs.filter((l) => l.includes("more than 100 refused settings page sign-ins"))).toHaveLength(1);
+  });
+
   it("refuses the page's calls without a session", async () => {
     const bridge = await start({ env }, "loc-1");
     expect((await bridge.fetch("/app/api/settings")).status).toBe(401);

@@ -1,6 +1,5 @@
 import type { LocationRegistry } from "../../db/tokens.ts";
 import { clip } from "../../errors.ts";
-import type { Logger } from "../log.ts";
 import { printable } from "../printable.ts";
 import { decryptPayload, parseUser } from "./payload.ts";
 import type { Session, Sessions } from "./sessions.ts";
@@ -10,7 +9,8 @@ export interface SignInDeps {
   sharedSecret: string;
   tokens: Pick<LocationRegistry, "companyOf" | "ofCompany">;
   sessions: Sessions;
-  log: Logger;
+  /** Where refusals are told; the server bounds how many lines a flood of them writes. */
+  warn: (message: string) => void;
 }
 
 export type SignIn = { token: string; session: Session } | { refused: string };
@@ -23,7 +23,7 @@ export type SignIn = { token: string; session: Session } | { refused: string };
  */
 export function signIn(deps: SignInDeps, payload: unknown): SignIn {
   const refused = (reason: string): SignIn => {
-    deps.log.warn(`settings page sign-in refused: ${reason}`);
+    deps.warn(`settings page sign-in refused: ${reason}`);
     return { refused: "the sign-in could not be verified: open this page from HighLevel" };
   };
   if (!deps.sharedSecret) return refused("CRM_SHARED_SECRET is not set");
