@@ -63,6 +63,11 @@ export const PAGE_HTML = `<!doctype html>
 <input id="optout-phone" name="phone" type="tel" autocomplete="off" required>
 <button type="submit">Add opt-out</button>
 </form>
+<form id="optin-form" class="admin-only">
+<label for="optin-phone">Number to take off the list (it receives messages again)</label>
+<input id="optin-phone" name="phone" type="tel" autocomplete="off" required>
+<button type="submit">Remove opt-out</button>
+</form>
 </section>
 </div>
 </main>

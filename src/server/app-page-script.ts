@@ -137,12 +137,29 @@ export const PAGE_SCRIPT = `"use strict";
       return api("/settings", "PUT", { sms_api_key: $("api-key").value }).then(function () { $("api-key").value = ""; say("API key replaced.", "ok"); loadBalance(); return loadSettings(); });
     });
     submit("test-form", function () {
-      return api("/test-sms", "POST", { phone: $("test-phone").value, message: $("test-text").value }).then(function () {
+      return api("/test-sms", "POST", { phone: $("test-phone").value, message: $("test-text").value }).then(function (r) {
         say("Test SMS queued. Its status shows in the list below.", "ok");
-        return loadMessages().then(function () { setTimeout(loadMessages, 3000); });
+        follow(r.message_id, 0);
+        return loadMessages();
+      });
+    });
+    submit("optin-form", function () {
+      return api("/optouts", "DELETE", { phone: $("optin-phone").value }).then(function (r) {
+        $("optin-phone").value = ""; say(r.removed ? "Opt-out removed." : "That number was not on the list.", "ok"); return loadOptOuts();
       });
     });
     submit("optout-form", function () { return api("/optouts", "POST", { phone: $("optout-phone").value }).then(function () { $("optout-phone").value = ""; say("Opt-out added.", "ok"); return loadOptOuts(); }); });
+  }
+  // The test SMS's result as it happens: its status, read every 2 s until it is settled (at most a minute).
+  function follow(id, tries) {
+    if (tries >= 30) return;
+    setTimeout(function () {
+      api("/messages/" + encodeURIComponent(id)).then(function (m) {
+        if (m.status === "queued" || m.status === "sending" || m.status === "held") return follow(id, tries + 1);
+        say("Test SMS to " + m.phone + ": " + m.status + (m.error_message ? " (" + m.error_message + ")" : ""), m.status === "failed" ? "bad" : "ok");
+        loadMessages();
+      }).catch(failed("Test SMS"));
+    }, 2000);
   }
   function submit(id, action) {
     $(id).addEventListener("submit", function (event) { event.preventDefault(); action().catch(failed("Not saved")); });

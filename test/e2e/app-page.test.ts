@@ -68,12 +68,21 @@ describe.skipIf(!found)("the settings page in Chromium, framed by a HighLevel st
     await app.getByText("Test SMS queued.").waitFor();
     const sent = await waitFor(() => e2e.gateway.sent().find((s) => s.message === "Test message from the SMS settings page."), 10_000);
     expect(sent).toMatchObject({ sender_id: "MYAPP", to: "09171234567" });
+    await app.getByText(/Test SMS to 0917\*\*\*4567: (delivered|sent)/).waitFor({ timeout: 20_000 });
     await untilRow(app, "0917***4567", /delivered|sent/);
     await untilRow(app, "not a Philippine mobile number");
+
+    await app.getByLabel("Number to opt out").fill("+639179998888");
+    await app.getByRole("button", { name: "Add opt-out" }).click();
+    await app.locator("#optouts li", { hasText: "0917***8888" }).waitFor();
 
     await shoot(page, "docs/app-desktop.png");
     await page.setViewportSize({ width: 390, height: 844 });
     await shoot(page, "docs/app-phone.png");
+
+    await app.getByLabel("Number to take off the list").fill("09179998888");
+    await app.getByRole("button", { name: "Remove opt-out" }).click();
+    await app.getByText("Nobody has opted out.").waitFor();
     await page.close();
   }, 60_000);
 
