@@ -66,7 +66,9 @@ describe("the settings page's API", () => {
     const bridge = await started();
     const api = await signIn(bridge);
     expect((await api("/settings", "PUT", { sender_id: "has spaces!" })).status).toBe(400);
-    expect((await api("/settings", "PUT", { gateway: "android" })).status).toBe(200);
+    const gateway = await api("/settings", "PUT", { gateway: "android" });
+    expect(gateway.status).toBe(400);
+    expect(await gateway.json()).toEqual({ error: "only sender_id and sms_api_key can be changed here" });
     expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
   });
 
