@@ -5,7 +5,7 @@ import type { Session, Sessions } from "../core/app/sessions.ts";
 import { signIn } from "../core/app/sign-in.ts";
 import { httpError } from "./app.ts";
 import { createLogBudget } from "./auth.ts";
-import { parseJson, readLimitedBody } from "./body.ts";
+import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from "./body.ts";
 
 /** HighLevel's payload is a few hundred characters; nothing unsigned larger is read. */
 const SESSION_BODY_LIMIT = 16 * 1024;
@@ -15,19 +15,27 @@ const LOG_LIMIT = 100;
 export interface SessionRouteDeps {
   core: Pick<Core, "config" | "tokens" | "log" | "now">;
   sessions: Sessions;
+  /** What unsigned bodies may hold in memory together, shared with the webhooks. */
+  bodyBudget?: BodyBudget;
 }
 
 /**
  * `POST /app/session` (docs/http.md, "Endpoints"): `{"payload": "<HighLevel's
  * encrypted user>"}` in, `{"token", "expires_at", "location_id", "role"}` out, or 401.
  */
-export function sessionRoutes(app: H3, { core, sessions }: SessionRouteDeps): void {
+export function sessionRoutes(app: H3, { core, sessions, bodyBudget = createBodyBudget() }: SessionRouteDeps): void {
   const mayLog = createLogBudget(LOG_LIMIT, 60_000, core.now, () =>
     core.log.warn(`more than ${LOG_LIMIT} refused settings page sign-ins within 60 s: the rest of them are not logged`),
   );
   const warn = (message: string) => void (mayLog() && core.log.warn(message));
   app.post("/app/session", async (event) => {
-    const body = parseJson(await readLimitedBody(event, undefined, SESSION_BODY_LIMIT));
+    const lease = bodyBudget.lease();
+    let body: unknown;
+    try {
+      body = parseJson(await readLimitedBody(event, lease, SESSION_BODY_LIMIT));
+    } finally {
+      lease.release();
+    }
     const payload = body && typeof body === "object" && !Array.isArray(body) ? (body as { payload?: unknown }).payload : undefined;
     const deps = { sharedSecret: core.config.crm.sharedSecret, tokens: core.tokens, sessions, warn };
     const result = signIn(deps, payload);

@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps): H3 {
   adminRoutes(app, { core, worker: deps.worker });
   inboundRoutes(app, { core });
   const sessions = createSessions(core.now);
-  sessionRoutes(app, { core, sessions });
+  sessionRoutes(app, { core, sessions, bodyBudget: deps.bodyBudget });
   pageApiRoutes(app, { core, sessions, notify: () => deps.worker?.notify() });
   pageRoutes(app);
   healthRoutes(app, { jobs: core.jobs, worker: deps.worker });

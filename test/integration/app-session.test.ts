@@ -73,6 +73,13 @@ describe("POST /app/session", () => {
     expect(bridge.logs.filter((l) => l.includes("more than 100 refused settings page sign-ins"))).toHaveLength(1);
   });
 
+  it("refuses a body over 16 KiB before reading it whole, and returns its share of the unsigned budget", async () => {
+    const bridge = await start({ env }, "loc-1");
+    const res = await session(bridge, "A".repeat(20_000));
+    expect(res.status).toBe(413);
+    expect(bridge.bodyBudget.used).toBe(0);
+  });
+
   it("refuses the page's calls without a session", async () => {
     const bridge = await start({ env }, "loc-1");
     expect((await bridge.fetch("/app/api/settings")).status).toBe(401);
