@@ -33,7 +33,7 @@ export function pageApiRoutes(app: H3, { core, sessions, notify }: PageApiDeps):
     // The phone's settings stay the operator's: they carry its password and signing key.
     const other = Object.keys(body).find((k) => k !== "sender_id" && k !== "sms_api_key");
     if (other !== undefined) throw httpError(400, "only sender_id and sms_api_key can be changed here");
-    return changeSettings(core, locationId, body);
+    return fromGateway(() => changeSettings(core, locationId, body));
   });
   app.get("/app/api/sender-ids", (event) => fromGateway(() => senderIdsOf(core, sessionOf(sessions, event).locationId)));
   app.get("/app/api/balance", (event) => balanceOf(core, sessionOf(sessions, event).locationId));

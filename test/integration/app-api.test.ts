@@ -41,6 +41,7 @@ describe("the settings page's API", () => {
       key_in_use: "shared",
       sender_id_in_use: "",
     });
+    bridge.gateway.senderIds([{ sender_id: "MYAPP", label: "Main app sender", channel: "sms" }]);
     const put = await api("/settings", "PUT", { sender_id: "MYAPP", sms_api_key: "own-key-do-not-show-0123456" });
     expect(put.status).toBe(200);
     const shown = (await put.json()) as Record<string, string>;
@@ -48,6 +49,22 @@ describe("the settings page's API", () => {
     expect(shown.sms_api_key).not.toContain("own-key-do-not-show");
     // The same record the CLI and the admin API read.
     expect(bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "MYAPP", smsApiKey: "own-key-do-not-show-0123456" });
+  });
+
+  it("refuses a sender ID the key has not approved, naming the approved ones (400)", async () => {
+    const bridge = await started();
+    bridge.gateway.senderIds([
+      { sender_id: "MYAPP", label: "Main app sender", channel: "sms" },
+      { sender_id: "ESIM1", label: "SIM gateway sender", channel: "sim" },
+    ]);
+    const api = await signIn(bridge);
+    for (const senderId of ["OTHER", "ESIM1"]) {
+      const res = await api("/settings", "PUT", { sender_id: senderId });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: `sender ID ${senderId} is not approved for this API key; approved: MYAPP` });
+    }
+    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
+    expect((await api("/settings", "PUT", { sender_id: "" })).status).toBe(200);
   });
 
   it("refuses a user's writes (403) and lets them read", async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { notFound } from "../../errors.ts";
+import { AppError, notFound } from "../../errors.ts";
 import type { Core } from "../index.ts";
 import { keyTag } from "../delivery/key-tag.ts";
 import { iso } from "../duration.ts";
@@ -44,8 +44,21 @@ export function settingsOf(core: SettingsCore, locationId: string): SettingsView
   };
 }
 
-/** The page's change: the sender ID and the own API key only, never the gateway's phone settings. */
-export function changeSettings(core: SettingsCore, locationId: string, input: unknown): SettingsView {
+/**
+ * The page's change: the sender ID and the own API key only, never the gateway's phone
+ * settings. On Cast, a sender ID must be one the key approved (the new key, when the same
+ * change sets one): Cast would refuse every message sent with another.
+ */
+export async function changeSettings(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }): Promise<SettingsView> {
+  const { sender_id: senderId, sms_api_key: newKey } = input;
+  if (typeof senderId === "string" && senderId !== "" && settingsOf(core, locationId).gateway === "cast") {
+    const apiKey = typeof newKey === "string" && newKey !== "" ? newKey : keyOf(core, locationId);
+    if (!apiKey) throw new AppError("BAD_CONFIG", "set an API key first: a sender ID is checked against the key's approved ones");
+    const approved = (await core.sms.senderIds(apiKey)).filter((s) => s.channel === "sms").map((s) => s.senderId);
+    if (!approved.includes(senderId)) {
+      throw new AppError("BAD_CONFIG", `sender ID ${senderId} is not approved for this API key; approved: ${approved.join(", ") || "none"}`);
+    }
+  }
   setLocationConfig(core.tokens, locationId, input, core.now());
   return settingsOf(core, locationId);
 }
