@@ -55,7 +55,12 @@ function messageRoutes(app: H3, core: Core, sessions: Sessions): void {
   });
   app.get("/app/api/messages/:messageId", (event) => {
     const { locationId } = sessionOf(sessions, event);
-    const messageId = decodeURIComponent(getRouterParam(event, "messageId") ?? "");
+    let messageId = "";
+    try {
+      messageId = decodeURIComponent(getRouterParam(event, "messageId") ?? "");
+    } catch {
+      // A malformed escape (`%E0%A4%A`) is a bad id like any other.
+    }
     if (!isId(messageId)) throw httpError(400, "invalid message id");
     const message = showMessage(core.messages, messageId);
     // Another location's message is as unknown here as one that never was.

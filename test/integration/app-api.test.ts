@@ -124,6 +124,7 @@ describe("the settings page's API", () => {
     const list = (await (await api("/messages")).json()) as { messages: unknown[] };
     expect(list.messages).toEqual([]);
     expect((await api("/messages/msg-of-loc-2")).status).toBe(404);
+    for (const bad of ["%E0%A4%A", "a%20b"]) expect((await api(`/messages/${bad}`)).status).toBe(400);
   });
 
   it("adds, lists and removes an opt-out of the location", async () => {
