@@ -22,6 +22,7 @@ export const PAGE_HTML = `<!doctype html>
 <dt>API key in use</dt><dd id="key-in-use"></dd>
 <dt>Sender ID in use</dt><dd id="sender-in-use"></dd>
 <dt>Balance</dt><dd id="balance">…</dd>
+<dt id="phone-label" hidden>Phone</dt><dd id="phone" hidden></dd>
 </dl>
 <p id="readonly-note" hidden>You can see these settings; a location admin changes them.</p>
 <form id="sender-form" class="admin-only">

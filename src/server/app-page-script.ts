@@ -66,6 +66,7 @@ export const PAGE_SCRIPT = `"use strict";
       $("gateway").textContent = s.gateway === "android" ? "Android phone" : "Cast.ph";
       $("key-in-use").textContent = s.key_in_use === "own" ? "your own: " + s.sms_api_key : s.key_in_use === "shared" ? "the shared key" : "none: messages fail until a key is set";
       $("sender-in-use").textContent = s.sender_id_in_use || "the gateway's default";
+      if (s.gateway === "android") loadPhone();
       if (admin) return loadSenderIds(s.sender_id);
     }).catch(failed("Settings"));
   }
@@ -88,6 +89,14 @@ export const PAGE_SCRIPT = `"use strict";
       el.textContent = b.credits === null ? "unknown" + (b.error ? " (" + b.error + ")" : "") : b.credits + " credits" + (b.low ? ": low, top up soon" : "");
       el.className = b.low || b.credits === null ? "warn" : "";
     }).catch(failed("Balance"));
+  }
+
+  function loadPhone() {
+    $("phone-label").hidden = false; $("phone").hidden = false; $("phone").textContent = "asking the phone…";
+    return api("/phone").then(function (p) {
+      $("phone").textContent = (p.status === "ok" ? "healthy: " : p.status === "warn" ? "needs attention: " : "not reachable: ") + p.detail;
+      $("phone").className = p.status === "ok" ? "" : "warn";
+    }).catch(failed("Phone"));
   }
 
   function loadMessages() {

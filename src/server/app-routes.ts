@@ -5,6 +5,7 @@ import type { Core } from "../core/index.ts";
 import { isId } from "../core/ids.ts";
 import { listMessages, messageNotFound, showMessage } from "../core/operator/messages.ts";
 import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.ts";
+import { checkLocationPhone } from "../core/operator/phones.ts";
 import { printable } from "../core/printable.ts";
 import { clip, GatewayError } from "../errors.ts";
 import { httpError } from "./app.ts";
@@ -20,6 +21,8 @@ export interface PageApiDeps {
 
 /** What the page shows of its location's messages. */
 const PAGE_MESSAGES = 50;
+/** How long the page waits for its phone to answer (doctor waits as long). */
+const PHONE_TIMEOUT_MS = 5000;
 
 /**
  * The settings page's API (docs/http.md, "Endpoints"): every call acts on the
@@ -37,6 +40,11 @@ export function pageApiRoutes(app: H3, { core, sessions, notify }: PageApiDeps):
   });
   app.get("/app/api/sender-ids", (event) => fromGateway(() => senderIdsOf(core, sessionOf(sessions, event).locationId)));
   app.get("/app/api/balance", (event) => balanceOf(core, sessionOf(sessions, event).locationId));
+  app.get("/app/api/phone", async (event) => {
+    const { locationId } = sessionOf(sessions, event);
+    const check = await checkLocationPhone(core.phones, locationId, core.config.baseUrl, PHONE_TIMEOUT_MS);
+    return check ? { gateway: "android", status: check.status, detail: check.detail } : { gateway: "cast" };
+  });
   app.post("/app/api/test-sms", async (event) => {
     const { locationId } = adminSessionOf(sessions, event);
     const body = objectBody(await readLimitedBody(event));

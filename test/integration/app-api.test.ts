@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone } from "../helpers/fake-phone.ts";
 import { encryptUser, highLevelUser, SHARED_SECRET } from "../helpers/app-payload.ts";
 import { bridgePerTest, GLOBAL_SMS_KEY, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
@@ -125,6 +126,24 @@ describe("the settings page's API", () => {
     expect(list.messages).toEqual([]);
     expect((await api("/messages/msg-of-loc-2")).status).toBe(404);
     for (const bad of ["%E0%A4%A", "a%20b"]) expect((await api(`/messages/${bad}`)).status).toBe(400);
+  });
+
+  it("tells a phone location how its phone is, and a Cast location that it has none", async () => {
+    const bridge = await started();
+    const api = await signIn(bridge);
+    expect(await (await api("/phone")).json()).toEqual({ gateway: "cast" });
+    const phone = await startFakePhone();
+    try {
+      const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
+      expect(bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
+      const health = (await (await api("/phone")).json()) as { gateway: string; status: string; detail: string };
+      expect(health).toMatchObject({ gateway: "android" });
+      expect(health.detail).toContain(`answers at ${phone.url}`);
+      await phone.close();
+      expect(await (await api("/phone")).json()).toMatchObject({ gateway: "android", status: "fail" });
+    } finally {
+      await phone.close();
+    }
   });
 
   it("adds, lists and removes an opt-out of the location", async () => {
