@@ -76,9 +76,9 @@ describe.skipIf(!found)("the settings page in Chromium, framed by a HighLevel st
     await app.getByRole("button", { name: "Add opt-out" }).click();
     await app.locator("#optouts li", { hasText: "0917***8888" }).waitFor();
 
-    await shoot(page, "docs/app-desktop.png");
+    await shoot(page, screenshot("app-desktop.png"));
     await page.setViewportSize({ width: 390, height: 844 });
-    await shoot(page, "docs/app-phone.png");
+    await shoot(page, screenshot("app-phone.png"));
 
     await app.getByLabel("Number to take off the list").fill("09179998888");
     await app.getByRole("button", { name: "Remove opt-out" }).click();
@@ -111,6 +111,11 @@ describe.skipIf(!found)("the settings page in Chromium, framed by a HighLevel st
     await page.close();
   }, 30_000);
 });
+
+/** The README's screenshots are redone with UPDATE_SCREENSHOTS=1; otherwise they go to the test's directory. */
+function screenshot(name: string): string {
+  return process.env.UPDATE_SCREENSHOTS === "1" ? join("docs", name) : join(e2e.dir, name);
+}
 
 async function open(path: string, width: number): Promise<Page> {
   const page = await browser.newPage({ viewport: { width, height: 1000 } });
