@@ -7,6 +7,7 @@ export const PAGE_SCRIPT = `"use strict";
 (function () {
   var token = null;
   var admin = false;
+  var shown = false;
   function $(id) { return document.getElementById(id); }
   function say(text, kind) { var s = $("status"); s.textContent = text; s.className = kind || ""; }
 
@@ -33,7 +34,8 @@ export const PAGE_SCRIPT = `"use strict";
         token = r.body.token;
         admin = r.body.role === "admin";
         say("Signed in for location " + r.body.location_id + (admin ? " as an admin." : ". Only an admin can change settings."), "ok");
-        show();
+        if (!shown) show();
+        shown = true;
       })
       .catch(function () { say("Could not reach the SMS bridge. Reload the page to try again.", "bad"); });
   }
@@ -43,7 +45,8 @@ export const PAGE_SCRIPT = `"use strict";
     if (body !== undefined) { init.headers["content-type"] = "application/json"; init.body = JSON.stringify(body); }
     return fetch("/app/api" + path, init).then(function (res) {
       return res.json().then(function (json) {
-        if (res.status === 401) say("Your session ended. Reload the page to sign in again.", "bad");
+        // A session lasts 15 minutes: ask HighLevel for the user again; the call itself is not repeated.
+        if (res.status === 401) { token = null; say("Your session ended; signing in again. Then try once more.", "bad"); window.parent.postMessage({ message: "REQUEST_USER_DATA" }, "*"); }
         if (!res.ok) throw new Error(json.error || ("HTTP " + res.status));
         return json;
       });
