@@ -38,6 +38,7 @@ describe("POST /app/session", () => {
     ["a tampered payload", () => tamper(encryptUser(highLevelUser())), "payload"],
     ["an unknown location", () => encryptUser(highLevelUser({ activeLocation: "loc-unknown" })), "location loc-unknown is not installed"],
     ["no payload", () => undefined, "no encrypted payload"],
+    ["an activeLocation that is no id", () => encryptUser(highLevelUser({ activeLocation: "loc/../x\u001b[31m" })), "activeLocation is not an id"],
   ])("refuses %s: 401 and a warn line without the payload", async (_, payload, reason) => {
     const bridge = await start({ env }, "loc-1");
     const sent = payload();

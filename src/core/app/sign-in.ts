@@ -1,5 +1,6 @@
 import type { LocationRegistry } from "../../db/tokens.ts";
 import { clip } from "../../errors.ts";
+import { ID_RULE, isId } from "../ids.ts";
 import { printable } from "../printable.ts";
 import { decryptPayload, parseUser } from "./payload.ts";
 import type { Session, Sessions } from "./sessions.ts";
@@ -32,6 +33,7 @@ export function signIn(deps: SignInDeps, payload: unknown): SignIn {
   if (json === undefined) return refused(`the payload does not open with CRM_SHARED_SECRET (${payload.length} characters)`);
   const user = parseUser(json);
   if (typeof user === "string") return refused(user);
+  if (!isId(user.activeLocation)) return refused(`the payload's activeLocation is not an id: it ${ID_RULE}`);
   // Read without opening a token: a record sealed under another key still answers.
   const companyId = deps.tokens.companyOf(user.activeLocation);
   const location = companyId === undefined ? undefined : deps.tokens.ofCompany(companyId).find((l) => l.locationId === user.activeLocation);
