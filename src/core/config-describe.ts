@@ -10,6 +10,7 @@ export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARI
     CRM_API_URL: config.crm.apiUrl,
     CRM_MARKETPLACE_URL: config.crm.marketplaceUrl,
     CRM_WEBHOOK_PUBLIC_KEY: `${config.crm.webhookKeys.length} key(s): ${config.crm.webhookKeys.map((k) => k.asymmetricKeyType).join(", ")}`,
+    CRM_SHARED_SECRET: config.crm.sharedSecret ? "(set)" : "(unset: the settings page refuses every sign-in)",
     CRM_PROVIDER_ID: config.crm.providerId || "(unset)",
     SMS_API_URL: config.sms.apiUrl,
     SMS_API_KEY: config.sms.apiKey ? "(set)" : "(unset)",

@@ -17,6 +17,8 @@ export interface ResolvedConfig {
     marketplaceUrl: string;
     providerId: string;
     webhookKeys: KeyObject[];
+    /** The app's Shared Secret (CRM_SHARED_SECRET): opens the settings page's user payload; "" refuses every sign-in. */
+    sharedSecret: string;
   };
   sms: {
     apiUrl: string;
@@ -109,6 +111,11 @@ export const VARIABLES = {
     about: "PEM key(s) that sign webhooks",
     default: HIGHLEVEL_WEBHOOK_KEYS,
     shownDefault: "HighLevel's own",
+    serveOnly: true,
+  },
+  CRM_SHARED_SECRET: {
+    kind: kind.text,
+    about: "the HighLevel app's Shared Secret: signs users in to the settings page (GET /app); unset: the page refuses every sign-in",
     serveOnly: true,
   },
   CRM_PROVIDER_ID: { kind: kind.text, about: "the app's conversation provider id: replies are posted with it; unset: every reply is refused (503)" },
@@ -213,6 +220,7 @@ function resolve(env: Values): ResolvedConfig {
       marketplaceUrl: env.CRM_MARKETPLACE_URL,
       providerId: env.CRM_PROVIDER_ID ?? "",
       webhookKeys: env.CRM_WEBHOOK_PUBLIC_KEY ?? [],
+      sharedSecret: env.CRM_SHARED_SECRET ?? "",
     },
     sms: {
       apiUrl: env.SMS_API_URL,

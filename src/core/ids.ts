@@ -11,3 +11,9 @@ export const ID_RULE = "must be 1-64 letters, digits, '_' or '-'";
 export function isId(value: string): boolean {
   return ID_PATTERN.test(value);
 }
+
+/**
+ * Prefix of a test SMS's messageId (the settings page's): no HighLevel message stands behind
+ * it, so its outcome is recorded and never reported. HighLevel's own ids are alphanumeric.
+ */
+export const TEST_MESSAGE_PREFIX = "bridge-test-";

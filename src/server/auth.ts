@@ -87,7 +87,7 @@ export function bearerCheck(keys: readonly string[]): (header: string | null) =>
  * At most `limit` lines per window (a fixed one, from the first line); the first line
  * refused calls `exceeded`, once per window.
  */
-function createLogBudget(limit: number, windowMs: number, now: () => number, exceeded: () => void): () => boolean {
+export function createLogBudget(limit: number, windowMs: number, now: () => number, exceeded: () => void): () => boolean {
   let start = Number.NEGATIVE_INFINITY;
   let lines = 0;
   return () => {

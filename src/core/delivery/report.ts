@@ -3,6 +3,7 @@ import { errorMessage } from "../../errors.ts";
 import type { ReportedStatus } from "../clients/crm.ts";
 import { nextReport, tokenRefused } from "../retry-policy.ts";
 import type { OutboundDeps } from "./outbound.ts";
+import { TEST_MESSAGE_PREFIX } from "../ids.ts";
 
 /**
  * Reports a job's outcome to the CRM; a number: the ms until it may look again (its token
@@ -15,6 +16,13 @@ export async function report(deps: OutboundDeps, job: Job): Promise<number | voi
     job.outcome === "delivered"
       ? { status: "delivered" }
       : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
+  if (messageId.startsWith(TEST_MESSAGE_PREFIX)) {
+    // The settings page's test SMS: HighLevel knows no such message, so there is nothing to tell it.
+    await deps.commit(() => deps.jobs.reported(job.id, "not reported: a test message", deps.now()));
+    deps.metrics?.finished(job);
+    deps.log.info(`message ${messageId}: ${status.status} (a test message, not reported to HighLevel)`);
+    return;
+  }
   let accessToken: string | undefined;
   try {
     const valid = await deps.tokenService.forJob(locationId);

@@ -40,6 +40,16 @@ export async function checkPhones(phones: PhoneStore, baseUrl: string, timeoutMs
   return checks;
 }
 
+/**
+ * The settings page's view of its location's phone: the doctor's check of it alone (never
+ * naming the other locations a shared phone serves); undefined when it sends through Cast.
+ */
+export async function checkLocationPhone(phones: PhoneStore, locationId: string, baseUrl: string, timeoutMs: number): Promise<Check | undefined> {
+  const settings = phones.get(locationId);
+  if (settings.gateway !== "android" || !settings.url || !settings.deviceId) return undefined;
+  return checkPhone([settings], settings.deviceId, baseUrl, timeoutMs);
+}
+
 async function checkPhone(served: PhoneSettings[], device: string, baseUrl: string, timeoutMs: number): Promise<Check> {
   const name = `phone ${device} (${served.map((s) => s.locationId).join(", ")})`;
   const client = createPhoneClient(served[0]!, { timeoutMs });

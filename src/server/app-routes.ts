@@ -1,0 +1,106 @@
+import { getRouterParam, type H3 } from "h3";
+import { balanceOf, changeSettings, queueTestSms, senderIdsOf, settingsOf } from "../core/app/settings.ts";
+import type { Sessions } from "../core/app/sessions.ts";
+import type { Core } from "../core/index.ts";
+import { isId } from "../core/ids.ts";
+import { listMessages, messageNotFound, showMessage } from "../core/operator/messages.ts";
+import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.ts";
+import { checkLocationPhone } from "../core/operator/phones.ts";
+import { printable } from "../core/printable.ts";
+import { clip, GatewayError } from "../errors.ts";
+import { httpError } from "./app.ts";
+import { adminSessionOf, sessionOf } from "./app-session.ts";
+import { parseJson, readLimitedBody } from "./body.ts";
+
+export interface PageApiDeps {
+  core: Core;
+  sessions: Sessions;
+  /** Woken when a test SMS is queued. */
+  notify: () => void;
+}
+
+/** What the page shows of its location's messages. */
+const PAGE_MESSAGES = 50;
+/** How long the page waits for its phone to answer (doctor waits as long). */
+const PHONE_TIMEOUT_MS = 5000;
+
+/**
+ * The settings page's API (docs/http.md, "Endpoints"): every call acts on the
+ * session's own location, never on one the request names; writes need role "admin".
+ */
+export function pageApiRoutes(app: H3, { core, sessions, notify }: PageApiDeps): void {
+  app.get("/app/api/settings", (event) => settingsOf(core, sessionOf(sessions, event).locationId));
+  app.put("/app/api/settings", async (event) => {
+    const { locationId } = adminSessionOf(sessions, event);
+    const body = objectBody(await readLimitedBody(event));
+    // The phone's settings stay the operator's: they carry its password and signing key.
+    const other = Object.keys(body).find((k) => k !== "sender_id" && k !== "sms_api_key");
+    if (other !== undefined) throw httpError(400, "only sender_id and sms_api_key can be changed here");
+    return fromGateway(() => changeSettings(core, locationId, body));
+  });
+  app.get("/app/api/sender-ids", (event) => fromGateway(() => senderIdsOf(core, sessionOf(sessions, event).locationId)));
+  app.get("/app/api/balance", (event) => balanceOf(core, sessionOf(sessions, event).locationId));
+  app.get("/app/api/phone", async (event) => {
+    const { locationId } = sessionOf(sessions, event);
+    const check = await checkLocationPhone(core.phones, locationId, core.config.baseUrl, PHONE_TIMEOUT_MS);
+    return check ? { gateway: "android", status: check.status, detail: check.detail } : { gateway: "cast" };
+  });
+  app.post("/app/api/test-sms", async (event) => {
+    const { locationId } = adminSessionOf(sessions, event);
+    const body = objectBody(await readLimitedBody(event));
+    const queued = await queueTestSms(core, locationId, body.phone, body.message);
+    notify();
+    return queued;
+  });
+  messageRoutes(app, core, sessions);
+  optOutRoutes(app, core, sessions);
+}
+
+function messageRoutes(app: H3, core: Core, sessions: Sessions): void {
+  app.get("/app/api/messages", (event) => {
+    const { locationId } = sessionOf(sessions, event);
+    return { messages: listMessages(core.messages, { locationId, limit: PAGE_MESSAGES }).messages };
+  });
+  app.get("/app/api/messages/:messageId", (event) => {
+    const { locationId } = sessionOf(sessions, event);
+    let messageId = "";
+    try {
+      messageId = decodeURIComponent(getRouterParam(event, "messageId") ?? "");
+    } catch {
+      // A malformed escape (`%E0%A4%A`) is a bad id like any other.
+    }
+    if (!isId(messageId)) throw httpError(400, "invalid message id");
+    const message = showMessage(core.messages, messageId);
+    // Another location's message is as unknown here as one that never was.
+    if (message.location_id !== locationId) throw messageNotFound(messageId);
+    return message;
+  });
+}
+
+function optOutRoutes(app: H3, core: Core, sessions: Sessions): void {
+  app.get("/app/api/optouts", (event) => listOptOuts(core, sessionOf(sessions, event).locationId));
+  app.post("/app/api/optouts", async (event) => {
+    const { locationId } = adminSessionOf(sessions, event);
+    return addOptOut(core, locationId, objectBody(await readLimitedBody(event)).phone, core.now());
+  });
+  app.delete("/app/api/optouts", async (event) => {
+    const { locationId } = adminSessionOf(sessions, event);
+    return removeOptOut(core, locationId, objectBody(await readLimitedBody(event)).phone);
+  });
+}
+
+function objectBody(bytes: Uint8Array): Record<string, unknown> {
+  const body = parseJson(bytes);
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw httpError(400, "the body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+/** Cast's refusal or silence is the gateway's answer, not ours: a 502 that says what Cast said. */
+async function fromGateway<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof GatewayError) throw httpError(502, `the SMS gateway answered: ${printable(clip(error.message, 200))}`);
+    throw error;
+  }
+}

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { SESSION_MS } from "../../src/core/app/sessions.ts";
+import { encryptUser, highLevelUser, SHARED_SECRET } from "../helpers/app-payload.ts";
+import { bridgePerTest, type Bridge } from "../helpers/bridge.ts";
+
+const start = bridgePerTest();
+const env = { CRM_SHARED_SECRET: SHARED_SECRET };
+
+function session(bridge: Bridge, payload: unknown) {
+  return bridge.fetch("/app/session", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ payload }) });
+}
+
+/** The page's API with the session token; GET /app/api/settings is the simplest call a session allows. */
+function settings(bridge: Bridge, token: string) {
+  return bridge.fetch("/app/api/settings", { headers: { authorization: `Bearer ${token}` } });
+}
+
+describe("POST /app/session", () => {
+  it("signs in a user whose payload opens with CRM_SHARED_SECRET: a token bound to the location, 15 minutes", async () => {
+    let clock = Date.parse("2026-01-01T00:00:00Z");
+    const bridge = await start({ env, now: () => clock }, "loc-1");
+    const res = await session(bridge, encryptUser(highLevelUser()));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { token: string; expires_at: string; location_id: string; role: string };
+    expect(body).toMatchObject({ location_id: "loc-1", role: "admin", expires_at: "2026-01-01T00:15:00.000Z" });
+    expect(body.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect((await settings(bridge, body.token)).status).toBe(200);
+
+    clock += SESSION_MS;
+    const expired = await settings(bridge, body.token);
+    expect(expired.status).toBe(401);
+    expect(await expired.json()).toEqual({ error: "session expired or unknown: reload the page" });
+  });
+
+  it.each([
+    ["a wrong secret", () => encryptUser(highLevelUser(), "not-the-shared-secret"), "does not open with CRM_SHARED_SECRET"],
+    ["an unencrypted payload", () => JSON.stringify(highLevelUser()), "does not open with CRM_SHARED_SECRET"],
+    ["a tampered payload", () => tamper(encryptUser(highLevelUser())), "payload"],
+    ["an unknown location", () => encryptUser(highLevelUser({ activeLocation: "loc-unknown" })), "location loc-unknown is not installed"],
+    ["no payload", () => undefined, "no encrypted payload"],
+    ["an activeLocation that is no id", () => encryptUser(highLevelUser({ activeLocation: "loc/../x\u001b[31m" })), "activeLocation is not an id"],
+  ])("refuses %s: 401 and a warn line without the payload", async (_, payload, reason) => {
+    const bridge = await start({ env }, "loc-1");
+    const sent = payload();
+    const res = await session(bridge, sent);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ error: "the sign-in could not be verified: open this page from HighLevel" });
+    const line = bridge.logs.find((l) => l.includes("settings page sign-in refused"));
+    expect(line).toContain(reason);
+    expect(line).toContain("[warn]");
+    if (sent) expect(bridge.logs.join("\n")).not.toContain(sent.slice(0, 24));
+    expect(bridge.logs.join("\n")).not.toContain("John Doe");
+  });
+
+  it("refuses a location the app was uninstalled from", async () => {
+    const bridge = await start({ env }, "loc-1");
+    bridge.core.tokens.markUninstalled("loc-1", Date.now());
+    const res = await session(bridge, encryptUser(highLevelUser()));
+    expect(res.status).toBe(401);
+    expect(bridge.logs.join("\n")).toContain("location loc-1 is uninstalled");
+  });
+
+  it("refuses every sign-in while CRM_SHARED_SECRET is unset", async () => {
+    const bridge = await start({}, "loc-1");
+    expect((await session(bridge, encryptUser(highLevelUser()))).status).toBe(401);
+    expect(bridge.logs.join("\n")).toContain("CRM_SHARED_SECRET is not set");
+  });
+
+  it("logs at most 100 refusals a minute, and says when it stops", async () => {
+    const bridge = await start({ env }, "loc-1");
+    // Each of a different length: the logger folds repeated identical lines into one.
+    for (let i = 1; i <= 105; i++) expect((await session(bridge, "x".repeat(i))).status).toBe(401);
+    expect(bridge.logs.filter((l) => l.includes("settings page sign-in refused"))).toHaveLength(100);
+    expect(bridge.logs.filter((l) => l.includes("more than 100 refused settings page sign-ins"))).toHaveLength(1);
+  });
+
+  it("refuses a body over 16 KiB before reading it whole, and returns its share of the unsigned budget", async () => {
+    const bridge = await start({ env }, "loc-1");
+    const res = await session(bridge, "A".repeat(20_000));
+    expect(res.status).toBe(413);
+    expect(bridge.bodyBudget.used).toBe(0);
+  });
+
+  it("refuses the page's calls without a session", async () => {
+    const bridge = await start({ env }, "loc-1");
+    expect((await bridge.fetch("/app/api/settings")).status).toBe(401);
+    expect((await settings(bridge, "made-up-token")).status).toBe(401);
+  });
+});
+
+/**
+ * Flips one bit of the last ciphertext block but one, so CBC garbles the last block's
+ * padding or text: either the padding check fails or the text is no longer the user's JSON.
+ */
+function tamper(payload: string): string {
+  const bytes = Buffer.from(payload, "base64");
+  const at = bytes.length - 17;
+  bytes[at] = (bytes[at] ?? 0) ^ 0x01;
+  return bytes.toString("base64");
+}
