@@ -8,7 +8,7 @@ import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.t
 import { checkLocationPhone } from "../core/operator/phones.ts";
 import { printable } from "../core/printable.ts";
 import { clip, GatewayError } from "../errors.ts";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 import { adminSessionOf, sessionOf } from "./app-session.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 

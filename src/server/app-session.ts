@@ -3,7 +3,7 @@ import { iso } from "../core/duration.ts";
 import type { Core } from "../core/index.ts";
 import type { Session, Sessions } from "../core/app/sessions.ts";
 import { signIn } from "../core/app/sign-in.ts";
-import { httpError } from "./app.ts";
+import { httpError } from "./http-error.ts";
 import { createLogBudget } from "./auth.ts";
 import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from "./body.ts";
 
