@@ -4,6 +4,7 @@ import type { Core } from "../core/index.ts";
 import { createIntake } from "../core/delivery/intake.ts";
 import type { Worker } from "../core/delivery/worker.ts";
 import { adminRoutes } from "./admin.ts";
+import { installedHere } from "../core/app/sign-in.ts";
 import { createSessions } from "../core/app/sessions.ts";
 import { sessionRoutes } from "./app-session.ts";
 import { pageApiRoutes } from "./app-routes.ts";
@@ -53,7 +54,7 @@ export function createApp(deps: AppDeps): H3 {
   });
   adminRoutes(app, { core, worker: deps.worker });
   inboundRoutes(app, { core });
-  const sessions = createSessions(core.now);
+  const sessions = createSessions(core.now, (locationId) => installedHere(core.tokens, locationId)?.uninstalledAt === 0);
   sessionRoutes(app, { core, sessions, bodyBudget: deps.bodyBudget });
   pageApiRoutes(app, { core, sessions, notify: () => deps.worker?.notify() });
   pageRoutes(app);

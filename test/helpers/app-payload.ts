@@ -1,4 +1,5 @@
 import CryptoJS from "crypto-js";
+import { COMPANY_ID } from "./fake-crm.ts";
 
 export const SHARED_SECRET = "shared-secret-do-not-log-0123456789";
 
@@ -8,12 +9,12 @@ export const SHARED_SECRET = "shared-secret-do-not-log-0123456789";
  *   { "userId": "MKQJ7wOVVmNOMvrnKKKK", "companyId": "GNb7aIv4rQFVb9iwNl5K", "role": "admin",
  *     "type": "agency", "activeLocation": "yLKVZpNppIdYpah4RjNE", "userName": "John Doe",
  *     "email": "user@example.com", "isAgencyOwner": false }
- * with the location the test installed as activeLocation.
+ * with the location the test installed as activeLocation, and its company (the fake CRM's).
  */
 export function highLevelUser(fields: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     userId: "MKQJ7wOVVmNOMvrnKKKK",
-    companyId: "GNb7aIv4rQFVb9iwNl5K",
+    companyId: COMPANY_ID,
     role: "admin",
     type: "agency",
     activeLocation: "loc-1",

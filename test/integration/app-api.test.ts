@@ -31,6 +31,14 @@ async function signIn(bridge: Bridge, fields: Record<string, unknown> = {}) {
 }
 
 describe("the settings page's API", () => {
+  it("ends a session whose location is uninstalled meanwhile: 401 at its next call", async () => {
+    const bridge = await started();
+    const api = await signIn(bridge);
+    expect((await api("/settings")).status).toBe(200);
+    bridge.core.tokens.markUninstalled("loc-1", Date.now());
+    expect((await api("/settings")).status).toBe(401);
+  });
+
   it("shows the location's settings: the shared key while it has none, its own masked once set", async () => {
     const bridge = await started();
     const api = await signIn(bridge);

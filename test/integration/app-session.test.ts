@@ -52,6 +52,13 @@ describe("POST /app/session", () => {
     expect(bridge.logs.join("\n")).not.toContain("John Doe");
   });
 
+  it("refuses a payload whose company is not the location's", async () => {
+    const bridge = await start({ env }, "loc-1");
+    const res = await session(bridge, encryptUser(highLevelUser({ companyId: "another-agency" })));
+    expect(res.status).toBe(401);
+    expect(bridge.logs.join("\n")).toContain("location loc-1 is not of the payload's company");
+  });
+
   it("refuses a location the app was uninstalled from", async () => {
     const bridge = await start({ env }, "loc-1");
     bridge.core.tokens.markUninstalled("loc-1", Date.now());

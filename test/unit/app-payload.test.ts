@@ -24,7 +24,7 @@ describe("decryptPayload: CryptoJS's passphrase format with node:crypto", () => 
 
 describe("parseUser", () => {
   it("reads HighLevel's documented fields", () => {
-    expect(parseUser(JSON.stringify(highLevelUser()))).toEqual({
+    expect(parseUser(JSON.stringify(highLevelUser({ companyId: "GNb7aIv4rQFVb9iwNl5K" })))).toEqual({
       userId: "MKQJ7wOVVmNOMvrnKKKK",
       companyId: "GNb7aIv4rQFVb9iwNl5K",
       role: "admin",

@@ -20,7 +20,7 @@ export type Sessions = ReturnType<typeof createSessions>;
  * whom it belongs to; the cost, a restart signs everyone out, is a page reload (the page
  * signs in again from HighLevel's payload).
  */
-export function createSessions(now: () => number) {
+export function createSessions(now: () => number, stillInstalled: (locationId: string) => boolean = () => true) {
   const byToken = new Map<string, Session>();
 
   function prune(): void {
@@ -41,10 +41,10 @@ export function createSessions(now: () => number) {
       byToken.set(token, session);
       return { token, session };
     },
-    /** The token's session while it lasts; undefined: unknown or expired. */
+    /** The token's session while it lasts; undefined: unknown, expired, or its location uninstalled since. */
     get(token: string): Session | undefined {
       const session = byToken.get(token);
-      if (session && session.expiresAt > now()) return session;
+      if (session && session.expiresAt > now() && stillInstalled(session.locationId)) return session;
       if (session) byToken.delete(token);
       return undefined;
     },

@@ -34,11 +34,18 @@ export function signIn(deps: SignInDeps, payload: unknown): SignIn {
   const user = parseUser(json);
   if (typeof user === "string") return refused(user);
   if (!isId(user.activeLocation)) return refused(`the payload's activeLocation is not an id: it ${ID_RULE}`);
-  // Read without opening a token: a record sealed under another key still answers.
-  const companyId = deps.tokens.companyOf(user.activeLocation);
-  const location = companyId === undefined ? undefined : deps.tokens.ofCompany(companyId).find((l) => l.locationId === user.activeLocation);
+  const location = installedHere(deps.tokens, user.activeLocation);
   const named = printable(clip(user.activeLocation, 64));
   if (!location) return refused(`location ${named} is not installed`);
   if (location.uninstalledAt > 0) return refused(`location ${named} is uninstalled`);
+  // A user of another agency naming this location: HighLevel would not, a forger might.
+  if (location.companyId && user.companyId !== location.companyId) return refused(`location ${named} is not of the payload's company`);
   return deps.sessions.open({ locationId: location.locationId, userId: user.userId, role: user.role });
+}
+
+/** The location as installed here, with its company; undefined when it is not. Read without opening a token. */
+export function installedHere(tokens: SignInDeps["tokens"], locationId: string) {
+  const companyId = tokens.companyOf(locationId);
+  const location = companyId === undefined ? undefined : tokens.ofCompany(companyId).find((l) => l.locationId === locationId);
+  return location && { ...location, companyId };
 }
