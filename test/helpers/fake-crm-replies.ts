@@ -20,7 +20,8 @@ export interface FakeInbound {
 }
 
 /**
- * HighLevel's contacts and inbound messages, as bridge's replies meet them: an upsert
+ * HighLevel's contacts and inbound messages, as bridge's replies meet them, in the shapes
+ * of test/fixtures/highlevel (the copy of ../shared/fixtures/highlevel): an upsert
  * finds the contact of a phone in a location or makes it (contacts-upsert-200.json);
  * an inbound message is taken (inbound-message-200.json), or, without
  * conversationProviderId, answered 201 with an empty body and dropped, as HighLevel does
