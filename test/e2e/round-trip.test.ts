@@ -1,6 +1,5 @@
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { BINARY, e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
+import { e2eSetup, exited, runBridge, runWithStdin, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
 import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
 
@@ -36,15 +35,9 @@ afterAll(async () => {
   await e2e?.close();
 });
 
-/** `dist/bridge …` with `stdin` written to its standard input (the secrets, as `-` reads them). */
-async function withStdin(stdin: string, ...args: string[]) {
-  const child = spawn(BINARY, args, { env: e2e.env, cwd: e2e.dir });
-  let out = "";
-  let err = "";
-  child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()));
-  child.stdin?.end(stdin);
-  return { code: await exited(child), out, err };
+/** `dist/bridge …` with `stdin` written to its standard input. */
+function withStdin(stdin: string, ...args: string[]) {
+  return runWithStdin(e2e.env, e2e.dir, stdin, args);
 }
 
 async function cli<T>(...args: string[]): Promise<T> {

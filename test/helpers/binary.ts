@@ -21,6 +21,17 @@ export function runBridge(env: Record<string, string>, cwd: string, args: string
   });
 }
 
+/** `dist/bridge …` with `stdin` written to its standard input (secrets, as `-` reads them). */
+export async function runWithStdin(env: Record<string, string>, cwd: string, stdin: string, args: string[]) {
+  const child = spawn(BINARY, args, { env, cwd });
+  let out = "";
+  let err = "";
+  child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  child.stdin?.end(stdin);
+  return { code: await exited(child), out, err };
+}
+
 /** `dist/bridge serve` in the background; resolves once it listens. */
 export async function startServe(env: Record<string, string>, cwd: string) {
   const child: ChildProcess = spawn(BINARY, ["serve"], { env: { HOST: "127.0.0.1", PORT: "0", ...env }, cwd });
