@@ -15,7 +15,8 @@ import { fileURLToPath } from "node:url";
 import { startFakeCrm, startFakeGateway } from "./lib/fakes.mjs";
 import { killAll, startListening, stop } from "./lib/procs.mjs";
 import { median, round } from "./lib/stats.mjs";
-import { LOCATION_ID, PUBLIC_KEY_PEM, signedWebhookRequest } from "./lib/webhooks.mjs";
+import { bridgeEnv } from "./lib/env.mjs";
+import { LOCATION_ID, signedWebhookRequest } from "./lib/webhooks.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 6);
@@ -45,23 +46,8 @@ function copyOf(binary, name) {
 }
 const builds = { other: copyOf(other, "other"), self: copyOf(self, "self") };
 
-function envFor(db, crmUrl, smsUrl) {
-  return {
-    XDG_CACHE_HOME: CACHE,
-    BASE_URL: "http://127.0.0.1",
-    CRM_CLIENT_ID: "0123456789abcdef01234567-bench",
-    CRM_CLIENT_SECRET: "bench-client-secret",
-    CRM_API_URL: crmUrl,
-    CRM_WEBHOOK_PUBLIC_KEY: PUBLIC_KEY_PEM,
-    SMS_API_URL: smsUrl,
-    SMS_API_KEY: "bench-sms-api-key-0123456789",
-    ALLOWED_COMPANY_IDS: "company-bench",
-    INBOUND_API_KEY: "bench-admin-key-0123456789abcdef",
-    DATABASE_PATH: db,
-    HOST: "127.0.0.1",
-    PORT: "0",
-    LOG_LEVEL: "info",
-  };
+function envFor(databasePath, crmUrl, smsUrl) {
+  return bridgeEnv({ cache: CACHE, databasePath, crmUrl, smsUrl });
 }
 
 /** `serve` of one build with its own fakes and database, one location installed. */

@@ -30,13 +30,14 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import v8 from "node:v8";
 import vm from "node:vm";
+import { ADMIN_KEY, bridgeEnv as sharedBridgeEnv } from "./lib/env.mjs";
 import { startFakeCrm, startFakeGateway } from "./lib/fakes.mjs";
 import { killAll, sampleProcess, sleep, startListening, stop } from "./lib/procs.mjs";
 import { filesystemOf, machine } from "./lib/machine.mjs";
 import { printReceipts, printTable, receiptsTargets, targets } from "./lib/report.mjs";
 import { median, percentile, round } from "./lib/stats.mjs";
 import { PROVIDER_ID, replyRequest } from "./lib/replies.mjs";
-import { LOCATION_ID, OTHER_LOCATION_ID, PUBLIC_KEY_PEM, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
+import { LOCATION_ID, OTHER_LOCATION_ID, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 process.chdir(ROOT);
@@ -72,7 +73,6 @@ const RECEIPTS = {
   capSec: QUICK ? 120 : 300,
 };
 const ONLY = process.env.BENCH_ONLY;
-const ADMIN_KEY = "bench-admin-key-0123456789abcdef";
 const WATCHDOG_MS = 840_000; // everything is bounded on its own; this is the last resort
 
 const started = performance.now();
@@ -787,22 +787,7 @@ function errorLines(file) {
 // ==== bridge and its fakes ==========================================================
 
 function bridgeEnv(databasePath, crmUrl, smsUrl) {
-  return {
-    XDG_CACHE_HOME: CACHE,
-    BASE_URL: "http://127.0.0.1",
-    CRM_CLIENT_ID: "0123456789abcdef01234567-bench",
-    CRM_CLIENT_SECRET: "bench-client-secret",
-    CRM_API_URL: crmUrl,
-    CRM_WEBHOOK_PUBLIC_KEY: PUBLIC_KEY_PEM,
-    SMS_API_URL: smsUrl,
-    SMS_API_KEY: "bench-sms-api-key-0123456789",
-    ALLOWED_COMPANY_IDS: "company-bench",
-    INBOUND_API_KEY: ADMIN_KEY,
-    DATABASE_PATH: databasePath,
-    HOST: "127.0.0.1",
-    PORT: "0",
-    LOG_LEVEL: "info", // the default: what a real deployment pays for logging
-  };
+  return sharedBridgeEnv({ cache: CACHE, databasePath, crmUrl, smsUrl });
 }
 
 /** Fresh fakes, a fresh database, `dist/bridge serve`, and the locations installed through OAuth. */
