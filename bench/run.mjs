@@ -279,6 +279,13 @@ async function load(url, prefix) {
     signedDuringRun: measured.signedOnTheFly(),
     reqPerSec: round(r.requests.average),
     ok2xxPerSec: round(r["2xx"] / r.duration),
+    ...answered(r, warm),
+  };
+}
+
+/** What a load run's requests got, and their latency, as every phase reports them. */
+function answered(r, warm) {
+  return {
     requests: r.requests.total,
     ok2xx: r["2xx"],
     non2xx: r.non2xx,
@@ -678,13 +685,7 @@ async function replyLoad(url, prefix) {
   const r = await run;
   return {
     reqPerSec: round(r["2xx"] / ((last - start) / 1000)),
-    requests: r.requests.total,
-    ok2xx: r["2xx"],
-    non2xx: r.non2xx,
-    errors: r.errors,
-    timeouts: r.timeouts,
-    warmupOk2xx: warm["2xx"],
-    latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, mean: round(r.latency.average, 2) },
+    ...answered(r, warm),
   };
 }
 
