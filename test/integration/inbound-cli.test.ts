@@ -1,17 +1,12 @@
 import { expect, test } from "vitest";
-import { run } from "../../src/cli/index.ts";
+import { runCli } from "../helpers/cli.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
 // The operator's view of replies: bridge messages list (both directions) and route.
 
 const start = bridgePerTest();
 
-async function cli(b: Bridge, ...args: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await run(args, { out: (t) => (stdout += t), err: (t) => (stderr += t), env: b.env });
-  return { code, stdout, stderr };
-}
+const cli = runCli;
 
 async function reply(b: Bridge, body: Record<string, unknown>): Promise<string> {
   const res = await b.admin("/api/inbound", { method: "POST", body: JSON.stringify(body) });

@@ -1,17 +1,12 @@
 import { expect, test } from "vitest";
-import { run } from "../../src/cli/index.ts";
+import { runCli } from "../helpers/cli.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
 /** `bridge optouts list|add|remove` on a running bridge's database, run in this process. */
 
 const start = bridgePerTest();
 
-async function cli(b: Bridge, ...args: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await run(args, { out: (t) => (stdout += t), err: (t) => (stderr += t), env: b.env });
-  return { code, stdout, stderr };
-}
+const cli = runCli;
 
 async function deliver(b: Bridge, messageId: string) {
   expect((await b.webhook(outbound(messageId))).status).toBe(200);

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { run } from "../../src/cli/index.ts";
+import { runCli } from "../helpers/cli.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
 /**
@@ -11,8 +11,7 @@ import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge
 const start = bridgePerTest();
 
 async function cli(b: Bridge, ...args: string[]) {
-  let stdout = "";
-  const code = await run(args, { out: (t) => (stdout += t), err: () => {}, env: b.env });
+  const { code, stdout } = await runCli(b, ...args);
   expect(code).toBe(0);
   return stdout;
 }

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { run } from "../../src/cli/index.ts";
+import { runCli } from "../helpers/cli.ts";
 import { cleanStoredNames } from "../../src/core/installs/locations.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
@@ -28,12 +28,7 @@ const TRAILING_LINE_PHONE = "+639171234567\n[error] forged";
 const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const UNSAFE_ANYWHERE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
-async function cli(b: Bridge, ...args: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await run(args, { out: (t) => (stdout += t), err: (t) => (stderr += t), env: b.env });
-  return { code, stdout, stderr };
-}
+const cli = runCli;
 
 /** Each entry of the text log is one line that starts with its time and level. */
 function expectHonestLog(b: Bridge) {
@@ -187,9 +182,7 @@ test("token refresh: an error body from HighLevel's side shows escaped; a CLI er
 
 test("a configuration error still lists its problems one a line", async () => {
   const b = await start({}, "loc-1");
-  let stderr = "";
-  const env = { ...b.env, LOG_LEVEL: "loud", LOG_FORMAT: "xml" };
-  const code = await run(["locations", "list"], { out: () => {}, err: (t) => (stderr += t), env });
+  const { code, stderr } = await runCli({ env: { ...b.env, LOG_LEVEL: "loud", LOG_FORMAT: "xml" } }, "locations", "list");
   expect(code).toBe(1);
   expect(stderr).toMatch(/^bridge: invalid configuration:\n {2}- LOG_LEVEL: [^\n]+\n {2}- LOG_FORMAT: [^\n]+\n$/);
 });
