@@ -72,8 +72,9 @@ async function main() {
   await mkdir(dist, { recursive: true });
   // The executable names its addon cache directory by this hash (src/sea/addon.ts).
   const addonSha256 = createHash("sha256").update(await readFile(addon)).digest("hex");
-  const main = await bundleEntry(entry, bundle, addonSha256, [lazyChildProcess(), heavyAsset()]);
-  const heavy = await bundleEntry(heavyEntry, heavyBundle, addonSha256, [standIns()]);
+  const commit = buildCommit();
+  const main = await bundleEntry(entry, bundle, { addonSha256, commit }, [lazyChildProcess(), heavyAsset()]);
+  const heavy = await bundleEntry(heavyEntry, heavyBundle, { addonSha256, commit }, [standIns()]);
   // The heavy bundle carries its own copy of all it imports: a CLI module in it would be a
   // second copy, out of step with the first (src/sea/heavy.ts).
   const cliInHeavy = Object.keys(heavy.inputs).filter((input) => /^src[\\/]cli[\\/]/.test(input));
@@ -140,7 +141,21 @@ async function main() {
   console.log(`built ${relative(process.cwd(), output) || output} (${(size / 1e6).toFixed(1)} MB) in ${seconds}s`);
 }
 
-async function bundleEntry(entryPoint, outfile, addonSha256, plugins) {
+/**
+ * The commit this build is made from, as `bridge --version` names it: the short hash,
+ * with "-dirty" when tracked files differ from it; "unknown" outside a git checkout.
+ */
+function buildCommit() {
+  const git = (...args) => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  try {
+    const hash = git("rev-parse", "--short=12", "HEAD");
+    return git("status", "--porcelain", "--untracked-files=no") ? `${hash}-dirty` : hash;
+  } catch {
+    return "unknown";
+  }
+}
+
+async function bundleEntry(entryPoint, outfile, { addonSha256, commit }, plugins) {
   const result = await build({
     entryPoints: [entryPoint],
     outfile,
@@ -156,7 +171,7 @@ async function bundleEntry(entryPoint, outfile, addonSha256, plugins) {
     // ESM packages may read import.meta, which is empty in CommonJS. Give them
     // this file's URL, as they would get unbundled. (Inside the executable,
     // __filename is the executable itself.)
-    define: { "import.meta": "__bridge_import_meta", BRIDGE_ADDON_SHA256: JSON.stringify(addonSha256) },
+    define: { "import.meta": "__bridge_import_meta", BRIDGE_ADDON_SHA256: JSON.stringify(addonSha256), BRIDGE_COMMIT: JSON.stringify(commit) },
     banner: {
       js: 'var __bridge_import_meta={url:require("node:url").pathToFileURL(__filename).href,filename:__filename,dirname:__dirname};',
     },

@@ -1,5 +1,4 @@
 import { Command, CommanderError } from "commander";
-import pkg from "../../package.json" with { type: "json" };
 import { errorMessage } from "../errors.ts";
 import { androidCommand } from "./android.ts";
 import { configCommand } from "./config.ts";
@@ -13,12 +12,13 @@ import { opsCommands } from "./ops.ts";
 import { optoutsCommand } from "./optouts.ts";
 import { statusCommand } from "./status.ts";
 import { tokenCommand } from "./token.ts";
+import { versionText } from "./version.ts";
 
 /** Runs the bridge CLI; resolves to the process exit code. */
 export async function run(argv: string[], io: Io = processIo): Promise<number> {
   const program = new Command("bridge")
     .description("Cast.ph SMS provider for HighLevel: the server and its operator tools")
-    .version(pkg.version, "-v, --version")
+    .version(versionText(), "-v, --version", "print the version, the commit it was built from and its schema")
     .option("--db <path>", "SQLite database file (env DATABASE_PATH, default ./bridge.db)")
     .option("--env-file <path>", "read environment variables from this file (default: ./.env if present)")
     .addHelpText("after", environmentHelp())

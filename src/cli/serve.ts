@@ -5,6 +5,7 @@ import { schemaVersion } from "../db/schema.ts";
 import { approvedOffList, cleanStoredNames, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/installs/locations.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
+import { buildCommit } from "./version.ts";
 
 /** In-flight sends get this long to finish on SIGTERM or SIGHUP (systemd waits 90 s). */
 const STOP_GRACE_MS = 30_000;
@@ -34,7 +35,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   await withoutMaglev();
   // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
   const schema = schemaVersion(core.db);
-  log.info(`bridge ${pkg.version} (database schema ${schema}) listening on ${server.url}`, describeConfig(config));
+  log.info(`bridge ${pkg.version} (commit ${buildCommit()}, database schema ${schema}) listening on ${server.url}`, describeConfig(config));
   if (!config.sms.apiKey) {
     log.warn(
       "SMS_API_KEY is not set: every SMS of a location without its own key fails (no_api_key). Set SMS_API_KEY in the environment or .env and restart, or give each location a key: `bridge config set LOCATION_ID --sms-api-key -`",

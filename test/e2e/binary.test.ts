@@ -1,10 +1,11 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
+import { SCHEMA_VERSION } from "../../src/db/schema.ts";
 import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { BINARY, e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
 import { outbound, waitFor } from "../helpers/bridge.ts";
@@ -186,6 +187,13 @@ describe("dist/bridge, as an operator runs it", () => {
     // executable's execArgv causes, and with it a slower start for every command.
     expect(stderr).toBe("");
     for (const name of ["BASE_URL", "CRM_CLIENT_ID", "SMS_API_KEY", "INBOUND_API_KEY", "DATABASE_PATH"]) expect(stdout).toContain(name);
+  });
+
+  test("--version names the commit it was built from and the schema", async () => {
+    const { code, stdout } = await bridge("--version");
+    expect(code).toBe(0);
+    const head = execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { encoding: "utf8" }).trim();
+    expect(stdout.trim()).toMatch(new RegExp(`^bridge \\d+\\.\\d+\\.\\d+ \\(commit ${head}(-dirty)?, schema ${SCHEMA_VERSION}\\)$`));
   });
 
   test("serve stops cleanly on SIGTERM with exit code 0", async () => {
