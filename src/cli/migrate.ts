@@ -17,6 +17,8 @@ export function migrateCommand(program: Command, io: Io, globals: () => GlobalOp
       if (options.json) return io.out(json(result));
       if (!result.backup) return io.out(`${result.database} is up to date (schema version ${result.to_version})\n`);
       io.out(`migrated ${result.database} from schema version ${result.from_version} to ${result.to_version}; backup: ${result.backup}\n`);
-      io.out(`to roll back: stop bridge, copy ${result.backup} over ${result.database}, start the older bridge\n`);
+      // A -wal left beside the restored file would be replayed into it: the backup's pages, overwritten.
+      const files = `${result.database}-wal and ${result.database}-shm`;
+      io.out(`to roll back: stop bridge, remove ${files}, copy ${result.backup} over ${result.database}, start the older bridge\n`);
     });
 }

@@ -185,6 +185,8 @@ describe("upgrading the database", () => {
     expect(first).toMatchObject({ code: 0 });
     expect(first.stdout).toContain(`migrated ${path} from schema version ${OLD} to ${NOW}; backup: ${backup}`);
     expect(first.stderr).toContain(`backed up to ${backup}`);
+    // The rollback hint removes the write-ahead log first, or it would be replayed into the backup.
+    expect(first.stdout).toContain(`to roll back: stop bridge, remove ${path}-wal and ${path}-shm, copy ${backup} over ${path}`);
     expect(statSync(backup).mode & 0o777).toBe(0o600);
     expect(version(backup)).toBe(OLD);
     expect(version(path)).toBe(NOW);
