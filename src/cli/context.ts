@@ -24,11 +24,12 @@ export interface GlobalOptions {
  */
 export function commandEnv(io: Io, options: GlobalOptions): Record<string, string | undefined> {
   let fromFile: Record<string, string | undefined> = {};
+  const warn = (message: string) => io.err(`bridge: warning: ${message}\n`);
   if (options.envFile !== undefined) {
     if (!existsSync(options.envFile)) throw new UsageError(`env file not found: ${options.envFile}`);
-    fromFile = readEnvFile(options.envFile, { mustBeOurs: false });
+    fromFile = readEnvFile(options.envFile, { mustBeOurs: false, warn });
   } else if (existsSync(".env")) {
-    fromFile = readEnvFile("./.env", { mustBeOurs: true });
+    fromFile = readEnvFile("./.env", { mustBeOurs: true, warn });
   }
   const env = { ...fromFile, ...io.env };
   if (options.db) env.DATABASE_PATH = options.db;

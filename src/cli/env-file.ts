@@ -23,15 +23,18 @@ export const ENV_FILE_MAX_BYTES = 1024 * 1024;
  * (`--env-file <(decrypt …)`) is a fair one. The checks are made on the descriptor that
  * is read, so the file cannot be swapped between them.
  */
-export function readEnvFile(path: string, options: { mustBeOurs: boolean }): Record<string, string | undefined> {
+export function readEnvFile(path: string, options: { mustBeOurs: boolean; warn?: (message: string) => void }): Record<string, string | undefined> {
   const fd = openSync(path, options.mustBeOurs ? constants.O_RDONLY | constants.O_NONBLOCK : "r");
   try {
+    const stats = fstatSync(fd);
     if (options.mustBeOurs) {
-      const stats = fstatSync(fd);
       const problem = notRegular(path, stats) ?? envFileProblem(path, stats, process.geteuid?.());
       if (problem) throw new Error(problem);
     }
-    return parseEnv(readBounded(fd, path));
+    const vars = parseEnv(readBounded(fd, path));
+    const exposed = stats.isFile() ? exposedSecrets(path, stats.mode, vars) : undefined;
+    if (exposed) options.warn?.(exposed);
+    return vars;
   } finally {
     closeSync(fd);
   }
@@ -48,6 +51,22 @@ function readBounded(fd: number, path: string): string {
   }
   if (length > ENV_FILE_MAX_BYTES) throw new Error(`refusing ${path}: it is larger than ${ENV_FILE_MAX_BYTES} bytes, too large for an env file`);
   return buffer.toString("utf8", 0, length);
+}
+
+/** The variables whose values are secrets: whoever reads one can act as bridge. */
+const SECRET_VARIABLES = ["CRM_CLIENT_SECRET", "CRM_SHARED_SECRET", "SMS_API_KEY", "INBOUND_API_KEY", "METRICS_TOKEN", "BRIDGE_ENCRYPTION_KEY"];
+
+/**
+ * The warning for an env file that holds a secret and that group or others may read (a
+ * `.env` copied with the default umask is 0644); undefined when there is none to give.
+ * Read anyway: refusing it would stop a running deployment over a mode it always had.
+ */
+export function exposedSecrets(path: string, mode: number, vars: Record<string, string | undefined>): string | undefined {
+  if (!(mode & 0o044)) return undefined;
+  const held = SECRET_VARIABLES.filter((name) => vars[name]);
+  if (held.length === 0) return undefined;
+  const shown = (mode & 0o777).toString(8).padStart(4, "0");
+  return `${path} holds ${held.join(", ")} and other users may read it (mode ${shown}): run chmod 600 ${path}`;
 }
 
 function notRegular(path: string, stats: Stats): string | undefined {

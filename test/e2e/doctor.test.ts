@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { e2eSetup, exited, runBridge, startServe, type E2E, type Serve } from "../helpers/binary.ts";
@@ -103,6 +103,7 @@ describe("bridge doctor against the fake Cast and the fake HighLevel", () => {
   test("the .env.example placeholders: exit 1, naming each", async () => {
     const dir = mkdtempSync(join(e2e.dir, "fresh-"));
     copyFileSync(resolve(".env.example"), join(dir, ".env"));
+    chmodSync(join(dir, ".env"), 0o600); // as the README installs it: it holds the client secret
     const { code, line, stderr } = await doctor({ BASE_URL: undefined, CRM_CLIENT_ID: undefined, CRM_CLIENT_SECRET: undefined, ALLOWED_COMPANY_IDS: undefined }, dir);
     expect(code).toBe(1);
     expect(line("fail  config CRM_CLIENT_ID: still the .env.example placeholder")).toBeDefined();

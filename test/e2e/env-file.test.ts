@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, test } from "vitest";
@@ -46,4 +46,16 @@ test("./.env larger than 1 MiB is refused; a symlink to a file of ours is read",
 
   writeFileSync(join(dir, "big.env"), settings, { mode: 0o600 });
   expect(await installUrl()).toMatchObject({ code: 0, stdout: expect.stringContaining("0123456789abcdef01234567") });
+});
+
+test("a ./.env that others may read and that holds a secret is read, with a warning that says chmod 600", async () => {
+  writeFileSync(join(dir, ".env"), `${settings}CRM_CLIENT_SECRET=do-not-share\n`, { mode: 0o644 });
+  chmodSync(join(dir, ".env"), 0o644); // whatever the umask
+  const { code, stdout, stderr } = await installUrl();
+  expect({ code, stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining("0123456789abcdef01234567") });
+  expect(stderr).toBe("bridge: warning: ./.env holds CRM_CLIENT_SECRET and other users may read it (mode 0644): run chmod 600 ./.env\n");
+  expect(stderr).not.toContain("do-not-share");
+
+  chmodSync(join(dir, ".env"), 0o600);
+  expect((await installUrl()).stderr).toBe("");
 });

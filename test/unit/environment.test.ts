@@ -2,7 +2,7 @@ import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { envFileProblem } from "../../src/cli/env-file.ts";
+import { envFileProblem, exposedSecrets } from "../../src/cli/env-file.ts";
 import { CONFIG_VARIABLES } from "../../src/cli/environment.ts";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
@@ -127,4 +127,16 @@ test.skipIf(process.geteuid?.() !== 0)("./.env is read only when it is ours or r
     process.chdir(cwd);
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test.each<{ mode: number; vars: Record<string, string>; warned: RegExp | undefined }>([
+  { mode: 0o100644, vars: { CRM_CLIENT_SECRET: "s3cret" }, warned: /^\.\/\.env holds CRM_CLIENT_SECRET and other users may read it \(mode 0644\): run chmod 600 \.\/\.env$/ },
+  { mode: 0o100640, vars: { SMS_API_KEY: "k", INBOUND_API_KEY: "a".repeat(24) }, warned: /holds SMS_API_KEY, INBOUND_API_KEY and other users may read it \(mode 0640\)/ },
+  { mode: 0o100604, vars: { BRIDGE_ENCRYPTION_KEY: "0".repeat(64) }, warned: /holds BRIDGE_ENCRYPTION_KEY/ },
+  { mode: 0o100600, vars: { CRM_CLIENT_SECRET: "s3cret" }, warned: undefined }, // private
+  { mode: 0o100644, vars: { BASE_URL: "https://bridge.example.com", CRM_CLIENT_SECRET: "" }, warned: undefined }, // no secret set
+])("an env file of mode $mode holding $vars: warned $warned", ({ mode, vars, warned }) => {
+  const warning = exposedSecrets("./.env", mode, vars);
+  if (warned) expect(warning).toMatch(warned);
+  else expect(warning).toBeUndefined();
 });
