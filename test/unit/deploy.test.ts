@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { expect, test } from "vitest";
 
@@ -26,4 +27,13 @@ test("every command docs/operations.md runs through sudo, and every install, nam
   const installs = operations.split("\n").filter((line) => /^sudo install .*-m 0755 /.test(line));
   expect(installs.length).toBeGreaterThan(1);
   for (const line of installs) expect(line).toContain(` ${executable}`);
+});
+
+const analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].find((path) => existsSync(path));
+
+test.skipIf(!analyze)("systemd-analyze security rates the unit's sandbox OK (exposure below 2.0)", () => {
+  // --offline reads the unit file itself: no running systemd is needed.
+  const report = execFileSync(analyze!, ["security", "--offline=true", "--no-pager", "deploy/bridge.service"], { encoding: "utf8" });
+  const exposure = Number(/Overall exposure level for bridge\.service: ([\d.]+)/.exec(report)?.[1]);
+  expect(exposure).toBeLessThan(2);
 });
