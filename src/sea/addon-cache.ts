@@ -68,12 +68,13 @@ export function loadAddon(dir: string, bytes: Uint8Array, uid: number): object {
 
 /** Checks each directory of `path` from / down, creating missing ones; `asked` is the path as given, for messages. */
 function walk(path: string, asked: string, uid: number): void {
+  const names = path.split(sep).filter(Boolean);
   let current: string = sep;
-  refuseUnsafe(current, lstatSync(current), uid, asked);
-  for (const name of path.split(sep).filter(Boolean)) {
+  refuseUnsafe(current, lstatSync(current), uid, asked, names.length > 0);
+  names.forEach((name, i) => {
     current = join(current, name);
-    refuseUnsafe(current, lstatOrCreate(current), uid, asked);
-  }
+    refuseUnsafe(current, lstatOrCreate(current), uid, asked, i < names.length - 1);
+  });
 }
 
 function lstatOrCreate(dir: string): Stats {
@@ -91,21 +92,25 @@ function lstatOrCreate(dir: string): Stats {
   }
 }
 
-function refuseUnsafe(component: string, st: Stats, uid: number, asked: string): void {
-  const problem = directoryProblem(st, uid);
+/** `above`: a directory with more of the path below it, which a sticky bit makes safe (see writableByOthers). */
+function refuseUnsafe(component: string, st: Stats, uid: number, asked: string, above: boolean): void {
+  const problem = directoryProblem(st, uid, above);
   if (problem) throw new Error(`refusing to keep the SQLite addon in ${asked}: ${component} ${problem}; ${FIX}`);
 }
 
-function directoryProblem(st: Stats, uid: number): string | undefined {
+function directoryProblem(st: Stats, uid: number, above: boolean): string | undefined {
   if (st.uid !== uid && st.uid !== 0) return `is owned by uid ${st.uid}`;
   if (st.isSymbolicLink()) return undefined; // A link's own mode means nothing; its target is checked by the real path.
   if (!st.isDirectory()) return "is not a directory";
-  return writableByOthers(st);
+  return writableByOthers(st, above);
 }
 
-function writableByOthers(st: Stats): string | undefined {
+function writableByOthers(st: Stats, above: boolean): string | undefined {
   if ((st.mode & 0o022) === 0) return undefined;
-  // Even with the sticky bit (/tmp): others may create the entry before we do.
+  // A sticky directory (/tmp) above ours: nobody else can rename or remove our entry in it,
+  // and an entry someone else made first is theirs, which the next step refuses. The cache
+  // directory itself never: anyone could add files to it.
+  if (above && st.mode & 0o1000) return undefined;
   return `is writable by ${st.mode & 0o002 ? "others" : "its group"} (mode ${(st.mode & 0o7777).toString(8)})`;
 }
 
@@ -140,7 +145,7 @@ function openIfSame(file: string, bytes: Uint8Array, uid: number): number | unde
 function fileProblem(st: Stats, uid: number): string | undefined {
   if (!st.isFile()) return "is not a regular file";
   if (st.uid !== uid && st.uid !== 0) return `is owned by uid ${st.uid}`;
-  return writableByOthers(st);
+  return writableByOthers(st, false);
 }
 
 // Byte for byte against the embedded copy (the one build.mjs hashed) rather than

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, expect, test } from "vitest";
@@ -6,7 +6,8 @@ import { openDb } from "../../src/db/index.ts";
 import { assertBuilt, runBridge } from "../helpers/binary.ts";
 
 // Where dist/bridge unpacks its SQLite addon with neither XDG_CACHE_HOME nor HOME set
-// (`env -i`, some service managers): beside the database, never in a shared /tmp/bridge.
+// (`env -i`, some service managers): beside the database, never in a shared /tmp/bridge; and
+// where it refuses to.
 
 let dir: string | undefined;
 
@@ -25,7 +26,6 @@ function database(parent: string): string {
 }
 
 test("with an empty environment the addon goes beside the database, 0700", async () => {
-  // Not under os.tmpdir(): there the cache beside the database is refused (next test).
   const db = database(homedir());
   const { code, stderr } = await runBridge({}, dir!, ["--db", db, "locations", "list"]);
   expect(stderr).toBe("");
@@ -37,20 +37,32 @@ test("with an empty environment the addon goes beside the database, 0700", async
   for (const made of [".cache", ".cache/bridge", `.cache/bridge/${hash}`]) expect(statSync(join(dir!, made)).mode & 0o777).toBe(0o700);
 });
 
-const tmpShared = (statSync(tmpdir()).mode & 0o002) !== 0;
+const tmpSticky = (statSync(tmpdir()).mode & 0o1002) === 0o1002;
 
-test.skipIf(!tmpShared)("with the database in a shared temp directory it refuses, and says what to set", async () => {
+test.skipIf(!tmpSticky)("with the database in a directory of ours under the sticky temp directory, the addon goes beside it", async () => {
+  // A clone under /tmp run with `npm start`: nobody else can replace our directory in /tmp.
   const db = database(tmpdir());
-  const { code, stdout, stderr } = await runBridge({}, dir!, ["--db", db, "locations", "list"]);
+  const { code, stderr } = await runBridge({}, dir!, ["--db", db, "locations", "list"]);
+  expect(stderr).toBe("");
+  expect(code).toBe(0);
+  expect(readdirSync(join(dir!, ".cache", "bridge"))).toHaveLength(1);
+  expect(existsSync(join(tmpdir(), "bridge"))).toBe(false);
+});
+
+test("an XDG_CACHE_HOME below a directory others may write (not sticky) is refused, saying what to set", async () => {
+  const db = database(homedir());
+  const open = join(dir!, "open");
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const { code, stdout, stderr } = await runBridge({ XDG_CACHE_HOME: join(open, "cache") }, dir!, ["--db", db, "locations", "list"]);
   expect(code).toBe(1);
   expect(stdout).toBe("");
-  expect(stderr).toContain(`refusing to keep the SQLite addon in ${dir}/.cache/bridge/`);
-  expect(stderr).toContain(`${tmpdir()} is writable by others`);
+  expect(stderr).toContain(`refusing to keep the SQLite addon in ${open}/cache/bridge/`);
+  expect(stderr).toContain(`${open} is writable by others (mode 777)`);
   expect(stderr).toContain("set XDG_CACHE_HOME to a private directory");
   // The database is fine: the message says it is the addon that failed, and shows the fix.
   expect(stderr).not.toContain("cannot open database");
   expect(stderr).toMatch(/^bridge: cannot unpack the SQLite addon bridge needs: /);
   expect(stderr).toContain("e.g. `XDG_CACHE_HOME=/var/lib/bridge/.cache bridge ...`");
-  expect(existsSync(join(dir!, ".cache"))).toBe(false);
-  expect(existsSync(join(tmpdir(), "bridge"))).toBe(false);
+  expect(existsSync(join(open, "cache"))).toBe(false);
 });

@@ -5,6 +5,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -22,8 +23,8 @@ const SOMEONE = 65534; // nobody
 // The prebuild build.mjs embeds: a real addon, so an accepted one is really loaded.
 const ADDON = readFileSync(resolve("node_modules/better-sqlite3/prebuilds", `${process.platform}-${process.arch}.node`));
 
-// Not under os.tmpdir(): /tmp is writable by everyone, so privateDir refuses every path
-// below it. The home directory is private to whoever runs the tests.
+// Not under os.tmpdir(): the tests make directories of every mode, and the home directory
+// is private to whoever runs them.
 let base: string;
 beforeEach(() => {
   base = mkdtempSync(join(homedir(), ".bridge-native-test-"));
@@ -62,14 +63,13 @@ describe("cacheRoot", () => {
     expect(() => cacheRoot({}, ":memory:")).toThrow(/in-memory database .*set XDG_CACHE_HOME/);
   });
 
-  test.skipIf((statSync(tmpdir()).mode & 0o002) === 0)("a database in a shared temp directory: the cache beside it is refused", () => {
-    const shared = mkdtempSync(join(tmpdir(), "bridge-native-test-"));
+  test.skipIf((statSync(tmpdir()).mode & 0o1002) !== 0o1002)("a database in a private directory under the sticky temp directory: the cache beside it is used", () => {
+    const mine = mkdtempSync(join(tmpdir(), "bridge-native-test-"));
     try {
-      expect(() => privateDir(join(cacheRoot({}, join(shared, "bridge.db")), "bridge"), uid)).toThrow(
-        `${tmpdir()} is writable by others`,
-      );
+      const cache = join(cacheRoot({}, join(mine, "bridge.db")), "bridge");
+      expect(privateDir(cache, uid)).toBe(realpathSync(mine) + "/.cache/bridge");
     } finally {
-      rmSync(shared, { recursive: true, force: true });
+      rmSync(mine, { recursive: true, force: true });
     }
   });
 });
@@ -90,7 +90,6 @@ describe("privateDir", () => {
   test.each<[string, () => string, string]>([
     ["a group-writable parent", () => dir("g", 0o770), "g is writable by its group (mode 770)"],
     ["a world-writable parent", () => dir("w", 0o777), "w is writable by others (mode 777)"],
-    ["a sticky world-writable parent, as /tmp", () => dir("t", 0o1777), "t is writable by others (mode 1777)"],
     ["a file where a directory should be", () => (writeFileSync(join(base, "f"), ""), join(base, "f")), "f is not a directory"],
     [
       "a symlink we own into a world-writable directory",
@@ -112,6 +111,23 @@ describe("privateDir", () => {
   ])("refuses %s", (_, make) => {
     const parent = make();
     expect(() => privateDir(join(parent, "cache"), uid)).toThrow(`${parent} is owned by uid ${SOMEONE}`);
+  });
+
+  test("a sticky world-writable directory above ours, as /tmp, is accepted: nobody else can replace our entry in it", () => {
+    const sticky = dir("t", 0o1777);
+    expect(privateDir(join(sticky, "mine", "cache"), uid)).toBe(join(sticky, "mine", "cache"));
+  });
+
+  test("the cache directory itself sticky and world-writable is refused: anyone could add files to it", () => {
+    const sticky = dir("t", 0o1777);
+    expect(() => privateDir(sticky, uid)).toThrow(`${sticky} is writable by others (mode 1777)`);
+  });
+
+  test.skipIf(!root)("an entry someone else made first in a sticky directory is refused", () => {
+    const sticky = dir("t", 0o1777);
+    mkdirSync(join(sticky, "theirs"), { mode: 0o700 });
+    chownSync(join(sticky, "theirs"), SOMEONE, SOMEONE);
+    expect(() => privateDir(join(sticky, "theirs", "cache"), uid)).toThrow(`${sticky}/theirs is owned by uid ${SOMEONE}`);
   });
 
   test("an error names the path asked for and what to do", () => {
