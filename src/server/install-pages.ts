@@ -61,15 +61,34 @@ export function failureAnswer(event: H3Event, failure: InstallFailure): Response
  */
 export function companyPage(result: Extract<InstallResult, { kind: "company" }>): Response {
   const { saved, total, failed } = result;
-  const summary = `The SMS provider is connected to ${saved} location(s) of ${total}.`;
-  if (failed.length === 0) return page("bridge is installed", `${summary} You can close this tab.`);
+  const summary = result.approved
+    ? `The SMS provider is connected to ${saved} location(s) of ${total}.`
+    : `The SMS provider is installed on ${saved} location(s) of ${total}. ${PENDING}`;
+  if (failed.length === 0) return page(titleOf(result), `${summary} You can close this tab.`);
   const items = failed.map((f) => `<li><code>${escape(f.locationId)}</code>: ${escape(f.reason)}</li>`).join("\n");
   const more = `<p>${escape(`${failed.length} location(s) could not be connected:`)}</p>
 <ul>
 ${items}
 </ul>
 <p>bridge tries them again at its next reconciliation (hourly, or now with <code>bridge locations sync</code>); installing again from the agency retries them too.</p>`;
-  return page("bridge is installed", summary, more);
+  return page(titleOf(result), summary, more);
+}
+
+/** What a user sees after installing one location: connected, or waiting for the operator's approval. */
+export function locationPage(result: Extract<InstallResult, { kind: "location" }>): Response {
+  if (result.approved) return page("bridge is installed", "The SMS provider is connected to this location. You can close this tab.");
+  return page(titleOf(result), `The SMS provider is installed on this location. ${PENDING} You can close this tab.`);
+}
+
+/**
+ * A location not approved sends nothing on the operator's key: "connected" would promise
+ * SMS that fail until the operator acts (docs/configuration.md, "Who may use your gateway key").
+ */
+const PENDING =
+  "It sends SMS once the operator of this SMS service approves it, or at once with the location's own Cast.ph API key (set it on the SMS settings page in HighLevel).";
+
+function titleOf(result: InstallResult): string {
+  return result.approved ? "bridge is installed" : "bridge is installed, waiting for approval";
 }
 
 /** A 200 page; `extra` is HTML already escaped by the caller. */

@@ -5,7 +5,7 @@ import { installUrl } from "../core/installs/install.ts";
 import type { Core } from "../core/index.ts";
 import type { ResolvedConfig } from "../core/config.ts";
 import { addressShares, createClientAddress, proxyPeers } from "./client.ts";
-import { companyPage, failureAnswer, INSTALL_ADVICE, page, UNKNOWN_FAILURE, type Advice, type InstallFailure } from "./install-pages.ts";
+import { companyPage, locationPage, failureAnswer, INSTALL_ADVICE, UNKNOWN_FAILURE, type Advice, type InstallFailure } from "./install-pages.ts";
 
 const DENIED: Advice = {
   happened: "The install was not authorized in HighLevel.",
@@ -67,9 +67,7 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
     if (!leave) return failureAnswer(event, { ...BUSY, headers: { "retry-after": "5" } });
     try {
       const result = await core.install(code);
-      return result.kind === "location"
-        ? page("bridge is installed", "The SMS provider is connected to this location. You can close this tab.")
-        : companyPage(result);
+      return result.kind === "location" ? locationPage(result) : companyPage(result);
     } catch (err) {
       if (!(err instanceof AppError) || !err.status) throw err;
       core.log.warn(`install failed: ${err.message}`);

@@ -61,3 +61,34 @@ describe("GET /oauth-callback from a browser: a failure is a page saying what to
     }
   });
 });
+
+describe("GET /oauth-callback from a browser: a successful install says whether it may send yet", () => {
+  test("an allowed company's location: connected", async () => {
+    const bridge = await start({ worker: false });
+    bridge.crm.grantLocation("code-loc", "loc-ok");
+    const res = await callback(bridge, "code=code-loc");
+    expect(res.status).toBe(200);
+    expect(res.body).toContain("<h1>bridge is installed</h1>");
+    expect(res.body).toContain("The SMS provider is connected to this location.");
+  });
+
+  test("a location that waits for approval is not called connected, and is told what sends", async () => {
+    const bridge = await start({ worker: false, env: { ALLOWED_COMPANY_IDS: "" } });
+    bridge.crm.grantLocation("code-loc", "loc-wait");
+    const res = await callback(bridge, "code=code-loc");
+    expect(res.status).toBe(200);
+    expect(res.body).toContain("<h1>bridge is installed, waiting for approval</h1>");
+    expect(res.body).not.toContain("connected");
+    expect(res.body).toContain("It sends SMS once the operator of this SMS service approves it");
+    expect(res.body).toContain("own Cast.ph API key");
+  });
+
+  test("an agency install that waits for approval says so for its locations", async () => {
+    const bridge = await start({ worker: false, env: { ALLOWED_COMPANY_IDS: "" } });
+    bridge.crm.grantCompany("code-co", { installedLocations: ["a", "b"] });
+    const res = await callback(bridge, "code=code-co");
+    expect(res.status).toBe(200);
+    expect(res.body).toContain("<h1>bridge is installed, waiting for approval</h1>");
+    expect(res.body).toContain("installed on 2 location(s) of 2. It sends SMS once the operator");
+  });
+});

@@ -27,8 +27,8 @@ export interface FailedLocation {
 }
 
 export type InstallResult =
-  | { kind: "location"; locationId: string }
-  | { kind: "company"; companyId: string; saved: number; total: number; failed: FailedLocation[] };
+  | { kind: "location"; locationId: string; approved: boolean }
+  | { kind: "company"; companyId: string; saved: number; total: number; failed: FailedLocation[]; approved: boolean };
 
 /** The scopes bridge asks for at install (spec 4.1). */
 export const SCOPES = [
@@ -73,7 +73,7 @@ export async function completeInstall(deps: InstallDeps, code: string): Promise<
     throw new AppError("SAVE_FAILED", "failed to save token", { cause: error });
   }
   deps.log.info(`installed location ${token.locationId} (company ${token.companyId || "unknown"})${pendingNote(approved)}`);
-  return { kind: "location", locationId: token.locationId };
+  return { kind: "location", locationId: token.locationId, approved };
 }
 
 /** The code's tokens; an admitted agency's own token is stored before this returns. */
@@ -137,7 +137,7 @@ async function installCompany(deps: InstallDeps, company: TokenResponse): Promis
   }
   const saved = unique.length - failed.length;
   log.info(`installed company ${companyId}: ${saved} of ${unique.length} location(s) connected${pendingNote(approved)}`);
-  return { kind: "company", companyId, saved, total: unique.length, failed };
+  return { kind: "company", companyId, saved, total: unique.length, failed, approved };
 }
 
 /** Why a location could not be connected; `cause`: the error met (the CRM's refusal, a refused write). */
