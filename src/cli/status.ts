@@ -6,11 +6,11 @@ import { json, table, type Io } from "./io.ts";
 /** A balance is read again when older than this; Cast gets this long to answer. */
 const BALANCE_TIMEOUT_MS = 5_000;
 
-/** `bridge status [--json]`: the queue, backlogs, held keys, locations that need a hand, balances. */
+/** `bridge status [--json]`: the queue, backlogs, outages, held keys, locations that need a hand, balances. */
 export function statusCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   program
     .command("status")
-    .description("the queue by status, each location's backlog, held gateway keys, locations that need attention, balances")
+    .description("the queue by status, each location's backlog, outages in progress, held gateway keys, locations that need attention, balances")
     .option("--json", "machine-readable output, as GET /api/admin/status")
     .addHelpText("after", "\nBalances older than 5 minutes are read from Cast again (SMS_API_URL) before they are shown.")
     .action(async (options: { json?: boolean }) => {
@@ -34,6 +34,13 @@ function describe(s: StatusView): string {
   const replies = `replies: ${s.inbound.received} received, ${s.inbound.posted} posted, ${s.inbound.waiting} waiting, ${s.inbound.unrouted} unrouted, ${s.inbound.failed} not posted`;
   const out: string[] = [`queue: ${Object.entries(s.queue).map(([status, n]) => `${n} ${status}`).join(", ")}`, replies, ""];
   out.push(section("backlog", ["LOCATION", "WAITING", "OLDEST RECEIVED", "WAITING FOR"], s.backlog.map((b) => [b.location_id, String(b.waiting), b.oldest_received_at, age(b.oldest_wait_seconds)])));
+  out.push(
+    section(
+      "outages in progress (their messages wait)",
+      ["WHAT", "SINCE", "FOR", "WAITING", "LAST FAILED CALL", "WHY"],
+      s.outages.map((o) => [`${o.name} unreachable`, o.since, age(o.for_seconds), String(o.waiting_messages), o.last_failed_at, `${o.kind}: ${o.reason}`]),
+    ),
+  );
   out.push(section("held gateway keys (their messages wait)", ["KEY", "STATUS", "SINCE", "REASON"], s.held_keys.map((k) => [k.key, String(k.status ?? ""), k.since, k.reason ?? ""])));
   out.push(section("locations that need attention", ["LOCATION", "WHY"], s.needs_attention.map((l) => [l.location_id, l.reason])));
   out.push(

@@ -5,6 +5,7 @@ import { createJobStore, type Job, type JobStore } from "../db/jobs.ts";
 import { createGatewayKeys, type GatewayKeys } from "../db/gateway-keys.ts";
 import { createMessageLog, type MessageLog } from "../db/messages.ts";
 import { createOptOutStore, type OptOutStore } from "../db/optouts.ts";
+import { createOutageRecords, type OutageRecords } from "../db/outages.ts";
 import { createBalances, type Balances } from "./operator/balances.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
@@ -119,6 +120,8 @@ export interface Core {
   balances: Balances;
   /** HighLevel or Cast unreachable now, as the clients' calls found it. */
   outages: Outages;
+  /** The outages serve recorded, for `bridge status` in another process. */
+  outageRecords: OutageRecords;
   /** Prometheus metrics of this core (GET /metrics). */
   metrics: Metrics;
 }
@@ -159,7 +162,7 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords">;
 export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
 
 /**
@@ -197,7 +200,8 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   const optOuts = createOptOutStore(db);
   const replies = createInboundStore(db);
   const phones = createPhoneStore(db, sealer);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones };
+  const outageRecords = createOutageRecords(db);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */

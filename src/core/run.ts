@@ -58,6 +58,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
         core.inboundQueue.start();
       }
       core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
+      core.outages.recordTo(core.outageRecords);
       if (options.balances !== false) core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
       if (sync) reconciliation = scheduleSync(core.sync, log, sync.everyMs, sync.firstMs);
     },

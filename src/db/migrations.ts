@@ -232,4 +232,17 @@ export const MIGRATIONS: readonly string[] = [
   -- A phone's status webhook names the message by the id it was sent under: the job's key.
   CREATE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
   `,
+  `
+  -- The outages the running serve is living through (HighLevel or Cast.ph unreachable), so
+  -- that \`bridge status\`, another process, can name them. Rows of a serve that stopped
+  -- are cleared at its next start; \`last_failed_at\` tells how fresh a row is.
+  CREATE TABLE outages (
+    remote TEXT PRIMARY KEY,
+    since INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    failed_calls INTEGER NOT NULL,
+    last_failed_at INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

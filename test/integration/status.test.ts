@@ -1,6 +1,7 @@
 import { expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
+import { runCli } from "../helpers/cli.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** GET /api/admin/status (docs/http.md, "Endpoints"), and the balance warning (LOW_BALANCE_CREDITS). */
@@ -100,4 +101,43 @@ test("opt-outs: the numbers on the locations' lists, by who put them there", asy
   bridge.core.optOutList.add("loc-2", "+639171234567", "reply");
   bridge.core.optOutList.add("loc-1", "+639181234567", "operator");
   expect((await status(bridge)).opt_outs).toEqual({ reply: 2, operator: 1 });
+});
+
+test("a Cast outage in progress: status, the admin API's and the CLI's, names it, since when, why, and what waits on it", async () => {
+  const b = await start({ env: { DLR_WAIT: "0" }, tuning: { sendBackoffMs: 10 } }, "loc-1");
+  b.gateway.on(SEND, () => jsonResponse({ success: false, error: "maintenance" }, 503));
+  for (const id of ["m-1", "m-2", "m-3"]) expect((await b.webhook(outbound(id))).status).toBe(200);
+  await waitFor(() => b.core.outages.list()[0]?.failedCalls! >= 2);
+
+  const outage = {
+    remote: "cast",
+    name: "Cast.ph",
+    since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    for_seconds: expect.any(Number),
+    kind: "http",
+    reason: "send answered 503",
+    failed_calls: expect.any(Number),
+    last_failed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    waiting_messages: 3,
+  };
+  expect((await status(b)).outages).toEqual([outage]);
+  // bridge status is another process: it reads what serve recorded in the database.
+  const json = await runCli(b, "status", "--json");
+  expect(JSON.parse(json.stdout).outages).toEqual([outage]);
+  const text = await runCli(b, "status");
+  expect(text.stdout).toContain("outages in progress (their messages wait):\n");
+  expect(text.stdout).toMatch(/\nCast\.ph unreachable +\S+ +\d+ s +3 +\S+ +http: send answered 503\n/);
+
+  b.gateway.on(SEND, () => b.gateway.accept());
+  await waitFor(() => b.crm.statusReports().length === 3);
+  expect((await status(b)).outages).toEqual([]);
+  expect((await runCli(b, "status")).stdout).toContain("outages in progress (their messages wait): none\n");
+});
+
+test("an outage a stopped serve recorded is cleared when serve starts again", async () => {
+  const b = await start({ worker: false }, "loc-1");
+  b.core.outageRecords.save({ remote: "crm", since: 1, kind: "timeout", reason: "stale", failedCalls: 9, lastFailedAt: 2 });
+  expect((await status(b)).outages).toHaveLength(1);
+  const again = await start({ worker: false, env: { DATABASE_PATH: b.env.DATABASE_PATH! } });
+  expect((await status(again)).outages).toEqual([]);
 });

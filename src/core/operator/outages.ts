@@ -1,3 +1,5 @@
+import type { OutageRecords } from "../../db/outages.ts";
+import { errorMessage } from "../../errors.ts";
 import type { CallRecord, Remote } from "../clients/observe.ts";
 import type { FailureKind } from "../clients/network.ts";
 import type { Logger } from "../log.ts";
@@ -7,6 +9,9 @@ export interface OutagesOptions {
   /** Wall-clock time: an outage's length is real time. */
   now: () => number;
 }
+
+/** An outage that goes on is recorded again at most this often: status needs its last failure, not each. */
+const RECORD_EVERY_MS = 5_000;
 
 export interface Outage {
   remote: Remote;
@@ -36,6 +41,8 @@ export function createOutages(options: OutagesOptions) {
   const current = new Map<Remote, Outage>();
   const waiting = new Map<Remote, Set<string>>();
 
+  const { record, stillWaiting, recordTo } = createRecorder(log, now);
+
   return {
     observe(call: CallRecord): void {
       const outage = current.get(call.remote);
@@ -43,7 +50,10 @@ export function createOutages(options: OutagesOptions) {
       if (call.ok) {
         if (!outage) return;
         current.delete(call.remote);
-        const messages = waiting.get(call.remote)?.size ?? 0;
+        record(undefined, call.remote);
+        // The messages that met a failure, or (serve's count) every message still waiting:
+        // one that arrived during the outage and was never tried waited too.
+        const messages = Math.max(waiting.get(call.remote)?.size ?? 0, stillWaiting(call.remote));
         waiting.delete(call.remote);
         const counts = [plural(outage.failedCalls, "failed call"), ...(messages > 0 ? [`${plural(messages, "message")} waited`] : [])].join(", ");
         log.info(`${name} reachable again after ${formatDuration(now() - outage.since)} (${counts}): ${resume}`);
@@ -53,10 +63,13 @@ export function createOutages(options: OutagesOptions) {
       const reason = call.message ?? `${call.operation} failed`;
       if (outage) {
         Object.assign(outage, { kind, reason, failedCalls: outage.failedCalls + 1 });
+        record(outage, call.remote);
         log.debug(`${name} still unreachable (${kind}): ${reason}`);
         return;
       }
-      current.set(call.remote, { remote: call.remote, since: now(), kind, reason, failedCalls: 1, waitingMessages: 0 });
+      const started: Outage = { remote: call.remote, since: now(), kind, reason, failedCalls: 1, waitingMessages: 0 };
+      current.set(call.remote, started);
+      record(started, call.remote);
       // A Cast outage stops every SMS; a HighLevel one only delays what the CRM shows.
       const level = call.remote === "cast" ? log.error : log.warn;
       level(`${name} unreachable (${kind}): ${reason}; ${waits} until it answers`);
@@ -72,6 +85,11 @@ export function createOutages(options: OutagesOptions) {
       ids.add(messageId);
       return true;
     },
+    /**
+     * From now on, each outage is recorded where `bridge status`, another process, reads it.
+     * Only serve records (createRun's start), after clearing what a stopped serve left.
+     */
+    recordTo,
     /** The outages going on now (for status and doctor). */
     list(): Outage[] {
       return [...current.values()].map((outage) => ({ ...outage, waitingMessages: waiting.get(outage.remote)?.size ?? 0 }));
@@ -80,6 +98,44 @@ export function createOutages(options: OutagesOptions) {
 }
 
 export type Outages = ReturnType<typeof createOutages>;
+
+/**
+ * What serve records of its outages for `bridge status`, another process: an outage when it
+ * starts, again at most every RECORD_EVERY_MS while it goes on, and its end. Best effort: a
+ * database that refuses a write must not fail the call that was observed.
+ */
+function createRecorder(log: Logger, now: () => number) {
+  const recorded = new Map<Remote, number>();
+  let records: Pick<OutageRecords, "save" | "end" | "waits"> | undefined;
+  return {
+    record(outage: Outage | undefined, remote: Remote): void {
+      try {
+        if (!outage) return void (recorded.delete(remote), records?.end(remote));
+        if (now() - (recorded.get(remote) ?? -Infinity) < RECORD_EVERY_MS) return;
+        recorded.set(remote, now());
+        records?.save({ ...outage, lastFailedAt: now() });
+      } catch (error) {
+        log.debug(`the outage of ${REMOTES[remote].name} could not be recorded for bridge status: ${errorMessage(error)}`);
+      }
+    },
+    /** Serve's count of the messages waiting on `remote` now; 0 where nothing is recorded. */
+    stillWaiting(remote: Remote): number {
+      try {
+        return records?.waits()[remote] ?? 0;
+      } catch {
+        return 0;
+      }
+    },
+    /**
+     * From now on, each outage is recorded where `bridge status`, another process, reads it.
+     * Only serve records (createRun's start), after clearing what a stopped serve left.
+     */
+    recordTo(store: Pick<OutageRecords, "save" | "end" | "clear" | "waits">): void {
+      store.clear();
+      records = store;
+    },
+  };
+}
 
 function plural(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? "" : "s"}`;

@@ -3,6 +3,7 @@ import type { InboundStore } from "../../db/inbound.ts";
 import type { PhoneStore } from "../../db/phones.ts";
 import type { MessageLog, MessageStatus } from "../../db/messages.ts";
 import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
+import type { OutageRecords } from "../../db/outages.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
 import type { LocationRegistry } from "../../db/tokens.ts";
 import { iso } from "../duration.ts";
@@ -17,6 +18,8 @@ export interface StatusView {
   inbound: { received: number; posted: number; waiting: number; unrouted: number; failed: number };
   /** Locations with messages still to send, the longest waiting first. */
   backlog: { location_id: string; waiting: number; oldest_received_at: string; oldest_wait_seconds: number }[];
+  /** HighLevel or Cast.ph unreachable now, as serve last found it, and how many messages wait on each. */
+  outages: OutageView[];
   /** Gateway keys Cast refused: their messages wait. */
   held_keys: { key: string; status: number | null; reason: string | null; since: string }[];
   /** Locations whose messages cannot be sent or reported until someone acts. */
@@ -27,12 +30,29 @@ export interface StatusView {
   opt_outs: Record<OptOutBy, number>;
 }
 
+export interface OutageView {
+  remote: "cast" | "crm";
+  /** "Cast.ph" or "HighLevel". */
+  name: string;
+  since: string;
+  for_seconds: number;
+  /** What kind of failure (timeout, refused, server_error, …) and what the last failed call met. */
+  kind: string;
+  reason: string;
+  failed_calls: number;
+  last_failed_at: string;
+  /** Messages to send through Cast, or reports and replies to post to HighLevel. */
+  waiting_messages: number;
+}
+
 export interface StatusDeps {
   messages: MessageLog;
   tokens: LocationRegistry;
   gatewayKeys: GatewayKeys;
   optOuts: Pick<OptOutStore, "counts">;
   replies: Pick<InboundStore, "counts">;
+  /** What serve recorded of the outages it is living through. */
+  outageRecords: Pick<OutageRecords, "list" | "waits">;
   /** Each location's gateway: one on a phone needs no Cast key. */
   phones?: Pick<PhoneStore, "describe">;
   /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
@@ -55,6 +75,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
       oldest_received_at: iso(b.oldest),
       oldest_wait_seconds: Math.max(0, Math.round((now - b.oldest) / 1000)),
     })),
+    outages: outagesOf(deps.outageRecords, now),
     held_keys: keys.flatMap((k) =>
       k.heldSince === null ? [] : [{ key: k.keyMasked, status: k.heldStatus, reason: k.heldReason, since: iso(k.heldSince) }],
     ),
@@ -88,6 +109,25 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
     ),
     opt_outs: deps.optOuts.counts(),
   };
+}
+
+const OUTAGE_NAMES = { cast: "Cast.ph", crm: "HighLevel" } as const;
+
+function outagesOf(records: StatusDeps["outageRecords"], now: number): OutageView[] {
+  const outages = records.list().filter((o): o is typeof o & { remote: "cast" | "crm" } => o.remote === "cast" || o.remote === "crm");
+  if (outages.length === 0) return [];
+  const waits = records.waits();
+  return outages.map((o) => ({
+    remote: o.remote,
+    name: OUTAGE_NAMES[o.remote],
+    since: iso(o.since),
+    for_seconds: Math.max(0, Math.round((now - o.since) / 1000)),
+    kind: o.kind,
+    reason: o.reason,
+    failed_calls: o.failedCalls,
+    last_failed_at: iso(o.lastFailedAt),
+    waiting_messages: waits[o.remote],
+  }));
 }
 
 function inboundCounts(replies: StatusDeps["replies"]): StatusView["inbound"] {
