@@ -68,6 +68,22 @@ export function createScheduler(options: SchedulerOptions) {
     tryPoll(): number {
       return tryPoll(polls, all, options.requestBurst, now());
     },
+    /**
+     * The lowest priority, for calls no message waits on (the settings page's): 0 when one
+     * may go now, else the ms until it may. A Cast call takes a token of the process's
+     * budget only while half its burst is left for sends and polls, and never while a poll
+     * is owed one. A phone's call (`apiKey` its key) sends no SMS and takes nothing, but
+     * goes only while the phone's bucket is full: no send of it is waiting.
+     */
+    tryLowest(apiKey?: string): number {
+      const t = now();
+      const key = apiKey === undefined ? undefined : keyBucket(apiKey, t);
+      if (key?.own) return waitFor(key, t, key.burst);
+      const wait = waitFor(all, t, 1 + Math.ceil(options.requestBurst / 2));
+      if (wait > 0 || polls.owed) return Math.max(wait, polls.owed ? READ_FLOOR_MS : 0);
+      all.tokens -= 1;
+      return 0;
+    },
     /** The gateway answered 429: nothing more on this key (or at all, without one) for `ms`. */
     slowDown(apiKey: string | undefined, ms: number): void {
       const b = apiKey === undefined ? all : keyBucket(apiKey, now());
