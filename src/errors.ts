@@ -11,6 +11,8 @@ export type ErrorCode =
   | "BAD_WEBHOOK"
   | "BAD_PHONE"
   | "BAD_INBOUND"
+  | "TOO_MANY"
+  | "BUSY"
   | "INBOUND_OFF"
   | "INBOUND_NOT_FOUND"
   | "NOT_STORED"
@@ -38,6 +40,10 @@ const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   // Refused, not dropped: the source keeps the reply and tries again (the phone does).
   INBOUND_OFF: 503,
   INBOUND_NOT_FOUND: 404,
+  // A caller over its share (the settings page's test SMS): told when it may again.
+  TOO_MANY: 429,
+  // The gateway's budget is the sends' now: the settings page's call may come again shortly.
+  BUSY: 503,
   NO_LOCATION_ID: 400,
   NO_COMPANY_ID: 400,
   COMPANY_NOT_ALLOWED: 403,

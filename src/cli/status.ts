@@ -50,7 +50,8 @@ function describe(s: StatusView): string {
       s.balances.map((b) => [b.key, b.credits === null ? "?" : String(b.credits), b.checked_at ?? "", b.error ?? (b.low ? "LOW: below LOW_BALANCE_CREDITS" : "")]),
     ),
   );
-  out.push(`opt-outs: ${s.opt_outs.reply + s.opt_outs.operator} numbers on the locations' lists (${s.opt_outs.reply} by reply, ${s.opt_outs.operator} by an operator)\n`);
+  const { reply, operator, page } = s.opt_outs;
+  out.push(`opt-outs: ${reply + operator + page} numbers on the locations' lists (${reply} by reply, ${operator} by an operator, ${page} by a location admin)\n`);
   return out.join("\n");
 }
 

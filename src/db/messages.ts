@@ -39,6 +39,15 @@ export interface Backlog {
   oldest: number;
 }
 
+/** A location's messages received since some time, as its settings page counts them. */
+export interface Usage {
+  messages: number;
+  /** SMS parts of those sent so far. */
+  parts: number;
+  delivered: number;
+  failed: number;
+}
+
 export type MessageLog = ReturnType<typeof createMessageLog>;
 
 /**
@@ -92,6 +101,7 @@ export function createMessageLog(db: Db) {
   });
 
   return {
+    ...locationCounts(db),
     list(filter: MessageFilter): LoggedMessage[] {
       const { where, params } = conditions(filter);
       const sql = `SELECT ${COLUMNS} FROM jobs ${where} ORDER BY created_at DESC, id DESC LIMIT ?`;
@@ -122,6 +132,27 @@ export function createMessageLog(db: Db) {
      */
     requeue(message: LoggedMessage, now: number, detail: string): boolean {
       return requeueLogged(message, now, detail);
+    },
+  };
+}
+
+/** What the settings page counts of its location's messages. */
+function locationCounts(db: Db) {
+  const usage = db.prepare<[string, number], Usage>(`
+    SELECT count(*) AS messages, coalesce(sum(parts), 0) AS parts,
+      coalesce(sum(status = 'delivered'), 0) AS delivered, coalesce(sum(status = 'failed'), 0) AS failed
+    FROM (SELECT ${STATUS} AS status, parts FROM jobs WHERE location_id = ? AND created_at >= ?)`);
+  const receivedSince = db.prepare<[string, number, string, string], number>(`
+    SELECT created_at FROM jobs WHERE location_id = ? AND created_at >= ? AND substr(message_id, 1, length(?)) = ?
+    ORDER BY created_at`).pluck();
+  return {
+    /** The location's messages received at or after `since`, by what became of them. */
+    usage(locationId: string, since: number): Usage {
+      return usage.get(locationId, since) ?? { messages: 0, parts: 0, delivered: 0, failed: 0 };
+    },
+    /** When each of the location's messages whose id starts with `prefix` was received, at or after `since`, the oldest first. */
+    receivedSince(locationId: string, since: number, prefix: string): number[] {
+      return receivedSince.all(locationId, since, prefix, prefix);
     },
   };
 }

@@ -233,6 +233,21 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
   `,
   `
+  -- A location admin adds opt-outs on the settings page too: 'page', apart from the
+  -- operator's. SQLite changes a CHECK only by building the table again.
+  CREATE TABLE opt_outs_new (
+    location_id TEXT NOT NULL CHECK (location_id <> ''),
+    phone TEXT NOT NULL CHECK (phone <> ''),
+    opted_out_by TEXT NOT NULL CHECK (opted_out_by IN ('reply', 'operator', 'page')),
+    opted_out_at INTEGER NOT NULL,
+    PRIMARY KEY (location_id, phone)
+  ) STRICT, WITHOUT ROWID;
+  INSERT INTO opt_outs_new (location_id, phone, opted_out_by, opted_out_at)
+    SELECT location_id, phone, opted_out_by, opted_out_at FROM opt_outs;
+  DROP TABLE opt_outs;
+  ALTER TABLE opt_outs_new RENAME TO opt_outs;
+  `,
+  `
   -- The outages the running serve is living through (HighLevel or Cast.ph unreachable), so
   -- that \`bridge status\`, another process, can name them. Rows of a serve that stopped
   -- are cleared at its next start; \`last_failed_at\` tells how fresh a row is.

@@ -1,10 +1,10 @@
 import type { Db } from "./index.ts";
 import { ms } from "./ms.ts";
 
-/** Who put a number on a location's opt-out list. */
-export type OptOutBy = "reply" | "operator";
+/** Who put a number on a location's opt-out list: a stop-word reply, the operator, or a location admin on the settings page. */
+export type OptOutBy = "reply" | "operator" | "page";
 
-export const OPT_OUT_BY: readonly OptOutBy[] = ["reply", "operator"];
+export const OPT_OUT_BY: readonly OptOutBy[] = ["reply", "operator", "page"];
 
 /** One number on a location's opt-out list. */
 export interface OptOut {
@@ -60,7 +60,7 @@ export function createOptOutStore(db: Db) {
     },
     /** Numbers on all the lists together, by who listed them. */
     counts(): Record<OptOutBy, number> {
-      const found: Record<OptOutBy, number> = { reply: 0, operator: 0 };
+      const found: Record<OptOutBy, number> = { reply: 0, operator: 0, page: 0 };
       for (const { opted_out_by, n } of counts.all()) found[opted_out_by] = n;
       return found;
     },

@@ -1,68 +1,69 @@
 import { getRouterParam, type H3 } from "h3";
-import { balanceOf, changeSettings, queueTestSms, senderIdsOf, settingsOf } from "../core/app/settings.ts";
-import type { Sessions } from "../core/app/sessions.ts";
+import { balanceOf, phoneOf } from "../core/app/offers.ts";
+import type { PageCalls } from "../core/app/page-calls.ts";
+import { changeSettings, senderIdsOf, settingsOf, type SettingsCore } from "../core/app/settings.ts";
+import { queueTestSms } from "../core/app/test-sms.ts";
+import { usageOf } from "../core/app/usage.ts";
 import type { Core } from "../core/index.ts";
 import { isId } from "../core/ids.ts";
 import { listMessages, messageNotFound, showMessage } from "../core/operator/messages.ts";
 import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.ts";
-import { checkLocationPhone } from "../core/operator/phones.ts";
 import { printable } from "../core/printable.ts";
 import { clip, GatewayError } from "../errors.ts";
 import { httpError } from "./http-error.ts";
-import { adminSessionOf, sessionOf } from "./app-session.ts";
+import type { PageGuard } from "./app-session.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
 export interface PageApiDeps {
   core: Core;
-  sessions: Sessions;
+  guard: PageGuard;
+  /** The page's calls at Cast and the phones: cached, at the lowest priority. */
+  calls: PageCalls;
   /** Woken when a test SMS is queued. */
   notify: () => void;
 }
 
 /** What the page shows of its location's messages. */
 const PAGE_MESSAGES = 50;
-/** How long the page waits for its phone to answer (doctor waits as long). */
-const PHONE_TIMEOUT_MS = 5000;
 
 /**
- * The settings page's API (docs/http.md, "Endpoints"): every call acts on the
+ * The settings page's API (docs/http.md, "The settings page"): every call acts on the
  * session's own location, never on one the request names; writes need role "admin".
  */
-export function pageApiRoutes(app: H3, { core, sessions, notify }: PageApiDeps): void {
-  app.get("/app/api/settings", (event) => settingsOf(core, sessionOf(sessions, event).locationId));
+export function pageApiRoutes(app: H3, { core, guard, calls, notify }: PageApiDeps): void {
+  const page: SettingsCore = { ...core, calls };
+  const { sessionOf, adminSessionOf } = guard;
+  app.get("/app/api/settings", (event) => settingsOf(page, sessionOf(event).locationId));
   app.put("/app/api/settings", async (event) => {
-    const { locationId } = adminSessionOf(sessions, event);
+    const { locationId } = adminSessionOf(event);
     const body = objectBody(await readLimitedBody(event));
     // The phone's settings stay the operator's: they carry its password and signing key.
     const other = Object.keys(body).find((k) => k !== "sender_id" && k !== "sms_api_key");
     if (other !== undefined) throw httpError(400, "only sender_id and sms_api_key can be changed here");
-    return fromGateway(() => changeSettings(core, locationId, body));
+    return fromGateway(() => changeSettings(page, locationId, body));
   });
-  app.get("/app/api/sender-ids", (event) => fromGateway(() => senderIdsOf(core, sessionOf(sessions, event).locationId)));
-  app.get("/app/api/balance", (event) => balanceOf(core, sessionOf(sessions, event).locationId));
-  app.get("/app/api/phone", async (event) => {
-    const { locationId } = sessionOf(sessions, event);
-    const check = await checkLocationPhone(core.phones, locationId, core.config.baseUrl, PHONE_TIMEOUT_MS);
-    return check ? { gateway: "android", status: check.status, detail: check.detail } : { gateway: "cast" };
-  });
+  app.get("/app/api/sender-ids", (event) => fromGateway(() => senderIdsOf(page, sessionOf(event).locationId)));
+  app.get("/app/api/balance", (event) => balanceOf(page, sessionOf(event).locationId));
+  app.get("/app/api/usage", (event) => usageOf(page, sessionOf(event).locationId));
+  app.get("/app/api/phone", (event) => phoneOf(page, sessionOf(event).locationId));
   app.post("/app/api/test-sms", async (event) => {
-    const { locationId } = adminSessionOf(sessions, event);
+    const { locationId } = adminSessionOf(event);
     const body = objectBody(await readLimitedBody(event));
-    const queued = await queueTestSms(core, locationId, body.phone, body.message);
+    const queued = await queueTestSms(page, locationId, body.phone, body.message);
     notify();
     return queued;
   });
-  messageRoutes(app, core, sessions);
-  optOutRoutes(app, core, sessions);
+  messageRoutes(app, core, guard);
+  optOutRoutes(app, core, guard);
 }
 
-function messageRoutes(app: H3, core: Core, sessions: Sessions): void {
+function messageRoutes(app: H3, core: Core, { sessionOf }: PageGuard): void {
   app.get("/app/api/messages", (event) => {
-    const { locationId } = sessionOf(sessions, event);
+    const { locationId } = sessionOf(event);
     return { messages: listMessages(core.messages, { locationId, limit: PAGE_MESSAGES }).messages };
   });
   app.get("/app/api/messages/:messageId", (event) => {
-    const { locationId } = sessionOf(sessions, event);
+    const { locationId } = sessionOf(event);
     let messageId = "";
     try {
       messageId = decodeURIComponent(getRouterParam(event, "messageId") ?? "");
@@ -77,14 +78,15 @@ function messageRoutes(app: H3, core: Core, sessions: Sessions): void {
   });
 }
 
-function optOutRoutes(app: H3, core: Core, sessions: Sessions): void {
-  app.get("/app/api/optouts", (event) => listOptOuts(core, sessionOf(sessions, event).locationId));
+function optOutRoutes(app: H3, core: Core, { sessionOf, adminSessionOf }: PageGuard): void {
+  app.get("/app/api/optouts", (event) => listOptOuts(core, sessionOf(event).locationId));
   app.post("/app/api/optouts", async (event) => {
-    const { locationId } = adminSessionOf(sessions, event);
-    return addOptOut(core, locationId, objectBody(await readLimitedBody(event)).phone, core.now());
+    const { locationId } = adminSessionOf(event);
+    // Recorded as the location admin's, apart from the operator's (`bridge optouts add`).
+    return addOptOut(core, locationId, objectBody(await readLimitedBody(event)).phone, core.now(), "page");
   });
   app.delete("/app/api/optouts", async (event) => {
-    const { locationId } = adminSessionOf(sessions, event);
+    const { locationId } = adminSessionOf(event);
     return removeOptOut(core, locationId, objectBody(await readLimitedBody(event)).phone);
   });
 }

@@ -5,12 +5,18 @@ import type { Session, Sessions } from "../core/app/sessions.ts";
 import { signIn } from "../core/app/sign-in.ts";
 import { httpError } from "./http-error.ts";
 import { createLogBudget } from "./auth.ts";
+import { addressGroup, createClientAddress } from "./client.ts";
+import { createFailureThrottle } from "./throttle.ts";
 import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from "./body.ts";
 
 /** HighLevel's payload is a few hundred characters; nothing unsigned larger is read. */
 const SESSION_BODY_LIMIT = 16 * 1024;
 /** Refused sign-ins logged per minute, all clients together, so a flood cannot fill the disk. */
 const LOG_LIMIT = 100;
+/** Sign-ins a client address may try a minute: a page signs in once per load. */
+const SIGN_INS_PER_MINUTE = 20;
+/** Calls to the page's API a user may make a minute at a location: the page makes a handful per view. */
+const CALLS_PER_MINUTE = 60;
 
 export interface SessionRouteDeps {
   core: Pick<Core, "config" | "tokens" | "log" | "now">;
@@ -28,7 +34,14 @@ export function sessionRoutes(app: H3, { core, sessions, bodyBudget = createBody
     core.log.warn(`more than ${LOG_LIMIT} refused settings page sign-ins within 60 s: the rest of them are not logged`),
   );
   const warn = (message: string) => void (mayLog() && core.log.warn(message));
+  const clientOf = createClientAddress(core.config);
+  const tries = createFailureThrottle({ limit: SIGN_INS_PER_MINUTE, windowMs: 60_000, now: core.now });
   app.post("/app/session", async (event) => {
+    // Every try counts, before the body is read: each costs a decryption and maybe a log line.
+    const client = addressGroup(clientOf(event));
+    const wait = tries.blockedFor(client);
+    if (wait > 0) throw tooMany(`at most ${SIGN_INS_PER_MINUTE} sign-ins a minute from one address`, wait);
+    tries.fail(client);
     const lease = bodyBudget.lease();
     let body: unknown;
     try {
@@ -39,26 +52,48 @@ export function sessionRoutes(app: H3, { core, sessions, bodyBudget = createBody
     const payload = body && typeof body === "object" && !Array.isArray(body) ? (body as { payload?: unknown }).payload : undefined;
     const deps = { sharedSecret: core.config.crm.sharedSecret, tokens: core.tokens, sessions, warn };
     const result = signIn(deps, payload);
-    if ("refused" in result) throw httpError(401, result.refused);
+    if ("refused" in result) throw result.full ? httpError(503, result.refused, { "retry-after": "60" }) : httpError(401, result.refused);
     const { token, session } = result;
     return { token, expires_at: iso(session.expiresAt), location_id: session.locationId, role: session.role };
   });
 }
 
-/**
- * The session of a page's call (`Authorization: Bearer <token>`), or its 401. A Map lookup
- * is not constant-time; a token is 256 random bits, which no timing can guess.
- */
-export function sessionOf(sessions: Sessions, event: H3Event): Session {
-  const match = /^Bearer\s+(\S+)$/i.exec(event.req.headers.get("authorization")?.trim() ?? "");
-  const session = match?.[1] ? sessions.get(match[1]) : undefined;
-  if (!session) throw httpError(401, "session expired or unknown: reload the page", { "www-authenticate": "Bearer" });
-  return session;
+export interface PageGuard {
+  /** The session of a page's call (`Authorization: Bearer <token>`), or its 401; past the user's calls a minute, 429. */
+  sessionOf(event: H3Event): Session;
+  /** The session, when it may change the location's settings: HighLevel's role "admin". */
+  adminSessionOf(event: H3Event): Session;
 }
 
-/** The session, when it may change the location's settings: HighLevel's role "admin". */
-export function adminSessionOf(sessions: Sessions, event: H3Event): Session {
-  const session = sessionOf(sessions, event);
-  if (session.role !== "admin") throw httpError(403, "only a location admin may change these settings");
-  return session;
+/**
+ * The page's API's door: a session, and its user's share of calls, CALLS_PER_MINUTE at
+ * their location whichever token they hold, so signing in again buys no more. A Map
+ * lookup is not constant-time; a token is 256 random bits, which no timing can guess.
+ */
+export function createPageGuard(sessions: Sessions, now: () => number): PageGuard {
+  const calls = createFailureThrottle({ limit: CALLS_PER_MINUTE, windowMs: 60_000, now });
+  function sessionOf(event: H3Event): Session {
+    const match = /^Bearer\s+(\S+)$/i.exec(event.req.headers.get("authorization")?.trim() ?? "");
+    const session = match?.[1] ? sessions.get(match[1]) : undefined;
+    if (!session) throw httpError(401, "session expired or unknown: reload the page", { "www-authenticate": "Bearer" });
+    const user = `${session.locationId}\u0000${session.userId}`;
+    const wait = calls.blockedFor(user);
+    if (wait > 0) throw tooMany(`at most ${CALLS_PER_MINUTE} calls a minute from this page`, wait);
+    calls.fail(user);
+    return session;
+  }
+  return {
+    sessionOf,
+    adminSessionOf(event) {
+      const session = sessionOf(event);
+      if (session.role !== "admin") throw httpError(403, "only a location admin may change these settings");
+      return session;
+    },
+  };
+}
+
+/** A 429 that says when to come again, in its text and in Retry-After. */
+function tooMany(what: string, waitMs: number) {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return httpError(429, `${what}: try again in ${seconds} s`, { "retry-after": String(seconds) });
 }

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone } from "../helpers/fake-phone.ts";
-import { encryptUser, highLevelUser, SHARED_SECRET } from "../helpers/app-payload.ts";
+import { signInPage } from "../helpers/app-api.ts";
+import { SHARED_SECRET } from "../helpers/app-payload.ts";
 import { bridgePerTest, GLOBAL_SMS_KEY, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 
 const start = bridgePerTest();
+const OWN_KEY = "own-key-of-loc-1-0123456789";
 const env = { CRM_SHARED_SECRET: SHARED_SECRET };
 
 /** A bridge with loc-1 installed through OAuth: of the fake CRM's company, the one allowed the shared key. */
@@ -13,22 +15,7 @@ async function started(): Promise<Bridge> {
   return bridge;
 }
 
-/** Signs in as HighLevel's user of loc-1 and returns a fetch with the session's bearer. */
-async function signIn(bridge: Bridge, fields: Record<string, unknown> = {}) {
-  const res = await bridge.fetch("/app/session", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ payload: encryptUser(highLevelUser(fields)) }),
-  });
-  expect(res.status).toBe(200);
-  const { token } = (await res.json()) as { token: string };
-  return (path: string, method = "GET", body?: unknown) =>
-    bridge.fetch(`/app/api${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-}
+const signIn = signInPage;
 
 describe("the settings page's API", () => {
   it("ends a session whose location is uninstalled meanwhile: 401 at its next call", async () => {
@@ -44,6 +31,7 @@ describe("the settings page's API", () => {
     const api = await signIn(bridge);
     expect(await (await api("/settings")).json()).toEqual({
       location_id: "loc-1",
+      location_name: "",
       gateway: "cast",
       sender_id: "",
       sms_api_key: "",
@@ -62,6 +50,7 @@ describe("the settings page's API", () => {
 
   it("refuses a sender ID the key has not approved, naming the approved ones (400)", async () => {
     const bridge = await started();
+    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
     bridge.gateway.senderIds([
       { sender_id: "MYAPP", label: "Main app sender", channel: "sms" },
       { sender_id: "ESIM1", label: "SIM gateway sender", channel: "sim" },
@@ -98,15 +87,16 @@ describe("the settings page's API", () => {
     expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
   });
 
-  it("lists the key's SMS sender IDs and its balance from Cast", async () => {
+  it("with the location's own key, lists that key's SMS sender IDs and its balance from Cast", async () => {
     const bridge = await started();
+    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
     bridge.gateway.senderIds([
       { sender_id: "MYAPP", label: "Main app sender", channel: "sms" },
       { sender_id: "ESIM1", label: "SIM gateway sender", channel: "sim" },
     ]);
     const api = await signIn(bridge);
-    expect(await (await api("/sender-ids")).json()).toEqual({ sender_ids: [{ sender_id: "MYAPP", label: "Main app sender" }] });
-    expect(await (await api("/balance")).json()).toMatchObject({ credits: 1000, low: false, error: null });
+    expect(await (await api("/sender-ids")).json()).toEqual({ sender_ids: [{ sender_id: "MYAPP", label: "Main app sender" }], source: "own_key" });
+    expect(await (await api("/balance")).json()).toMatchObject({ provided_by: "own_key", credits: 1000, low: false, error: null });
   });
 
   it("sends a test SMS through the queue with the location's key: listed, never reported to HighLevel", async () => {
@@ -136,7 +126,7 @@ describe("the settings page's API", () => {
     for (const bad of ["%E0%A4%A", "a%20b"]) expect((await api(`/messages/${bad}`)).status).toBe(400);
   });
 
-  it("tells a phone location how its phone is, and a Cast location that it has none", async () => {
+  it("tells a phone location whether its phone answers, never its address, and a Cast location that it has none", async () => {
     const bridge = await started();
     const api = await signIn(bridge);
     expect(await (await api("/phone")).json()).toEqual({ gateway: "cast" });
@@ -145,20 +135,21 @@ describe("the settings page's API", () => {
       const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
       expect(bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
       const health = (await (await api("/phone")).json()) as { gateway: string; status: string; detail: string };
-      expect(health).toMatchObject({ gateway: "android" });
-      expect(health.detail).toContain(`answers at ${phone.url}`);
-      await phone.close();
-      expect(await (await api("/phone")).json()).toMatchObject({ gateway: "android", status: "fail" });
+      expect(health).toMatchObject({ gateway: "android", status: "warn" });
+      expect(health.detail).toContain("the phone answers");
+      expect(JSON.stringify(health)).not.toMatch(/127\.0\.0\.1|http:|:\d{2,5}\b/);
     } finally {
       await phone.close();
     }
   });
 
-  it("adds, lists and removes an opt-out of the location", async () => {
+  it("adds, lists and removes an opt-out of the location, the page's recorded as a location admin's", async () => {
     const bridge = await started();
     const api = await signIn(bridge);
     expect(await (await api("/optouts", "POST", { phone: "09171234567" })).json()).toMatchObject({ added: true, phone: "0917***4567" });
-    expect(await (await api("/optouts")).json()).toMatchObject({ opt_outs: [{ phone: "0917***4567", by: "operator" }] });
+    expect(await (await api("/optouts")).json()).toMatchObject({ opt_outs: [{ phone: "0917***4567", by: "page" }] });
+    const listed = await bridge.admin("/api/admin/locations/loc-1/optouts");
+    expect(await listed.json()).toMatchObject({ opt_outs: [{ by: "page" }] });
     expect(await (await api("/optouts", "DELETE", { phone: "+639171234567" })).json()).toMatchObject({ removed: true });
     expect(await (await api("/optouts")).json()).toMatchObject({ opt_outs: [] });
   });

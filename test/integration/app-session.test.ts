@@ -6,9 +6,14 @@ import { bridgePerTest, type Bridge } from "../helpers/bridge.ts";
 const start = bridgePerTest();
 const env = { CRM_SHARED_SECRET: SHARED_SECRET };
 
-function session(bridge: Bridge, payload: unknown) {
-  return bridge.fetch("/app/session", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ payload }) });
+/** A sign-in; `from`: the client's address, as a trusted proxy tells it (with TRUST_PROXY). */
+function session(bridge: Bridge, payload: unknown, from?: string) {
+  const headers: Record<string, string> = { "content-type": "application/json", ...(from ? { "x-forwarded-for": from } : {}) };
+  return bridge.fetch("/app/session", { method: "POST", headers, body: JSON.stringify({ payload }) });
 }
+
+/** Client 10.0.i/256.i%256, one address each. */
+const address = (i: number) => `10.0.${Math.floor(i / 256)}.${i % 256}`;
 
 /** The page's API with the session token; GET /app/api/settings is the simplest call a session allows. */
 function settings(bridge: Bridge, token: string) {
@@ -74,9 +79,9 @@ describe("POST /app/session", () => {
   });
 
   it("logs at most 100 refusals a minute, and says when it stops", async () => {
-    const bridge = await start({ env }, "loc-1");
-    // Each of a different length: the logger folds repeated identical lines into one.
-    for (let i = 1; i <= 105; i++) expect((await session(bridge, "x".repeat(i))).status).toBe(401);
+    const bridge = await start({ env: { ...env, TRUST_PROXY: "1" } }, "loc-1");
+    // Each of a different length (the logger folds repeated identical lines into one), from its own address.
+    for (let i = 1; i <= 105; i++) expect((await session(bridge, "x".repeat(i), address(i))).status).toBe(401);
     expect(bridge.logs.filter((l) => l.includes("settings page sign-in refused"))).toHaveLength(100);
     expect(bridge.logs.filter((l) => l.includes("more than 100 refused settings page sign-ins"))).toHaveLength(1);
   });
@@ -86,6 +91,36 @@ describe("POST /app/session", () => {
     const res = await session(bridge, "A".repeat(20_000));
     expect(res.status).toBe(413);
     expect(bridge.bodyBudget.used).toBe(0);
+  });
+
+  it("a flood of sign-ins with one payload keeps one session for that user, and never signs another user out", async () => {
+    const bridge = await start({ env: { ...env, TRUST_PROXY: "1" } }, "loc-1");
+    const other = (await (await session(bridge, encryptUser(highLevelUser({ userId: "another-user" })))).json()) as { token: string };
+    const payload = encryptUser(highLevelUser());
+    const tokens: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const res = await session(bridge, payload, address(i));
+      expect(res.status).toBe(200);
+      tokens.push(((await res.json()) as { token: string }).token);
+    }
+    expect((await settings(bridge, other.token)).status).toBe(200);
+    // The user's last sign-in replaced the ones before it.
+    expect((await settings(bridge, tokens.at(-1)!)).status).toBe(200);
+    expect((await settings(bridge, tokens[0]!)).status).toBe(401);
+  });
+
+  it("takes at most 20 sign-ins a minute from one address: then 429 with Retry-After, and other addresses still sign in", async () => {
+    let clock = Date.now();
+    const bridge = await start({ env: { ...env, TRUST_PROXY: "1" }, now: () => clock }, "loc-1");
+    const payload = encryptUser(highLevelUser());
+    for (let i = 0; i < 20; i++) expect((await session(bridge, i % 2 ? payload : "x", "10.9.9.9")).status).not.toBe(429);
+    const over = await session(bridge, payload, "10.9.9.9");
+    expect(over.status).toBe(429);
+    expect(over.headers.get("retry-after")).toBe("60");
+    expect(await over.json()).toEqual({ error: "at most 20 sign-ins a minute from one address: try again in 60 s" });
+    expect((await session(bridge, payload, "10.9.9.10")).status).toBe(200);
+    clock += 60_000;
+    expect((await session(bridge, payload, "10.9.9.9")).status).toBe(200);
   });
 
   it("refuses the page's calls without a session", async () => {

@@ -34,7 +34,7 @@ describe("the opt-out store", () => {
     store.add({ locationId: "loc-2", phone: "+639171234567", by: "reply", at: 2000.4 });
     expect(store.list("loc-1").map((o) => o.phone)).toEqual(["+639181234567", "+639171234567"]);
     expect(store.list("loc-2")[0]?.at).toBe(2001);
-    expect(store.counts()).toEqual({ reply: 2, operator: 1 });
+    expect(store.counts()).toEqual({ reply: 2, operator: 1, page: 0 });
   });
 
   test("refuses who it does not know", () => {

@@ -96,11 +96,11 @@ test("a balance that cannot be read is shown with the reason, not as a number", 
 
 test("opt-outs: the numbers on the locations' lists, by who put them there", async () => {
   const bridge = await start({}, "loc-1", "loc-2");
-  expect((await status(bridge)).opt_outs).toEqual({ reply: 0, operator: 0 });
+  expect((await status(bridge)).opt_outs).toEqual({ reply: 0, operator: 0, page: 0 });
   bridge.core.optOutList.add("loc-1", "+639171234567", "reply");
   bridge.core.optOutList.add("loc-2", "+639171234567", "reply");
   bridge.core.optOutList.add("loc-1", "+639181234567", "operator");
-  expect((await status(bridge)).opt_outs).toEqual({ reply: 2, operator: 1 });
+  expect((await status(bridge)).opt_outs).toEqual({ reply: 2, operator: 1, page: 0 });
 });
 
 test("a Cast outage in progress: status, the admin API's and the CLI's, names it, since when, why, and what waits on it", async () => {

@@ -81,3 +81,22 @@ test("a phone's key keeps its own pace (ANDROID_MESSAGES_PER_MINUTE), apart from
   clock.t += 3000;
   expect(s.trySend("android:dev-1", "a")).toBe(0);
 });
+
+test("the lowest priority takes a process token only while half the burst is left to sends, and never a phone's send slot", () => {
+  const clock = { t: 1_000_000 };
+  const ownBudget = (key: string) => (key.startsWith("android:") ? { perSecond: 0.5, burst: 1 } : undefined);
+  const s = createScheduler({ requestsPerSecond: 30, requestBurst: 50, messagesPerSecond: 100, messageBurst: 100, ownBudget, now: () => clock.t });
+  let lowest = 0;
+  while (s.tryLowest() === 0) lowest++;
+  // Of 50 tokens, one goes while more than half are there: 25 taken, and 25 sends still go.
+  expect(lowest).toBe(25);
+  for (let i = 0; i < 25; i++) expect(s.trySend("k", `loc-${i}`)).toBe(0);
+  expect(s.tryLowest()).toBeGreaterThan(0);
+  // A phone: its health call waits while a send of it is paced, and takes nothing from it.
+  expect(s.tryLowest("android:dev-1")).toBe(0);
+  expect(s.trySend("android:dev-1", "loc-p")).toBe(0);
+  expect(s.tryLowest("android:dev-1")).toBe(2000);
+  clock.t += 2000;
+  expect(s.tryLowest("android:dev-1")).toBe(0);
+  expect(s.trySend("android:dev-1", "loc-p")).toBe(0);
+});

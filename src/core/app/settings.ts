@@ -1,23 +1,23 @@
-import { randomBytes } from "node:crypto";
 import { AppError, notFound } from "../../errors.ts";
 import type { Core } from "../index.ts";
 import { keyTag } from "../delivery/key-tag.ts";
-import { iso } from "../duration.ts";
-import { TEST_MESSAGE_PREFIX } from "../ids.ts";
 import { getLocationConfig, sendingWith } from "../installs/locations.ts";
 import { setLocationConfig } from "../installs/location-config.ts";
-import { optOutPhone } from "../operator/optouts.ts";
-import { isLow } from "../operator/status.ts";
+import type { PageCalls } from "./page-calls.ts";
 
 /**
  * What the settings page shows and changes of its location, each through the function the
- * CLI and the admin API use (setLocationConfig, the balances, the message log, the opt-outs).
+ * CLI and the admin API use (setLocationConfig, the balances, the message log, the opt-outs),
+ * and every call at Cast or a phone through `calls` (page-calls.ts).
  */
-export type SettingsCore = Pick<Core, "config" | "tokens" | "phones" | "sms" | "balances" | "gatewayKeys" | "jobs" | "commit" | "now">;
-
+export type SettingsCore = Pick<Core, "config" | "tokens" | "phones" | "sms" | "balances" | "gatewayKeys" | "jobs" | "messages" | "commit" | "now"> & {
+  calls: PageCalls;
+};
 
 export interface SettingsView {
   location_id: string;
+  /** The location's name in HighLevel; "" when not known. */
+  location_name: string;
   gateway: "cast" | "android";
   sender_id: string;
   /** The location's own key, masked; "" when it has none. */
@@ -28,6 +28,14 @@ export interface SettingsView {
   sender_id_in_use: string;
 }
 
+/** Where the location's sender IDs and credits come from: its own key, its agency's (the shared key), its phone, or nowhere. */
+export type ProvidedBy = "own_key" | "agency" | "phone" | "none";
+
+export interface SenderIdOffer {
+  sender_ids: { sender_id: string; label: string }[];
+  source: ProvidedBy;
+}
+
 export function settingsOf(core: SettingsCore, locationId: string): SettingsView {
   const config = getLocationConfig(core.tokens, locationId, core.phones);
   const record = core.tokens.get(locationId);
@@ -36,6 +44,7 @@ export function settingsOf(core: SettingsCore, locationId: string): SettingsView
   const keyInUse = record.smsApiKey ? "own" : using.apiKey ? "shared" : "none";
   return {
     location_id: locationId,
+    location_name: record.name ?? "",
     gateway: config.gateway ?? "cast",
     sender_id: config.sender_id,
     sms_api_key: config.sms_api_key,
@@ -46,57 +55,51 @@ export function settingsOf(core: SettingsCore, locationId: string): SettingsView
 
 /**
  * The page's change: the sender ID and the own API key only, never the gateway's phone
- * settings. On Cast, a sender ID must be one the key approved (the new key, when the same
- * change sets one): Cast would refuse every message sent with another.
+ * settings. On Cast, a sender ID must be one the page offers (senderIdsOf; with a new key
+ * in the same change, that key's approved ones): Cast would refuse every message sent with
+ * another, and on the shared key the operator's other sender IDs are not the location's.
  */
 export async function changeSettings(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }): Promise<SettingsView> {
   const { sender_id: senderId, sms_api_key: newKey } = input;
   if (typeof senderId === "string" && senderId !== "" && settingsOf(core, locationId).gateway === "cast") {
-    const apiKey = typeof newKey === "string" && newKey !== "" ? newKey : keyOf(core, locationId);
-    if (!apiKey) throw new AppError("BAD_CONFIG", "set an API key first: a sender ID is checked against the key's approved ones");
-    const approved = (await core.sms.senderIds(apiKey)).filter((s) => s.channel === "sms").map((s) => s.senderId);
-    if (!approved.includes(senderId)) {
-      throw new AppError("BAD_CONFIG", `sender ID ${senderId} is not approved for this API key; approved: ${approved.join(", ") || "none"}`);
+    const offer = typeof newKey === "string" && newKey !== "" ? await approvedOf(core, newKey) : await senderIdsOf(core, locationId);
+    const offered = offer.sender_ids.map((s) => s.sender_id);
+    if (offer.source === "none") throw new AppError("BAD_CONFIG", "set an API key first: a sender ID is checked against the key's approved ones");
+    if (!offered.includes(senderId)) {
+      const whose = offer.source === "agency" ? "one your agency gave this location" : "approved for this API key";
+      throw new AppError("BAD_CONFIG", `sender ID ${senderId} is not ${whose}; ${offer.source === "agency" ? "offered" : "approved"}: ${offered.join(", ") || "none"}`);
     }
   }
   setLocationConfig(core.tokens, locationId, input, core.now());
   return settingsOf(core, locationId);
 }
 
-/** The sender IDs the key in use may send SMS with (Cast's `GET /api/v1/account/sender-ids`, channel sms). */
-export async function senderIdsOf(core: SettingsCore, locationId: string): Promise<{ sender_ids: { sender_id: string; label: string }[] }> {
-  const apiKey = keyOf(core, locationId);
-  if (!apiKey) return { sender_ids: [] };
-  const ids = await core.sms.senderIds(apiKey);
-  return { sender_ids: ids.filter((s) => s.channel === "sms").map((s) => ({ sender_id: s.senderId, label: s.label })) };
-}
-
-/** The balance of the key in use, read through the balances every status shows (read again when stale). */
-export async function balanceOf(core: SettingsCore, locationId: string) {
-  const apiKey = keyOf(core, locationId);
-  if (!apiKey) return { credits: null, low: false, read_at: null, error: "no API key: set the location's own" };
-  await core.balances.refresh([apiKey]);
-  const read = core.gatewayKeys.list().find((k) => k.keyTag === keyTag(apiKey));
-  const credits = read?.balance ?? null;
-  return {
-    credits,
-    low: isLow(credits, core.config.lowBalanceCredits),
-    read_at: read?.balanceAt ? iso(read.balanceAt) : null,
-    error: read?.balanceError ?? null,
-  };
-}
-
 /**
- * A test SMS, queued as a message of the location: the webhook's path from the job table
- * on (opt-outs, sender ID, key, receipts), so it shows in the message log like any other.
+ * The sender IDs the page offers: with the location's own key, that key's approved SMS
+ * ones (Cast's `GET /api/v1/account/sender-ids`, kept a minute); on the shared key only
+ * those the operator gave the location (its configured one and SMS_SENDER_ID), with no
+ * call at Cast: the shared account's others are the operator's and other tenants'.
  */
-export async function queueTestSms(core: SettingsCore, locationId: string, phone: unknown, text: unknown): Promise<{ message_id: string }> {
-  const number = optOutPhone(phone);
-  const message = typeof text === "string" && text.trim() ? text.slice(0, 480) : "Test message from the SMS settings page.";
-  const messageId = `${TEST_MESSAGE_PREFIX}${randomBytes(9).toString("base64url")}`;
-  const fresh = { messageId, locationId, contactId: "", phone: number, message, attachments: [] };
-  await core.commit(() => core.jobs.enqueue(fresh, core.now()), true);
-  return { message_id: messageId };
+export async function senderIdsOf(core: SettingsCore, locationId: string): Promise<SenderIdOffer> {
+  const { source, apiKey } = providerOf(core, locationId);
+  if (source === "own_key") return approvedOf(core, apiKey);
+  if (source !== "agency") return { sender_ids: [], source };
+  const record = core.tokens.get(locationId);
+  const given = [...new Set([record?.senderId ?? "", core.config.sms.senderId])].filter((s) => s !== "");
+  return { sender_ids: given.map((sender_id) => ({ sender_id, label: "" })), source };
+}
+
+/** Where the location's SMS come from, and the key they go with ("" but for its own key or the shared one). */
+export function providerOf(core: SettingsCore, locationId: string): { source: ProvidedBy; apiKey: string } {
+  const view = settingsOf(core, locationId);
+  if (view.gateway === "android") return { source: "phone", apiKey: "" };
+  const apiKey = keyOf(core, locationId);
+  return { source: view.key_in_use === "own" ? "own_key" : view.key_in_use === "shared" ? "agency" : "none", apiKey };
+}
+
+async function approvedOf(core: SettingsCore, apiKey: string): Promise<SenderIdOffer> {
+  const ids = await core.calls.cached(`sender-ids ${keyTag(apiKey)}`, () => core.sms.senderIds(apiKey));
+  return { sender_ids: ids.filter((s) => s.channel === "sms").map((s) => ({ sender_id: s.senderId, label: s.label })), source: "own_key" };
 }
 
 function keyOf(core: SettingsCore, locationId: string): string {

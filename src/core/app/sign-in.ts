@@ -14,7 +14,8 @@ export interface SignInDeps {
   warn: (message: string) => void;
 }
 
-export type SignIn = { token: string; session: Session } | { refused: string };
+/** A session, or why not: `full`, no room for another session now (nothing is wrong with the payload). */
+export type SignIn = { token: string; session: Session } | { refused: string; full?: boolean };
 
 /**
  * A session from HighLevel's encrypted user payload (CONTRACT 11). Authority comes from the
@@ -40,7 +41,8 @@ export function signIn(deps: SignInDeps, payload: unknown): SignIn {
   if (location.uninstalledAt > 0) return refused(`location ${named} is uninstalled`);
   // A user of another agency naming this location: HighLevel would not, a forger might.
   if (location.companyId && user.companyId !== location.companyId) return refused(`location ${named} is not of the payload's company`);
-  return deps.sessions.open({ locationId: location.locationId, userId: user.userId, role: user.role });
+  const opened = deps.sessions.open({ locationId: location.locationId, userId: user.userId, role: user.role });
+  return opened ?? { refused: "too many people are signed in to this page: try again in a few minutes", full: true };
 }
 
 /** The location as installed here, with its company; undefined when it is not. Read without opening a token. */

@@ -68,6 +68,8 @@ export function createScheduler(options: SchedulerOptions) {
     tryPoll(): number {
       return tryPoll(polls, all, options.requestBurst, now());
     },
+    /** The lowest priority (tryLowest, below): 0 when a call no message waits on may go now, else the ms until it may. */
+    tryLowest: (apiKey?: string): number => tryLowest(polls, all, options.requestBurst, now(), apiKey === undefined ? undefined : keyBucket(apiKey, now())),
     /** The gateway answered 429: nothing more on this key (or at all, without one) for `ms`. */
     slowDown(apiKey: string | undefined, ms: number): void {
       const b = apiKey === undefined ? all : keyBucket(apiKey, now());
@@ -102,6 +104,20 @@ function tryPoll(polls: Polls, all: Bucket, requestBurst: number, t: number): nu
   all.tokens -= 1;
   polls.last = t;
   polls.owed = false;
+  return 0;
+}
+
+/**
+ * The lowest priority, for calls no message waits on (the settings page's). A Cast call
+ * takes a token of the process's budget only while half its burst is left for sends and
+ * polls, and never while a poll is owed one. A phone's call (`key` its bucket) sends no
+ * SMS and takes nothing, but goes only while the bucket is full: no send of it waits.
+ */
+function tryLowest(polls: Polls, all: Bucket, requestBurst: number, t: number, key?: Bucket): number {
+  if (key?.own) return waitFor(key, t, key.burst);
+  const wait = waitFor(all, t, 1 + Math.ceil(requestBurst / 2));
+  if (wait > 0 || polls.owed) return Math.max(wait, polls.owed ? READ_FLOOR_MS : 0);
+  all.tokens -= 1;
   return 0;
 }
 

@@ -38,11 +38,11 @@ export function listOptOuts(deps: OptOutDeps, locationId: string): { location_id
   return { location_id: locationId, opt_outs: optOuts };
 }
 
-/** Puts the number on the list as the operator's; one listed already keeps who listed it and when. */
-export function addOptOut(deps: OptOutDeps, locationId: string, phone: unknown, now: number): OptOutChange & { added: boolean } {
+/** Puts the number on the list as `by`'s (the operator's, or a location admin's on the page); one listed already keeps who listed it and when. */
+export function addOptOut(deps: OptOutDeps, locationId: string, phone: unknown, now: number, by: OptOutBy = "operator"): OptOutChange & { added: boolean } {
   known(deps, locationId);
   const number = optOutPhone(phone);
-  const added = deps.optOuts.add({ locationId, phone: number, by: "operator", at: now });
+  const added = deps.optOuts.add({ locationId, phone: number, by, at: now });
   return { location_id: locationId, phone: maskPhone(number), added };
 }
 
