@@ -1,3 +1,4 @@
+// long: the numbered migrations are one list, applied in order; cut, its history would be read across files.
 /**
  * Numbered schema migrations: entry N takes the schema from version N to N+1.
  * Never edit a shipped entry; append a new one. Times are milliseconds since the epoch.
