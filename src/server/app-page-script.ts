@@ -21,7 +21,7 @@ export const PAGE_SCRIPT = `"use strict";
     warn: "Connected, but it needs your agency's attention",
     fail: "Not reachable: check that the phone is on and its SMS app is running",
   };
-  var BY = { reply: "replied to stop messages", operator: "added by an admin", location_admin: "added by a location admin", admin: "added by a location admin", agency: "added by your agency" };
+  var BY = { reply: "replied to stop messages", operator: "added by your agency", page: "added by a location admin" };
   function $(id) { return document.getElementById(id); }
   function each(selector, fn) { Array.prototype.forEach.call(document.querySelectorAll(selector), fn); }
   function say(text, kind) { var s = $("status"); s.textContent = text; s.className = kind || ""; }
@@ -80,10 +80,15 @@ export const PAGE_SCRIPT = `"use strict";
     $("location-id").parentNode.hidden = !name || name === id;
   }
 
-  function api(path, method, body) {
+  function api(path, method, body, tries) {
     var init = { method: method || "GET", headers: { authorization: "Bearer " + token } };
     if (body !== undefined) { init.headers["content-type"] = "application/json"; init.body = JSON.stringify(body); }
     return fetch("/app/api" + path, init).then(function (res) {
+      // A read the gateway is too busy for just now (503) is asked again when the server says, a few times.
+      var after = Number(res.headers.get("retry-after"));
+      if (res.status === 503 && init.method === "GET" && (tries || 0) < 3 && after > 0) {
+        return new Promise(function (done) { setTimeout(done, Math.min(after, 10) * 1000); }).then(function () { return api(path, method, body, (tries || 0) + 1); });
+      }
       return res.json().catch(function () { return {}; }).then(function (json) {
         // A session lasts 15 minutes: ask HighLevel for the user again; the call itself is not repeated.
         if (res.status === 401) { token = null; say("Your session ended; signing in again. Then try once more.", "bad"); askHighLevel(); }
