@@ -121,7 +121,7 @@ button.link{background:none;color:#0b4f9c;text-decoration:underline;padding:.25r
 .note{flex-basis:100%;margin:0;min-height:1.5em}
 .note.bad{color:#a4000f;font-weight:600}
 .note.ok{color:#17612e;font-weight:600}
-.figures{display:flex;flex-wrap:wrap;gap:.5rem 2rem}
+.figures{display:flex;flex-wrap:wrap;gap:.5rem 2rem;margin-bottom:1rem}
 .figures div{min-width:7rem}
 .figures dt{font-weight:400;color:#4a535e}
 .figures dd{font-size:1.35rem;font-weight:600}
