@@ -21,6 +21,20 @@ describe("GET /app", () => {
     expect(text).toContain(holds);
   });
 
+  it("takes HighLevel's sign-in answer from its parent frame only, never from another window", async () => {
+    const bridge = await start();
+    const script = await (await bridge.fetch("/app/page.js")).text();
+    expect(script).toContain("if (event.source !== window.parent || token || signing) return;");
+  });
+
+  it("gives every form its own status line, so what a form did is said beside it", async () => {
+    const bridge = await start();
+    const html = await (await bridge.fetch("/app")).text();
+    const forms = html.split("<form").slice(1).map((form) => form.slice(0, form.indexOf("</form>")));
+    expect(forms).toHaveLength(5);
+    for (const form of forms) expect(form).toContain('<p class="note" role="status"');
+  });
+
   it("carries no inline script, which the policy would refuse", async () => {
     const bridge = await start();
     const html = await (await bridge.fetch("/app")).text();
