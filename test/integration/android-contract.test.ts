@@ -94,7 +94,7 @@ test("posted webhooks: the fixtures' envelopes, signed over raw body + X-Timesta
 });
 
 test("no cancel call: DELETE /messages/{id} finds no route, and the message is left as it was", async () => {
-  // ANDROID_GATEWAY_API.md: "**There is no cancel call**: the server's third-party routes are
+  // docs/services/android-gateway-api.md: "**There is no cancel call**: the server's third-party routes are
   // `POST /messages`, `GET /messages/{id}` and `POST /messages/inbox/export` only".
   await call("POST", "/messages", message("job-1"));
   expect((await call("DELETE", "/messages/job-1")).status).toBe(404);
@@ -102,7 +102,7 @@ test("no cancel call: DELETE /messages/{id} finds no route, and the message is l
 });
 
 test("ttl: a message still Pending past it ends Failed, \"TTL expired\", and is never sent; a phone that is off keeps it", async () => {
-  // ANDROID_GATEWAY_API.md: "the deadline is the `ttl` (or `validUntil`) sent with the message ...: past it
+  // docs/services/android-gateway-api.md: "the deadline is the `ttl` (or `validUntil`) sent with the message ...: past it
   // the message is not sent; read its state with `GET` to know how it ended". The app (MessagesService.kt,
   // sendMessage): `if (request.params.validUntil?.before(Date()) == true) { updateState(..., Failed, "TTL expired")`.
   const clock = { now: Date.now() };
@@ -122,7 +122,7 @@ test("ttl: a message still Pending past it ends Failed, \"TTL expired\", and is 
 });
 
 test("past its send limit a message ends Failed with RESULT_ERROR_LIMIT_EXCEEDED on its recipient", async () => {
-  // ANDROID_GATEWAY_API.md: "carriers allow roughly 30-200 SMS an hour per SIM before `RESULT_ERROR_LIMIT_EXCEEDED`";
+  // docs/services/android-gateway-api.md: "carriers allow roughly 30-200 SMS an hour per SIM before `RESULT_ERROR_LIMIT_EXCEEDED`";
   // fixtures/android/sms-failed.json: `"reason": "RESULT_ERROR_LIMIT_EXCEEDED"`.
   phone.limit(1);
   await call("POST", "/messages", message("job-1"));
@@ -137,7 +137,7 @@ test("past its send limit a message ends Failed with RESULT_ERROR_LIMIT_EXCEEDED
 });
 
 test("a multipart message's status events come once per part, each in the fixture's shape", async () => {
-  // ANDROID_GATEWAY_API.md, Webhooks: "`sms:delivered` (once per part)".
+  // docs/services/android-gateway-api.md, Webhooks: "`sms:delivered` (once per part)".
   await call("POST", "/messages", { ...message("job-1"), textMessage: { text: "x".repeat(400) } }); // 3 parts of 153
   phone.advance("job-1", "Delivered");
   const events = phone.events("job-1");
