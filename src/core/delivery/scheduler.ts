@@ -45,15 +45,7 @@ export function createScheduler(options: SchedulerOptions) {
   /** Each key's last wait after its send limit was hit, and when. */
   const backoffs = new Map<string, { ms: number; at: number }>();
   const polls: Polls = { last: now(), owed: false };
-
-  function keyBucket(apiKey: string, t: number): Bucket {
-    let b = perKey.get(apiKey);
-    if (b) return b;
-    const own = options.ownBudget?.(apiKey);
-    b = own ? { ...bucket(own.perSecond, own.burst, t), own: { perHour: own.perHour ?? Infinity, sent: [] } } : bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t);
-    perKey.set(apiKey, b);
-    return b;
-  }
+  const keyBucket = (apiKey: string, t: number): Bucket => perKey.get(apiKey) ?? perKey.set(apiKey, keyBudget(options, apiKey, t)).get(apiKey)!;
 
   return {
     /** 0 when a send may go now (its tokens taken); else the ms until one may (nothing taken). */
@@ -86,21 +78,10 @@ export function createScheduler(options: SchedulerOptions) {
       const b = apiKey === undefined ? all : keyBucket(apiKey, now());
       b.pausedUntil = Math.max(b.pausedUntil, now() + ms);
     },
-    /**
-     * The key's sender hit its send limit (a phone's RESULT_ERROR_LIMIT_EXCEEDED): nothing
-     * more on it for a while, doubling while the limit keeps being hit (a hit while it still
-     * waits is the same hit), back to the first wait once it went twice as long without one.
-     * The ms it waits.
-     */
+    /** The key's sender hit its send limit (a phone's RESULT_ERROR_LIMIT_EXCEEDED): the ms it now waits (backOff). */
     limited(apiKey: string): number {
       const t = now();
-      const b = keyBucket(apiKey, t);
-      if (t < b.pausedUntil) return b.pausedUntil - t;
-      const last = backoffs.get(apiKey) ?? { ms: 0, at: 0 };
-      const ms = t - last.at > 2 * last.ms ? (options.limitedMs ?? LIMITED_FIRST_MS) : Math.min(2 * last.ms, LIMITED_MAX_MS);
-      backoffs.set(apiKey, { ms, at: t });
-      b.pausedUntil = t + ms;
-      return ms;
+      return backOff(keyBucket(apiKey, t), backoffs, apiKey, t, options.limitedMs ?? LIMITED_FIRST_MS);
     },
     /** When the location last got a send slot (0: never). */
     lastServed(locationId: string): number {
@@ -114,6 +95,13 @@ export function createScheduler(options: SchedulerOptions) {
 }
 
 export type Scheduler = ReturnType<typeof createScheduler>;
+
+/** A key's budget: a phone's own (ownBudget), else Cast's per-key one. */
+function keyBudget(options: SchedulerOptions, apiKey: string, t: number): Bucket {
+  const own = options.ownBudget?.(apiKey);
+  if (own) return { ...bucket(own.perSecond, own.burst, t), own: { perHour: own.perHour ?? Infinity, sent: [] } };
+  return bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t);
+}
 
 /** When a receipt poll last went; `owed`: one was refused though none went for READ_FLOOR_MS, so sends leave it a token. */
 interface Polls {
@@ -148,6 +136,20 @@ interface OwnBudget {
   perHour: number;
   /** When its sends of the last hour went, oldest first. */
   sent: number[];
+}
+
+/**
+ * Nothing more on the key for a while, doubling while the limit keeps being hit (a hit
+ * while it still waits is the same hit), back to the first wait once it went twice as
+ * long without one. The ms it waits.
+ */
+function backOff(b: Bucket, backoffs: Map<string, { ms: number; at: number }>, apiKey: string, t: number, firstMs: number): number {
+  if (t < b.pausedUntil) return b.pausedUntil - t;
+  const last = backoffs.get(apiKey) ?? { ms: 0, at: 0 };
+  const ms = t - last.at > 2 * last.ms ? firstMs : Math.min(2 * last.ms, LIMITED_MAX_MS);
+  backoffs.set(apiKey, { ms, at: t });
+  b.pausedUntil = t + ms;
+  return ms;
 }
 
 /** The ms until the key has sent fewer than its hourly budget in the last hour (0: it has). */
