@@ -22,6 +22,7 @@ export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARI
     CAST_MESSAGES_PER_SECOND: config.sms.messagesPerSecond,
     ANDROID_SEND_DEADLINE: `${config.android.sendDeadlineMs / 1000} s`,
     ANDROID_MESSAGES_PER_MINUTE: config.android.messagesPerMinute,
+    ANDROID_MESSAGES_PER_HOUR: config.android.messagesPerHour,
     INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
     TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For from TRUSTED_PROXIES" : "no",
     TRUSTED_PROXIES: config.trustedProxies.join(",") || "(none)",

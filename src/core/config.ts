@@ -37,10 +37,11 @@ export interface ResolvedConfig {
   };
   /** Phones running SMS Gateway for Android (a location's gateway "android"). */
   android: {
-    /** A message still unsent on the phone after this is cancelled and failed (ANDROID_SEND_DEADLINE), in ms. */
+    /** Every send's ttl: the phone drops a message it has not sent by then (ANDROID_SEND_DEADLINE), in ms. */
     sendDeadlineMs: number;
-    /** Each phone's pace (ANDROID_MESSAGES_PER_MINUTE). */
+    /** Each phone's pace (ANDROID_MESSAGES_PER_MINUTE, ANDROID_MESSAGES_PER_HOUR). */
     messagesPerMinute: number;
+    messagesPerHour: number;
   };
   /** Bearer keys of the admin API: one, or two during a rotation; [] disables it. Read by serve only. */
   inboundApiKeys: string[];
@@ -133,12 +134,9 @@ export const VARIABLES = {
   DLR_WAIT: { kind: kind.duration({ zero: true }), about: "longest wait for a delivery receipt; 0: do not ask", default: "30m" },
   CAST_REQUESTS_PER_SECOND: { kind: kind.rate, about: "Cast's limit on all requests of this server", default: "30" },
   CAST_MESSAGES_PER_SECOND: { kind: kind.rate, about: "Cast's limit on messages per API key", default: "10" },
-  ANDROID_SEND_DEADLINE: {
-    kind: kind.duration(),
-    about: "a message a phone (gateway android) has not sent by then is cancelled and reported failed",
-    default: "10m",
-  },
+  ANDROID_SEND_DEADLINE: { kind: kind.duration(), about: "every phone send's ttl: a message a phone (gateway android) has not sent by then is dropped unsent by the phone", default: "10m" },
   ANDROID_MESSAGES_PER_MINUTE: { kind: kind.wholeNumber(1, 10_000), about: "messages a phone (gateway android) is given per minute", default: "20" },
+  ANDROID_MESSAGES_PER_HOUR: { kind: kind.wholeNumber(1, 100_000), about: "messages a phone is given in any hour (carriers allow a SIM about 30-200)", default: "100" },
   ALLOWED_COMPANY_IDS: {
     kind: kind.idList,
     about:
@@ -232,7 +230,7 @@ function resolve(env: Values): ResolvedConfig {
       requestsPerSecond: env.CAST_REQUESTS_PER_SECOND,
       messagesPerSecond: env.CAST_MESSAGES_PER_SECOND,
     },
-    android: { sendDeadlineMs: env.ANDROID_SEND_DEADLINE, messagesPerMinute: env.ANDROID_MESSAGES_PER_MINUTE },
+    android: { sendDeadlineMs: env.ANDROID_SEND_DEADLINE, messagesPerMinute: env.ANDROID_MESSAGES_PER_MINUTE, messagesPerHour: env.ANDROID_MESSAGES_PER_HOUR },
     inboundApiKeys: env.INBOUND_API_KEY ?? [],
     trustProxy: env.TRUST_PROXY,
     trustedProxies: env.TRUSTED_PROXIES ?? [],

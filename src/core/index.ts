@@ -151,6 +151,8 @@ export interface Tuning {
   tokenStoreRetryMs?: number;
   /** First wait before storing a send's result again. */
   resultStoreRetryMs?: number;
+  /** First wait of a phone that hit its send limit (the scheduler's; doubles). */
+  phoneLimitedMs?: number;
 }
 
 /** The small context each room is wired from. */
@@ -231,7 +233,8 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
     // A phone sends one message at a time, at its own pace: carriers cut off a SIM that bursts.
-    ownBudget: (key) => (deviceOf(key) === undefined ? undefined : { perSecond: config.android.messagesPerMinute / 60, burst: 1 }),
+    ownBudget: (key) => (deviceOf(key) === undefined ? undefined : { perSecond: config.android.messagesPerMinute / 60, burst: 1, perHour: config.android.messagesPerHour }),
+    limitedMs: tuning.phoneLimitedMs,
   });
   const sms = createCastClient({
     apiUrl: config.sms.apiUrl,

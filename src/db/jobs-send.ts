@@ -13,6 +13,9 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
     if (sql.sendLater.run({ id, at, reason, now, ...flags }).changes === 0) return;
     if (before !== reason) timeline.add(id, now, how.held ? "held" : "retry", reason);
   });
+  const sendAgain = db.transaction((id: number, at: number, reason: string, now: number) => {
+    if (sql.sendAgain.run({ id, at, reason, now }).changes > 0) timeline.add(id, now, "retry", reason);
+  });
   const recordResult = db.transaction((row: Parameters<typeof sql.recordResult.run>[0]) => {
     sql.recordResult.run(row);
     if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
@@ -34,6 +37,14 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
      */
     sendLater(id: number, at: number, reason: string, now: number, how: SendLater = {}): void {
       sendLater(id, ms(at), reason, ms(now), how);
+    },
+    /**
+     * A sent message still waiting for its receipt that the gateway proves never went (a
+     * phone's send limit): queued again for `at` under a fresh key, its attempts and
+     * result cleared, as if new. The old key's message is over on the gateway: nothing can go twice.
+     */
+    sendAgain(id: number, at: number, reason: string, now: number): void {
+      sendAgain(id, ms(at), reason, ms(now));
     },
     /** The send's result; with `receipt`, the report waits for the carrier's receipt (first look at `receipt.at`). */
     recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }): void {

@@ -98,6 +98,12 @@ function sendStatements(db: Db) {
       first_sent_at = CASE WHEN @fresh THEN NULL ELSE first_sent_at END,
       held = @held, unclear = max(unclear, @unclear)
     WHERE id = @id AND state = 'sending'`),
+    // Sent, but the gateway proved it never went (a phone's send limit): queued again as new, under a fresh key.
+    sendAgain: db.prepare<[{ id: number; at: number; reason: string; now: number }]>(`
+    UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now, attempts = 0,
+      outcome = NULL, error_code = NULL, gateway_message_id = NULL, receipt_deadline = NULL, sent_at = NULL, parts = NULL,
+      idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, unclear = 0, held = 0
+    WHERE id = @id AND state = 'reporting' AND receipt_deadline IS NOT NULL`),
     lastReason: db.prepare<[number], string | null>("SELECT error_message FROM jobs WHERE id = ?").pluck(),
     heldNow: db.prepare<[number], number>("SELECT held FROM jobs WHERE id = ? AND state = 'queued'").pluck(),
     markHeld: db.prepare<[{ id: number; reason: string; at: number; now: number }]>(`

@@ -69,6 +69,7 @@ test("out through the phone under the job's key on the pinned device; the phone'
     deviceId: DEVICE,
     phoneNumbers: [CONTACT],
     textMessage: { text: "hello m-1" },
+    ttl: 600, // ANDROID_SEND_DEADLINE
     withDeliveryReport: true,
   });
   expect(phone.received("POST /messages")).toHaveLength(1);

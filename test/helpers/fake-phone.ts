@@ -31,26 +31,40 @@ interface Held {
   text: string;
   state: "Pending" | "Processed" | "Sent" | "Delivered" | "Failed";
   reason: string;
+  /** When the phone took it. */
+  takenAt: number;
+  /** When the phone drops it unsent (the send's `ttl`); undefined: never. */
+  validUntil?: number;
+  /** The SMS parts its text goes in (Android's divideMessage: GSM 160/153, else 70/67). */
+  parts: number;
 }
+
+/** The app's reason for a message whose ttl passed before it was sent (MessagesService.kt, `sendMessage`). */
+export const TTL_EXPIRED = "TTL expired";
+/** The send limit's reason, as fixtures/android/sms-failed.json carries it. */
+export const LIMIT_EXCEEDED = ANDROID.failed.payload.reason as string;
 
 /**
  * A fake phone running SMS Gateway for Android (docs/services/android-gateway-api.md), local mode: Basic
  * auth, `POST /messages` answered 202 in send-202.json's shape, a reused id on a device
- * answered 409 and sent nothing, `GET|DELETE /messages/{id}`, `/health`, `/webhooks`.
- * Messages stay as they are until the test moves them (`advance`), as a phone left off
- * would keep them Pending. It can post webhooks, signed as the app signs, to any URL.
+ * answered 409 and sent nothing, `GET /messages/{id}`, `/health`, `/webhooks`; no cancel
+ * call (a `DELETE` finds no route: 404). Messages stay as they are until the test moves
+ * them (`advance`), except that a Pending one past its `ttl` ends `Failed`, "TTL expired",
+ * as the app ends it, unless the phone is `asleep` (off: it then keeps it as it is). Past
+ * its send limit (`limit`) a message ends `Failed` with RESULT_ERROR_LIMIT_EXCEEDED. It can
+ * post webhooks, signed as the app signs, to any URL; `events` gives one per part.
  */
-export async function startFakePhone() {
+export async function startFakePhone(options: { now?: () => number } = {}) {
   const phone: PhoneState = {
     messages: new Map(),
     webhooks: new Map(),
     health: { status: 200, body: { status: "pass", version: "1.68.0", releaseId: 1, checks: {} } },
+    now: options.now ?? Date.now,
   };
   const { messages, webhooks } = phone;
   const fake = await startFake({
     "POST /messages": (req) => authorized(req) ?? send(phone, req),
     "GET /messages/:id": (req) => authorized(req) ?? shown(phone, req),
-    "DELETE /messages/:id": (req) => authorized(req) ?? cancel(phone, req),
     "GET /health": () => jsonResponse(phone.health.body, phone.health.status),
     "GET /webhooks": (req) => authorized(req) ?? jsonResponse([...webhooks.values()]),
     "POST /webhooks": (req) => authorized(req) ?? register(phone, req),
@@ -71,18 +85,31 @@ export async function startFakePhone() {
     answerNextSend(status: number, taken = false) {
       phone.nextSend = { status, taken };
     },
-    /** DELETE /messages/{id} fails from now on. */
-    refuseCancel() {
-      phone.refuseCancel = true;
+    /** Off (cloud mode, the phone away): its messages stay as they are, past their ttl too, until it is back (`false`). */
+    asleep(off = true) {
+      phone.asleep = off;
+    },
+    /** Android's send limit: after `sends` more messages, each further one ends Failed, RESULT_ERROR_LIMIT_EXCEEDED. */
+    limit(sends: number) {
+      phone.limit = { left: sends };
+    },
+    /**
+     * The webhooks the phone posts for the message's state now: sms:sent, sms:delivered or
+     * sms:failed, once per part (the docs: "`sms:delivered` (once per part)"; the app reports
+     * each part's result alike), in the fixtures' shapes.
+     */
+    events(id: string): Envelope[] {
+      const held = [...messages.values()].find((m) => m.id === id);
+      const event = held && EVENTS[held.state];
+      if (!held || !event) return [];
+      const payload = { messageId: held.id, phoneNumber: held.to, ...(held.state === "Failed" && { reason: held.reason }) };
+      return Array.from({ length: held.parts }, () => ({ ...envelope(event, payload), deviceId: held.deviceId }));
     },
     setHealth(status: number, body: Record<string, unknown>) {
       phone.health = { status, body };
     },
     /** A webhook envelope in the fixtures' shape, for `event` with `payload` over the fixture's. */
-    envelope(event: "sms:received" | "sms:sent" | "sms:delivered" | "sms:failed", payload: Record<string, unknown> = {}): Envelope {
-      const base = event === "sms:received" ? ANDROID.received : event === "sms:failed" ? ANDROID.failed : ANDROID.delivered;
-      return { ...base, event, id: randomUUID().slice(0, 21), payload: { ...base.payload, ...payload } };
-    },
+    envelope,
     /**
      * Posts `envelope` to `url` as the app does: `X-Signature` = hex HMAC-SHA256 of the raw
      * body followed by `X-Timestamp`, with the signing key. `sign` overrides: no signature,
@@ -111,8 +138,21 @@ interface PhoneState {
   health: { status: number; body: Record<string, unknown> };
   /** The next send is answered with this status instead, once (400, 401, 503, …); `taken`: the phone took it all the same. */
   nextSend?: { status: number; taken: boolean };
-  /** DELETE answers 500 and cancels nothing (a phone that cannot be reached through its cloud, say). */
-  refuseCancel?: boolean;
+  now: () => number;
+  /** Off: nothing it holds moves, not even past its ttl. */
+  asleep?: boolean;
+  /** Sends left before Android's send limit. */
+  limit?: { left: number };
+}
+
+type PhoneEvent = "sms:received" | "sms:sent" | "sms:delivered" | "sms:failed";
+
+/** The event each state's change is posted as. */
+const EVENTS: Partial<Record<Held["state"], PhoneEvent>> = { Sent: "sms:sent", Delivered: "sms:delivered", Failed: "sms:failed" };
+
+function envelope(event: PhoneEvent, payload: Record<string, unknown> = {}): Envelope {
+  const base = event === "sms:received" ? ANDROID.received : event === "sms:failed" ? ANDROID.failed : ANDROID.delivered;
+  return { ...base, event, id: randomUUID().slice(0, 21), payload: { ...base.payload, ...payload } };
 }
 
 function authorized(req: Recorded): Response | undefined {
@@ -121,7 +161,7 @@ function authorized(req: Recorded): Response | undefined {
 }
 
 function send(phone: PhoneState, req: Recorded): Response {
-  const body = JSON.parse(req.body) as { id?: string; deviceId?: string; phoneNumbers: string[]; textMessage: { text: string } };
+  const body = JSON.parse(req.body) as { id?: string; deviceId?: string; phoneNumbers: string[]; textMessage: { text: string }; ttl?: number };
   const answer = phone.nextSend;
   phone.nextSend = undefined;
   if (answer && !answer.taken) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
@@ -130,30 +170,31 @@ function send(phone: PhoneState, req: Recorded): Response {
   if (id.length > 36) return jsonResponse({ message: "id must be at most 36 characters" }, 400);
   // The id is unique per device: a reuse is refused and nothing is sent (the 409 carries no state).
   if (phone.messages.has(`${deviceId}:${id}`)) return jsonResponse({ message: `message with id ${id} already exists` }, 409);
-  const held: Held = { id, deviceId, to: body.phoneNumbers[0] ?? "", text: body.textMessage.text, state: "Pending", reason: "" };
+  const text = body.textMessage.text;
+  const validUntil = body.ttl === undefined ? undefined : phone.now() + body.ttl * 1000;
+  const held: Held = { id, deviceId, to: body.phoneNumbers[0] ?? "", text, state: "Pending", reason: "", takenAt: phone.now(), validUntil, parts: partsOf(text) };
   phone.messages.set(`${deviceId}:${id}`, held);
   // Taken, but the answer is lost on its way (a timeout, a proxy's 5xx).
   if (answer) return jsonResponse({ message: `answered ${answer.status} as the test asked` }, answer.status);
-  return jsonResponse(stateOf(held), 202, { location: `/messages/${id}` });
+  const taken = jsonResponse(stateOf(held), 202, { location: `/messages/${id}` });
+  // Taken Pending; Android refuses it when the app hands it over, past the send limit.
+  if (phone.limit && phone.limit.left-- <= 0) Object.assign(held, { state: "Failed", reason: LIMIT_EXCEEDED });
+  return taken;
 }
 
 function find(phone: PhoneState, req: Recorded): Held | undefined {
   const id = decodeURIComponent(req.path.split("/").pop() ?? "");
-  return [...phone.messages.values()].find((m) => m.id === id);
+  const held = [...phone.messages.values()].find((m) => m.id === id);
+  // The app checks `validUntil` before it sends a Pending message: past it, never sent.
+  if (held?.state === "Pending" && !phone.asleep && held.validUntil !== undefined && phone.now() > held.validUntil) {
+    Object.assign(held, { state: "Failed", reason: TTL_EXPIRED });
+  }
+  return held;
 }
 
 function shown(phone: PhoneState, req: Recorded): Response {
   const held = find(phone, req);
   return held ? jsonResponse(stateOf(held)) : jsonResponse({ message: "message not found" }, 404);
-}
-
-function cancel(phone: PhoneState, req: Recorded): Response {
-  const held = find(phone, req);
-  if (!held) return jsonResponse({ message: "message not found" }, 404);
-  if (phone.refuseCancel) return jsonResponse({ message: "internal server error" }, 500);
-  if (held.state !== "Pending" && held.state !== "Processed") return jsonResponse({ message: "message already sent" }, 409);
-  Object.assign(held, { state: "Failed", reason: "cancelled" });
-  return new Response(null, { status: 204 });
 }
 
 function register(phone: PhoneState, req: Recorded): Response {
@@ -167,4 +208,10 @@ function register(phone: PhoneState, req: Recorded): Response {
 function stateOf(held: Held): Record<string, unknown> {
   const recipient = { phoneNumber: held.to, state: held.state, ...(held.reason && { error: held.reason }) };
   return { ...ANDROID.send, id: held.id, deviceId: held.deviceId, state: held.state, recipients: [recipient], states: {} };
+}
+
+/** Android's divideMessage, roughly: GSM-7 text in 160 characters or parts of 153, anything else in 70 or parts of 67. */
+function partsOf(text: string): number {
+  const [one, many] = /^[\x20-\x7e\n\r]*$/.test(text) ? [160, 153] : [70, 67];
+  return text.length <= one ? 1 : Math.ceil(text.length / many);
 }

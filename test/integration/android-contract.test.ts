@@ -92,3 +92,62 @@ test("posted webhooks: the fixtures' envelopes, signed over raw body + X-Timesta
     expect(headers["x-signature"]).toBe(expected);
   });
 });
+
+test("no cancel call: DELETE /messages/{id} finds no route, and the message is left as it was", async () => {
+  // docs/services/android-gateway-api.md: "**There is no cancel call**: the server's third-party routes are
+  // `POST /messages`, `GET /messages/{id}` and `POST /messages/inbox/export` only".
+  await call("POST", "/messages", message("job-1"));
+  expect((await call("DELETE", "/messages/job-1")).status).toBe(404);
+  expect((await call("GET", "/messages/job-1")).body).toMatchObject({ state: "Pending" });
+});
+
+test("ttl: a message still Pending past it ends Failed, \"TTL expired\", and is never sent; a phone that is off keeps it", async () => {
+  // docs/services/android-gateway-api.md: "the deadline is the `ttl` (or `validUntil`) sent with the message ...: past it
+  // the message is not sent; read its state with `GET` to know how it ended". The app (MessagesService.kt,
+  // sendMessage): `if (request.params.validUntil?.before(Date()) == true) { updateState(..., Failed, "TTL expired")`.
+  const clock = { now: Date.now() };
+  await phone.close();
+  phone = await startFakePhone({ now: () => clock.now });
+  await call("POST", "/messages", { ...message("job-1"), ttl: 600 });
+  await call("POST", "/messages", { ...message("job-2"), ttl: 600 });
+  clock.now += 599_000;
+  expect((await call("GET", "/messages/job-1")).body).toMatchObject({ state: "Pending" });
+  phone.asleep();
+  clock.now += 2_000;
+  expect((await call("GET", "/messages/job-1")).body).toMatchObject({ state: "Pending" });
+  phone.asleep(false);
+  expect((await call("GET", "/messages/job-1")).body).toMatchObject({ state: "Failed", recipients: [{ state: "Failed", error: "TTL expired" }] });
+  phone.advance("job-2", "Processed"); // handed to Android before its ttl: the app does not expire it
+  expect((await call("GET", "/messages/job-2")).body).toMatchObject({ state: "Processed" });
+});
+
+test("past its send limit a message ends Failed with RESULT_ERROR_LIMIT_EXCEEDED on its recipient", async () => {
+  // docs/services/android-gateway-api.md: "carriers allow roughly 30-200 SMS an hour per SIM before `RESULT_ERROR_LIMIT_EXCEEDED`";
+  // fixtures/android/sms-failed.json: `"reason": "RESULT_ERROR_LIMIT_EXCEEDED"`.
+  phone.limit(1);
+  await call("POST", "/messages", message("job-1"));
+  const second = await call("POST", "/messages", message("job-2"));
+  expect(second).toMatchObject({ status: 202, body: { state: "Pending" } }); // taken; Android refuses it after
+  expect((await call("GET", "/messages/job-1")).body).toMatchObject({ state: "Pending" });
+  expect((await call("GET", "/messages/job-2")).body).toMatchObject({
+    state: "Failed",
+    recipients: [{ phoneNumber: "+639171234567", state: "Failed", error: fixture<{ payload: { reason: string } }>("android", "sms-failed.json").payload.reason }],
+  });
+  expect(phone.events("job-2").map((e) => e.payload.reason)).toEqual(["RESULT_ERROR_LIMIT_EXCEEDED"]);
+});
+
+test("a multipart message's status events come once per part, each in the fixture's shape", async () => {
+  // docs/services/android-gateway-api.md, Webhooks: "`sms:delivered` (once per part)".
+  await call("POST", "/messages", { ...message("job-1"), textMessage: { text: "x".repeat(400) } }); // 3 parts of 153
+  phone.advance("job-1", "Delivered");
+  const events = phone.events("job-1");
+  expect(events).toHaveLength(3);
+  for (const e of events) {
+    expect(shapeOf(e)).toEqual(shapeOf(fixture("android", "sms-delivered.json")));
+    expect(e).toMatchObject({ event: "sms:delivered", deviceId: DEVICE, payload: { messageId: "job-1" } });
+  }
+  expect(new Set(events.map((e) => e.id)).size).toBe(3);
+  await call("POST", "/messages", message("job-2"));
+  phone.advance("job-2", "Sent");
+  expect(phone.events("job-2").map((e) => e.event)).toEqual(["sms:sent"]);
+});

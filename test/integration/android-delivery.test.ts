@@ -46,6 +46,7 @@ test("sent through the phone: its id, the pinned device, E.164; Delivered is rep
     deviceId: DEVICE,
     phoneNumbers: ["+639171234567"],
     textMessage: { text: "hello m-1" },
+    ttl: 600, // ANDROID_SEND_DEADLINE's default, in seconds
     withDeliveryReport: true,
   });
   expect(id.length).toBeLessThanOrEqual(36);
@@ -78,10 +79,10 @@ test("Failed is reported failed with the phone's reason", async () => {
   const { bridge, phone } = await start();
   await queue(bridge, "m-1");
   const id = await sentAs(bridge, phone, "m-1");
-  phone.advance(id, "Failed", "RESULT_ERROR_LIMIT_EXCEEDED");
+  phone.advance(id, "Failed", "RESULT_ERROR_NO_SERVICE");
   await done(bridge, "m-1");
   expect(reports(bridge, "m-1")).toEqual([
-    { status: "failed", error: { code: "PHONE_FAILED", type: "saas", message: "the phone could not send it: RESULT_ERROR_LIMIT_EXCEEDED" } },
+    { status: "failed", error: { code: "PHONE_FAILED", type: "saas", message: "the phone could not send it: RESULT_ERROR_NO_SERVICE" } },
   ]);
 });
 
@@ -99,28 +100,51 @@ test("a send the phone took but whose answer was lost: the retry's 409 is read b
   expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
 });
 
-test("still Pending after ANDROID_SEND_DEADLINE: cancelled and reported failed, the phone did not send it", async () => {
+test("every send carries ANDROID_SEND_DEADLINE as its ttl; past it the phone drops the message unsent: failed, the phone did not send it, no DELETE", async () => {
   const { bridge, phone } = await start({ env: { ANDROID_SEND_DEADLINE: "1s" } });
   await queue(bridge, "m-1");
   const id = await sentAs(bridge, phone, "m-1");
+  expect(JSON.parse(phone.received("POST /messages")[0]!.body)).toMatchObject({ id, ttl: 1 });
   await done(bridge, "m-1");
-  expect(phone.received(`DELETE /messages/${id}`)).toHaveLength(1);
-  const [report] = reports(bridge, "m-1") as { status: string; error: { code: string; message: string } }[];
-  expect(report).toMatchObject({ status: "failed", error: { code: "PHONE_NOT_SENT" } });
-  expect(report!.error.message).toMatch(/^the phone did not send it: still Pending after ANDROID_SEND_DEADLINE \(1 s\); cancelled$/);
+  expect(reports(bridge, "m-1")).toEqual([
+    { status: "failed", error: { code: "PHONE_NOT_SENT", type: "saas", message: "the phone did not send it: TTL expired" } },
+  ]);
+  // The API has no cancel call: bridge never asks for one.
+  expect(phone.requests.filter((r) => r.method === "DELETE")).toEqual([]);
 });
 
-test("unsent (Processed) past the deadline and the phone will not cancel it: failed, saying it could not be cancelled", async () => {
-  const { bridge, phone } = await start({ env: { ANDROID_SEND_DEADLINE: "1s" } });
-  phone.refuseCancel();
+test("RESULT_ERROR_LIMIT_EXCEEDED is not a failure: the message goes again later under a new id, once, and the phone waits first", async () => {
+  const { bridge, phone } = await start({ tuning: { phoneLimitedMs: 400 } });
+  phone.limit(0); // Android refuses the next send: nothing leaves the phone
   await queue(bridge, "m-1");
-  const id = await sentAs(bridge, phone, "m-1");
-  phone.advance(id, "Processed");
+  const first = await sentAs(bridge, phone, "m-1");
+  phone.limit(100);
+  // The phone's sms:failed for it (fixtures/android/sms-failed.json) settles nothing: the poll puts it back.
+  const [failed] = phone.events(first);
+  expect((await phone.post(`${bridge.url}/webhooks/android`, failed!)).body).toContain('"settled":false');
+  await waitFor(() => phone.messages.size === 2, 10_000);
+  const [taken, again] = [...phone.messages.values()];
+  const second = again!.id;
+  expect(second).not.toBe(first);
+  expect(taken).toMatchObject({ id: first, state: "Failed", reason: "RESULT_ERROR_LIMIT_EXCEEDED" });
+  expect(bridge.core.jobs.get("m-1")?.idempotencyKey).toBe(second);
+  // The device backed off before its next send.
+  expect(again!.takenAt - taken!.takenAt).toBeGreaterThanOrEqual(400);
+  expect(reports(bridge, "m-1")).toEqual([]);
+  phone.advance(second, "Delivered");
   await done(bridge, "m-1");
-  const [report] = reports(bridge, "m-1") as { error: { message: string } }[];
-  // Processed unless the deadline passed before the test moved it on: either is unsent.
-  expect(report!.error.message).toMatch(/^the phone did not send it: still (Processed|Pending) after ANDROID_SEND_DEADLINE \(1 s\); it could not be cancelled$/);
-  expect(phone.received(`DELETE /messages/${id}`)).toHaveLength(1);
+  expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
+  expect(phone.received("POST /messages")).toHaveLength(2);
+  expect(bridge.logs.join("")).toContain("not sent: RESULT_ERROR_LIMIT_EXCEEDED; it goes again in 1 s");
+});
+
+test("a phone's hourly budget: ANDROID_MESSAGES_PER_HOUR sends in an hour, then its messages wait", async () => {
+  const { bridge, phone } = await start({ env: { ANDROID_MESSAGES_PER_MINUTE: "10000", ANDROID_MESSAGES_PER_HOUR: "2" } });
+  for (const id of ["m-1", "m-2", "m-3"]) await queue(bridge, id);
+  await waitFor(() => phone.messages.size === 2);
+  await waitFor(() => bridge.core.scheduler.readyAt("loc-1") > Date.now() + 59 * 60_000);
+  expect(phone.received("POST /messages")).toHaveLength(2);
+  expect(bridge.core.jobs.get("m-3")?.state).toBe("queued");
 });
 
 test("the phone's pace: ANDROID_MESSAGES_PER_MINUTE per device, another phone not held up", async () => {

@@ -1,12 +1,12 @@
 import { afterEach, expect, test } from "vitest";
-import { showMessage } from "../../src/core/operator/messages.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
-// A phone's message can stay `Sent` for ever (docs/services/android-gateway-api.md): at the end of its wait it is
-// not reported delivered, as a Cast message without a receipt is (CONTRACT 7), since `Sent` is not
-// delivered (CONTRACT 10). It is reported failed, delivery unknown: bridge does not know, and says so.
+// A phone's message can stay `Sent` for ever (docs/services/android-gateway-api.md): many phones and carriers
+// never send a delivery report. At the end of its wait a `Sent` one is reported delivered with receipt
+// "none", as a Cast message without a receipt is (CONTRACT 5.7); one never seen to leave the phone (still
+// Pending or Processed, unknown to it, unreadable) is reported failed, delivery unknown.
 const start = bridgePerTest();
 const phones: FakePhone[] = [];
 afterEach(async () => {
@@ -21,7 +21,7 @@ async function onPhone() {
   const clock = { now: Date.now() };
   const env = { DLR_WAIT: "1m", ANDROID_SEND_DEADLINE: "2m" };
   const bridge = await start({ now: () => clock.now, env, tuning: { receiptGraceMs: 60_000 } }, "loc-1");
-  const phone = await startFakePhone();
+  const phone = await startFakePhone({ now: () => clock.now });
   phones.push(phone);
   const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
   expect(bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
@@ -38,27 +38,41 @@ async function sendOne(bridge: Bridge, phone: FakePhone): Promise<string> {
 
 const reports = (bridge: Bridge) => bridge.crm.statusReports().filter((r) => r.messageId === "m-1").map((r) => r.body);
 
-test("still Sent at the end of its wait: reported failed, delivery unknown, never delivered", async () => {
+test("still Sent at the end of its wait: reported delivered with receipt none, as Cast's without a receipt", async () => {
   const { bridge, phone, clock } = await onPhone();
   const id = await sendOne(bridge, phone);
   phone.advance(id, "Sent");
   clock.now += 3 * 60_000;
   await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  expect(reports(bridge)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "none" });
+});
+
+test.each([
+  ["Processed", false],
+  ["Pending", true],
+] as const)("still %s past its ttl at the end of its wait: delivery unknown, never \"the phone did not send it\"", async (state, off) => {
+  // Processed: handed to Android, which may have sent it; Pending on a phone that is off: it may yet go.
+  const { bridge, phone, clock } = await onPhone();
+  const id = await sendOne(bridge, phone);
+  phone.advance(id, state);
+  phone.asleep(off);
+  clock.now += 3 * 60_000; // past its ttl (ANDROID_SEND_DEADLINE, 2 min) and its wait
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([
-    {
-      status: "failed",
-      error: {
-        code: "delivery_unknown",
-        type: "saas",
-        message: "the phone sent it and the carrier took it, but no delivery report came by the end of its wait; delivery unknown",
-      },
-    },
+    { status: "failed", error: { code: "delivery_unknown", type: "saas", message: "the phone still had it as pending at the end of its wait; delivery unknown" } },
   ]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "failed", receipt: "none" });
-  expect(showMessage(bridge.core.messages, "m-1").timeline.filter((e) => e.event === "receipt").map((e) => e.detail)).toEqual([
-    "no final state from the phone by the end of its wait: delivery unknown",
+  expect(phone.requests.filter((r) => r.method === "DELETE")).toEqual([]);
+});
+
+test("Pending past its ttl on a phone that is on: the phone expires it, reported failed, the phone did not send it", async () => {
+  const { bridge, phone, clock } = await onPhone();
+  await sendOne(bridge, phone);
+  clock.now += 2 * 60_000 + 1000; // past its ttl, within its wait
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  expect(reports(bridge)).toEqual([
+    { status: "failed", error: { code: "PHONE_NOT_SENT", type: "saas", message: "the phone did not send it: TTL expired" } },
   ]);
-  expect(phone.received(`DELETE /messages/${id}`)).toHaveLength(0); // sent: nothing to cancel
 });
 
 test("a message the phone no longer knows (404) at the end of its wait: delivery unknown, not delivered", async () => {

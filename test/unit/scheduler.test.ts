@@ -100,3 +100,41 @@ test("the lowest priority takes a process token only while half the burst is lef
   expect(s.tryLowest("android:dev-1")).toBe(0);
   expect(s.trySend("android:dev-1", "loc-p")).toBe(0);
 });
+
+function phones(perHour = 100) {
+  const clock = { t: 1_000_000 };
+  const ownBudget = (key: string) => (key.startsWith("android:") ? { perSecond: 20 / 60, burst: 1, perHour } : undefined);
+  const s = createScheduler({ requestsPerSecond: 30, requestBurst: 5, messagesPerSecond: 10, ownBudget, now: () => clock.t });
+  return { s, clock };
+}
+
+test("a phone's hourly budget (ANDROID_MESSAGES_PER_HOUR): at most so many sends in any hour, then it waits for the oldest to be an hour old", () => {
+  const { s, clock } = phones(3);
+  for (let i = 0; i < 3; i++) {
+    expect(s.trySend("android:dev-1", "a")).toBe(0);
+    clock.t += 3000;
+  }
+  // 9 s after the first send, the first leaves the hour at 3,600 s.
+  expect(s.trySend("android:dev-1", "a")).toBe(3_600_000 - 9000);
+  expect(s.trySend("android:dev-2", "b")).toBe(0); // another phone is its own
+  clock.t += 3_600_000 - 9000;
+  expect(s.trySend("android:dev-1", "a")).toBe(0);
+  expect(s.trySend("android:dev-1", "a")).toBe(3000); // its per-minute pace still holds
+});
+
+test("a phone that hit its send limit waits, doubling while it keeps hitting it; a hit while it waits is the same hit", () => {
+  const { s, clock } = phones();
+  expect(s.limited("android:dev-1")).toBe(60_000);
+  expect(s.trySend("android:dev-1", "a")).toBe(60_000);
+  clock.t += 10_000;
+  expect(s.limited("android:dev-1")).toBe(50_000); // the same hit, still waited out
+  clock.t += 50_000;
+  expect(s.trySend("android:dev-1", "a")).toBe(0);
+  expect(s.limited("android:dev-1")).toBe(120_000);
+  clock.t += 120_000;
+  expect(s.limited("android:dev-1")).toBe(240_000);
+  expect(s.trySend("android:dev-2", "b")).toBe(0); // another phone is not held up
+  // A quiet spell twice its last wait: back to the first wait.
+  clock.t += 240_000 + 480_001;
+  expect(s.limited("android:dev-1")).toBe(60_000);
+});

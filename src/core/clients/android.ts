@@ -1,6 +1,6 @@
 import { GatewayError } from "../../errors.ts";
 import { neverSent } from "../retry.ts";
-import type { DeliveryStatus } from "./gateway.ts";
+import { UNSENT, type DeliveryStatus } from "./gateway.ts";
 import { callFailure, hostOf } from "./network.ts";
 import { callRemote } from "./transport.ts";
 
@@ -55,11 +55,13 @@ export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOption
 
     /**
      * Sends one SMS under `id` (the job's idempotency key, at most 36 characters) from the
-     * pinned device. A 409 says the phone took that id before: its state is read back, and
-     * nothing is sent again.
+     * pinned device, to expire on the phone unsent after `ttlSeconds` (the API has no cancel
+     * call: the ttl is the only way to stop a message that has not left). A 409 says the
+     * phone took that id before: its state is read back, and nothing is sent again.
      */
-    async send(id: string, to: string, text: string): Promise<{ message: PhoneMessage; replayed: boolean }> {
-      const body = { id, deviceId: phone.deviceId, phoneNumbers: [to], textMessage: { text }, withDeliveryReport: true };
+    async send(id: string, to: string, text: string, ttlSeconds: number): Promise<{ message: PhoneMessage; replayed: boolean }> {
+      const ttl = Math.max(1, Math.floor(ttlSeconds));
+      const body = { id, deviceId: phone.deviceId, phoneNumbers: [to], textMessage: { text }, ttl, withDeliveryReport: true };
       const res = await request("send", "POST", "/messages", body);
       if (res.status === 409) return { message: await state(id), replayed: true };
       const message = res.status === 202 || res.status === 200 ? readMessage(res.body) : undefined;
@@ -69,12 +71,6 @@ export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOption
 
     /** The message's state (`GET /messages/{id}`); one the phone has no record of throws "not_found". */
     state,
-
-    /** Cancels a message the phone has not sent (`DELETE /messages/{id}`); false when it could not. */
-    async cancel(id: string): Promise<boolean> {
-      const res = await request("cancel", "DELETE", `/messages/${encodeURIComponent(id)}`);
-      return res.status >= 200 && res.status < 300;
-    },
 
     ...operatorCalls(request, phone.deviceId),
   };
@@ -155,14 +151,17 @@ export function phoneFailure(status: number, text: string, what: string): Gatewa
 /**
  * A phone state in the terms bridge reports by (gateway.ts, Cast's): Pending and Processed
  * have not left the phone; Sent is the carrier's, not yet the recipient's (never
- * "delivered"); Delivered is; Failed is, with the phone's reason.
+ * "delivered"); Delivered is; Failed is, with the phone's reason. Two Faileds prove nothing
+ * left: the ttl passed first ("TTL expired": failed, the phone did not send it), and the
+ * send limit (RESULT_ERROR_LIMIT_EXCEEDED: "unsent", to go again later, never failed).
  */
 export function phoneStatus(message: PhoneMessage): DeliveryStatus {
   switch (message.state) {
     case "Delivered":
       return { status: "delivered", dlrStatus: "DELIVRD", errorMessage: "" };
     case "Failed":
-      return { status: "failed", dlrStatus: PHONE_FAILED, errorMessage: message.reason };
+      if (message.reason.includes(LIMIT_EXCEEDED)) return { status: UNSENT, dlrStatus: "", errorMessage: message.reason };
+      return { status: "failed", dlrStatus: expired(message.reason) ? PHONE_NOT_SENT : PHONE_FAILED, errorMessage: message.reason };
     case "Sent":
       return { status: "sent", dlrStatus: "", errorMessage: "" };
     default:
@@ -172,12 +171,19 @@ export function phoneStatus(message: PhoneMessage): DeliveryStatus {
 
 /** The receipt code of a message the phone failed (its own reason follows in the text). */
 export const PHONE_FAILED = "PHONE_FAILED";
-/** The receipt code of a message the phone held past ANDROID_SEND_DEADLINE. */
+/** The receipt code of a message the phone proves it never sent: its ttl passed first. */
 export const PHONE_NOT_SENT = "PHONE_NOT_SENT";
 
-/** Whether a state is one the phone has not sent yet: a message still in it past ANDROID_SEND_DEADLINE is cancelled. */
-export function notSentYet(state: string): boolean {
-  return state === "Pending" || state === "Processed";
+/**
+ * Android's (or the carrier's) send limit: the phone's `Failed` with this reason on a
+ * recipient (fixtures/android/sms-failed.json's `reason`; the app writes it as
+ * "Send result: RESULT_ERROR_LIMIT_EXCEEDED (…)"). Nothing was sent.
+ */
+export const LIMIT_EXCEEDED = "RESULT_ERROR_LIMIT_EXCEEDED";
+
+/** The app's reason for a message whose ttl passed before it was sent (it is then never sent). */
+function expired(reason: string): boolean {
+  return /\bTTL expired\b/i.test(reason);
 }
 
 /** A state as the phone writes it (fixtures/android/send-202.json; client-ts's MessageState). */

@@ -60,12 +60,18 @@ export interface SendResult {
 
 /** The gateway's word on one message, in Cast's terms (`GET /api/v1/sms/status/{id}`): another driver maps its own onto them. */
 export interface DeliveryStatus {
-  /** sent, pending (carrier accepted), delivered, undelivered, failed. */
+  /** sent, pending (carrier accepted), delivered, undelivered, failed; or UNSENT. */
   status: string;
   /** The carrier's code: DELIVRD, REJECTD, UNDELIV, EXPIRED, …; "" when none yet. */
   dlrStatus: string;
   errorMessage: string;
 }
+
+/**
+ * A status that is not final: the gateway proves the message never went and it may go
+ * again under a new idempotency key (a phone's send limit). `errorMessage` says why.
+ */
+export const UNSENT = "unsent";
 
 export interface LogQuery {
   /** Entries on the page (Cast: at most 500). */

@@ -1,22 +1,14 @@
-import type { PhoneJobs } from "../../db/phone-jobs.ts";
 import type { PhoneSettings, PhoneStore } from "../../db/phones.ts";
 import { GatewayError } from "../../errors.ts";
-import {
-  createPhoneClient,
-  notSentYet,
-  PHONE_NOT_SENT,
-  phoneStatus,
-  type PhoneClient,
-} from "../clients/android.ts";
+import { createPhoneClient, phoneStatus, type PhoneClient } from "../clients/android.ts";
 import type { DeliveryStatus, SendRequest, SendResult, SmsGateway } from "../clients/gateway.ts";
-import type { Logger } from "../log.ts";
 import { smsParts } from "./parts.ts";
 
 /**
  * A location whose gateway is "android" sends through its phone. To the queue a phone is
  * a key like Cast's: `android:<device id>`. The send's claim, the holds, the receipt
- * looks and the scheduler's per-key budget (ANDROID_MESSAGES_PER_MINUTE for a phone) then
- * work for it unchanged, and `createGateways` routes each call by its key.
+ * looks and the scheduler's per-key budget (ANDROID_MESSAGES_PER_MINUTE and _PER_HOUR for a
+ * phone) then work for it unchanged, and `createGateways` routes each call by its key.
  */
 const PREFIX = "android:";
 
@@ -32,12 +24,8 @@ export function deviceOf(key: string): string | undefined {
 export interface GatewaysOptions {
   cast: SmsGateway;
   phones: Pick<PhoneStore, "describe" | "byDevice">;
-  /** The job table as a phone names its messages. */
-  phoneJobs: Pick<PhoneJobs, "sentAs">;
-  /** A message the phone still has not sent this long after its first attempt is cancelled (ANDROID_SEND_DEADLINE). */
+  /** A message the phone has not sent this long after it took it expires there unsent: every send's `ttl` (ANDROID_SEND_DEADLINE). */
   sendDeadlineMs: number;
-  now: () => number;
-  log: Logger;
   timeoutMs?: number;
 }
 
@@ -100,16 +88,18 @@ function phoneCalls(options: GatewaysOptions) {
 
   return {
     async send(device: string, req: SendRequest): Promise<SendResult> {
-      const sent = await clientOf(req.apiKey, device).send(req.idempotencyKey, toE164(req.to), req.message);
+      const ttl = options.sendDeadlineMs / 1000;
+      const sent = await clientOf(req.apiKey, device).send(req.idempotencyKey, toE164(req.to), req.message, ttl);
       // The phone's message id is ours: the id it was sent under.
       return { messageId: sent.message.id, parts: smsParts(req.message).parts, ...(sent.replayed && { replayed: true }) };
     },
+    /**
+     * The message's state as a status. Past its ttl the phone itself ends one it had not sent
+     * (`Failed`, "TTL expired"); one still Pending or Processed then is no proof either way
+     * (the phone may be off, or sent it and could not tell): it waits out its receipt wait.
+     */
     async status(device: string, key: string, id: string): Promise<DeliveryStatus> {
-      const client = clientOf(key, device);
-      const message = await client.state(id);
-      const sentAt = notSentYet(message.state) ? options.phoneJobs.sentAs(id)?.firstSentAt : null;
-      if (sentAt == null || options.now() - sentAt < options.sendDeadlineMs) return phoneStatus(message);
-      return giveUp(options, client, id, message.state);
+      return phoneStatus(await clientOf(key, device).state(id));
     },
     /** How a held phone is probed: a call that needs its credentials. */
     async probe(device: string, key: string): Promise<number> {
@@ -117,24 +107,6 @@ function phoneCalls(options: GatewaysOptions) {
       return 0;
     },
   };
-}
-
-/**
- * Past ANDROID_SEND_DEADLINE and still unsent (the phone off, the app killed): cancelled,
- * so that it does not go out hours later, and failed. One the phone would not cancel is
- * read once more: it may have just gone.
- */
-async function giveUp(options: GatewaysOptions, client: PhoneClient, id: string, state: string): Promise<DeliveryStatus> {
-  const cancelled = await client.cancel(id).catch(() => false);
-  if (!cancelled) {
-    const again = await client.state(id).catch(() => undefined);
-    if (again && !notSentYet(again.state)) return phoneStatus(again);
-  }
-  const deadline = options.sendDeadlineMs;
-  const took = deadline >= 60_000 ? `${Math.round(deadline / 60_000)} min` : `${Math.round(deadline / 1000)} s`;
-  const said = `still ${state} after ANDROID_SEND_DEADLINE (${took}); ${cancelled ? "cancelled" : "it could not be cancelled"}`;
-  options.log.warn(`phone message ${id}: the phone did not send it: ${said}`);
-  return { status: "failed", dlrStatus: PHONE_NOT_SENT, errorMessage: said };
 }
 
 /** 09XXXXXXXXX (how the queue holds a Philippine mobile number) as E.164, which the phone takes. */

@@ -1,7 +1,7 @@
 import type { Commit } from "../../db/commit.ts";
 import type { Job, JobStore, Receipt } from "../../db/jobs.ts";
 import { ms } from "../../db/ms.ts";
-import type { DeliveryStatus, SmsGateway } from "../clients/gateway.ts";
+import { UNSENT, type DeliveryStatus, type SmsGateway } from "../clients/gateway.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { MessageMetrics } from "../operator/metrics.ts";
@@ -28,7 +28,7 @@ export interface ReceiptDeps {
   metrics?: MessageMetrics;
   /**
    * Whether a message sent with this key and without a final receipt at its deadline is
-   * delivery unknown rather than delivered: true for a phone's (its `Sent` is not delivered).
+   * delivery unknown rather than delivered, unless it was seen to leave (`sent`): true for a phone's.
    */
   unknownWithoutReceipt?: (apiKey: string) => boolean;
 }
@@ -82,6 +82,7 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   if (look === "ask" || last) {
     const answer = await ask(deps, job, apiKey);
     if (typeof answer === "number") return answer;
+    if ("status" in answer && answer.status === UNSENT) return sendAgain(deps, job, apiKey, answer.errorMessage);
     const told = "status" in answer && readReceipt(answer);
     if (told) return settle(deps, job, apiKey, told);
     if (last && "failed" in answer) return unanswered(deps, job, apiKey, answer.failed);
@@ -143,6 +144,19 @@ async function unanswered(deps: ReceiptDeps, job: Job, apiKey: string, why: stri
   return undefined;
 }
 
+/**
+ * The gateway proves the message never went (a phone's send limit, RESULT_ERROR_LIMIT_EXCEEDED):
+ * not failed, it goes back to the queue under a new id, once its key's budget has backed off.
+ */
+async function sendAgain(deps: ReceiptDeps, job: Job, apiKey: string, why: string): Promise<undefined> {
+  const waitMs = deps.scheduler.limited(apiKey);
+  deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
+  const reason = `not sent: ${why}; it goes again in ${Math.ceil(waitMs / 1000)} s, its sender slowed down`;
+  deps.log.warn(`message ${job.message.messageId} of location ${job.message.locationId}: ${reason}`);
+  await deps.commit(() => deps.jobs.sendAgain(job.id, deps.now() + waitMs, reason, deps.now()));
+  return undefined;
+}
+
 /** The carrier's receipt settles the message. */
 async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Receipt): Promise<Receipt> {
   const { messageId, locationId } = job.message;
@@ -170,9 +184,10 @@ async function withoutKey(deps: ReceiptDeps, job: Job, deadline: number): Promis
 }
 
 /**
- * DLR_WAIT is over without a final receipt: Cast accepted it, so it is reported delivered
- * (CONTRACT 7). `unknown`: why a phone's is not (CONTRACT 10: `Sent` is not delivered, and
- * a message can stay `Sent` for ever): reported failed, delivery unknown.
+ * DLR_WAIT is over without a final receipt: Cast accepted it (or the phone's carrier took
+ * it, `Sent`), so it is reported delivered (CONTRACT 7). `unknown`: why a phone's is not (it
+ * was never seen to leave the phone: still Pending or Processed, unknown to the phone, or
+ * unreadable): reported failed, delivery unknown.
  */
 function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Receipt> {
   const { messageId, locationId } = job.message;
@@ -190,7 +205,8 @@ function unknownWhy(deps: ReceiptDeps, apiKey: string, asked: Asked): string | u
   if (!deps.unknownWithoutReceipt?.(apiKey)) return undefined;
   if ("unknown" in asked) return "the phone no longer knows the message (404)";
   if ("failed" in asked) return `its state could not be read from the phone by the end of its wait: ${asked.failed}`;
-  if (asked.status === "sent") return "the phone sent it and the carrier took it, but no delivery report came by the end of its wait";
+  // The carrier took it; many phones and carriers never send a delivery report: as Cast's (CONTRACT 7).
+  if (asked.status === "sent") return undefined;
   return `the phone still had it as ${asked.status} at the end of its wait`;
 }
 

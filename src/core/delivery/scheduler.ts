@@ -4,7 +4,9 @@
  * (10 messages/s). A send takes a token from both or from neither: a caller that gets
  * none is told how long to wait, and waits without holding a worker. The scheduler
  * also remembers when each location last got a turn, so the queue can serve the one
- * served longest ago first: a bulk campaign cannot hold up another location.
+ * served longest ago first: a bulk campaign cannot hold up another location. A phone's
+ * key has its own budget instead (per minute, and at most so many in any hour), and
+ * backs off when the phone says it hit its send limit.
  */
 export interface SchedulerOptions {
   requestsPerSecond: number;
@@ -14,9 +16,12 @@ export interface SchedulerOptions {
   messageBurst?: number;
   /**
    * A key that is not Cast's (a phone's, "android:<device>") and its own pace: it takes no
-   * token of Cast's process-wide budget, only its own. Undefined for Cast's keys.
+   * token of Cast's process-wide budget, only its own; `perHour`: at most this many sends in
+   * any hour (a SIM's carrier limit). Undefined for Cast's keys.
    */
-  ownBudget?: (apiKey: string) => { perSecond: number; burst: number } | undefined;
+  ownBudget?: (apiKey: string) => { perSecond: number; burst: number; perHour?: number } | undefined;
+  /** The first wait of a key whose sender hit its send limit (default LIMITED_FIRST_MS); it doubles. */
+  limitedMs?: number;
   now?: () => number;
 }
 
@@ -26,22 +31,21 @@ export interface SchedulerOptions {
  */
 const READ_FLOOR_MS = 1000;
 
+/** A phone that hit its send limit waits this long before its next send, doubling while it keeps hitting it, up to an hour. */
+const LIMITED_FIRST_MS = 60_000;
+const LIMITED_MAX_MS = 3_600_000;
+const HOUR_MS = 3_600_000;
+
 export function createScheduler(options: SchedulerOptions) {
   const now = options.now ?? Date.now;
   const all = bucket(options.requestsPerSecond, options.requestBurst, now());
   const perKey = new Map<string, Bucket>();
   const served = new Map<string, number>();
   const ready = new Map<string, number>();
+  /** Each key's last wait after its send limit was hit, and when. */
+  const backoffs = new Map<string, { ms: number; at: number }>();
   const polls: Polls = { last: now(), owed: false };
-
-  function keyBucket(apiKey: string, t: number): Bucket {
-    let b = perKey.get(apiKey);
-    if (b) return b;
-    const own = options.ownBudget?.(apiKey);
-    b = own ? { ...bucket(own.perSecond, own.burst, t), own: true } : bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t);
-    perKey.set(apiKey, b);
-    return b;
-  }
+  const keyBucket = (apiKey: string, t: number): Bucket => perKey.get(apiKey) ?? perKey.set(apiKey, keyBudget(options, apiKey, t)).get(apiKey)!;
 
   return {
     /** 0 when a send may go now (its tokens taken); else the ms until one may (nothing taken). */
@@ -49,12 +53,13 @@ export function createScheduler(options: SchedulerOptions) {
       const t = now();
       const key = keyBucket(apiKey, t);
       const leave = polls.owed && t - polls.last >= READ_FLOOR_MS ? 1 : 0;
-      const wait = Math.max(key.own ? 0 : waitFor(all, t, 1 + leave), waitFor(key, t));
+      const wait = Math.max(key.own ? hourWait(key.own, t) : waitFor(all, t, 1 + leave), waitFor(key, t));
       if (wait > 0) {
         ready.set(locationId, t + wait);
         return wait;
       }
       if (!key.own) all.tokens -= 1;
+      key.own?.sent.push(t);
       key.tokens -= 1;
       served.set(locationId, t);
       ready.delete(locationId);
@@ -75,6 +80,11 @@ export function createScheduler(options: SchedulerOptions) {
       const b = apiKey === undefined ? all : keyBucket(apiKey, now());
       b.pausedUntil = Math.max(b.pausedUntil, now() + ms);
     },
+    /** The key's sender hit its send limit (a phone's RESULT_ERROR_LIMIT_EXCEEDED): the ms it now waits (backOff). */
+    limited(apiKey: string): number {
+      const t = now();
+      return backOff(keyBucket(apiKey, t), backoffs, apiKey, t, options.limitedMs ?? LIMITED_FIRST_MS);
+    },
     /** When the location last got a send slot (0: never). */
     lastServed(locationId: string): number {
       return served.get(locationId) ?? 0;
@@ -87,6 +97,13 @@ export function createScheduler(options: SchedulerOptions) {
 }
 
 export type Scheduler = ReturnType<typeof createScheduler>;
+
+/** A key's budget: a phone's own (ownBudget), else Cast's per-key one. */
+function keyBudget(options: SchedulerOptions, apiKey: string, t: number): Bucket {
+  const own = options.ownBudget?.(apiKey);
+  if (own) return { ...bucket(own.perSecond, own.burst, t), own: { perHour: own.perHour ?? Infinity, sent: [] } };
+  return bucket(options.messagesPerSecond, options.messageBurst ?? options.messagesPerSecond, t);
+}
 
 /** When a receipt poll last went; `owed`: one was refused though none went for READ_FLOOR_MS, so sends leave it a token. */
 interface Polls {
@@ -127,8 +144,35 @@ interface Bucket {
   tokens: number;
   at: number;
   pausedUntil: number;
-  /** A phone's: apart from Cast's process-wide budget. */
-  own?: boolean;
+  /** A phone's: apart from Cast's process-wide budget, with its hourly budget. */
+  own?: OwnBudget;
+}
+
+interface OwnBudget {
+  perHour: number;
+  /** When its sends of the last hour went, oldest first. */
+  sent: number[];
+}
+
+/**
+ * Nothing more on the key for a while, doubling while the limit keeps being hit (a hit
+ * while it still waits is the same hit), back to the first wait once it went twice as
+ * long without one. The ms it waits.
+ */
+function backOff(b: Bucket, backoffs: Map<string, { ms: number; at: number }>, apiKey: string, t: number, firstMs: number): number {
+  if (t < b.pausedUntil) return b.pausedUntil - t;
+  const last = backoffs.get(apiKey) ?? { ms: 0, at: 0 };
+  const ms = t - last.at > 2 * last.ms ? firstMs : Math.min(2 * last.ms, LIMITED_MAX_MS);
+  backoffs.set(apiKey, { ms, at: t });
+  b.pausedUntil = t + ms;
+  return ms;
+}
+
+/** The ms until the key has sent fewer than its hourly budget in the last hour (0: it has). */
+function hourWait(own: OwnBudget, t: number): number {
+  while (own.sent.length > 0 && own.sent[0]! <= t - HOUR_MS) own.sent.shift();
+  if (own.sent.length < own.perHour) return 0;
+  return own.sent[own.sent.length - own.perHour]! + HOUR_MS - t;
 }
 
 function bucket(perSecond: number, burst: number, t: number): Bucket {

@@ -6,7 +6,6 @@ import { keyTag } from "./key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";
-import { createPhoneJobs } from "../../db/phone-jobs.ts";
 import { createGateways, deviceOf } from "./phones.ts";
 
 /** What the delivery room gives the core. */
@@ -14,17 +13,14 @@ export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
 
 /** A queued message's way out: send (through the holds and the scheduler), receipt, report. */
 export function wireDelivery(context: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
-  const { config, db, log, now, tuning } = context;
+  const { config, log, now, tuning } = context;
   const { tokens, jobs, commit, gatewayKeys, phones, optOutList } = stores;
   const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
   // Cast, and each location's phone by its key: everything below sends and asks through it.
   const gateways = createGateways({
     cast: clients.sms,
     phones,
-    phoneJobs: createPhoneJobs(db),
     sendDeadlineMs: config.android.sendDeadlineMs,
-    now,
-    log,
     timeoutMs: tuning.sms?.timeoutMs,
   });
   const sms = gateways.gateway;
