@@ -141,3 +141,19 @@ test("an outage a stopped serve recorded is cleared when serve starts again", as
   const again = await start({ worker: false, env: { DATABASE_PATH: b.env.DATABASE_PATH! } });
   expect((await status(again)).outages).toEqual([]);
 });
+
+test("a key held for a 402 shows its balance read since the hold, not the credits it had before", async () => {
+  const bridge = await start({ balances: false, tuning: { holdProbeMs: 60_000 } }, "loc-1");
+  let credits = 900;
+  bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits, currency: "PHP" }));
+  await bridge.core.balances.refresh([bridge.env.SMS_API_KEY!]);
+  bridge.gateway.on(SEND, () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402));
+  credits = 0;
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.messages.get("m-1")?.status === "held");
+
+  // Within the 5 minutes a balance stays fresh, yet read again: the key was held since.
+  const { stdout } = await runCli(bridge, "status", "--json");
+  expect(JSON.parse(stdout).balances).toEqual([{ key: "global-sms-k...", credits: 0, checked_at: expect.any(String), low: true, error: null }]);
+  expect(bridge.gateway.received(BALANCE)).toHaveLength(2);
+});

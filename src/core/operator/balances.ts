@@ -50,10 +50,18 @@ export function createBalances(options: BalancesOptions) {
     }
   }
 
-  /** Reads the balance of each key whose recorded one is older than `freshMs` (or missing). */
+  /**
+   * Reads the balance of each key whose recorded one is older than `freshMs` (or missing),
+   * or was read before its key was held: a key held for a 402 must not show the credits it
+   * had before Cast refused it.
+   */
   async function refresh(apiKeys: string[]): Promise<void> {
-    const recorded = new Map(keys.list().map((k) => [k.keyTag, k.balanceAt ?? 0]));
-    const stale = [...new Set(apiKeys)].filter((key) => now() - (recorded.get(keyTag(key)) ?? 0) >= freshMs);
+    const recorded = new Map(keys.list().map((k) => [k.keyTag, k]));
+    const stale = [...new Set(apiKeys)].filter((key) => {
+      const known = recorded.get(keyTag(key));
+      const readAt = known?.balanceAt ?? 0;
+      return now() - readAt >= freshMs || (known?.heldSince != null && known.heldSince >= readAt);
+    });
     await Promise.all(stale.map(read));
   }
 
