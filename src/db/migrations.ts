@@ -232,4 +232,14 @@ export const MIGRATIONS: readonly string[] = [
   -- A phone's status webhook names the message by the id it was sent under: the job's key.
   CREATE INDEX jobs_by_idempotency_key ON jobs (idempotency_key) WHERE idempotency_key IS NOT NULL;
   `,
+  `
+  -- The queue's due reads, one index per state: a location's earliest send and its earliest
+  -- report are each one seek, and neither passes the other state's rows on its way (a
+  -- backlog of sends once stood before every report look: docs/PERFORMANCE.md). They replace
+  -- the two indexes over both states; jobs_due had no reader left.
+  CREATE INDEX jobs_sends_due ON jobs (location_id, next_attempt_at, id) WHERE state = 'queued';
+  CREATE INDEX jobs_reports_due ON jobs (location_id, next_attempt_at, id) WHERE state = 'reporting';
+  DROP INDEX jobs_due_by_location;
+  DROP INDEX jobs_due;
+  `,
 ];
