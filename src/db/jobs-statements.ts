@@ -99,12 +99,14 @@ function dueIn(db: Db, state: "queued" | "reporting", index: string) {
 /** A send's steps (jobs-send.ts). */
 function sendStatements(db: Db) {
   return {
-    // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
-    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null }]>(`
+    // The key, the first attempt's time and the API key's tag are set once: every retry reuses
+    // them, unless @fresh (none of the attempts reached the gateway: they start anew).
+    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null; fresh: number }]>(`
     UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now, held = 0,
       sender_id = coalesce(@sender, sender_id),
-      idempotency_key = coalesce(idempotency_key, @key), api_key_tag = coalesce(api_key_tag, @tag),
-      first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at ELSE coalesce(first_sent_at, @now) END
+      idempotency_key = CASE WHEN @fresh THEN @key ELSE coalesce(idempotency_key, @key) END,
+      api_key_tag = CASE WHEN @fresh THEN @tag ELSE coalesce(api_key_tag, @tag) END,
+      first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at WHEN @fresh THEN @now ELSE coalesce(first_sent_at, @now) END
     WHERE id = @id AND state = 'queued'`),
     sendLater: db.prepare<[{ id: number; at: number; reason: string; now: number; fresh: number; held: number; unclear: number }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now,
