@@ -5,6 +5,9 @@
 // a baseline taken in the same run on the same machine (absolute numbers from
 // different machines do not compare; ratios mostly do):
 //   1. intake:   signed webhooks/s into `bridge serve` vs a bare h3 server, p50/p99, RSS
+//   1b. backlog: intake (as in 1) into a bridge with 50,000 messages queued in the webhooks' location,
+//                vs the same bridge on an empty queue, each started afresh on its own copy for every
+//                round. `BENCH_ONLY=backlog` runs this phase alone.
 //   2. drain:    1,000 queued messages of one API key through a gateway that enforces Cast's
 //                10 messages/s per account, vs the most that limit allows; then
 //                ack-to-gateway latency when idle
@@ -34,7 +37,8 @@ import { ADMIN_KEY, bridgeEnv as sharedBridgeEnv } from "./lib/env.mjs";
 import { startFakeCrm, startFakeGateway } from "./lib/fakes.mjs";
 import { killAll, sampleProcess, sleep, startListening, stop } from "./lib/procs.mjs";
 import { filesystemOf, machine } from "./lib/machine.mjs";
-import { printReceipts, printTable, receiptsTargets, targets } from "./lib/report.mjs";
+import { backlogTargets, printBacklog, printReceipts, printTable, receiptsTargets, targets } from "./lib/report.mjs";
+import { fillQueue } from "./lib/backlog.mjs";
 import { median, percentile, round } from "./lib/stats.mjs";
 import { PROVIDER_ID, replyRequest } from "./lib/replies.mjs";
 import { LOCATION_ID, OTHER_LOCATION_ID, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
@@ -52,6 +56,8 @@ const QUICK = process.env.BENCH_QUICK === "1";
 // machine lands on both instead of on whichever ran during it.
 // `presigned`: bodies signed before each measured run, enough for 25,000 req/s.
 const INTAKE = { connections: 50, rounds: QUICK ? 1 : 5, warmupSec: QUICK ? 1 : 5, durationSec: QUICK ? 2 : 5, presigned: QUICK ? 5_000 : 125_000 };
+// Intake with 50,000 queued against intake on an empty queue: the due look must not grow with the queue.
+const BACKLOG = { queued: 50_000, connections: 50, rounds: QUICK ? 1 : 3, warmupSec: QUICK ? 1 : 3, durationSec: QUICK ? 2 : 5, presigned: QUICK ? 5_000 : 60_000 };
 const DRAIN = { messages: QUICK ? 100 : 1000, posters: 20, ratePerSec: 10, burst: 10, capSec: 150 };
 // One location's campaign queued on the key, another location's single messages spread through its drain.
 // Four locations, each with its own key, draining together through Cast's per-address limit.
@@ -73,7 +79,11 @@ const RECEIPTS = {
   capSec: QUICK ? 120 : 300,
 };
 const ONLY = process.env.BENCH_ONLY;
-const WATCHDOG_MS = 840_000; // everything is bounded on its own; this is the last resort
+/** The phases BENCH_ONLY may name. */
+const ALONE = new Set(["receipts", "backlog"]);
+/** A phase run alone writes its own file, never over the full run's. */
+const RESULTS_FILE = ONLY ? RESULTS.replace(/\.json$/, `-${ONLY}.json`) : RESULTS;
+const WATCHDOG_MS = 960_000; // everything is bounded on its own; this is the last resort
 
 const started = performance.now();
 
@@ -136,15 +146,16 @@ const results = {
   timestamp: new Date().toISOString(),
   machine: machine(),
   build: buildInfo(),
-  settings: { quick: QUICK, only: ONLY ?? null, INTAKE, DRAIN, KEYS, FAIRNESS, IDLE, CLI, INBOUND, RECEIPTS, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
+  settings: { quick: QUICK, only: ONLY ?? null, INTAKE, BACKLOG, DRAIN, KEYS, FAIRNESS, IDLE, CLI, INBOUND, RECEIPTS, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
 };
 
 try {
   log(`bench: machine ${results.machine.cpu} x${results.machine.cores}, node ${process.version}; work dir ${WORK}`);
   log(`bench: dist/bridge ${results.build.version} built ${results.build.builtAt}; tree at ${results.build.commit}${results.build.dirty ? " + uncommitted changes" : ""}`);
-  if (ONLY !== undefined && ONLY !== "receipts") throw new Error(`BENCH_ONLY=${ONLY}: only "receipts" runs alone`);
+  if (ONLY !== undefined && !ALONE.has(ONLY)) throw new Error(`BENCH_ONLY=${ONLY}: only ${[...ALONE].map((p) => `"${p}"`).join(" or ")} runs alone`);
   if (!ONLY) {
     results.intake = await intake();
+    results.backlog = await backlog();
     results.drain = await drain();
     results.keys = await fourKeys();
     results.fairness = await fairness();
@@ -152,18 +163,20 @@ try {
     results.cli = await cliStartup();
     results.inbound = await inbound();
   }
-  results.receipts = await receipts();
-  results.targets = ONLY ? receiptsTargets(results.receipts) : targets(results);
+  if (!ONLY || ONLY === "receipts") results.receipts = await receipts();
+  if (ONLY === "backlog") results.backlog = await backlog();
+  results.targets = ONLY === "receipts" ? receiptsTargets(results.receipts) : ONLY === "backlog" ? backlogTargets(results.backlog) : targets(results);
   results.durationSec = round((performance.now() - started) / 1000);
-  writeFileSync(ONLY ? RESULTS.replace(/\.json$/, `-${ONLY}.json`) : RESULTS, JSON.stringify(results, null, 2) + "\n");
-  if (ONLY) printReceipts(results, log);
+  writeFileSync(RESULTS_FILE, JSON.stringify(results, null, 2) + "\n");
+  if (ONLY === "receipts") printReceipts(results, log);
+  else if (ONLY === "backlog") printBacklog(results, log);
   else printTable(results, log);
   log(`\nbench: done in ${results.durationSec} s; figures in bench/results${ONLY ? `-${ONLY}` : ""}.json`);
 } catch (error) {
   // A failed benchmark still leaves what it measured, marked as failed.
   results.error = error instanceof Error ? error.stack : String(error);
   results.durationSec = round((performance.now() - started) / 1000);
-  writeFileSync(RESULTS, JSON.stringify(results, null, 2) + "\n");
+  writeFileSync(RESULTS_FILE, JSON.stringify(results, null, 2) + "\n");
   console.error(`\nbench FAILED: ${error instanceof Error ? error.message : error}`);
   process.exitCode = 1;
 } finally {
@@ -265,16 +278,16 @@ function summarizeRounds(runs) {
  * measured run's bodies are signed beforehand: signing on the fly took the load
  * generator ~40 µs of CPU a request, on the same two cores as the server under test.
  */
-async function load(url, prefix) {
-  const options = { url, connections: INTAKE.connections, pipelining: 1, timeout: 10 };
-  const warm = await autocannon({ ...options, duration: INTAKE.warmupSec, requests: [signedWebhookRequest(`${prefix}-warm`)] });
-  const measured = signedWebhookRequest(prefix, INTAKE.presigned);
+async function load(url, prefix, settings = INTAKE) {
+  const options = { url, connections: settings.connections, pipelining: 1, timeout: 10 };
+  const warm = await autocannon({ ...options, duration: settings.warmupSec, requests: [signedWebhookRequest(`${prefix}-warm`)] });
+  const measured = signedWebhookRequest(prefix, settings.presigned);
   // The load generator is this process. Its freshly signed pool (~100 MB) sat in V8's
   // young generation, and promoting it took three pauses of 40-65 ms in the first
   // second of the measured run (--trace-gc), each stalling all 50 connections: that
   // was the generator's latency, counted as the server's. Collect it now instead.
   collectGarbage();
-  const r = await autocannon({ ...options, duration: INTAKE.durationSec, requests: [measured] });
+  const r = await autocannon({ ...options, duration: settings.durationSec, requests: [measured] });
   return {
     signedDuringRun: measured.signedOnTheFly(),
     reqPerSec: round(r.requests.average),
@@ -300,6 +313,42 @@ function answered(r, warm) {
 function collectGarbage() {
   v8.setFlagsFromString("--expose-gc");
   vm.runInNewContext("gc")();
+}
+
+// ==== 1b. backlog ===================================================================
+
+/**
+ * Intake into a bridge whose queue holds BACKLOG.queued due messages of the webhooks' own
+ * location, against the same bridge on an empty queue, in turns. Each round starts each
+ * afresh on its own copy, so the empty one stays empty but for what the rounds queue.
+ */
+async function backlog() {
+  const B = BACKLOG;
+  log(`\n[1b] backlog: intake with ${B.queued} queued vs an empty queue, ${B.rounds} alternating rounds of ${B.durationSec} s`);
+  phaseLoad("backlog");
+  // One installed location's database, as serve leaves it; the backlog's is a copy with its queue filled.
+  const seed = await startBridge("backlog-seed");
+  await stop(seed.bridge.child);
+  await closeAll(seed.crm, seed.gateway);
+  const files = { empty: join(seed.dir, "bridge.db"), backlog: join(WORK, "backlog.db") };
+  copyFileSync(files.empty, files.backlog);
+  const queued = fillQueue(files.backlog, B.queued, LOCATION_ID);
+  if (queued !== B.queued) throw new Error(`the backlog database holds ${queued} queued messages, not ${B.queued}`);
+
+  const runs = { empty: [], backlog: [] };
+  for (let round = 0; round < B.rounds; round++) {
+    for (const name of round % 2 === 0 ? ["empty", "backlog"] : ["backlog", "empty"]) {
+      const { bridge, crm, gateway } = await startOn(files[name], `backlog-${name}-r${round}`);
+      const r = await load(bridge.url, `${name}-r${round}`, B);
+      runs[name].push({ ...r, sent: gateway.acceptedAt.size });
+      log(`  round ${round + 1} ${name}: ${r.reqPerSec} req/s, p99 ${r.latencyMs.p99} ms, ${r.non2xx} non-2xx`);
+      await stop(bridge.child, 3000); // jobs asleep in a retry may hold it; no need to wait for them
+      await closeAll(crm, gateway);
+    }
+  }
+  const empty = summarizeRounds(runs.empty);
+  const full = summarizeRounds(runs.backlog);
+  return { queued: B.queued, empty, backlog: full, ratio: round(full.reqPerSec / empty.reqPerSec, 3) };
 }
 
 // ==== 2. drain ======================================================================
@@ -806,6 +855,21 @@ async function startBridge(name, gatewayOptions = {}, locations = [LOCATION_ID],
     const res = await fetch(`${bridge.url}/oauth-callback?code=code-${location}`);
     if (res.status !== 200) throw new Error(`install answered ${res.status}: ${await res.text()}\n${tail(bridge.logFile)}`);
   }
+  return { bridge, crm, gateway, dir };
+}
+
+/** `bridge serve` on a copy of the (stopped) bridge's database `file`, with fakes of its own. */
+async function startOn(file, name) {
+  const crm = await startFakeCrm();
+  const gateway = await startFakeGateway();
+  openServers.add(crm).add(gateway);
+  const dir = mkdtempSync(join(WORK, `${name}-`));
+  copyFileSync(file, join(dir, "bridge.db"));
+  const bridge = await startListening(BRIDGE, ["serve"], {
+    env: bridgeEnv(join(dir, "bridge.db"), crm.url, gateway.url),
+    cwd: dir,
+    logFile: join(dir, "bridge.log"),
+  });
   return { bridge, crm, gateway };
 }
 

@@ -9,6 +9,7 @@ export function targets(r) {
     ...receiptsTargets(r.receipts),
     { name: "intake req/s ratio (bridge / bare h3)", value: i.ratio, target: ">= 0.5", met: i.ratio >= 0.5 },
     { name: "intake p99 latency (ms)", value: i.bridge.latencyMs.p99, target: "< 25", met: i.bridge.latencyMs.p99 < 25 },
+    ...backlogTargets(r.backlog),
     { name: "peak RSS (MiB)", value: i.memoryMb.peak, target: "< 120", met: i.memoryMb.peak < 120 },
     {
       name: "drain: delivered / allowed",
@@ -59,6 +60,23 @@ export function inboundTargets(n) {
   ];
 }
 
+/** The backlog phase's target: intake with 50,000 queued keeps to that on an empty queue. */
+export function backlogTargets(b) {
+  const name = `intake with ${b.queued} queued / on an empty queue`;
+  return [{ name, value: b.ratio, target: ">= 0.9", met: b.ratio >= 0.9 }];
+}
+
+/** The backlog phase's lines, alone (BENCH_ONLY=backlog). */
+export function printBacklog(r, log) {
+  const b = r.backlog;
+  const B = r.settings.BACKLOG;
+  log(`\nbacklog: ${B.connections} connections, median of ${B.rounds} rounds of ${B.durationSec} s after ${B.warmupSec} s of warm-up, each bridge started afresh`);
+  log(`  with ${b.queued} queued: ${b.backlog.reqPerSec} req/s, p50 / p99 ${b.backlog.latencyMs.p50} / ${b.backlog.latencyMs.p99} ms (rounds ${b.backlog.roundsReqPerSec.join(", ")})`);
+  log(`  empty queue:      ${b.empty.reqPerSec} req/s, p50 / p99 ${b.empty.latencyMs.p50} / ${b.empty.latencyMs.p99} ms (rounds ${b.empty.roundsReqPerSec.join(", ")})`);
+  for (const t of backlogTargets(b)) log(`  ${t.name}: ${t.value} (target ${t.target}) ${t.met ? "met" : "NOT met"}`);
+  log(`  1-min load average at the phase's start: ${r.loadAverage1m?.backlog} (other work on the machine skews figures)`);
+}
+
 /** The receipts phase's targets: the truth, on time, without a call per message. */
 export function receiptsTargets(rc) {
   return [
@@ -99,6 +117,7 @@ export function printTable(r, log) {
     [`intake req/s (${INTAKE.connections} conn, median of ${INTAKE.rounds} x ${INTAKE.durationSec} s)`, i.bridge.reqPerSec, `${i.baseline.reqPerSec} (bare h3)`, i.ratio, "ratio >= 0.5", verdict("intake req/s ratio (bridge / bare h3)")],
     ["intake p50 latency (ms)", i.bridge.latencyMs.p50, i.baseline.latencyMs.p50, ratio(i.bridge.latencyMs.p50, i.baseline.latencyMs.p50), "", ""],
     ["intake p99 latency (ms)", i.bridge.latencyMs.p99, i.baseline.latencyMs.p99, ratio(i.bridge.latencyMs.p99, i.baseline.latencyMs.p99), "< 25 ms", verdict("intake p99 latency (ms)")],
+    [`intake with ${r.backlog.queued} queued (median of ${r.settings.BACKLOG.rounds})`, r.backlog.backlog.reqPerSec, `${r.backlog.empty.reqPerSec} (empty queue)`, r.backlog.ratio, "ratio >= 0.9", verdict(backlogTargets(r.backlog)[0].name)],
     ["intake non-2xx / errors / timeouts", `${i.bridge.non2xx} / ${i.bridge.errors} / ${i.bridge.timeouts}`, `${i.baseline.non2xx} / ${i.baseline.errors} / ${i.baseline.timeouts}`, "", "", ""],
     ["CPU under load (% of one core)", i.cpuPct.bridge, i.cpuPct.bare, "", "", ""],
     ["RSS idle (MiB)", i.memoryMb.idleRss, i.memoryMb.bareIdleRss, ratio(i.memoryMb.idleRss, i.memoryMb.bareIdleRss), "", ""],

@@ -55,8 +55,10 @@ function dueInTurns(sql: JobStatements, now: number, limit: number, waiting?: (l
   const each = Math.ceil(limit / Math.max(1, locations.length)) + 1;
   const isDue = (at: number | null) => at !== null && at <= now;
   const rows = locations.flatMap(({ location_id: locationId, sends_at, reports_at }) => {
-    const reports = isDue(reports_at) ? sql.due.all(locationId, "reporting", now, each) : [];
-    const sends = isDue(sends_at) && !waiting?.(locationId) ? sql.due.all(locationId, "queued", now, each) : [];
+    const read = (state: "queued" | "reporting") =>
+      (state === "queued" ? sql.dueSends : sql.dueReports).all(locationId, now, each).map((row) => ({ ...row, state }));
+    const reports = isDue(reports_at) ? read("reporting") : [];
+    const sends = isDue(sends_at) && !waiting?.(locationId) ? read("queued") : [];
     return [...reports, ...sends]
       .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id)
       .slice(0, each)

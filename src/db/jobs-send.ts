@@ -4,6 +4,8 @@ import { failureDetail, type JobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 import type { Timeline } from "./timeline.ts";
 
+const FRESH = "no earlier attempt reached the gateway: sent with the API key configured now, under a new idempotency key";
+
 /** The job store's steps of a send (jobs.ts): claimed, sent later, held, its result. */
 export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) {
   // A wait is logged when its reason changes, not at every try of a long outage.
@@ -20,6 +22,11 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
     sql.recordResult.run(row);
     if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
   });
+  const claimForSending = db.transaction((row: Parameters<typeof sql.claimForSending.run>[0]) => {
+    const claimed = sql.claimForSending.run(row).changes > 0;
+    if (claimed && row.fresh) timeline.add(row.id, row.now, "retry", FRESH);
+    return claimed;
+  });
   return {
     /**
      * Marks the job as being sent, with the attempt's idempotency key (kept from the first
@@ -28,7 +35,7 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
      */
     claimForSending(id: number, now: number, claim?: Claim): boolean {
       const row = { id, now: ms(now), key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null, sender: claim?.senderId ?? null };
-      return sql.claimForSending.run(row).changes > 0;
+      return claimForSending({ ...row, fresh: claim?.fresh ? 1 : 0 });
     },
     /**
      * Queued again for `at`: with the same idempotency key after an unclear answer; with

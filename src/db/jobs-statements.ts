@@ -52,26 +52,22 @@ function queueStatements(db: Db) {
     enqueue: db.prepare<[string, string, string, number, number, number]>(`
     INSERT INTO jobs (message_id, location_id, payload, next_attempt_at, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING`),
-    // The locations with unfinished jobs, one index seek each (a skip scan): a backlog of
-    // thousands in one location costs no more to look past than one job. With each, when
-    // its earliest send and report are due (a seek each too): a location whose jobs all
-    // wait (receipts to check later, say) costs no look of its own.
+    // The locations with due-able jobs, two index seeks each (a skip scan over each state's
+    // index): a backlog of thousands in one location costs no more to look past than one
+    // job. With each, when its earliest send and its earliest report are due (a seek each
+    // in that state's own index, which holds no row of the other state): a location whose
+    // jobs all wait (receipts to check later, say) costs no look of its own.
     waitingLocations: db.prepare<[], { location_id: string; sends_at: number | null; reports_at: number | null }>(`
     WITH RECURSIVE next(location_id) AS (
-      SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting')
+      SELECT ${firstLocation(">= ''")}
       UNION ALL
-      SELECT (SELECT min(location_id) FROM jobs WHERE state IN ('queued', 'reporting') AND location_id > next.location_id)
-      FROM next WHERE next.location_id IS NOT NULL
+      SELECT ${firstLocation("> next.location_id")} FROM next WHERE next.location_id IS NOT NULL
     ) SELECT location_id,
-      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
-        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'queued') AS sends_at,
-      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_due_by_location
-        WHERE location_id = next.location_id AND state IN ('queued', 'reporting') AND state = 'reporting') AS reports_at
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_sends_due WHERE location_id = next.location_id AND state = 'queued') AS sends_at,
+      (SELECT min(next_attempt_at) FROM jobs INDEXED BY jobs_reports_due WHERE location_id = next.location_id AND state = 'reporting') AS reports_at
     FROM next WHERE location_id IS NOT NULL`),
-    due: db.prepare<[string, JobState, number, number], { id: number; state: JobState; next_attempt_at: number }>(`
-    SELECT id, state, next_attempt_at FROM jobs INDEXED BY jobs_due_by_location
-    WHERE location_id = ? AND state IN ('queued', 'reporting') AND state = ? AND next_attempt_at <= ?
-    ORDER BY next_attempt_at, id LIMIT ?`),
+    dueSends: dueIn(db, "queued", "jobs_sends_due"),
+    dueReports: dueIn(db, "reporting", "jobs_reports_due"),
     get: db.prepare<[string], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE message_id = ?`),
     byId: db.prepare<[number], JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = ?`),
     counts: db.prepare<[], { state: JobState; n: number }>("SELECT state, count(*) AS n FROM jobs GROUP BY state"),
@@ -81,15 +77,36 @@ function queueStatements(db: Db) {
   };
 }
 
+/**
+ * The first location (its id `from`, say "> next.location_id") with a job queued or
+ * reporting: the lesser of each state's index's first (min() skips a state that has none).
+ */
+function firstLocation(from: string): string {
+  return `(SELECT min(location_id) FROM (
+    SELECT (SELECT min(location_id) FROM jobs INDEXED BY jobs_sends_due WHERE state = 'queued' AND location_id ${from}) AS location_id
+    UNION ALL
+    SELECT (SELECT min(location_id) FROM jobs INDEXED BY jobs_reports_due WHERE state = 'reporting' AND location_id ${from})))`;
+}
+
+/** A location's due jobs in one state, earliest first, read from that state's own index. */
+function dueIn(db: Db, state: "queued" | "reporting", index: string) {
+  return db.prepare<[string, number, number], { id: number; next_attempt_at: number }>(`
+    SELECT id, next_attempt_at FROM jobs INDEXED BY ${index}
+    WHERE location_id = ? AND state = '${state}' AND next_attempt_at <= ?
+    ORDER BY next_attempt_at, id LIMIT ?`);
+}
+
 /** A send's steps (jobs-send.ts). */
 function sendStatements(db: Db) {
   return {
-    // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
-    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null }]>(`
+    // The key, the first attempt's time and the API key's tag are set once: every retry reuses
+    // them, unless @fresh (none of the attempts reached the gateway: they start anew).
+    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null; fresh: number }]>(`
     UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now, held = 0,
       sender_id = coalesce(@sender, sender_id),
-      idempotency_key = coalesce(idempotency_key, @key), api_key_tag = coalesce(api_key_tag, @tag),
-      first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at ELSE coalesce(first_sent_at, @now) END
+      idempotency_key = CASE WHEN @fresh THEN @key ELSE coalesce(idempotency_key, @key) END,
+      api_key_tag = CASE WHEN @fresh THEN @tag ELSE coalesce(api_key_tag, @tag) END,
+      first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at WHEN @fresh THEN @now ELSE coalesce(first_sent_at, @now) END
     WHERE id = @id AND state = 'queued'`),
     sendLater: db.prepare<[{ id: number; at: number; reason: string; now: number; fresh: number; held: number; unclear: number }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @at, error_message = @reason, updated_at = @now,
@@ -108,10 +125,10 @@ function sendStatements(db: Db) {
     heldNow: db.prepare<[number], number>("SELECT held FROM jobs WHERE id = ? AND state = 'queued'").pluck(),
     markHeld: db.prepare<[{ id: number; reason: string; at: number; now: number }]>(`
     UPDATE jobs SET held = 1, error_message = @reason, next_attempt_at = @at, updated_at = @now WHERE id = @id AND state = 'queued'`),
-    // Through the index of unfinished jobs, not the whole table of finished ones.
+    // Through the index of queued jobs, not the whole table of finished ones.
     wakeHeld: db.prepare<[{ now: number }]>(`
-    UPDATE jobs INDEXED BY jobs_due_by_location SET next_attempt_at = @now
-    WHERE state IN ('queued', 'reporting') AND state = 'queued' AND held = 1 AND next_attempt_at > @now`),
+    UPDATE jobs INDEXED BY jobs_sends_due SET next_attempt_at = @now
+    WHERE state = 'queued' AND held = 1 AND next_attempt_at > @now`),
     recordResult: db.prepare<
       [
         { id: number; now: number; at: number; deadline: number | null; parts: number | null; outcome: Outcome } & {

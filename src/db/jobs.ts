@@ -33,6 +33,11 @@ export interface Claim {
   apiKeyTag: string;
   /** The sender ID it goes with ("" : the gateway's default), for the message log. */
   senderId?: string;
+  /**
+   * The key and tag replace the job's (and its first attempt's time starts anew): none of
+   * its attempts reached the gateway, and its key is of another API key or forgotten.
+   */
+  fresh?: boolean;
 }
 
 export interface Result {

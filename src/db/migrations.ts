@@ -261,4 +261,14 @@ export const MIGRATIONS: readonly string[] = [
     last_failed_at INTEGER NOT NULL
   ) STRICT;
   `,
+  `
+  -- The queue's due reads, one index per state: a location's earliest send and its earliest
+  -- report are each one seek, and neither passes the other state's rows on its way (a
+  -- backlog of sends once stood before every report look: docs/PERFORMANCE.md). They replace
+  -- the two indexes over both states; jobs_due had no reader left.
+  CREATE INDEX jobs_sends_due ON jobs (location_id, next_attempt_at, id) WHERE state = 'queued';
+  CREATE INDEX jobs_reports_due ON jobs (location_id, next_attempt_at, id) WHERE state = 'reporting';
+  DROP INDEX jobs_due_by_location;
+  DROP INDEX jobs_due;
+  `,
 ];

@@ -22,6 +22,8 @@ export type { OutboundDeps };
 
 export { RESEND_WINDOW_MS } from "../retry.ts";
 
+/** What to send (`fresh`: with a new idempotency key in place of the job's), or why it cannot be sent. */
+type Plan = { request: SendRequest; tag: string; fresh?: boolean } | { result: Result };
 
 /**
  * "processOutbound": sends a queued job's SMS exactly once, then reports its status to
@@ -55,13 +57,13 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
       }
     }
     const claim: Claim | undefined =
-      "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId } : undefined;
+      "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId, fresh: plan.fresh } : undefined;
     const claimedAt = deps.now();
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
     const apiKey = "request" in plan ? plan.request.apiKey : "";
     if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return;
-    const sending = { ...job, firstSentAt: job.firstSentAt ?? claimedAt };
+    const sending = { ...job, firstSentAt: claim?.fresh ? claimedAt : (job.firstSentAt ?? claimedAt) };
     const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     const result = unlessMaybeSent(job, ending);
     if ("retryAt" in result) {
@@ -94,7 +96,7 @@ function claimWithKey(deps: OutboundDeps, id: number, at: number, claim: Claim, 
 }
 
 /** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
-function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: string } | { result: Result } {
+function prepare(deps: OutboundDeps, job: Job): Plan {
   const { message } = job;
   const { locationId } = message;
   const record = deps.tokens.get(locationId);
@@ -120,7 +122,7 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   const { apiKey, senderId } = sendingWith(record, deps.defaults);
   const refusal = !record.smsApiKey && deps.defaults.apiKey ? sharedRefusal(record, deps.defaults.allowedCompanyIds) : undefined;
   // After an attempt with no clear answer the SMS may have left: not a plain failure.
-  if (refusal && job.firstSentAt !== null) {
+  if (refusal && job.unclear) {
     return { result: failed("delivery_unknown", `location ${locationId} ${refusal}, after an attempt that got no clear answer; delivery unknown`) };
   }
   if (refusal) return { result: failed("not_approved", `location ${locationId} ${refusal}`) };
@@ -128,31 +130,35 @@ function prepare(deps: OutboundDeps, job: Job): { request: SendRequest; tag: str
   // Keys are checked when set; one stored before that check could not travel in a header.
   if (!API_KEY.pattern.test(apiKey)) return { result: failed("invalid_api_key", `the SMS gateway API key ${API_KEY.says}: set it again`) };
   const tag = keyTag(apiKey);
-  const unknown = lostAttempt(deps, job, tag);
-  if (unknown) return { result: failed("delivery_unknown", unknown) };
-  const idempotencyKey = job.idempotencyKey ?? randomUUID();
-  return { request: { apiKey, to, message: text, senderId, idempotencyKey }, tag };
+  const key = attemptKey(deps, job, tag);
+  if ("lost" in key) return { result: failed("delivery_unknown", key.lost) };
+  return { request: { apiKey, to, message: text, senderId, idempotencyKey: key.idempotencyKey }, tag, fresh: key.fresh };
 }
 
 /** A location that sends through its phone: the phone's key, no sender ID; the job's key is the message's id there. */
-function viaPhone(deps: OutboundDeps, job: Job, apiKey: string, sms: { to: string; message: string }): { request: SendRequest; tag: string } | { result: Result } {
+function viaPhone(deps: OutboundDeps, job: Job, apiKey: string, sms: { to: string; message: string }): Plan {
   const tag = keyTag(apiKey);
-  const unknown = lostAttempt(deps, job, tag);
-  if (unknown) return { result: failed("delivery_unknown", unknown) };
-  return { request: { apiKey, ...sms, senderId: "", idempotencyKey: job.idempotencyKey ?? randomUUID() }, tag };
+  const key = attemptKey(deps, job, tag);
+  if ("lost" in key) return { result: failed("delivery_unknown", key.lost) };
+  return { request: { apiKey, ...sms, senderId: "", idempotencyKey: key.idempotencyKey }, tag, fresh: key.fresh };
 }
 
 /**
- * An earlier attempt got no clear answer. Its key is scoped to the API key it went with,
- * and Cast forgets it after 24 h: past either, a new attempt could send a second SMS.
+ * The idempotency key of this attempt: the job's own while the gateway keeps it under this
+ * API key. It is scoped to the API key it went with, and Cast forgets it after 24 h: past
+ * either, after an attempt that got no clear answer (`unclear`: its SMS may have left), a
+ * new attempt could send a second SMS, so the message's fate is unknown. When every attempt
+ * provably did not reach the gateway (a 429, an unreachable gateway), nothing can go twice:
+ * it goes with a new key (`fresh`), under the API key it has now.
  */
-function lostAttempt(deps: OutboundDeps, job: Job, tag: string): string | undefined {
-  if (job.firstSentAt === null) return undefined;
-  if (job.apiKeyTag !== null && job.apiKeyTag !== tag) {
-    return "the SMS API key changed after an attempt that got no clear answer; delivery unknown";
-  }
-  if (deps.now() - job.firstSentAt > RESEND_WINDOW_MS) return "no clear answer from the gateway within 20 hours; delivery unknown";
-  return undefined;
+function attemptKey(deps: OutboundDeps, job: Job, tag: string): { idempotencyKey: string; fresh: boolean } | { lost: string } {
+  if (job.idempotencyKey === null) return { idempotencyKey: randomUUID(), fresh: false };
+  const otherApiKey = job.apiKeyTag !== null && job.apiKeyTag !== tag;
+  const forgotten = job.firstSentAt !== null && deps.now() - job.firstSentAt > RESEND_WINDOW_MS;
+  if (!otherApiKey && !forgotten) return { idempotencyKey: job.idempotencyKey, fresh: false };
+  if (!job.unclear) return { idempotencyKey: randomUUID(), fresh: true };
+  if (otherApiKey) return { lost: "the SMS API key changed after an attempt that got no clear answer; delivery unknown" };
+  return { lost: "no clear answer from the gateway within 20 hours; delivery unknown" };
 }
 
 /**
