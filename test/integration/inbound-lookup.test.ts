@@ -103,6 +103,21 @@ describe("a post whose answer was lost is looked up before it is posted again", 
   });
 });
 
+test("the same words twice in one second: the lookup does not take the first's message for the second, which is posted", async () => {
+  const bridge = await bridgeWith();
+  const same = { from: PHONE, text: "ok", location_id: "loc-1", received_at: "2026-11-24T08:00:00+08:00" };
+  const send = async (id: string) => (await (await bridge.admin("/api/inbound", { method: "POST", body: JSON.stringify({ ...same, id }) })).json()) as { id: string };
+  const first = await send("sms-1");
+  await waitFor(() => stored(bridge, first.id)?.state === "done");
+  const taken = bridge.crm.replies.routes[POST];
+  let refusals = 1;
+  bridge.crm.on(POST, (req, event) => (refusals-- > 0 ? jsonResponse({ message: "Internal Server Error" }, 500) : taken(req, event)));
+  const second = await send("sms-2");
+  await waitFor(() => stored(bridge, second.id)?.state === "done");
+  expect(bridge.crm.replies.inbound.map((m) => m.body.altId)).toEqual([first.id, second.id]);
+  expect(stored(bridge, second.id)?.crmMessageId).toBe(bridge.crm.replies.inbound[1]?.messageId);
+});
+
 describe("a reply a stopped process was posting is looked up at start", () => {
   test("HighLevel had taken it: found, settled with HighLevel's id, not posted again", async () => {
     const bridge = await bridgeWith({ worker: false });
