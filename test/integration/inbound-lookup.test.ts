@@ -80,6 +80,16 @@ describe("a post whose answer was lost is looked up before it is posted again", 
     expect(bridge.logs.join("")).toContain(`reply ${id} of location loc-1: not found in HighLevel after 2 lookups; posted again`);
   });
 
+  test("every post answered 500 and never found: posted again until the tries are spent, then failed as not delivered", async () => {
+    const bridge = await bridgeWith({ tuning: { reportAttempts: 2 } });
+    bridge.crm.on(POST, () => jsonResponse({ message: "Internal Server Error" }, 500));
+    const id = await reply(bridge, "into the void");
+    await waitFor(() => stored(bridge, id)?.state === "dead");
+    expect(stored(bridge, id)?.error).toBe("not delivered to HighLevel: no clear answer to 2 tries, and not found there");
+    expect(bridge.crm.received(POST)).toHaveLength(2);
+    expect(bridge.crm.received(SEARCH)).toHaveLength(4);
+  });
+
   test("the lookup refused (403, a scope missing): delivery unknown, not posted again", async () => {
     const bridge = await bridgeWith();
     takeThenAnswer(bridge, 504);

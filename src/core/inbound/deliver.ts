@@ -2,7 +2,7 @@ import type { Commit } from "../../db/commit.ts";
 import type { InboundRow, InboundStore } from "../../db/inbound.ts";
 import { CrmError, errorMessage } from "../../errors.ts";
 import type { CrmClient, InboundMessage } from "../clients/crm.ts";
-import { nextReport, tokenRefused } from "../retry-policy.ts";
+import { nextReport, reportRetryable, tokenRefused } from "../retry-policy.ts";
 import type { TokenService } from "../installs/tokens.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone } from "../mask.ts";
@@ -85,18 +85,21 @@ async function post(deps: DeliverDeps, row: Reply, token: string): Promise<void>
   await storePosted(deps, row, messageId);
 }
 
-/** HighLevel may have taken it: it stays "posting", to be looked up before it is posted again. */
+/**
+ * HighLevel may have taken it: it stays "posting", to be looked up before it is posted
+ * again, however many tries it took. A 2xx without a message id is HighLevel dropping it.
+ */
 async function answerLost(deps: DeliverDeps, row: InboundRow, error: unknown): Promise<void> {
   const why = errorMessage(error);
-  const next = nextReport(error, row.attempts, { maxTries: deps.attempts, backoffMs: deps.backoffMs });
-  if (next.verdict === "fail") {
-    // A 2xx without a message id (HighLevel dropped it), or the tries are spent.
+  if (!reportRetryable(error)) {
     await deps.commit(() => deps.store.giveUp(row.id, `delivery unknown: ${why}; not posted again`, deps.now()));
     deps.log.error(`reply ${row.inboundId} of location ${row.locationId}: delivery unknown (${why}); not posted again`);
     return;
   }
+  const next = nextReport(error, row.attempts, { maxTries: deps.attempts, backoffMs: deps.backoffMs });
+  const waitMs = next.verdict === "retry" ? next.inMs : delayMs(RETRY.report, row.attempts, deps.backoffMs);
   const reason = `no clear answer to its post (${why}): looked up in HighLevel before it is posted again`;
-  await deps.commit(() => deps.store.lookLater(row.id, deps.now() + next.inMs, reason, deps.now(), true, 0));
+  await deps.commit(() => deps.store.lookLater(row.id, deps.now() + waitMs, reason, deps.now(), true, 0));
   deps.log.warn(`reply ${row.inboundId} of location ${row.locationId}: ${reason}`);
 }
 
@@ -114,6 +117,12 @@ async function lookUp(deps: DeliverDeps, row: Reply, token: string): Promise<voi
     const reason = `not found in HighLevel at lookup ${looks}; looked up again before it is posted again`;
     await deps.commit(() => deps.store.lookLater(row.id, now + delayMs(RETRY.report, row.attempts, deps.backoffMs), reason, now, false, looks));
     return;
+  }
+  if (row.attempts >= (deps.attempts ?? RETRY.report.tries)) {
+    // Its tries are spent, and HighLevel surely does not hold it: not delivered, and known so.
+    const why = `not delivered to HighLevel: no clear answer to ${row.attempts} tries, and not found there`;
+    await deps.commit(() => deps.store.giveUp(row.id, why, now));
+    return deps.log.error(`reply ${row.inboundId} of location ${row.locationId}: ${why}`);
   }
   await deps.commit(() => deps.store.retryLater(row.id, now, `not found in HighLevel after ${looks} lookups: posted again`, now, false));
   deps.log.warn(`reply ${row.inboundId} of location ${row.locationId}: not found in HighLevel after ${looks} lookups; posted again`);
