@@ -30,6 +30,8 @@ export interface InboundRow extends NewInbound {
   contactId: string | null;
   crmMessageId: string | null;
   attempts: number;
+  /** Lookups in HighLevel that did not find it since its last post (a post with no clear answer). */
+  looks: number;
   error: string | null;
   createdAt: number;
   updatedAt: number;
@@ -48,7 +50,7 @@ export type InboundStore = ReturnType<typeof createInboundStore>;
 const COLUMNS = `id, inbound_id AS inboundId, source, dedupe_key AS dedupeKey, phone, text, to_number AS "to",
   device_id AS deviceId, received_at AS receivedAt, received_ms AS receivedMs, source_id AS sourceId,
   location_id AS locationId, routed_by AS routedBy, opt_out AS optOut, state, contact_id AS contactId,
-  crm_message_id AS crmMessageId, attempts, error, created_at AS createdAt, updated_at AS updatedAt`;
+  crm_message_id AS crmMessageId, attempts, looks, error, created_at AS createdAt, updated_at AS updatedAt`;
 
 /**
  * The inbound table (schema 11) and the lookups that route a reply. Every write is one
@@ -75,7 +77,7 @@ function inboundWrites(s: Statements) {
     setContact(id: number, contactId: string, now: number): void {
       s.contact.run(contactId, ms(now), id);
     },
-    /** Committed before the inbound message is posted: after a crash it is never posted again. */
+    /** Committed before the inbound message is posted: after a crash it is looked up before it is posted again. */
     markPosting(id: number, now: number): boolean {
       return s.posting.run(ms(now), id).changes > 0;
     },
@@ -86,12 +88,15 @@ function inboundWrites(s: Statements) {
     retryLater(id: number, at: number, error: string, now: number, counted = true): void {
       s.retry.run({ id, at: ms(at), error, now: ms(now), counted: counted ? 1 : 0 });
     },
+    /**
+     * A reply whose post may have reached HighLevel, looked up (again) at `at`; it stays
+     * "posting". `looks`: the lookups so far that did not find it.
+     */
+    lookLater(id: number, at: number, error: string, now: number, counted: boolean, looks: number): void {
+      s.lookLater.run({ id, at: ms(at), error, now: ms(now), counted: counted ? 1 : 0, looks });
+    },
     giveUp(id: number, error: string, now: number): void {
       s.dead.run(error, ms(now), id);
-    },
-    /** Replies a stopped process was posting: settled, never posted again. Returns how many. */
-    settleInterrupted(error: string, now: number): number {
-      return s.interrupted.run(error, ms(now)).changes;
     },
     /** Deletes up to `limit` finished replies last changed before `before`; how many. */
     prune(before: number, limit: number): number {
@@ -112,11 +117,14 @@ function inboundReads(db: Db, s: Statements) {
     byId(id: number): InboundRow | undefined {
       return s.byId.get(id);
     },
-    /** Queued replies due now, oldest first. */
+    /**
+     * Replies due now (queued, or posting and to be looked up), oldest first: of one
+     * contact, only the first still waiting, so a contact's replies keep their order.
+     */
     due(now: number, limit: number): number[] {
       return s.due.all(ms(now), limit).map((r) => r.id);
     },
-    /** When the next queued reply comes due (undefined: none queued). */
+    /** When the next reply the queue may take comes due (undefined: none waits). */
     nextDue(): number | undefined {
       return s.nextDue.get()?.at ?? undefined;
     },
@@ -129,6 +137,10 @@ function inboundReads(db: Db, s: Statements) {
       const params = clauses.flatMap(([, values]) => values);
       const sql = `SELECT ${COLUMNS} FROM inbound ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
       return db.prepare<unknown[], InboundRow>(sql).all(...params, filter.limit);
+    },
+    /** Another reply than `id` is already settled as HighLevel's message `crmMessageId`. */
+    claimed(id: number, crmMessageId: string): boolean {
+      return s.claimed.get(crmMessageId, id) !== undefined;
     },
     counts(): Record<InboundState, number> {
       const all: Record<InboundState, number> = { unrouted: 0, queued: 0, posting: 0, done: 0, dead: 0 };
@@ -150,6 +162,12 @@ function inboundReads(db: Db, s: Statements) {
   };
 }
 
+/** A reply the queue may take: queued, or posting (its post got no clear answer, or a stop caught it). */
+const WAITING = "i.state IN ('queued', 'posting')";
+/** No earlier reply of the same contact waits (the indexes inbound_waiting and inbound_waiting_by_contact). */
+const FIRST_OF_CONTACT = `NOT EXISTS (SELECT 1 FROM inbound AS e WHERE e.location_id = i.location_id AND e.phone = i.phone
+  AND e.id < i.id AND e.state IN ('queued', 'posting'))`;
+
 /** The store's statements, prepared once. */
 function prepareStatements(db: Db) {
   return {
@@ -161,18 +179,20 @@ function prepareStatements(db: Db) {
     byInboundId: db.prepare<[string], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE inbound_id = ?`),
     byId: db.prepare<[number], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE id = ?`),
     due: db.prepare<[number, number], { id: number }>(
-      "SELECT id FROM inbound WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+      `SELECT id FROM inbound AS i WHERE ${WAITING} AND next_attempt_at <= ? AND ${FIRST_OF_CONTACT} ORDER BY next_attempt_at, id LIMIT ?`,
     ),
-    nextDue: db.prepare<[], { at: number | null }>("SELECT min(next_attempt_at) AS at FROM inbound WHERE state = 'queued'"),
+    nextDue: db.prepare<[], { at: number | null }>(`SELECT min(next_attempt_at) AS at FROM inbound AS i WHERE ${WAITING} AND ${FIRST_OF_CONTACT}`),
+    claimed: db.prepare<[string, number], { n: number }>("SELECT 1 AS n FROM inbound WHERE crm_message_id = ? AND id <> ?"),
     route: db.prepare(`UPDATE inbound SET location_id = @locationId, routed_by = 'operator', state = 'queued',
       next_attempt_at = @now, updated_at = @now WHERE inbound_id = @inboundId AND state = 'unrouted'`),
     contact: db.prepare("UPDATE inbound SET contact_id = ?, updated_at = ? WHERE id = ? AND state = 'queued'"),
-    posting: db.prepare("UPDATE inbound SET state = 'posting', updated_at = ? WHERE id = ? AND state = 'queued'"),
+    posting: db.prepare("UPDATE inbound SET state = 'posting', looks = 0, updated_at = ? WHERE id = ? AND state = 'queued'"),
     posted: db.prepare("UPDATE inbound SET state = 'done', crm_message_id = ?, error = NULL, updated_at = ? WHERE id = ? AND state = 'posting'"),
     retry: db.prepare(`UPDATE inbound SET state = 'queued', attempts = attempts + @counted, next_attempt_at = @at, error = @error,
       updated_at = @now WHERE id = @id AND state IN ('queued', 'posting')`),
+    lookLater: db.prepare(`UPDATE inbound SET attempts = attempts + @counted, looks = @looks, next_attempt_at = @at, error = @error,
+      updated_at = @now WHERE id = @id AND state = 'posting'`),
     dead: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE id = ? AND state IN ('queued', 'posting')"),
-    interrupted: db.prepare("UPDATE inbound SET state = 'dead', error = ?, updated_at = ? WHERE state = 'posting'"),
     prune: db.prepare<[number, number]>(`DELETE FROM inbound WHERE id IN
       (SELECT id FROM inbound WHERE state IN ('done', 'dead') AND updated_at < ? LIMIT ?)`),
     counts: db.prepare<[], { state: InboundState; n: number }>("SELECT state, count(*) AS n FROM inbound GROUP BY state"),

@@ -271,4 +271,16 @@ export const MIGRATIONS: readonly string[] = [
   DROP INDEX jobs_due_by_location;
   DROP INDEX jobs_due;
   `,
+  `
+  -- A reply whose post got no clear answer stays 'posting' and is looked up in HighLevel
+  -- before it is posted again (docs/http.md, "Replies"): looks counts the lookups that did
+  -- not find it since its last post. The queue takes 'posting' replies too, and one
+  -- contact's replies in the order they came: the first still waiting goes first.
+  ALTER TABLE inbound ADD COLUMN looks INTEGER NOT NULL DEFAULT 0;
+  DROP INDEX inbound_due;
+  CREATE INDEX inbound_waiting ON inbound (next_attempt_at, id) WHERE state IN ('queued', 'posting');
+  CREATE INDEX inbound_waiting_by_contact ON inbound (location_id, phone, id) WHERE state IN ('queued', 'posting');
+  -- A message HighLevel holds is the post of one reply only.
+  CREATE INDEX inbound_by_crm_message ON inbound (crm_message_id) WHERE crm_message_id IS NOT NULL;
+  `,
 ];

@@ -29,11 +29,21 @@ export interface FakeInbound {
  * `delayMs`: an inbound message is taken (recorded) at once and answered this much later,
  * so a crash can come between HighLevel taking it and bridge hearing so; `onInbound` is
  * told of each one as it is taken, before that answer.
+ * The lookups of a reply whose post got no clear answer: `GET /conversations/search`
+ * lists the contact's conversation once it holds a message (conversations-search-200.json),
+ * and `GET /conversations/{id}/messages` its messages newest first, in pages of `limit`
+ * before `lastMessageId` (conversation-messages-200.json; `wrapped`: inside `messages`, the
+ * other shape the fixtures README's note 14 names). `lookupDown`: both answer this status.
  */
 export function createReplies() {
   const contacts: FakeContact[] = [];
   const inbound: FakeInbound[] = [];
-  const state: { down: number; delayMs: number; onInbound?: (body: Record<string, unknown>) => void } = { down: 0, delayMs: 0 };
+  const state: { down: number; delayMs: number; lookupDown: number; wrapped: boolean; onInbound?: (body: Record<string, unknown>) => void } = {
+    down: 0,
+    delayMs: 0,
+    lookupDown: 0,
+    wrapped: false,
+  };
   let serial = 0;
 
   const upsert: Handler = (req) => {
@@ -67,8 +77,49 @@ export function createReplies() {
     return jsonResponse({ ...documented, conversationId: `conv-${String(body.contactId)}`, messageId, message: body.message, contactId: body.contactId });
   };
 
+  const search: Handler = (req) => {
+    if (state.lookupDown) return jsonResponse({ message: "Service Unavailable" }, state.lookupDown);
+    const contactId = req.query.get("contactId");
+    const contact = contacts.find((c) => c.id === contactId && c.locationId === req.query.get("locationId"));
+    const held = contact ? inbound.filter((m) => m.messageId && m.body.contactId === contact.id) : [];
+    const [documented] = (fixture("highlevel", "conversations-search-200.json") as { conversations: Record<string, unknown>[] }).conversations;
+    const last = held.at(-1)?.body;
+    const conversations =
+      contact && last ? [{ ...documented, id: `conv-${contact.id}`, contactId: contact.id, locationId: contact.locationId, lastMessageBody: last.message, phone: contact.phone }] : [];
+    return jsonResponse({ conversations, total: conversations.length });
+  };
+
+  const messages: Handler = (req) => {
+    if (state.lookupDown) return jsonResponse({ message: "Service Unavailable" }, state.lookupDown);
+    const conversationId = decodeURIComponent(req.path.split("/")[2] ?? "");
+    const contact = contacts.find((c) => `conv-${c.id}` === conversationId);
+    if (!contact) return jsonResponse({ message: "Conversation not found" }, 404);
+    const newestFirst = inbound.filter((m) => m.messageId && m.body.contactId === contact.id).reverse();
+    const after = newestFirst.findIndex((m) => m.messageId === req.query.get("lastMessageId"));
+    const limit = Number(req.query.get("limit") ?? 20);
+    const page = newestFirst.slice(after + 1, after + 1 + limit);
+    const [documented] = (fixture("highlevel", "conversation-messages-200.json") as { messages: Record<string, unknown>[] }).messages;
+    const list = page.map(({ body, messageId }) => ({
+      ...documented,
+      id: messageId,
+      locationId: contact.locationId,
+      contactId: contact.id,
+      conversationId,
+      dateAdded: new Date(String(body.date)).toISOString(),
+      body: body.message,
+      conversationProviderId: body.conversationProviderId,
+    }));
+    const answer = { lastMessageId: page.at(-1)?.messageId ?? "", nextPage: after + 1 + limit < newestFirst.length, messages: list };
+    return jsonResponse(state.wrapped ? { messages: answer, traceId: "trace-1" } : answer);
+  };
+
   return {
-    routes: { "POST /contacts/upsert": upsert, "POST /conversations/messages/inbound": message },
+    routes: {
+      "POST /contacts/upsert": upsert,
+      "POST /conversations/messages/inbound": message,
+      "GET /conversations/search": search,
+      "GET /conversations/:conversationId/messages": messages,
+    },
     contacts,
     inbound,
     state,

@@ -68,6 +68,10 @@ export async function startFakeGateway() {
   let row = 42_412;
   // By default the carrier delivers at once; a test can make receipts late, or refusals.
   let receiptOf: (message: string, sinceSendMs: number) => Receipt = () => ({ status: "delivered", dlr_status: "DELIVRD" });
+  // Cast's log serves at most 500 entries a page, or fewer when a test caps it; its clock
+  // (the times it writes) is ours plus `clockMs` (negative: behind).
+  const castLog = { pageCap: 500, clockMs: 0 };
+  const castTime = (ms: number) => iso(ms + castLog.clockMs);
 
   // Cast's limits, when a test sets them: a token bucket per API key for sends, and one
   // for every request from this (the only) address.
@@ -164,9 +168,9 @@ export async function startFakeGateway() {
       ...like(CAST.status, {
         message_id: id,
         status: now.status,
-        sent_at: iso(sent.sentAt),
+        sent_at: castTime(sent.sentAt),
         dlr_status: now.dlr,
-        delivered_at: now.deliveredAt === undefined ? undefined : iso(now.deliveredAt),
+        delivered_at: now.deliveredAt === undefined ? undefined : castTime(now.deliveredAt),
       }),
       // Documented ("error_message"?) though the example has none.
       ...(now.errorMessage && { error_message: now.errorMessage }),
@@ -176,7 +180,7 @@ export async function startFakeGateway() {
   /** The account's messages, newest first, as Cast's log lists them (docs/services/cast-api.md: read an entry carefully). */
   function logs(req: Recorded): Response {
     const q = req.query;
-    const limit = Math.min(500, Math.max(1, Number(q.get("limit") ?? 50) || 50));
+    const limit = Math.min(castLog.pageCap, Math.max(1, Number(q.get("limit") ?? 50) || 50));
     const offset = Math.max(0, Number(q.get("offset") ?? 0) || 0);
     const from = q.get("from") ? Date.parse(`${q.get("from")}T00:00:00Z`) : -Infinity;
     const to = q.get("to") ? Date.parse(`${q.get("to")}T00:00:00Z`) + 86_400_000 : Infinity;
@@ -203,9 +207,9 @@ export async function startFakeGateway() {
       // The submission only: the carrier's word is dlr_status, absent until it came.
       status: now.status === "failed" ? "failed" : "sent",
       parts: sent.parts,
-      created_at: iso(sent.sentAt),
+      created_at: castTime(sent.sentAt),
       dlr_status: now.dlr,
-      delivered_at: now.deliveredAt === undefined ? undefined : iso(now.deliveredAt),
+      delivered_at: now.deliveredAt === undefined ? undefined : castTime(now.deliveredAt),
     });
   }
 
@@ -259,6 +263,14 @@ export async function startFakeGateway() {
     statusCalls: () => fake.received("GET /api/v1/sms/status/"),
     /** The reads of the account's log. */
     logCalls: () => fake.received(LOGS),
+    /** Cast's log pages hold at most `pageCap` entries (500 by default), whatever limit is asked. */
+    capLogPages(pageCap: number) {
+      castLog.pageCap = pageCap;
+    },
+    /** Cast's clock runs `offsetMs` from ours (negative: behind): the times its log and status calls write. */
+    clockOffset(offsetMs: number) {
+      castLog.clockMs = offsetMs;
+    },
     /** Sets the approved sender IDs the sender-ids endpoint lists. */
     senderIds(list: ApprovedSender[]) {
       approvedSenders = list;

@@ -124,6 +124,34 @@ describe("the fake CRM answers as HighLevel documents", () => {
     expect(await res.text()).toBe("");
     expect(crm.replies.inbound.map((m) => m.messageId !== "")).toEqual([true, false]);
   });
+
+  test("GET /conversations/search and GET /conversations/{id}/messages: conversations-search-200.json, conversation-messages-200.json, flat or wrapped (note 14)", async () => {
+    const headers = { authorization: "Bearer at", version: "2021-04-15", "content-type": "application/json" };
+    const contact = (await post("/contacts/upsert", JSON.stringify({ locationId: "loc-look", phone: "+639170000001" }), headers)) as { contact: { id: string } };
+    const contactId = contact.contact.id;
+    const sent = { ...highlevelFixture("inbound-message-post"), conversationId: undefined, contactId, message: "found me", date: "2026-11-24T00:00:00.000Z" };
+    const taken = (await post("/conversations/messages/inbound", JSON.stringify(sent), headers)) as { messageId: string };
+    const get = async (path: string) => {
+      const res = await fetch(`${crm.url}${path}`, { headers });
+      expect(res.status).toBe(200);
+      return (await res.json()) as Record<string, unknown>;
+    };
+    const search = await get(`/conversations/search?locationId=loc-look&contactId=${contactId}`);
+    expect(differences(search, highlevelFixture("conversations-search-200"))).toEqual([]);
+    const [conversation] = search.conversations as { id: string }[];
+    const flat = await get(`/conversations/${conversation?.id}/messages?limit=100&type=TYPE_SMS`);
+    expect(differences(flat, highlevelFixture("conversation-messages-200"))).toEqual([]);
+    expect(flat.messages).toMatchObject([{ id: taken.messageId, direction: "inbound", body: "found me", contactId, dateAdded: sent.date }]);
+    crm.replies.state.wrapped = true;
+    try {
+      const wrapped = await get(`/conversations/${conversation?.id}/messages?limit=100&type=TYPE_SMS`);
+      expect(Object.keys(wrapped).sort()).toEqual(["messages", "traceId"]);
+      expect(wrapped.messages).toEqual(flat);
+    } finally {
+      crm.replies.state.wrapped = false;
+    }
+    expect(await get("/conversations/search?locationId=loc-look&contactId=nobody")).toEqual({ conversations: [], total: 0 });
+  });
 });
 
 describe("differences: how an answer is held to a fixture", () => {

@@ -161,16 +161,16 @@ describe("delivery to HighLevel", () => {
     expect(bridge.crm.replies.inbound).toHaveLength(1);
   });
 
-  test("the inbound post answered 500 (it may have been taken): delivery unknown, never posted again", async () => {
+  test("the inbound post answered 201 without a message id (HighLevel dropped it): failed, not posted again", async () => {
     const bridge = await bridgeWith({}, "loc-1");
-    bridge.crm.on("POST /conversations/messages/inbound", () => jsonResponse({ message: "Internal Server Error" }, 500));
-    const { json } = await reply(bridge, { from: PHONE, text: "maybe", location_id: "loc-1" });
+    bridge.crm.on("POST /conversations/messages/inbound", () => new Response(null, { status: 201 }));
+    const { json } = await reply(bridge, { from: PHONE, text: "dropped", location_id: "loc-1" });
     await waitFor(() => stored(bridge, json.id)?.state === "dead");
-    expect(stored(bridge, json.id)?.error).toMatch(/^delivery unknown: .*500/);
+    expect(stored(bridge, json.id)?.error).toMatch(/^delivery unknown: .*without a message id/);
     expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(1);
   });
 
-  test("HighLevel took it but its answer cannot be stored: left posting, never posted again", async () => {
+  test("HighLevel took it but its answer cannot be stored: left posting, not posted again", async () => {
     const bridge = await bridgeWith({ tuning: { resultStoreRetryMs: 1 } }, "loc-1");
     // The disk refuses the one write that records the post, however often it is tried.
     bridge.core.db.exec("CREATE TRIGGER refuse_posted BEFORE UPDATE OF state ON inbound WHEN NEW.state = 'done' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END");
@@ -179,16 +179,6 @@ describe("delivery to HighLevel", () => {
     await waitFor(() => bridge.logs.some((l) => l.includes("which could not be stored (disk I/O error)")) || posts() > 1);
     expect(stored(bridge, json.id)?.state).toBe("posting");
     expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(1);
-  });
-
-  test("a reply a stopped process was posting is settled at start as delivery unknown, not posted again", async () => {
-    const bridge = await bridgeWith({ worker: false }, "loc-1");
-    const { json } = await reply(bridge, { from: PHONE, text: "mid-post", location_id: "loc-1" });
-    const row = stored(bridge, json.id);
-    expect(bridge.core.replies.markPosting(row?.id ?? 0, Date.now())).toBe(true);
-    bridge.core.inboundQueue.start();
-    expect(stored(bridge, json.id)).toMatchObject({ state: "dead", error: expect.stringMatching(/^delivery unknown: bridge stopped while posting/) });
-    expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(0);
   });
 });
 

@@ -113,7 +113,7 @@ test("a message behind the log's newest page is found by paging back, whatever c
   const bridge = await start();
   // 500 messages sent after it (by another system on the same account) fill the first page.
   // Cast does not say `count` is the total: its example has count 1 with one entry, so each
-  // page here counts its own entries, and only a short page ends the log.
+  // page here counts its own entries, and only an empty page ends the log.
   const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
   const newer = Array.from({ length: 500 }, (_, i) => ({ ...CAST.logs.logs[1], id: 90_000 - i, smpp_message_id: `CASTnewer${i}`, created_at: now }));
   bridge.gateway.on(LOGS, async (req, event) => {

@@ -6,7 +6,7 @@
 
 import { GatewayError, type GatewayFailure } from "../../errors.ts";
 import { retryAfterMs as parseRetryAfter } from "../retry.ts";
-import type { DeliveryStatus, LogPage, LogQuery, SendResult } from "./gateway.ts";
+import type { DeliveryStatus, LogPage, SendResult } from "./gateway.ts";
 
 /** An answer to one of Cast's GET calls, read. */
 export interface CastAnswer {
@@ -98,22 +98,25 @@ export function readStatus(body: unknown): DeliveryStatus | undefined {
 }
 
 /**
- * A page of Cast's log: each entry's status by the send's message id, and how far back the
- * page reached. Only a short page is the last: Cast does not say `count` is the total (its
- * example answers count 1 with one entry), so it is not read.
+ * A page of Cast's log: each entry's status and time by the send's message id, and how far
+ * back the page reached. Neither `count` (its example answers count 1 with one entry) nor
+ * a page shorter than asked says the log ends: Cast may serve fewer than the limit.
  */
-export function readLogPage(logs: unknown[], page: LogQuery): LogPage {
+export function readLogPage(logs: unknown[]): LogPage {
   const statuses = new Map<string, DeliveryStatus>();
+  const sentAt = new Map<string, number>();
   let oldestAt: number | undefined;
   for (const entry of logs as Record<string, unknown>[]) {
     const status = entry && readLogEntry(entry);
     // `id` is Cast's row number; the send's message id is `smpp_message_id`.
-    if (typeof entry?.smpp_message_id === "string" && status) statuses.set(entry.smpp_message_id, status);
+    const id = typeof entry?.smpp_message_id === "string" ? entry.smpp_message_id : undefined;
+    if (id && status) statuses.set(id, status);
     const at = typeof entry?.created_at === "string" ? Date.parse(entry.created_at) : Number.NaN;
-    if (Number.isFinite(at)) oldestAt = Math.min(oldestAt ?? at, at);
+    if (!Number.isFinite(at)) continue;
+    oldestAt = Math.min(oldestAt ?? at, at);
+    if (id) sentAt.set(id, at);
   }
-  const last = logs.length < page.limit;
-  return { statuses, entries: logs.length, oldestAt, last };
+  return { statuses, sentAt, entries: logs.length, oldestAt };
 }
 
 /**

@@ -134,7 +134,7 @@ async function logs(cast: CastCalls, apiKey: string, page: LogQuery): Promise<Lo
   const res = await cast.get("logs", "/api/v1/sms/logs", apiKey, { limit: page.limit, offset: page.offset });
   const body = res.body as { logs?: unknown } | undefined;
   if (res.status !== 200 || !Array.isArray(body?.logs)) throw refused("logs call", res);
-  return readLogPage(body.logs as unknown[], page);
+  return readLogPage(body.logs as unknown[]);
 }
 
 /**

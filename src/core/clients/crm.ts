@@ -5,9 +5,11 @@ import { crmKind, LOCATION_API_VERSION, MESSAGES_API_VERSION, locationsSchema, l
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { callRemote } from "./transport.ts";
+import { findInboundMessages, type PostedReply } from "./crm-lookup.ts";
 import { addInboundMessage, upsertContact, type ContactUpsert, type InboundMessage } from "./crm-replies.ts";
 
 export type { ContactUpsert, InboundMessage } from "./crm-replies.ts";
+export type { PostedReply } from "./crm-lookup.ts";
 
 /** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
 export interface CrmOptions {
@@ -86,6 +88,9 @@ export function createCrmClient(options: CrmOptions) {
     upsertContact: (locationToken: string, contact: ContactUpsert) => upsertContact(crm, locationToken, contact),
 
     addInboundMessage: (locationToken: string, message: InboundMessage) => addInboundMessage(crm, locationToken, message),
+
+    /** HighLevel's ids of the messages that are this reply, posted before with no clear answer. */
+    findInboundMessages: (locationToken: string, reply: PostedReply) => findInboundMessages(crm, locationToken, reply),
   };
 }
 

@@ -84,12 +84,15 @@ export interface LogQuery {
 export interface LogPage {
   /** Each listed message's status, by the message id its send was answered with. */
   statuses: Map<string, DeliveryStatus>;
-  /** Entries on the page: the next page starts this many further back. */
+  /** When each listed message was sent, by the gateway's clock (ms since the epoch). */
+  sentAt: Map<string, number>;
+  /**
+   * Entries on the page: the next page starts this many further back. Only an empty page
+   * ends the log: a gateway may serve fewer than the limit asked on every page.
+   */
   entries: number;
-  /** When the page's oldest entry was sent (ms since the epoch); undefined when no entry says. */
+  /** When the page's oldest entry was sent (ms since the epoch, the gateway's clock); undefined when no entry says. */
   oldestAt: number | undefined;
-  /** No older entry follows this page. */
-  last: boolean;
 }
 
 /** A sender ID approved on the account. */

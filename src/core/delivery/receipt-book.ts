@@ -45,7 +45,7 @@ const ASK_ALONE_AFTER_MS = 60_000;
  */
 export function createReceiptBook(options: ReceiptBookOptions) {
   const { now } = options;
-  const r: Reads = { options, freshMs: options.freshMs ?? FRESH_MS, stopped: false };
+  const r: Reads = { options, freshMs: options.freshMs ?? FRESH_MS, stopped: false, lagMs: 0, told: { pageSize: false, clock: false } };
   const keys = new Map<string, KeyLog>();
 
   function keyLog(apiKey: string): KeyLog {

@@ -8,11 +8,11 @@ import type { ReceiptBookOptions, Waiting } from "./receipt-book.ts";
 export const FRESH_MS = 5_000;
 /** After a read of n pages the next waits n times this share of FRESH_MS, if longer: a deep log is read less often. */
 const PAGE_SHARE = 0.3;
-/** Cast's log pages: the most it gives at once. */
+/** Cast's log pages: the most it gives at once (it may serve fewer). */
 const PAGE = 500;
-/** A read goes no further back than this many pages (10,000 messages); older ones are asked for alone. */
-const MAX_PAGES = 20;
-/** How far before the oldest waiting send a read still looks: Cast's clock and ours, and its whole seconds. */
+/** A read goes no further back than this many entries; older messages are asked for alone. */
+const MAX_ENTRIES = 10_000;
+/** How far before the oldest waiting send a read still looks: the clocks, as measured, and Cast's whole seconds. */
 const SKEW_MS = 30_000;
 /** A waiting message not looked for in this long is forgotten (its job ended or left this process). */
 const STALE_MS = 5 * 60_000;
@@ -27,6 +27,10 @@ export interface Reads {
   options: ReceiptBookOptions;
   freshMs: number;
   stopped: boolean;
+  /** Our clock minus Cast's, as its log's times of our sends last told (0 until one did). */
+  lagMs: number;
+  /** What was logged once: the page size Cast serves, its clock being far from ours. */
+  told: { pageSize: boolean; clock: boolean };
 }
 
 /** Starts the key's next read when it is due, unless one is on its way. */
@@ -66,22 +70,54 @@ async function read(r: Reads, apiKey: string, k: KeyLog): Promise<void> {
   await wakeJobs(r, [...k.waiting.values()].filter((w) => !w.woken && isFinal(k.statuses.get(w.messageId))), true);
 }
 
-/** Pages back from the newest entry until every wanted message is listed or its send is behind. */
+/**
+ * Pages back from the newest entry until every wanted message is listed, the oldest
+ * waiting send is listed or behind, or the log ends (an empty page), whatever the page
+ * size Cast serves. "Behind" is read on our clock: Cast's times of the sends it lists
+ * tell how far its clock is from ours.
+ */
 async function readBack(r: Reads, apiKey: string, wanted: Map<string, Waiting>): Promise<{ statuses: Map<string, DeliveryStatus>; pages: number }> {
   const statuses = new Map<string, DeliveryStatus>();
-  const oldest = [...wanted.values()].reduce((min, w) => Math.min(min, w.sentAt), Infinity);
+  const oldest = [...wanted.values()].reduce((min, w) => (w.sentAt < min.sentAt ? w : min));
+  const lags: number[] = [];
   let offset = 0;
   let pages = 0;
-  while (pages < MAX_PAGES && !r.stopped) {
+  let shortPage = 0;
+  while (offset < MAX_ENTRIES && !r.stopped) {
     await budget(r);
     const page = await r.options.sms.logs(apiKey, { limit: PAGE, offset });
     pages++;
+    if (page.entries === 0) break;
+    if (shortPage) tellPageSize(r, shortPage);
+    shortPage = page.entries < PAGE ? page.entries : 0;
     for (const [id, status] of page.statuses) if (wanted.has(id)) statuses.set(id, status);
-    const behind = page.oldestAt !== undefined && page.oldestAt < oldest - SKEW_MS;
-    if (page.last || behind || statuses.size === wanted.size) break;
+    for (const [id, at] of page.sentAt) {
+      const w = wanted.get(id);
+      if (w) lags.push(w.sentAt - at);
+    }
+    const lagMs = lags.length > 0 ? Math.max(...lags) : r.lagMs;
+    const behind = page.oldestAt !== undefined && page.oldestAt + lagMs < oldest.sentAt - SKEW_MS;
+    if (behind || page.sentAt.has(oldest.messageId) || statuses.size === wanted.size) break;
     offset += page.entries;
   }
+  if (lags.length > 0) learnLag(r, Math.max(...lags));
   return { statuses, pages };
+}
+
+/** A page shorter than asked, and more after it: the page size Cast serves, said once. */
+function tellPageSize(r: Reads, entries: number): void {
+  if (r.told.pageSize) return;
+  r.told.pageSize = true;
+  r.options.log.info(`receipts: Cast serves its log ${entries} entries a page (${PAGE} asked); each read pages on to an empty page or the oldest waiting send`);
+}
+
+/** How far Cast's clock is from ours; said once when it is further than a read allows for. */
+function learnLag(r: Reads, lagMs: number): void {
+  r.lagMs = lagMs;
+  if (r.told.clock || Math.abs(lagMs) <= SKEW_MS) return;
+  r.told.clock = true;
+  const seconds = Math.round(Math.abs(lagMs) / 1000);
+  r.options.log.info(`receipts: Cast's log dates our sends ${seconds} s ${lagMs > 0 ? "before" : "after"} we sent them; reads allow for it`);
 }
 
 /** Waits for a token of the process's request budget (sends keep theirs). */

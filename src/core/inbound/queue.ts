@@ -2,7 +2,6 @@ import type { InboundStore } from "../../db/inbound.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import { sleep } from "../retry.ts";
-import { POST_INTERRUPTED } from "./deliver.ts";
 import { createBell } from "../bell.ts";
 
 export interface InboundQueueOptions {
@@ -18,9 +17,10 @@ export interface InboundQueueOptions {
 export type InboundQueue = ReturnType<typeof createInboundQueue>;
 
 /**
- * The replies' in-process queue: one reply at a time, oldest first, so a contact's
- * replies reach the conversation in the order they came. A new reply wakes it at once.
- * At start, a reply a stopped process was posting is settled, never posted again.
+ * The replies' in-process queue: one reply at a time, oldest first, and of one contact
+ * only the first still waiting (the store's `due`), so a contact's replies reach the
+ * conversation in the order they came, a retried one too. A new reply wakes it at once.
+ * A reply a stopped process was posting is looked up in HighLevel before it is posted again.
  */
 export function createInboundQueue(options: InboundQueueOptions) {
   const { store, log, now } = options;
@@ -56,8 +56,8 @@ export function createInboundQueue(options: InboundQueueOptions) {
   return {
     start(): void {
       if (running) return;
-      const settled = store.settleInterrupted(POST_INTERRUPTED, now());
-      if (settled > 0) log.warn(`${settled} reply(ies) were being posted to HighLevel when bridge stopped: ${POST_INTERRUPTED}`);
+      const interrupted = store.counts().posting;
+      if (interrupted > 0) log.warn(`${interrupted} reply(ies) were being posted to HighLevel when bridge stopped: each is looked up there before it is posted again`);
       running = true;
       loop = run();
     },
