@@ -51,13 +51,13 @@ test("LOG_FORMAT=json: every line on stderr is one JSON object", async () => {
   expect(entries.at(-1)).toMatchObject({ level: "info", msg: "stopped" });
 });
 
-test("the start-up line names the version and the database schema", async () => {
+test("the start-up line names the version, the commit it was built from and the database schema", async () => {
   const server = await serveToFile("version");
   server.child.kill("SIGTERM");
   expect(await exited(server.child)).toBe(0);
   const [first] = server.read().split("\n");
-  expect(first).toMatch(/^\S+Z \[info\] bridge (\S+) \(database schema (\d+)\) listening on http:\/\/127\.0\.0\.1:\d+ \{/);
-  expect(first).toContain(`bridge ${pkg.version} (database schema ${MIGRATIONS.length}) listening on`);
+  expect(first).toMatch(/^\S+Z \[info\] bridge (\S+) \(commit [0-9a-f]{12}(-dirty)?, database schema (\d+)\) listening on http:\/\/127\.0\.0\.1:\d+ \{/);
+  expect(first).toMatch(new RegExp(`bridge ${pkg.version.replaceAll(".", "\\.")} \\(commit \\S+, database schema ${MIGRATIONS.length}\\) listening on`));
 });
 
 test("serve without SMS_API_KEY warns at start that keyless locations fail, and how to fix it", async () => {
