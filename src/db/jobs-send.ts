@@ -14,7 +14,7 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
     if (before !== reason) timeline.add(id, now, how.held ? "held" : "retry", reason);
   });
   const recordResult = db.transaction((row: Parameters<typeof sql.recordResult.run>[0]) => {
-    sql.recordResult.run(row);
+    if (sql.recordResult.run(row).changes === 0) return;
     if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
   });
   return {

@@ -10,9 +10,10 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     receiptsDue: db.transaction((ids: number[], now: number) => {
       for (const id of ids) sql.receiptDue.run({ id, now });
     }),
-    recordReceipt: db.transaction((row: Parameters<typeof sql.recordReceipt.run>[0]) => {
-      sql.recordReceipt.run(row);
+    recordReceipt: db.transaction((row: Parameters<typeof sql.recordReceipt.run>[0]): boolean => {
+      if (sql.recordReceipt.run(row).changes === 0) return false;
       if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
+      return true;
     }),
     giveUp: db.transaction((id: number, now: number, reason: string) => {
       sql.giveUp.run(now, id);
@@ -32,9 +33,12 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     receiptsDue(ids: number[], now: number): void {
       tx.receiptsDue(ids, ms(now));
     },
-    /** The receipt settled the outcome (or none came in time): the report goes next. */
-    recordReceipt(id: number, receipt: Receipt, now: number): void {
-      tx.recordReceipt({ id, now: ms(now), errorCode: "", errorMessage: "", ...receipt });
+    /**
+     * The receipt settled the outcome (or none came in time): the report goes next. False
+     * when the job no longer awaits its receipt (settled already, by a webhook or a look): nothing changed.
+     */
+    recordReceipt(id: number, receipt: Receipt, now: number): boolean {
+      return tx.recordReceipt({ id, now: ms(now), errorCode: "", errorMessage: "", ...receipt });
     },
     /** HighLevel took the status: the job is done. */
     reported(id: number, status: string, now: number): void {

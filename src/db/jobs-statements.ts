@@ -18,6 +18,9 @@ export function failureDetail(code: FailureCode | "", message: string): string {
   return code ? `${code}: ${message}` : message;
 }
 
+/** A job whose receipt is still awaited: the only one a receipt may settle. */
+export const AWAITS_RECEIPT = "state = 'reporting' AND receipt_deadline IS NOT NULL";
+
 const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
 
 /**
@@ -120,11 +123,14 @@ function sendStatements(db: Db) {
       attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline, held = 0,
       sent_at = CASE WHEN @gatewayMessageId <> '' THEN @now END, parts = coalesce(@parts, parts),
       unclear = max(unclear, @errorCode IN (${sqlCode("gateway_unknown")}, ${sqlCode("delivery_unknown")}))
-    WHERE id = @id`),
+    WHERE id = @id AND state IN ('queued', 'sending')`),
   };
 }
 
-/** A receipt's and a report's steps (jobs-settle.ts). */
+/**
+ * A receipt's and a report's steps (jobs-settle.ts). A receipt is stored only while it is
+ * awaited: a late status event, or a look that raced one, changes nothing settled.
+ */
 function settleStatements(db: Db) {
   return {
     receiptLater: db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?"),
@@ -136,7 +142,7 @@ function settleStatements(db: Db) {
     UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL, receipt_at = @now,
       error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
       attempts = 0, next_attempt_at = @now, updated_at = @now
-    WHERE id = @id`),
+    WHERE id = @id AND ${AWAITS_RECEIPT}`),
     reported: db.prepare<[{ id: number; status: string; now: number }]>(`
     UPDATE jobs SET state = 'done', reported_status = @status, reported_at = @now, updated_at = @now WHERE id = @id`),
     giveUp: db.prepare<[number, number]>("UPDATE jobs SET state = 'dead', updated_at = ? WHERE id = ?"),

@@ -144,7 +144,7 @@ async function unanswered(deps: ReceiptDeps, job: Job, apiKey: string, why: stri
 }
 
 /** The carrier's receipt settles the message. */
-async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Receipt): Promise<Receipt> {
+async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Receipt): Promise<Receipt | undefined> {
   const { messageId, locationId } = job.message;
   deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
   deps.metrics?.receipt(deps.now() - (job.firstSentAt ?? deps.now()), receipt.outcome);
@@ -174,7 +174,7 @@ async function withoutKey(deps: ReceiptDeps, job: Job, deadline: number): Promis
  * (CONTRACT 7). `unknown`: why a phone's is not (CONTRACT 10: `Sent` is not delivered, and
  * a message can stay `Sent` for ever): reported failed, delivery unknown.
  */
-function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Receipt> {
+function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Receipt | undefined> {
   const { messageId, locationId } = job.message;
   if (unknown) {
     const errorMessage = `${unknown}; delivery unknown`;
@@ -213,7 +213,10 @@ const CARRIER_SAYS: Record<string, string> = {
   PHONE_NOT_SENT: "the phone did not send it",
 };
 
-async function record(deps: ReceiptDeps, job: Job, receipt: Receipt): Promise<Receipt> {
-  await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()));
-  return receipt;
+/**
+ * Stores the receipt; undefined when the job no longer awaited one (a phone's status
+ * webhook settled it meanwhile): its stored outcome is reported, at its next turn, not this one.
+ */
+async function record(deps: ReceiptDeps, job: Job, receipt: Receipt): Promise<Receipt | undefined> {
+  return (await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()))) ? receipt : undefined;
 }
