@@ -5,10 +5,10 @@ import { ID_RULE, isId } from "../core/ids.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, printable, table, UsageError, type Io } from "./io.ts";
 
-const STATUSES = "queued, held, sending, sent, delivered, failed; replies: unrouted, posting, posted";
+const STATUSES = "queued, held, sending, on_phone, sent, delivered, failed; replies: unrouted, posting, posted";
 /** Statuses only replies have: the outbound log is not read for them. */
 const REPLY_ONLY = ["unrouted", "posting", "posted"];
-const ALL_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed", ...REPLY_ONLY];
+const ALL_STATUSES = ["queued", "held", "sending", "on_phone", "sent", "delivered", "failed", ...REPLY_ONLY];
 const SINCE = "received since: an ISO time (2026-11-24T08:00:00Z) or a duration back from now (15m, 2h, 7d)";
 
 /** `bridge messages list|show|retry`: the message log, read and acted on offline (docs/cli.md, "The message log"). */
@@ -142,6 +142,7 @@ function replyRow(r: ReplyView): string[] {
 /** The short reason beside a status: an error, a receipt, or what it waits for. */
 function why(m: MessageView): string {
   if (m.status === "failed" || m.status === "held" || (m.status === "queued" && m.attempts > 0)) return clipped(m.error_message ?? m.error_code ?? "");
+  if (m.status === "on_phone") return "on the phone, not yet sent";
   if (m.status === "sent") return "waiting for the delivery receipt";
   if (m.status === "delivered" && m.receipt === "none") return "no delivery receipt came";
   return "";
@@ -157,10 +158,11 @@ function describe(d: MessageDetail): string {
     ["location", d.location_id],
     ["contact", d.contact_id],
     ["phone", d.phone],
-    ["status", d.status],
+    ["status", d.status === "on_phone" ? "on_phone (on the phone, not yet sent)" : d.status],
     ["text", `${d.length} characters, ${d.parts} part(s)`],
-    ["sender ID", d.sender_id === null ? null : d.sender_id || "(gateway default)"],
-    ["gateway", `${d.gateway}${d.gateway_message_id ? ` ${d.gateway_message_id}` : ""}`],
+    // A phone sends from its own number: no sender ID.
+    ["sender ID", d.sender_id === null || d.device_id ? null : d.sender_id || "(gateway default)"],
+    ["gateway", `${d.gateway}${d.device_id ? ` (device ${d.device_id})` : ""}${d.gateway_message_id ? ` ${d.gateway_message_id}` : ""}`],
     ["receipt", d.receipt],
     ["reported", d.reported_status && `${d.reported_status} at ${d.reported_at}`],
     ["error", d.error_code && `${d.error_code}: ${d.error_message ?? ""}`],

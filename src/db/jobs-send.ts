@@ -24,7 +24,14 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
      * No claim: nothing goes to the gateway (the job is failed without a send).
      */
     claimForSending(id: number, now: number, claim?: Claim): boolean {
-      const row = { id, now: ms(now), key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null, sender: claim?.senderId ?? null };
+      const row = {
+        id,
+        now: ms(now),
+        key: claim?.idempotencyKey ?? null,
+        tag: claim?.apiKeyTag ?? null,
+        sender: claim?.senderId ?? null,
+        gateway: claim?.gateway ?? "cast",
+      };
       return sql.claimForSending.run(row).changes > 0;
     },
     /**

@@ -29,6 +29,14 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     receiptLater(id: number, at: number, now: number): void {
       sql.receiptLater.run(ms(at), ms(now), id);
     },
+    /**
+     * The phone says it sent the message (`Sent`: the carrier took it, no delivery yet), as
+     * `how` tells (an event, a read of its state): on its timeline once, so the log no longer
+     * shows it as on the phone. Nothing for a message not sent through a phone or settled already.
+     */
+    sentByPhone(id: number, now: number, how: string): void {
+      sql.sentByPhone.run({ id, now: ms(now), detail: `by the phone: the carrier took it (${how})` });
+    },
     /** A read of the log found these jobs' receipts: they look again now. */
     receiptsDue(ids: number[], now: number): void {
       tx.receiptsDue(ids, ms(now));

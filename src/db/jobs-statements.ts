@@ -21,6 +21,12 @@ export function failureDetail(code: FailureCode | "", message: string): string {
 /** A job whose receipt is still awaited: the only one a receipt may settle. */
 export const AWAITS_RECEIPT = "state = 'reporting' AND receipt_deadline IS NOT NULL";
 
+/** A job sent through a phone: its gateway is the phone's key, `android:<device id>` (Claim.gateway). */
+export const THROUGH_A_PHONE = "gateway LIKE 'android:%'";
+
+/** A phone's message the phone has said it sent (the carrier took it): a "sent" event on its timeline. */
+export const SENT_BY_PHONE = "EXISTS (SELECT 1 FROM job_events WHERE job_id = jobs.id AND kind = 'sent')";
+
 const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
 
 /**
@@ -88,9 +94,10 @@ function queueStatements(db: Db) {
 function sendStatements(db: Db) {
   return {
     // The key, the first attempt's time and the API key's tag are set once: every retry reuses them.
-    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null }]>(`
+    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null; gateway: string }]>(`
     UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now, held = 0,
       sender_id = coalesce(@sender, sender_id),
+      gateway = CASE WHEN api_key_tag IS NULL AND @tag IS NOT NULL THEN @gateway ELSE gateway END,
       idempotency_key = coalesce(idempotency_key, @key), api_key_tag = coalesce(api_key_tag, @tag),
       first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at ELSE coalesce(first_sent_at, @now) END
     WHERE id = @id AND state = 'queued'`),
@@ -134,6 +141,9 @@ function sendStatements(db: Db) {
 function settleStatements(db: Db) {
   return {
     receiptLater: db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?"),
+    sentByPhone: db.prepare<[{ id: number; now: number; detail: string }]>(`
+    ${INSERT_EVENT} SELECT id, @now, 'sent', @detail FROM jobs
+    WHERE id = @id AND ${THROUGH_A_PHONE} AND ${AWAITS_RECEIPT} AND NOT ${SENT_BY_PHONE}`),
     // Only a job still waiting for its receipt: one already settled keeps its own schedule.
     receiptDue: db.prepare<[{ id: number; now: number }]>(`
     UPDATE jobs SET next_attempt_at = @now

@@ -33,6 +33,11 @@ export interface Claim {
   apiKeyTag: string;
   /** The sender ID it goes with ("" : the gateway's default), for the message log. */
   senderId?: string;
+  /**
+   * The gateway it goes through, for the message log: "cast" (the default), or a phone's
+   * key, `android:<device id>` (phones.ts). Set with the key's tag, once.
+   */
+  gateway?: string;
 }
 
 export interface Result {

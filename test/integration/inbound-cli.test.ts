@@ -50,5 +50,5 @@ test("messages list --status: a status neither side has is a usage error naming 
   const b = await start({}, "loc-1");
   const bad = await cli(b, "messages", "list", "--status", "lost");
   expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain("--status: must be one of queued, held, sending, sent, delivered, failed; replies: unrouted, posting, posted");
+  expect(bad.stderr).toContain("--status: must be one of queued, held, sending, on_phone, sent, delivered, failed; replies: unrouted, posting, posted");
 });

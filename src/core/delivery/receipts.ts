@@ -112,7 +112,10 @@ async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Asked |
   const wait = deps.scheduler.tryPoll();
   if (wait > 0) return wait;
   try {
-    return await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
+    const status = await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
+    // A phone's `Sent`: the message log shows it left the phone (a no-op for Cast's).
+    if (status.status === "sent") await deps.commit(() => deps.jobs.sentByPhone(job.id, deps.now(), "its state, read from the phone"));
+    return status;
   } catch (error) {
     if (error instanceof GatewayError && error.failure === "rate_limited") {
       deps.scheduler.slowDown(undefined, error.retryAfterMs ?? 1000);
