@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { MessageDetail, MessageQuery, MessageView, RetryOutcome } from "../core/operator/messages.ts";
-import type { ReplyView } from "../core/inbound/view.ts";
+import type { ReplyDetail, ReplyView } from "../core/inbound/view.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, printable, table, UsageError, type Io } from "./io.ts";
@@ -40,12 +40,13 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
 
   messages
     .command("show <messageId>")
-    .description("one message and its timeline: received, sent, receipt, reported, each error")
+    .description("one message and its timeline (received, sent, receipt, reported, each error), or one reply, by the id list shows")
     .option("--json", "machine-readable output")
     .action(async (messageId: string, options: { json?: boolean }) => {
       messageArg(messageId);
-      const detail = await withLog(io, globals(), (log, lib) => lib.showMessage(log, messageId));
-      io.out(options.json ? json(detail) : describe(detail));
+      const { showLogEntry } = await import("../core/operator/message-log.ts");
+      const detail = await withLog(io, globals(), (log, _lib, db, inbound) => showLogEntry(log, inbound.createInboundStore(db), messageId));
+      io.out(options.json ? json(detail) : "direction" in detail ? describeReply(detail) : describe(detail));
     });
 
   messages
@@ -172,6 +173,27 @@ function describe(d: MessageDetail): string {
   const shown = fields.filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${`${k}:`.padEnd(17)}${printable(String(v))}`);
   const timeline = d.timeline.map((t) => `  ${t.at}  ${t.event.padEnd(13)} ${printable(t.detail)}`);
   return [...shown, "", "timeline:", ...timeline].join("\n") + "\n";
+}
+
+function describeReply(r: ReplyDetail): string {
+  const fields: [string, string | number | null][] = [
+    ["reply", r.id],
+    ["direction", "in"],
+    ["location", r.location_id || "(unrouted: bridge messages route ID LOCATION)"],
+    ["from", r.from],
+    ["to", r.to],
+    ["status", r.status],
+    ["text", `${r.length} characters${r.opt_out ? ` (a ${r.opt_out} word)` : ""}`],
+    ["source", `${r.source}${r.device_id ? ` (device ${r.device_id})` : ""}`],
+    ["routed by", r.routed_by.replace("_", " ")],
+    ["received", r.received_at],
+    ["sent at", r.received_at_source],
+    ["HighLevel id", r.crm_message_id],
+    ["error", r.error],
+    ["attempts", r.attempts],
+    ["updated", r.updated_at],
+  ];
+  return `${fields.filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${`${k}:`.padEnd(17)}${printable(String(v))}`).join("\n")}\n`;
 }
 
 function describeRetry(outcome: RetryOutcome, all: boolean): string {
