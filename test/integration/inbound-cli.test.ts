@@ -78,3 +78,14 @@ test("messages show shows a reply by the id messages list prints: text, --json, 
   expect(await cli(b, "messages", "show", "in-nothing")).toMatchObject({ code: 1, stderr: "bridge: message not found: in-nothing\n" });
   expect((await b.admin("/api/admin/messages/in-nothing")).status).toBe(404);
 });
+
+test("a STOP reply that opts a number out is logged at info, the number masked, with its location; START too", async () => {
+  const b = await start({ env: { CRM_PROVIDER_ID: "provider-1" } }, "loc-1");
+  const stop = await reply(b, { from: "+639171234567", text: "STOP", location_id: "loc-1" });
+  expect(b.logs.join("")).toContain(
+    `[info] reply ${stop} from 0917***4567 to location loc-1 is a stop word; the number is opted out: no message of the location goes to it`,
+  );
+  const start_ = await reply(b, { from: "+639171234567", text: "START", location_id: "loc-1" });
+  expect(b.logs.join("")).toContain(`[info] reply ${start_} from 0917***4567 to location loc-1 is a start word; the number is opted back in`);
+  expect(b.logs.join("")).not.toContain("9171234567");
+});
