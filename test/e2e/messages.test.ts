@@ -99,7 +99,7 @@ describe("dist/bridge messages, status", () => {
     const { code, stdout } = await bridge("status", "--json");
     expect(code).toBe(0);
     const view = JSON.parse(stdout) as { queue: Record<string, number>; balances: { key: string; credits: number }[]; backlog: unknown[] };
-    expect(view.queue).toEqual({ queued: 0, held: 0, sending: 0, sent: 0, delivered: 2, failed: 1 });
+    expect(view.queue).toEqual({ queued: 0, held: 0, sending: 0, on_phone: 0, sent: 0, delivered: 2, failed: 1 });
     expect(view.backlog).toEqual([]);
     expect(view.balances).toEqual([expect.objectContaining({ key: "messages-glo...", credits: 1000, low: false })]);
     const text = await bridge("status");
