@@ -1,14 +1,14 @@
 import type { Command } from "commander";
 import type { MessageDetail, MessageQuery, MessageView, RetryOutcome } from "../core/operator/messages.ts";
-import type { ReplyView } from "../core/inbound/view.ts";
+import type { ReplyDetail, ReplyView } from "../core/inbound/view.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, printable, table, UsageError, type Io } from "./io.ts";
 
-const STATUSES = "queued, held, sending, sent, delivered, failed; replies: unrouted, posting, posted";
+const STATUSES = "queued, held, sending, on_phone, sent, delivered, failed; replies: unrouted, posting, posted";
 /** Statuses only replies have: the outbound log is not read for them. */
 const REPLY_ONLY = ["unrouted", "posting", "posted"];
-const ALL_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed", ...REPLY_ONLY];
+const ALL_STATUSES = ["queued", "held", "sending", "on_phone", "sent", "delivered", "failed", ...REPLY_ONLY];
 const SINCE = "received since: an ISO time (2026-11-24T08:00:00Z) or a duration back from now (15m, 2h, 7d)";
 
 /** `bridge messages list|show|retry`: the message log, read and acted on offline (docs/cli.md, "The message log"). */
@@ -40,12 +40,13 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
 
   messages
     .command("show <messageId>")
-    .description("one message and its timeline: received, sent, receipt, reported, each error")
+    .description("one message and its timeline (received, sent, receipt, reported, each error), or one reply, by the id list shows")
     .option("--json", "machine-readable output")
     .action(async (messageId: string, options: { json?: boolean }) => {
       messageArg(messageId);
-      const detail = await withLog(io, globals(), (log, lib) => lib.showMessage(log, messageId));
-      io.out(options.json ? json(detail) : describe(detail));
+      const { showLogEntry } = await import("../core/operator/message-log.ts");
+      const detail = await withLog(io, globals(), (log, _lib, db, inbound) => showLogEntry(log, inbound.createInboundStore(db), messageId));
+      io.out(options.json ? json(detail) : "direction" in detail ? describeReply(detail) : describe(detail));
     });
 
   messages
@@ -142,6 +143,7 @@ function replyRow(r: ReplyView): string[] {
 /** The short reason beside a status: an error, a receipt, or what it waits for. */
 function why(m: MessageView): string {
   if (m.status === "failed" || m.status === "held" || (m.status === "queued" && m.attempts > 0)) return clipped(m.error_message ?? m.error_code ?? "");
+  if (m.status === "on_phone") return "on the phone, not yet sent";
   if (m.status === "sent") return "waiting for the delivery receipt";
   if (m.status === "delivered" && m.receipt === "none") return "no delivery receipt came";
   return "";
@@ -157,10 +159,11 @@ function describe(d: MessageDetail): string {
     ["location", d.location_id],
     ["contact", d.contact_id],
     ["phone", d.phone],
-    ["status", d.status],
+    ["status", d.status === "on_phone" ? "on_phone (on the phone, not yet sent)" : d.status],
     ["text", `${d.length} characters, ${d.parts} part(s)`],
-    ["sender ID", d.sender_id === null ? null : d.sender_id || "(gateway default)"],
-    ["gateway", `${d.gateway}${d.gateway_message_id ? ` ${d.gateway_message_id}` : ""}`],
+    // A phone sends from its own number: no sender ID.
+    ["sender ID", d.sender_id === null || d.device_id ? null : d.sender_id || "(gateway default)"],
+    ["gateway", `${d.gateway}${d.device_id ? ` (device ${d.device_id})` : ""}${d.gateway_message_id ? ` ${d.gateway_message_id}` : ""}`],
     ["receipt", d.receipt],
     ["reported", d.reported_status && `${d.reported_status} at ${d.reported_at}`],
     ["error", d.error_code && `${d.error_code}: ${d.error_message ?? ""}`],
@@ -170,6 +173,27 @@ function describe(d: MessageDetail): string {
   const shown = fields.filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${`${k}:`.padEnd(17)}${printable(String(v))}`);
   const timeline = d.timeline.map((t) => `  ${t.at}  ${t.event.padEnd(13)} ${printable(t.detail)}`);
   return [...shown, "", "timeline:", ...timeline].join("\n") + "\n";
+}
+
+function describeReply(r: ReplyDetail): string {
+  const fields: [string, string | number | null][] = [
+    ["reply", r.id],
+    ["direction", "in"],
+    ["location", r.location_id || "(unrouted: bridge messages route ID LOCATION)"],
+    ["from", r.from],
+    ["to", r.to],
+    ["status", r.status],
+    ["text", `${r.length} characters${r.opt_out ? ` (a ${r.opt_out} word)` : ""}`],
+    ["source", `${r.source}${r.device_id ? ` (device ${r.device_id})` : ""}`],
+    ["routed by", r.routed_by.replace("_", " ")],
+    ["received", r.received_at],
+    ["sent at", r.received_at_source],
+    ["HighLevel id", r.crm_message_id],
+    ["error", r.error],
+    ["attempts", r.attempts],
+    ["updated", r.updated_at],
+  ];
+  return `${fields.filter(([, v]) => v !== null && v !== "").map(([k, v]) => `${`${k}:`.padEnd(17)}${printable(String(v))}`).join("\n")}\n`;
 }
 
 function describeRetry(outcome: RetryOutcome, all: boolean): string {

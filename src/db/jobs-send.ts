@@ -19,7 +19,7 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
     if (sql.sendAgain.run({ id, at, reason, now }).changes > 0) timeline.add(id, now, "retry", reason);
   });
   const recordResult = db.transaction((row: Parameters<typeof sql.recordResult.run>[0]) => {
-    sql.recordResult.run(row);
+    if (sql.recordResult.run(row).changes === 0) return;
     if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
   });
   const claimForSending = db.transaction((row: Parameters<typeof sql.claimForSending.run>[0]) => {
@@ -34,7 +34,14 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
      * No claim: nothing goes to the gateway (the job is failed without a send).
      */
     claimForSending(id: number, now: number, claim?: Claim): boolean {
-      const row = { id, now: ms(now), key: claim?.idempotencyKey ?? null, tag: claim?.apiKeyTag ?? null, sender: claim?.senderId ?? null };
+      const row = {
+        id,
+        now: ms(now),
+        key: claim?.idempotencyKey ?? null,
+        tag: claim?.apiKeyTag ?? null,
+        sender: claim?.senderId ?? null,
+        gateway: claim?.gateway ?? "cast",
+      };
       return claimForSending({ ...row, fresh: claim?.fresh ? 1 : 0 });
     },
     /**

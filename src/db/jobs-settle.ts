@@ -10,9 +10,10 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     receiptsDue: db.transaction((ids: number[], now: number) => {
       for (const id of ids) sql.receiptDue.run({ id, now });
     }),
-    recordReceipt: db.transaction((row: Parameters<typeof sql.recordReceipt.run>[0]) => {
-      sql.recordReceipt.run(row);
+    recordReceipt: db.transaction((row: Parameters<typeof sql.recordReceipt.run>[0]): boolean => {
+      if (sql.recordReceipt.run(row).changes === 0) return false;
       if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
+      return true;
     }),
     giveUp: db.transaction((id: number, now: number, reason: string) => {
       sql.giveUp.run(now, id);
@@ -28,13 +29,24 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     receiptLater(id: number, at: number, now: number): void {
       sql.receiptLater.run(ms(at), ms(now), id);
     },
+    /**
+     * The phone says it sent the message (`Sent`: the carrier took it, no delivery yet), as
+     * `how` tells (an event, a read of its state): on its timeline once, so the log no longer
+     * shows it as on the phone. Nothing for a message not sent through a phone or settled already.
+     */
+    sentByPhone(id: number, now: number, how: string): void {
+      sql.sentByPhone.run({ id, now: ms(now), detail: `by the phone: the carrier took it (${how})` });
+    },
     /** A read of the log found these jobs' receipts: they look again now. */
     receiptsDue(ids: number[], now: number): void {
       tx.receiptsDue(ids, ms(now));
     },
-    /** The receipt settled the outcome (or none came in time): the report goes next. */
-    recordReceipt(id: number, receipt: Receipt, now: number): void {
-      tx.recordReceipt({ id, now: ms(now), errorCode: "", errorMessage: "", ...receipt });
+    /**
+     * The receipt settled the outcome (or none came in time): the report goes next. False
+     * when the job no longer awaits its receipt (settled already, by a webhook or a look): nothing changed.
+     */
+    recordReceipt(id: number, receipt: Receipt, now: number): boolean {
+      return tx.recordReceipt({ id, now: ms(now), errorCode: "", errorMessage: "", ...receipt });
     },
     /** HighLevel took the status: the job is done. */
     reported(id: number, status: string, now: number): void {

@@ -18,6 +18,15 @@ export function failureDetail(code: FailureCode | "", message: string): string {
   return code ? `${code}: ${message}` : message;
 }
 
+/** A job whose receipt is still awaited: the only one a receipt may settle. */
+export const AWAITS_RECEIPT = "state = 'reporting' AND receipt_deadline IS NOT NULL";
+
+/** A job sent through a phone: its gateway is the phone's key, `android:<device id>` (Claim.gateway). */
+export const THROUGH_A_PHONE = "gateway LIKE 'android:%'";
+
+/** A phone's message the phone has said it sent (the carrier took it): a "sent" event on its timeline. */
+export const SENT_BY_PHONE = "EXISTS (SELECT 1 FROM job_events WHERE job_id = jobs.id AND kind = 'sent')";
+
 const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
 
 /**
@@ -99,11 +108,12 @@ function dueIn(db: Db, state: "queued" | "reporting", index: string) {
 /** A send's steps (jobs-send.ts). */
 function sendStatements(db: Db) {
   return {
-    // The key, the first attempt's time and the API key's tag are set once: every retry reuses
-    // them, unless @fresh (none of the attempts reached the gateway: they start anew).
-    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null; fresh: number }]>(`
+    // The key, the first attempt's time, the API key's tag and the gateway are set once: every
+    // retry reuses them, unless @fresh (none of the attempts reached the gateway: they start anew).
+    claimForSending: db.prepare<[{ id: number; now: number; key: string | null; tag: string | null; sender: string | null; fresh: number; gateway: string }]>(`
     UPDATE jobs SET state = 'sending', attempts = attempts + 1, updated_at = @now, held = 0,
       sender_id = coalesce(@sender, sender_id),
+      gateway = CASE WHEN (@fresh OR api_key_tag IS NULL) AND @tag IS NOT NULL THEN @gateway ELSE gateway END,
       idempotency_key = CASE WHEN @fresh THEN @key ELSE coalesce(idempotency_key, @key) END,
       api_key_tag = CASE WHEN @fresh THEN @tag ELSE coalesce(api_key_tag, @tag) END,
       first_sent_at = CASE WHEN @key IS NULL THEN first_sent_at WHEN @fresh THEN @now ELSE coalesce(first_sent_at, @now) END
@@ -143,14 +153,20 @@ function sendStatements(db: Db) {
       attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline, held = 0,
       sent_at = CASE WHEN @gatewayMessageId <> '' THEN @now END, parts = coalesce(@parts, parts),
       unclear = max(unclear, @errorCode IN (${sqlCode("gateway_unknown")}, ${sqlCode("delivery_unknown")}))
-    WHERE id = @id`),
+    WHERE id = @id AND state IN ('queued', 'sending')`),
   };
 }
 
-/** A receipt's and a report's steps (jobs-settle.ts). */
+/**
+ * A receipt's and a report's steps (jobs-settle.ts). A receipt is stored only while it is
+ * awaited: a late status event, or a look that raced one, changes nothing settled.
+ */
 function settleStatements(db: Db) {
   return {
     receiptLater: db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?"),
+    sentByPhone: db.prepare<[{ id: number; now: number; detail: string }]>(`
+    ${INSERT_EVENT} SELECT id, @now, 'sent', @detail FROM jobs
+    WHERE id = @id AND ${THROUGH_A_PHONE} AND ${AWAITS_RECEIPT} AND NOT ${SENT_BY_PHONE}`),
     // Only a job still waiting for its receipt: one already settled keeps its own schedule.
     receiptDue: db.prepare<[{ id: number; now: number }]>(`
     UPDATE jobs SET next_attempt_at = @now
@@ -159,7 +175,7 @@ function settleStatements(db: Db) {
     UPDATE jobs SET outcome = @outcome, receipt = @receipt, receipt_deadline = NULL, receipt_at = @now,
       error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
       attempts = 0, next_attempt_at = @now, updated_at = @now
-    WHERE id = @id`),
+    WHERE id = @id AND ${AWAITS_RECEIPT}`),
     reported: db.prepare<[{ id: number; status: string; now: number }]>(`
     UPDATE jobs SET state = 'done', reported_status = @status, reported_at = @now, updated_at = @now WHERE id = @id`),
     giveUp: db.prepare<[number, number]>("UPDATE jobs SET state = 'dead', updated_at = ? WHERE id = ?"),

@@ -38,6 +38,11 @@ export interface Claim {
    * its attempts reached the gateway, and its key is of another API key or forgotten.
    */
   fresh?: boolean;
+  /**
+   * The gateway it goes through, for the message log: "cast" (the default), or a phone's
+   * key, `android:<device id>` (phones.ts). Set with the key's tag, once.
+   */
+  gateway?: string;
 }
 
 export interface Result {

@@ -1,15 +1,19 @@
 import type { Db } from "./index.ts";
 import { JOB_COLUMNS, jobFromRow, type Job, type JobRow } from "./job-rows.ts";
+import { SENT_BY_PHONE, THROUGH_A_PHONE } from "./jobs-statements.ts";
 import { createTimeline, type MessageEvent } from "./timeline.ts";
 
 /** A message's status as the operator sees it (docs/cli.md, "The message log"). */
-export const MESSAGE_STATUSES = ["queued", "held", "sending", "sent", "delivered", "failed"] as const;
+export const MESSAGE_STATUSES = ["queued", "held", "sending", "on_phone", "sent", "delivered", "failed"] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 
 /** One message of the log, as stored (times in ms since the epoch): its job, and what the operator sees of it. */
 export interface LoggedMessage extends Job {
   status: MessageStatus;
+  /** "cast" or "android". */
   gateway: string;
+  /** The phone it went through (gateway "android"); null for Cast's. */
+  deviceId: string | null;
   senderId: string | null;
   parts: number | null;
   reportedStatus: string | null;
@@ -52,12 +56,15 @@ export type MessageLog = ReturnType<typeof createMessageLog>;
 
 /**
  * The operator's derived status: a job's state, whether its key is held, and whether a
- * receipt is still awaited. One expression, so lists, filters and counts agree.
+ * receipt is still awaited: `on_phone` while a phone holds it unsent (it took it Pending,
+ * and has not said Sent since), `sent` once it left the gateway. One expression, so lists,
+ * filters and counts agree.
  */
 const STATUS = `CASE
   WHEN state = 'queued' THEN CASE held WHEN 1 THEN 'held' ELSE 'queued' END
   WHEN state = 'sending' THEN 'sending'
   WHEN outcome = 'failed' THEN 'failed'
+  WHEN receipt_deadline IS NOT NULL AND ${THROUGH_A_PHONE} AND NOT ${SENT_BY_PHONE} THEN 'on_phone'
   WHEN receipt_deadline IS NOT NULL THEN 'sent'
   ELSE 'delivered' END`;
 
@@ -90,7 +97,7 @@ export function createMessageLog(db: Db) {
   // Guarded by `updated_at`: a job the server changed since the operator's look is left alone.
   const requeue = db.prepare<{ id: number; now: number; seen: number }>(`
     UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
-      next_attempt_at = @now, idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, sender_id = NULL,
+      next_attempt_at = @now, idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, sender_id = NULL, gateway = 'cast',
       parts = NULL, receipt_deadline = NULL, receipt = NULL, receipt_at = NULL, sent_at = NULL, held = 0,
       reported_status = NULL, reported_at = NULL, requeued_at = @now, updated_at = @now
     WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
@@ -183,7 +190,9 @@ function fromRow(row: Row): LoggedMessage {
   return {
     ...jobFromRow(row),
     status: row.status,
-    gateway: row.gateway,
+    // A phone's is stored as its key, `android:<device id>` (Claim.gateway).
+    gateway: row.gateway.startsWith("android:") ? "android" : row.gateway,
+    deviceId: row.gateway.startsWith("android:") ? row.gateway.slice("android:".length) : null,
     senderId: row.sender_id,
     parts: row.parts,
     reportedStatus: row.reported_status,

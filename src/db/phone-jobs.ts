@@ -1,4 +1,5 @@
 import type { Db } from "./index.ts";
+import { AWAITS_RECEIPT } from "./jobs-statements.ts";
 
 /** A job sent through a phone, as the phone names it: by the id it went under (the job's idempotency key). */
 export interface PhoneJob {
@@ -11,6 +12,8 @@ export interface PhoneJob {
   waiting: boolean;
   /** The API key tag it was claimed with: the phone's handle's. */
   apiKeyTag: string | null;
+  /** SMS parts it went in (null: not known): the phone sends an event per part. */
+  parts: number | null;
 }
 
 export type PhoneJobs = ReturnType<typeof createPhoneJobs>;
@@ -19,7 +22,7 @@ export type PhoneJobs = ReturnType<typeof createPhoneJobs>;
 export function createPhoneJobs(db: Db) {
   const byKey = db.prepare<[string], PhoneJob>(`
     SELECT id, message_id AS messageId, location_id AS locationId, first_sent_at AS firstSentAt, api_key_tag AS apiKeyTag,
-      state = 'reporting' AND receipt_deadline IS NOT NULL AS waiting
+      parts, ${AWAITS_RECEIPT} AS waiting
     FROM jobs WHERE idempotency_key = ?`);
   return {
     /** The job sent under `id`; undefined when none was. */

@@ -3,8 +3,9 @@ import type { Db } from "./index.ts";
 /**
  * What the message log records besides the columns, each with its time. "error": a run
  * of the job threw (a sealed secret it cannot open, say) and it will be tried again.
+ * "sent": a phone said it sent the message (a Cast message's acceptance is its `sent_at`).
  */
-export type EventKind = "retry" | "held" | "failed" | "report_retry" | "report_failed" | "restart" | "requeued" | "error";
+export type EventKind = "retry" | "held" | "failed" | "report_retry" | "report_failed" | "restart" | "requeued" | "error" | "sent";
 
 export interface MessageEvent {
   at: number;

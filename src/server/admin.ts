@@ -3,8 +3,8 @@ import { setLocationConfig } from "../core/installs/location-config.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { printableJson } from "../core/printable.ts";
 import { getLocationConfig, listLocations, setApproval } from "../core/installs/locations.ts";
-import { listLog } from "../core/operator/message-log.ts";
-import { messageNotFound, retryMessages, showMessage } from "../core/operator/messages.ts";
+import { listLog, showLogEntry } from "../core/operator/message-log.ts";
+import { messageNotFound, retryMessages } from "../core/operator/messages.ts";
 import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.ts";
 import { bridgeStatus } from "../core/operator/status.ts";
 import type { Core } from "../core/index.ts";
@@ -98,7 +98,7 @@ function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
 
   app.get("/api/admin/messages/:messageId", (event) => {
     auth(event);
-    return showMessage(core.messages, idParam(event, "messageId", "message"));
+    return showLogEntry(core.messages, core.replies, idParam(event, "messageId", "message"));
   });
 
   app.post("/api/admin/messages/:messageId/retry", (event) => {

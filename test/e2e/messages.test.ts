@@ -72,7 +72,7 @@ describe("dist/bridge messages, status", () => {
   test("bad arguments are usage errors (exit 2) that say what is wrong", async () => {
     const status = await bridge("messages", "list", "--status", "lost");
     expect(status.code).toBe(2);
-    expect(status.stderr).toContain("--status: must be one of queued, held, sending, sent, delivered, failed");
+    expect(status.stderr).toContain("--status: must be one of queued, held, sending, on_phone, sent, delivered, failed");
     expect((await bridge("messages", "list", "--since", "last week")).stderr).toContain("--since: must be an ISO 8601 time");
     expect((await bridge("messages", "retry")).stderr).toContain("name the message ids to retry, or use --failed");
     expect((await bridge("messages", "show", "m\n[error] forged")).code).toBe(2);
@@ -99,10 +99,10 @@ describe("dist/bridge messages, status", () => {
     const { code, stdout } = await bridge("status", "--json");
     expect(code).toBe(0);
     const view = JSON.parse(stdout) as { queue: Record<string, number>; balances: { key: string; credits: number }[]; backlog: unknown[] };
-    expect(view.queue).toEqual({ queued: 0, held: 0, sending: 0, sent: 0, delivered: 2, failed: 1 });
+    expect(view.queue).toEqual({ queued: 0, held: 0, sending: 0, on_phone: 0, sent: 0, delivered: 2, failed: 1 });
     expect(view.backlog).toEqual([]);
     expect(view.balances).toEqual([expect.objectContaining({ key: "messages-glo...", credits: 1000, low: false })]);
     const text = await bridge("status");
-    expect(text.stdout).toMatch(/^queue: 0 queued, 0 held, 0 sending, 0 sent, 2 delivered, 1 failed$/m);
+    expect(text.stdout).toMatch(/^queue: 0 queued, 0 held, 0 sending, 0 on_phone, 0 sent, 2 delivered, 1 failed$/m);
   });
 });

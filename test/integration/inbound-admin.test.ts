@@ -84,5 +84,5 @@ test("a status neither has is a 400 naming every status", async () => {
   const bridge = await start({ env: { CRM_PROVIDER_ID: "provider-admin" } }, "loc-1");
   const { status, body } = await list(bridge, "?status=lost");
   expect(status).toBe(400);
-  expect(body.error).toContain("status: must be one of queued, held, sending, sent, delivered, failed, unrouted, posting, posted");
+  expect(body.error).toContain("status: must be one of queued, held, sending, on_phone, sent, delivered, failed, unrouted, posting, posted");
 });

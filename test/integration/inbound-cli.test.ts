@@ -50,5 +50,42 @@ test("messages list --status: a status neither side has is a usage error naming 
   const b = await start({}, "loc-1");
   const bad = await cli(b, "messages", "list", "--status", "lost");
   expect(bad.code).toBe(2);
-  expect(bad.stderr).toContain("--status: must be one of queued, held, sending, sent, delivered, failed; replies: unrouted, posting, posted");
+  expect(bad.stderr).toContain("--status: must be one of queued, held, sending, on_phone, sent, delivered, failed; replies: unrouted, posting, posted");
+});
+
+test("messages show shows a reply by the id messages list prints: text, --json, and the admin API alike", async () => {
+  const b = await start({ env: { CRM_PROVIDER_ID: "provider-1" } }, "loc-1");
+  const id = await reply(b, { from: "+639171234567", text: "thanks", to: "+639181234567", location_id: "loc-1" });
+  await waitFor(() => b.core.replies.get(id)?.state === "done");
+  expect((await cli(b, "messages", "list")).stdout).toContain(id);
+
+  const text = await cli(b, "messages", "show", id);
+  expect(text.code).toBe(0);
+  expect(text.stdout).toMatch(new RegExp(`^reply: +${id}$`, "m"));
+  expect(text.stdout).toMatch(/^from: +0917\*\*\*4567$/m);
+  expect(text.stdout).toMatch(/^to: +0918\*\*\*4567$/m);
+  expect(text.stdout).toMatch(/^status: +posted$/m);
+  expect(text.stdout).toMatch(/^text: +6 characters$/m);
+  expect(text.stdout).not.toContain("9171234567");
+
+  const json = JSON.parse((await cli(b, "messages", "show", id, "--json")).stdout) as Record<string, unknown>;
+  expect(json).toMatchObject({ id, direction: "inbound", location_id: "loc-1", from: "0917***4567", status: "posted", length: 6, opt_out: "" });
+  const res = await b.admin(`/api/admin/messages/${id}`);
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual(json);
+
+  // Neither a message nor a reply: not found, as before.
+  expect(await cli(b, "messages", "show", "in-nothing")).toMatchObject({ code: 1, stderr: "bridge: message not found: in-nothing\n" });
+  expect((await b.admin("/api/admin/messages/in-nothing")).status).toBe(404);
+});
+
+test("a STOP reply that opts a number out is logged at info, the number masked, with its location; START too", async () => {
+  const b = await start({ env: { CRM_PROVIDER_ID: "provider-1" } }, "loc-1");
+  const stop = await reply(b, { from: "+639171234567", text: "STOP", location_id: "loc-1" });
+  expect(b.logs.join("")).toContain(
+    `[info] reply ${stop} from 0917***4567 to location loc-1 is a stop word; the number is opted out: no message of the location goes to it`,
+  );
+  const start_ = await reply(b, { from: "+639171234567", text: "START", location_id: "loc-1" });
+  expect(b.logs.join("")).toContain(`[info] reply ${start_} from 0917***4567 to location loc-1 is a start word; the number is opted back in`);
+  expect(b.logs.join("")).not.toContain("9171234567");
 });

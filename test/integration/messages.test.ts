@@ -83,7 +83,7 @@ test("filters by location and time, newest first, and pages with next_cursor", a
 });
 
 test.each([
-  ["status=lost", "status: must be one of queued, held, sending, sent, delivered, failed"],
+  ["status=lost", "status: must be one of queued, held, sending, on_phone, sent, delivered, failed"],
   ["since=yesterday", "since: must be an ISO 8601 time"],
   ["limit=0", "limit: must be a whole number from 1 to 500"],
   ["limit=501", "limit: must be a whole number from 1 to 500"],

@@ -29,7 +29,7 @@ test("the queue by status, each location's backlog with its oldest message, and 
 
   const view = await status(bridge);
 
-  expect(view.queue).toEqual({ queued: 0, held: 2, sending: 0, sent: 0, delivered: 1, failed: 0 });
+  expect(view.queue).toEqual({ queued: 0, held: 2, sending: 0, on_phone: 0, sent: 0, delivered: 1, failed: 0 });
   expect(view.backlog).toEqual([
     { location_id: "loc-2", waiting: 2, oldest_received_at: expect.any(String), oldest_wait_seconds: expect.any(Number) },
   ]);

@@ -7,6 +7,7 @@ import { maskPhone, maskSecret } from "../mask.ts";
 import { awaitReceipt, firstLook } from "./receipts.ts";
 import { composeText, smsParts } from "./parts.ts";
 import { keyTag } from "./key-tag.ts";
+import { deviceOf } from "./phones.ts";
 import { toLocalPH } from "./phone.ts";
 import { printable } from "../printable.ts";
 import { RESEND_WINDOW_MS } from "../retry.ts";
@@ -57,7 +58,9 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
       }
     }
     const claim: Claim | undefined =
-      "request" in plan ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId, fresh: plan.fresh } : undefined;
+      "request" in plan
+        ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId, fresh: plan.fresh, gateway: gatewayOf(plan.request.apiKey) }
+        : undefined;
     const claimedAt = deps.now();
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
@@ -87,6 +90,11 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
   if (job.state === "reporting") return report(deps, job);
+}
+
+/** The gateway a key sends through, as the message log records it: a phone's key names its device. */
+function gatewayOf(apiKey: string): string {
+  return deviceOf(apiKey) === undefined ? "cast" : apiKey;
 }
 
 /** Claims the job for its send, its key kept first: a key that cannot be kept leaves the job queued, not "sending". */

@@ -113,7 +113,10 @@ async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Asked |
   const wait = deps.scheduler.tryPoll();
   if (wait > 0) return wait;
   try {
-    return await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
+    const status = await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
+    // A phone's `Sent`: the message log shows it left the phone (a no-op for Cast's).
+    if (status.status === "sent") await deps.commit(() => deps.jobs.sentByPhone(job.id, deps.now(), "its state, read from the phone"));
+    return status;
   } catch (error) {
     if (error instanceof GatewayError && error.failure === "rate_limited") {
       deps.scheduler.slowDown(undefined, error.retryAfterMs ?? 1000);
@@ -158,7 +161,7 @@ async function sendAgain(deps: ReceiptDeps, job: Job, apiKey: string, why: strin
 }
 
 /** The carrier's receipt settles the message. */
-async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Receipt): Promise<Receipt> {
+async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Receipt): Promise<Receipt | undefined> {
   const { messageId, locationId } = job.message;
   deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
   deps.metrics?.receipt(deps.now() - (job.firstSentAt ?? deps.now()), receipt.outcome);
@@ -189,7 +192,7 @@ async function withoutKey(deps: ReceiptDeps, job: Job, deadline: number): Promis
  * was never seen to leave the phone: still Pending or Processed, unknown to the phone, or
  * unreadable): reported failed, delivery unknown.
  */
-function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Receipt> {
+function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Receipt | undefined> {
   const { messageId, locationId } = job.message;
   if (unknown) {
     const errorMessage = `${unknown}; delivery unknown`;
@@ -229,7 +232,10 @@ const CARRIER_SAYS: Record<string, string> = {
   PHONE_NOT_SENT: "the phone did not send it",
 };
 
-async function record(deps: ReceiptDeps, job: Job, receipt: Receipt): Promise<Receipt> {
-  await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()));
-  return receipt;
+/**
+ * Stores the receipt; undefined when the job no longer awaited one (a phone's status
+ * webhook settled it meanwhile): its stored outcome is reported, at its next turn, not this one.
+ */
+async function record(deps: ReceiptDeps, job: Job, receipt: Receipt): Promise<Receipt | undefined> {
+  return (await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()))) ? receipt : undefined;
 }

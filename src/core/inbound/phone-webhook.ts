@@ -1,8 +1,10 @@
 import type { Commit } from "../../db/commit.ts";
 import type { JobStore } from "../../db/jobs.ts";
-import type { PhoneJobs } from "../../db/phone-jobs.ts";
+import type { PhoneJob, PhoneJobs } from "../../db/phone-jobs.ts";
 import type { PhoneStore } from "../../db/phones.ts";
 import { phoneStatus } from "../clients/android.ts";
+import { keyTag } from "../delivery/key-tag.ts";
+import { phoneKey } from "../delivery/phones.ts";
 import { readReceipt } from "../delivery/receipts.ts";
 import type { Logger } from "../log.ts";
 import { printable } from "../printable.ts";
@@ -12,7 +14,7 @@ import type { InboundReply, InboundSink } from "./reply.ts";
 export interface PhoneWebhookDeps {
   phones: Pick<PhoneStore, "byDevice">;
   phoneJobs: Pick<PhoneJobs, "sentAs">;
-  jobs: Pick<JobStore, "recordReceipt">;
+  jobs: Pick<JobStore, "recordReceipt" | "receiptsDue" | "sentByPhone">;
   commit: Commit;
   /** Where received texts go; absent: inbound is not configured, and the phone is told to try again later. */
   sink?: InboundSink;
@@ -56,7 +58,9 @@ export function createPhoneWebhook(deps: PhoneWebhookDeps) {
     }
     if (envelope.event === "sms:received") return received(deps, envelope);
     if (envelope.event === "sms:delivered" || envelope.event === "sms:failed") return settle(deps, envelope);
-    // sms:sent says the carrier took it, which is not delivery; system:ping and the rest need nothing.
+    // sms:sent says the carrier took it, which is not delivery: the message log says so, nothing settles.
+    if (envelope.event === "sms:sent") return sent(deps, envelope);
+    // system:ping and the rest need nothing.
     return { status: 200, body: { ok: true } };
   };
 }
@@ -94,18 +98,51 @@ async function received(deps: PhoneWebhookDeps, envelope: Envelope): Promise<Pho
   return { status: 200, body: { id, duplicate } };
 }
 
-/** A status event settles the job sent under the message's id, if it still waits; the phone's word is read as a poll's would be. */
+/**
+ * A status event settles the job sent under the message's id through the device that
+ * signed it, if it still waits; the phone's word is read as a poll's would be. Another
+ * device's event settles nothing: one phone's key must not settle another location's
+ * message. A message of several parts gets an event per part, so an event only wakes its
+ * job, which then reads the whole message's state (`GET /messages/{id}`).
+ */
 async function settle(deps: PhoneWebhookDeps, envelope: Envelope): Promise<PhoneAnswer> {
-  const id = text(envelope.payload.messageId);
-  const job = id ? deps.phoneJobs.sentAs(id) : undefined;
-  if (!job || !job.waiting) return { status: 200, body: { ok: true, settled: false } };
+  const job = waitingJob(deps, envelope);
+  if (!job) return { status: 200, body: { ok: true, settled: false } };
+  const id = job.key;
+  if ((job.parts ?? 1) > 1) {
+    await deps.commit(() => deps.jobs.receiptsDue([job.id], deps.now()));
+    deps.log.debug(`message ${job.messageId}: ${envelope.event} for one of its ${job.parts} parts; its whole state is read from the phone`);
+    deps.notify();
+    return { status: 200, body: { ok: true, settled: false } };
+  }
   const state = envelope.event === "sms:delivered" ? "Delivered" : "Failed";
   const receipt = readReceipt(phoneStatus({ id, state, reason: text(envelope.payload.reason) }));
   if (!receipt) return { status: 200, body: { ok: true, settled: false } };
-  await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()));
+  const settled = await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()));
+  if (!settled) return { status: 200, body: { ok: true, settled: false } };
   deps.log.debug(`message ${job.messageId}: the phone says ${state}`);
   deps.notify();
   return { status: 200, body: { ok: true, settled: true } };
+}
+
+/** `sms:sent`: the phone sent the message (the carrier took it); recorded for the message log. */
+async function sent(deps: PhoneWebhookDeps, envelope: Envelope): Promise<PhoneAnswer> {
+  const job = waitingJob(deps, envelope);
+  if (job) await deps.commit(() => deps.jobs.sentByPhone(job.id, deps.now(), "sms:sent"));
+  return { status: 200, body: { ok: true } };
+}
+
+/** The job an event names, if it still waits for its receipt and went through the event's device; undefined otherwise. */
+function waitingJob(deps: PhoneWebhookDeps, envelope: Envelope): (PhoneJob & { key: string }) | undefined {
+  const id = text(envelope.payload.messageId);
+  const job = id ? deps.phoneJobs.sentAs(id) : undefined;
+  if (!job || !job.waiting) return undefined;
+  if (job.apiKeyTag !== keyTag(phoneKey(envelope.deviceId))) {
+    const [device, message] = [envelope.deviceId, id].map((s) => printable(s.slice(0, 64)));
+    deps.log.warn(`phone webhook from device ${device}: ${envelope.event} for message ${message}, which was not sent through it; ignored`);
+    return undefined;
+  }
+  return { ...job, key: id };
 }
 
 function readEnvelope(raw: Uint8Array): Envelope | undefined {

@@ -74,6 +74,9 @@ export function createSink(deps: SinkDeps): InboundSink {
       if (typeof row === "string") return { id: row, duplicate: true };
       if (!row.locationId) {
         log.warn(`reply ${row.inboundId} from ${maskPhone(row.phone)} is for no known location: stored unrouted; route it with \`bridge messages route ${row.inboundId} LOCATION\``);
+      } else if (row.optOut) {
+        const change = row.optOut === "stop" ? "opted out: no message of the location goes to it" : "opted back in: the location's messages go to it again";
+        log.info(`reply ${row.inboundId} from ${maskPhone(row.phone)} to location ${row.locationId} is a ${row.optOut} word; the number is ${change}`);
       }
       deps.notify?.();
       return { id: row.inboundId, duplicate: false };

@@ -25,6 +25,27 @@ export interface ReplyView {
   received_at: string;
 }
 
+/** One reply in full, as `bridge messages show` and the admin API show it: its view, and what it said and to whom (masked). */
+export interface ReplyDetail extends ReplyView {
+  /** The number it was sent to (the phone's own), masked; "" when the source did not say. */
+  to: string;
+  /** Characters of its text. */
+  length: number;
+  /** A stop word (the sender opted out), a start word (opted back in), or "". */
+  opt_out: string;
+  /** When the source says it was received, as it wrote it; "" when it did not say. */
+  received_at_source: string;
+  updated_at: string;
+}
+
+/** The reply `bridge messages list` lists under `id`; undefined when there is none. */
+export function showReply(store: InboundStore, id: string): ReplyDetail | undefined {
+  const row = store.get(id);
+  if (!row) return undefined;
+  const to = row.to ? maskPhone(row.to) : "";
+  return { ...replyView(row), to, length: row.text.length, opt_out: row.optOut, received_at_source: row.receivedAt, updated_at: iso(row.updatedAt) };
+}
+
 /** Replies newest first; `status`: only those in it (undefined: all). */
 export function listReplies(store: InboundStore, filter: Omit<InboundFilter, "states"> & { status?: ReplyStatus }): ReplyView[] {
   const states = filter.status && [STATE_OF[filter.status]];

@@ -1,8 +1,8 @@
 import type { InboundStore } from "../../db/inbound.ts";
 import { MESSAGE_STATUSES, type MessageLog } from "../../db/messages.ts";
 import { AppError } from "../../errors.ts";
-import { isReplyStatus, listReplies, REPLY_STATUSES, type ReplyView } from "../inbound/view.ts";
-import { listMessages, messageFilter, type MessageQuery, type MessageView } from "./messages.ts";
+import { isReplyStatus, listReplies, REPLY_STATUSES, showReply, type ReplyDetail, type ReplyView } from "../inbound/view.ts";
+import { listMessages, messageFilter, showMessage, type MessageDetail, type MessageQuery, type MessageView } from "./messages.ts";
 
 /** Every status a query may name: a message's, a reply's, or one both have (queued, failed). */
 const STATUSES = [...new Set<string>([...MESSAGE_STATUSES, ...REPLY_STATUSES])];
@@ -30,4 +30,13 @@ export function listLog(log: MessageLog, replies: InboundStore, query: MessageQu
   const repliesToo = query.cursor === undefined && (status === undefined || replyStatus !== undefined);
   const { locationId, since, limit } = filter;
   return { ...page, replies: repliesToo ? listReplies(replies, { locationId, since, limit, status: replyStatus }) : [] };
+}
+
+/**
+ * A message sent, or a reply received, by the id the log lists it under (docs/http.md,
+ * `GET /api/admin/messages/{id}`); neither is MESSAGE_NOT_FOUND.
+ */
+export function showLogEntry(log: MessageLog, replies: InboundStore, id: string): MessageDetail | ReplyDetail {
+  if (log.get(id)) return showMessage(log, id);
+  return showReply(replies, id) ?? showMessage(log, id);
 }

@@ -1,9 +1,10 @@
-import { MESSAGE_STATUSES, type LoggedMessage, type MessageEvent, type MessageFilter, type MessageLog, type MessageStatus } from "../../db/messages.ts";
+import { MESSAGE_STATUSES, type LoggedMessage, type MessageFilter, type MessageLog, type MessageStatus } from "../../db/messages.ts";
 import { iso, pointInTime } from "../duration.ts";
 import { AppError } from "../../errors.ts";
 import { ID_RULE, isId } from "../ids.ts";
 import { maskPhone } from "../mask.ts";
 import { composeText, smsParts } from "../delivery/parts.ts";
+import { timeline, type TimelineEntry } from "./message-timeline.ts";
 
 /**
  * The message log as the operator reads it (docs/cli.md, "The message log"): one code path for
@@ -21,7 +22,10 @@ export interface MessageView {
   parts: number;
   /** "" : the gateway's default; null: not sent. */
   sender_id: string | null;
+  /** "cast", or "android": a phone. */
   gateway: string;
+  /** The phone it went through; null for Cast's. */
+  device_id: string | null;
   gateway_message_id: string | null;
   /** The carrier's final word (DELIVRD, REJECTD, …), or "none" when none came in time. */
   receipt: string | null;
@@ -35,11 +39,7 @@ export interface MessageView {
   updated_at: string;
 }
 
-export interface TimelineEntry {
-  at: string;
-  event: string;
-  detail: string;
-}
+export type { TimelineEntry };
 
 export interface MessageDetail extends MessageView {
   idempotency_key: string | null;
@@ -140,6 +140,7 @@ export function messageView(m: LoggedMessage): MessageView {
     parts: m.parts ?? smsParts(text).parts,
     sender_id: m.senderId,
     gateway: m.gateway,
+    device_id: m.deviceId,
     gateway_message_id: m.gatewayMessageId,
     receipt: m.receipt,
     reported_status: m.reportedStatus,
@@ -161,28 +162,6 @@ export function encodeCursor(last: Pick<LoggedMessage, "createdAt" | "id">): str
 export function decodeCursor(cursor: string): MessageFilter["before"] {
   const match = /^(\d{1,15})\.(\d{1,15})$/.exec(Buffer.from(cursor, "base64url").toString());
   return match ? { createdAt: Number(match[1]), id: Number(match[2]) } : undefined;
-}
-
-/** Received, sent, receipt, reported, and each recorded error, hold and retry, by time. */
-function timeline(m: LoggedMessage, events: MessageEvent[]): TimelineEntry[] {
-  const entries: { at: number; event: string; detail: string }[] = [{ at: m.createdAt, event: "received", detail: "from HighLevel" }];
-  for (const e of events) entries.push({ at: e.at, event: e.kind, detail: e.detail });
-  if (m.firstSentAt !== null) {
-    entries.push({ at: m.firstSentAt, event: "sending", detail: `to ${m.gateway}, idempotency key ${m.idempotencyKey ?? "(none)"}` });
-  }
-  if (m.sentAt !== null) {
-    const sender = m.senderId ? `sender ID ${m.senderId}` : "the gateway's default sender ID";
-    entries.push({ at: m.sentAt, event: "sent", detail: `accepted by ${m.gateway} as ${m.gatewayMessageId}, ${m.parts ?? "?"} part(s), ${sender}` });
-  }
-  if (m.receiptAt !== null) {
-    // A phone's message without its final state is not taken as delivered (receipts.ts, noReceipt).
-    const none = m.outcome === "failed" ? "no final state from the phone by the end of its wait: delivery unknown" : "no delivery receipt within DLR_WAIT: reported delivered";
-    const said = m.receipt === "none" ? none : `carrier receipt ${m.receipt}`;
-    entries.push({ at: m.receiptAt, event: "receipt", detail: said });
-  }
-  if (m.reportedAt !== null) entries.push({ at: m.reportedAt, event: "reported", detail: `HighLevel told ${m.reportedStatus}` });
-  // Stable: at equal times, the order above (the order things happen in).
-  return entries.sort((a, b) => a.at - b.at).map((e) => ({ at: iso(e.at), event: e.event, detail: e.detail }));
 }
 
 function isoOrNull(ms: number | null): string | null {
