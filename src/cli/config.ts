@@ -38,10 +38,20 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
       if (Object.values(change).every((v) => v === undefined)) {
         throw new UsageError("config set needs --sender-id, --sms-api-key and/or the gateway's options (--gateway, --android-…)");
       }
-      const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
-      print(io, withStore(io, globals(), (tokens, _, phones) => setLocationConfig(tokens, locationId, change, Date.now(), phones)), options.json);
+      const [{ withStore }, heavy] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
+      const changed = await withStore(io, globals(), (tokens, config, phones) => {
+        // A sender ID is checked at Cast against the key the location sends with; offline, it is saved with a warning.
+        const cast = heavy.createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: CHECK_TIMEOUT_MS, retries: 0 });
+        const check = heavy.senderIdCheck(config, (key) => cast.senderIds(key));
+        return heavy.setLocationConfig(tokens, locationId, change, Date.now(), phones, check);
+      });
+      if (changed.warning) io.err(`bridge: warning: ${printable(changed.warning)}\n`);
+      print(io, changed, options.json);
     });
 }
+
+/** How long `config set` waits for Cast's list of approved sender IDs before saving unchecked. */
+const CHECK_TIMEOUT_MS = 10_000;
 
 interface SetOptions {
   senderId?: string;
