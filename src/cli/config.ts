@@ -19,7 +19,10 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
   config
     .command("set <locationId>")
     .description('set a location\'s sender ID, SMS API key ("" clears one back to the global default) or gateway (a phone: docs/android.md)')
-    .option("--sender-id <value>", "sender ID for this location's messages (default: SMS_SENDER_ID)")
+    .option(
+      "--sender-id <value>",
+      "sender ID for this location's messages (default: SMS_SENDER_ID); on Cast, checked against the approved ones of the key it sends with",
+    )
     .option(
       "--sms-api-key <value>",
       'Cast.ph API key for this location (default: SMS_API_KEY); "-" (recommended) reads it from standard input, ' +

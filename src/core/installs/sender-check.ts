@@ -5,11 +5,9 @@ import type { TokenRecord } from "../../db/tokens.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { sendingWith, type SharedSending } from "./locations.ts";
 
-/**
- * The rule a location's sender ID is set by, on Cast: it must be one the key its messages go
- * with has approved for SMS (Cast refuses every message sent with another). One rule for
- * `bridge config set`, PUT …/config (location-config.ts) and the settings page (settings.ts).
- */
+// The rule a location's sender ID is set by, on Cast: it must be one the key its messages go
+// with has approved for SMS (Cast refuses every message sent with another). One rule for
+// `bridge config set`, PUT …/config (location-config.ts) and the settings page (src/core/app/settings.ts).
 
 /** How a change's sender ID is checked: the gateway's approved list of a key, and the operator's shared key. */
 export interface SenderIdCheck {
@@ -52,11 +50,7 @@ export async function checkSenderId(check: SenderIdCheck, senderId: string, apiK
   } catch (error) {
     return `sender ID ${senderId} saved unchecked: Cast could not list the sender IDs approved on key ${maskSecret(apiKey)} (${errorMessage(error)}); \`bridge doctor\` checks it later`;
   }
-  const refusal = senderIdRefusal(
-    senderId,
-    approved.map((s) => s.senderId),
-    "own_key",
-  );
+  const refusal = senderIdRefusal(senderId, approved.map((s) => s.senderId), "own_key");
   if (refusal) throw refusal;
   return undefined;
 }
