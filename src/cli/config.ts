@@ -19,7 +19,10 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
   config
     .command("set <locationId>")
     .description('set a location\'s sender ID, SMS API key ("" clears one back to the global default) or gateway (a phone: docs/android.md)')
-    .option("--sender-id <value>", "sender ID for this location's messages (default: SMS_SENDER_ID)")
+    .option(
+      "--sender-id <value>",
+      "sender ID for this location's messages (default: SMS_SENDER_ID); on Cast, checked against the approved ones of the key it sends with",
+    )
     .option(
       "--sms-api-key <value>",
       'Cast.ph API key for this location (default: SMS_API_KEY); "-" (recommended) reads it from standard input, ' +
@@ -38,10 +41,20 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
       if (Object.values(change).every((v) => v === undefined)) {
         throw new UsageError("config set needs --sender-id, --sms-api-key and/or the gateway's options (--gateway, --android-…)");
       }
-      const [{ withStore }, { setLocationConfig }] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
-      print(io, withStore(io, globals(), (tokens, _, phones) => setLocationConfig(tokens, locationId, change, Date.now(), phones)), options.json);
+      const [{ withStore }, heavy] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
+      const changed = await withStore(io, globals(), (tokens, config, phones) => {
+        // A sender ID is checked at Cast against the key the location sends with; offline, it is saved with a warning.
+        const cast = heavy.createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: CHECK_TIMEOUT_MS, retries: 0 });
+        const check = heavy.senderIdCheck(config, (key) => cast.senderIds(key));
+        return heavy.setLocationConfig(tokens, locationId, change, Date.now(), phones, check);
+      });
+      if (changed.warning) io.err(`bridge: warning: ${printable(changed.warning)}\n`);
+      print(io, changed, options.json);
     });
 }
+
+/** How long `config set` waits for Cast's list of approved sender IDs before saving unchecked. */
+const CHECK_TIMEOUT_MS = 10_000;
 
 interface SetOptions {
   senderId?: string;

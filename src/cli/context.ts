@@ -89,15 +89,23 @@ export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: Locati
   });
 }
 
-/** Runs `fn` with the database alone, at this bridge's schema (the message log needs no secrets). */
+/**
+ * Runs `fn` with the database alone, at this bridge's schema (the message log needs no
+ * secrets); a promise `fn` returns (a call at Cast) is awaited before the database closes.
+ */
 export function withDb<T>(io: Io, options: GlobalOptions, fn: (db: Db, config: ResolvedConfig) => T): T {
   const config = commandConfig(io, options, "store");
   const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`));
+  let result: T;
   try {
-    return fn(db, config);
-  } finally {
+    result = fn(db, config);
+  } catch (error) {
     db.close();
+    throw error;
   }
+  if (isPromise(result)) return result.finally(() => db.close()) as T;
+  db.close();
+  return result;
 }
 
 /**
@@ -121,6 +129,10 @@ export async function withFile<T>(
     db.close();
     lock?.release();
   }
+}
+
+function isPromise(value: unknown): value is Promise<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { finally?: unknown }).finally === "function";
 }
 
 /** Device and inode of this process's stderr; undefined when it is closed. */

@@ -3,6 +3,11 @@ import type { OptOutDeps, OptOutView } from "../core/operator/optouts.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, locationArg, table, UsageError, type Io } from "./io.ts";
 
+/** How a number comes off the list: HighLevel does not tell bridge when a contact's DND is lifted there. */
+const LIFTED =
+  "A DND lifted in HighLevel does not take a number off this list; `bridge optouts remove LOCATION_ID PHONE` does, " +
+  "or a reply START (or UNSTOP) from the number.";
+
 /** `bridge optouts list|add|remove`: a location's opt-out list, the admin API's code path (docs/cli.md, "Opt-outs"). */
 export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   const optouts = program
@@ -11,7 +16,8 @@ export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOp
     .addHelpText(
       "after",
       "\nA reply STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, HINTO) adds its sender; START or UNSTOP removes it." +
-        "\nNumbers on Cast's own unsubscribed list are not sent to either; they are lifted in Cast, not here.",
+        "\nNumbers on Cast's own unsubscribed list are not sent to either; they are lifted in Cast, not here." +
+        `\n${LIFTED}`,
     );
 
   optouts
@@ -23,6 +29,7 @@ export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOp
       if (options.json) return io.out(json(view));
       if (view.opt_outs.length === 0) return io.out(`no opt-outs for location ${locationId}\n`);
       io.out(table(["PHONE", "BY", "SINCE"], view.opt_outs.map(row)));
+      io.out(`\n${LIFTED.replace("LOCATION_ID", locationId)}\n`);
     });
 
   optouts

@@ -11,6 +11,8 @@
 export { createCore } from "../core/index.ts";
 export { runDoctor } from "../core/operator/doctor.ts";
 export { setLocationConfig } from "../core/installs/location-config.ts";
+export { senderIdCheck } from "../core/installs/sender-check.ts";
+export { createCastClient } from "../core/clients/cast.ts";
 // Numbers are read with libphonenumber's metadata: `optouts` takes it from here.
 export { addOptOut, listOptOuts, optOutPhone, removeOptOut } from "../core/operator/optouts.ts";
 export { phoneOf, registerPhone } from "../core/operator/phones.ts";

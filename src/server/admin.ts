@@ -1,5 +1,6 @@
 import { getRouterParam, onResponse, type H3, type H3Event } from "h3";
 import { setLocationConfig } from "../core/installs/location-config.ts";
+import { senderIdCheck } from "../core/installs/sender-check.ts";
 import { ID_RULE, isId } from "../core/ids.ts";
 import { printableJson } from "../core/printable.ts";
 import { getLocationConfig, listLocations, setApproval } from "../core/installs/locations.ts";
@@ -15,7 +16,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "sms">;
   /** Woken when a message is queued again. */
   worker?: Pick<Worker, "notify">;
 }
@@ -49,7 +50,7 @@ function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.put("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
     const body = parseJson(await readLimitedBody(event));
-    return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones);
+    return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones, senderIdCheck(core.config, (key) => core.sms.senderIds(key)));
   });
 
   for (const [action, approved] of [["approve", true], ["unapprove", false]] as const) {

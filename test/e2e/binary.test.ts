@@ -168,6 +168,8 @@ describe("dist/bridge, as an operator runs it", () => {
     [["config", "set", "loc-1"], 2, "--sender-id"],
     // A forgotten value: commander takes the next word, the sender ID rule refuses it.
     [["config", "set", "loc-1", "--sender-id", "--json"], 1, "sender_id may hold letters"],
+    // A sender ID the location's key has not approved at Cast (the fake approves BRIDGE).
+    [["config", "set", "loc-1", "--sender-id", "NOPE"], 1, "sender ID NOPE is not approved for this API key; approved: BRIDGE"],
     [["no-such-command"], 2, "unknown command"],
     [["token", "refresh"], 2, "--all"],
     [["token", "refresh", "loc-1", "--all"], 2, "not both (got loc-1 and --all)"],

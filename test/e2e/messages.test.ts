@@ -78,16 +78,19 @@ describe("dist/bridge messages, status", () => {
     expect((await bridge("messages", "show", "m\n[error] forged")).code).toBe(2);
   });
 
-  test("messages retry: queues what never reached the carrier, refuses what did (exit 1); the server sends it once", async () => {
+  test("messages retry: queues what never reached the carrier, refuses what did or cannot be sent to (exit 1); the server sends it once", async () => {
     const refused = await bridge("messages", "retry", "m-ok");
     expect(refused).toMatchObject({ code: 1, stdout: "refused m-ok: it has not failed (it is delivered)\n" });
+    const landline = await bridge("messages", "retry", "m-landline");
+    expect(landline).toMatchObject({ code: 1, stdout: "refused m-landline: its number cannot be sent to (not a Philippine mobile number: +632***3456)\n" });
 
     const retried = await bridge("messages", "retry", "--failed", "--json");
     expect(retried.code).toBe(0);
     const outcome = JSON.parse(retried.stdout) as { queued: string[]; refused: { message_id: string }[] };
-    expect(outcome.queued.sort()).toEqual(["m-landline", "m-refused"]);
+    expect(outcome.queued).toEqual(["m-refused"]);
+    expect(outcome.refused.map((r) => r.message_id)).toEqual(["m-landline"]);
 
-    await waitFor(() => reported("m-refused").length === 2 && reported("m-landline").length === 2, 10_000);
+    await waitFor(() => reported("m-refused").length === 2, 10_000);
     expect(reported("m-refused").map((r) => r.body.status)).toEqual(["failed", "delivered"]);
     expect(e2e.gateway.sent().filter((s) => s.message === "refused once")).toHaveLength(2); // refused, then sent once
     const after = JSON.parse((await bridge("messages", "show", "m-refused", "--json")).stdout) as { status: string; timeline: { event: string }[] };

@@ -222,6 +222,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
   test("an absent field keeps its value", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
+    bridge.gateway.senderIds([{ sender_id: "BRIDGE", label: "", channel: "sms" }, { sender_id: "OTHER", label: "", channel: "sms" }]);
     await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
 
     let res = await put(bridge, "loc-1", { sender_id: "OTHER" });
@@ -251,6 +252,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
   test.each(["ABCDEFGHIJK", "My Shop.PH", "a_b-c", "7", "ACME INC."])("sender_id %j (11 characters at most, inner spaces and punctuation) is accepted", async (senderId) => {
     const bridge = await start();
     await bridge.install("loc-1");
+    bridge.gateway.senderIds([{ sender_id: senderId, label: "", channel: "sms" }]);
     const res = await put(bridge, "loc-1", { sender_id: senderId });
     expect(res.status).toBe(200);
     expect(bridge.core.tokens.get("loc-1")?.senderId).toBe(senderId);

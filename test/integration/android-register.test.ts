@@ -38,6 +38,17 @@ test("a BASE_URL that is not HTTPS is refused, saying what to do; the phone is n
   expect(phone.received("POST /webhooks")).toEqual([]);
 });
 
+test("a BASE_URL of http://127.0.0.1:PORT, the phone's own loopback, is the one plain-HTTP address registered", async () => {
+  const { bridge, phone } = await start();
+  const local = await cli(bridge, { BASE_URL: "http://127.0.0.1:3000" }, "android", "register", "loc-1");
+  expect(local).toMatchObject({ code: 0, err: "" });
+  expect(local.out).toContain("registered sms:received -> http://127.0.0.1:3000/webhooks/android");
+  const lan = await cli(bridge, { BASE_URL: "http://192.168.1.10:3000" }, "android", "register", "loc-1");
+  expect(lan.code).toBe(1);
+  expect(lan.err).toContain("BASE_URL is http://192.168.1.10:3000: the phone posts its webhooks only over HTTPS");
+  expect(phone.received("POST /webhooks")).toHaveLength(4);
+});
+
 test("registers the four events under stable ids: a second run replaces them", async () => {
   const { bridge, phone } = await start();
   const first = await cli(bridge, HTTPS, "android", "register", "loc-1");

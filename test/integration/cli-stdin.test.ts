@@ -16,20 +16,20 @@ function cli(stdin: string | undefined, ...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const prompts: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: { DATABASE_PATH: bridge.config.databasePath } };
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: { DATABASE_PATH: bridge.config.databasePath, SMS_API_URL: bridge.config.sms.apiUrl } };
   if (stdin !== undefined) io.readLine = async (prompt) => (prompts.push(prompt), stdin);
   return run(argv, io).then((code) => ({ code, out: out.join(""), err: err.join(""), prompts }));
 }
 
 test("--sms-api-key - stores the line read from standard input, and shows it masked", async () => {
-  const result = await cli("key-from-stdin-123456", "config", "set", "loc-1", "--sms-api-key", "-", "--sender-id", "BRAND");
+  const result = await cli("key-from-stdin-123456", "config", "set", "loc-1", "--sms-api-key", "-", "--sender-id", "BRIDGE");
   expect(result).toEqual({
     code: 0,
-    out: "location_id  loc-1\nsender_id    BRAND\nsms_api_key  key-from-std...\n",
+    out: "location_id  loc-1\nsender_id    BRIDGE\nsms_api_key  key-from-std...\n",
     err: "",
     prompts: ["SMS API key (not shown): "],
   });
-  expect(bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: "key-from-stdin-123456", senderId: "BRAND" });
+  expect(bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: "key-from-stdin-123456", senderId: "BRIDGE" });
 });
 
 test("an empty line is refused, not taken as clearing the key (that stays explicit: --sms-api-key \"\")", async () => {

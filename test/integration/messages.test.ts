@@ -153,6 +153,20 @@ test.each([
   expect(bridge.gateway.calls()).toHaveLength(sends);
 });
 
+test("retry is refused with 409 for a message whose number is not a Philippine mobile: it cannot be sent to", async () => {
+  const bridge = await start();
+  await settle(bridge, "m-1", { phone: "+6328123456" });
+  expect(bridge.core.messages.get("m-1")?.errorCode).toBe("invalid_phone");
+
+  const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
+  expect(res.status).toBe(409);
+  expect(await res.json()).toEqual({
+    error: "message m-1 may not be retried: its number cannot be sent to (not a Philippine mobile number: +632***3456)",
+  });
+  expect(bridge.core.jobs.get("m-1")?.state).toMatch(/done|dead/);
+  expect(bridge.crm.statusReports()).toHaveLength(1);
+});
+
 test("retry: Cast's own FAILED receipt (never submitted to a carrier, credits refunded) may be retried", async () => {
   const bridge = await start();
   let failOnce = true;

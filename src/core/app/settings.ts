@@ -3,6 +3,7 @@ import type { Core } from "../index.ts";
 import { keyTag } from "../delivery/key-tag.ts";
 import { getLocationConfig, sendingWith } from "../installs/locations.ts";
 import { setLocationConfig } from "../installs/location-config.ts";
+import { senderIdRefusal, smsSenderIds } from "../installs/sender-check.ts";
 import type { PageCalls } from "./page-calls.ts";
 
 /**
@@ -56,21 +57,22 @@ export function settingsOf(core: SettingsCore, locationId: string): SettingsView
 /**
  * The page's change: the sender ID and the own API key only, never the gateway's phone
  * settings. On Cast, a sender ID must be one the page offers (senderIdsOf; with a new key
- * in the same change, that key's approved ones): Cast would refuse every message sent with
- * another, and on the shared key the operator's other sender IDs are not the location's.
+ * in the same change, that key's approved ones), by the rule `bridge config set` checks
+ * (sender-check.ts): Cast would refuse every message sent with another, and on the shared
+ * key the operator's other sender IDs are not the location's.
  */
 export async function changeSettings(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }): Promise<SettingsView> {
   const { sender_id: senderId, sms_api_key: newKey } = input;
   if (typeof senderId === "string" && senderId !== "" && settingsOf(core, locationId).gateway === "cast") {
     const offer = typeof newKey === "string" && newKey !== "" ? await approvedOf(core, newKey) : await senderIdsOf(core, locationId);
     const offered = offer.sender_ids.map((s) => s.sender_id);
-    if (offer.source === "none") throw new AppError("BAD_CONFIG", "set an API key first: a sender ID is checked against the key's approved ones");
-    if (!offered.includes(senderId)) {
-      const whose = offer.source === "agency" ? "one your agency gave this location" : "approved for this API key";
-      throw new AppError("BAD_CONFIG", `sender ID ${senderId} is not ${whose}; ${offer.source === "agency" ? "offered" : "approved"}: ${offered.join(", ") || "none"}`);
+    if (offer.source !== "own_key" && offer.source !== "agency") {
+      throw new AppError("BAD_CONFIG", "set an API key first: a sender ID is checked against the key's approved ones");
     }
+    const refusal = senderIdRefusal(senderId, offered, offer.source);
+    if (refusal) throw refusal;
   }
-  setLocationConfig(core.tokens, locationId, input, core.now());
+  await setLocationConfig(core.tokens, locationId, input, core.now());
   return settingsOf(core, locationId);
 }
 
@@ -99,7 +101,7 @@ export function providerOf(core: SettingsCore, locationId: string): { source: Pr
 
 async function approvedOf(core: SettingsCore, apiKey: string): Promise<SenderIdOffer> {
   const ids = await core.calls.cached(`sender-ids ${keyTag(apiKey)}`, () => core.sms.senderIds(apiKey));
-  return { sender_ids: ids.filter((s) => s.channel === "sms").map((s) => ({ sender_id: s.senderId, label: s.label })), source: "own_key" };
+  return { sender_ids: smsSenderIds(ids).map((s) => ({ sender_id: s.senderId, label: s.label })), source: "own_key" };
 }
 
 function keyOf(core: SettingsCore, locationId: string): string {

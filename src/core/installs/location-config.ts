@@ -5,6 +5,7 @@ import { AppError, notFound } from "../../errors.ts";
 import { getLocationConfig, type LocationConfig } from "./locations.ts";
 import type { PhoneStore } from "../../db/phones.ts";
 import { phoneFields, setPhoneConfig } from "./phone-config.ts";
+import { checkSenderId, keyAfter, type SenderIdCheck } from "./sender-check.ts";
 
 // Apart from locations.ts so that reading locations (`bridge locations list`) never loads zod.
 
@@ -21,8 +22,22 @@ function setting(name: string, rule: Rule) {
     .optional();
 }
 
-/** The one code path behind `PUT /api/admin/locations/{id}/config` and `bridge config set`. */
-export function setLocationConfig(tokens: LocationRegistry, locationId: string, input: unknown, now: number, phones?: PhoneStore): LocationConfig {
+/** A location's configuration as a change left it; `warning`: the change was made, and what could not be checked of it. */
+export type ConfigChanged = LocationConfig & { warning?: string };
+
+/**
+ * The one code path behind `PUT /api/admin/locations/{id}/config` and `bridge config set`.
+ * With `check`, a sender ID for a location on Cast is checked against the key it will send
+ * with (sender-check.ts): refused, nothing is changed.
+ */
+export async function setLocationConfig(
+  tokens: LocationRegistry,
+  locationId: string,
+  input: unknown,
+  now: number,
+  phones?: PhoneStore,
+  check?: SenderIdCheck,
+): Promise<ConfigChanged> {
   const parsed = configChange.safeParse(input);
   if (!parsed.success) {
     throw new AppError("BAD_CONFIG", parsed.error.issues.map((i) => i.message).join("; "));
@@ -30,8 +45,24 @@ export function setLocationConfig(tokens: LocationRegistry, locationId: string, 
   const { sender_id, sms_api_key, ...phone } = parsed.data;
   if (!phones && Object.values(phone).some((v) => v !== undefined)) throw new AppError("BAD_CONFIG", "gateway settings cannot be changed here");
   if (tokens.companyOf(locationId) === undefined) throw notFound(locationId);
+  const warning = check && sender_id ? await senderIdWarning(tokens, phones, locationId, { sender_id, sms_api_key, gateway: phone.gateway }, check) : undefined;
   // The phone's settings first: a refusal of them leaves the whole change unmade.
   if (phones) setPhoneConfig(phones, locationId, phone, now);
   if (!tokens.setConfig(locationId, { senderId: sender_id, smsApiKey: sms_api_key }, now)) throw notFound(locationId);
-  return getLocationConfig(tokens, locationId, phones);
+  const config = getLocationConfig(tokens, locationId, phones);
+  return warning ? { ...config, warning } : config;
+}
+
+/** checkSenderId for a location that will send on Cast once the change is made (a phone's location has no sender ID to check). */
+async function senderIdWarning(
+  tokens: LocationRegistry,
+  phones: PhoneStore | undefined,
+  locationId: string,
+  change: { sender_id: string; sms_api_key?: string; gateway?: string },
+  check: SenderIdCheck,
+): Promise<string | undefined> {
+  if ((change.gateway ?? getLocationConfig(tokens, locationId, phones).gateway ?? "cast") !== "cast") return undefined;
+  const record = tokens.get(locationId);
+  if (!record) throw notFound(locationId);
+  return checkSenderId(check, change.sender_id, keyAfter(record, change.sms_api_key, check.shared));
 }

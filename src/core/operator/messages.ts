@@ -78,6 +78,8 @@ export function showMessage(log: MessageLog, messageId: string): MessageDetail {
  */
 export function retryRefusal(message: LoggedMessage): string | undefined {
   if (message.outcome !== "failed") return `it has not failed (it is ${message.status})`;
+  // The number is the message's own: queued again, it would fail the same way at once.
+  if (message.errorCode === "invalid_phone") return `its number cannot be sent to (${message.errorMessage ?? "not a Philippine mobile number"})`;
   // Cast's own FAILED receipt: it never handed the message to a carrier (credits refunded).
   const neverSubmitted = message.receipt === "FAILED";
   if (!neverSubmitted && (message.gatewayMessageId !== null || message.receipt !== null)) {
