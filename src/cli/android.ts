@@ -7,7 +7,7 @@ export function androidCommand(program: Command, io: Io, globals: () => GlobalOp
   const android = program.command("android").description("phones running SMS Gateway for Android (a location's gateway android)");
   android
     .command("register <locationId>")
-    .description("register BASE_URL/webhooks/android on the location's phone for sms:received, sms:sent, sms:delivered, sms:failed (BASE_URL must be https://)")
+    .description("register BASE_URL/webhooks/android on the location's phone for sms:received, sms:sent, sms:delivered, sms:failed (BASE_URL must be https://, or http://127.0.0.1:PORT for a phone reaching it through its own loopback)")
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
       locationArg(locationId);

@@ -135,7 +135,7 @@ function queueGauges(deps: MetricsDeps, registers: Registry[]): void {
   });
   new Gauge({
     name: "bridge_opt_outs",
-    help: "Numbers on the locations' opt-out lists, by who put them there (reply: a stop word; operator)",
+    help: "Numbers on the locations' opt-out lists, by who put them there (reply: a stop word; operator; page: a location admin on the settings page)",
     labelNames: ["by"] as const,
     registers,
     collect() {
