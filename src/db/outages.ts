@@ -3,7 +3,7 @@ import { ms } from "./ms.ts";
 
 /** An outage as serve records it for other processes (`bridge status`). */
 export interface OutageRecord {
-  /** "crm" (HighLevel) or "cast" (Cast.ph). */
+  /** "crm" (HighLevel), "cast" (Cast.ph) or "phone:<device id>". */
   remote: string;
   since: number;
   /** The failure's kind (network.ts): timeout, refused, server_error, … */
@@ -12,14 +12,6 @@ export interface OutageRecord {
   reason: string;
   failedCalls: number;
   lastFailedAt: number;
-}
-
-/** How many messages wait on each remote now, counted from the job table. */
-export interface OutageWaits {
-  /** Messages to send through Cast (not on a held key, not through a phone). */
-  cast: number;
-  /** Messages whose status waits to be reported to HighLevel, and replies waiting to be posted. */
-  crm: number;
 }
 
 export type OutageRecords = ReturnType<typeof createOutageRecords>;
@@ -43,13 +35,17 @@ export function createOutageRecords(db: Db) {
   const remove = db.prepare<[string]>("DELETE FROM outages WHERE remote = ?");
   const clear = db.prepare("DELETE FROM outages");
   const all = db.prepare<[], Row>("SELECT * FROM outages ORDER BY since");
-  const waits = db.prepare<[], OutageWaits>(`
-    SELECT
-      (SELECT count(*) FROM jobs WHERE state IN ('queued', 'sending') AND held = 0
-        AND location_id NOT IN (SELECT location_id FROM location_gateways WHERE gateway = 'android')) AS cast,
-      (SELECT count(*) FROM jobs WHERE state = 'reporting' AND receipt_deadline IS NULL)
-        + (SELECT count(*) FROM inbound WHERE state IN ('queued', 'posting')) AS crm`);
-
+  // What waits on each: Cast's, a location's messages not sent through a phone (nor on a held
+  // key); HighLevel's, reports to make and replies to post; a phone's, its locations' messages.
+  const castWaits = db.prepare<[], number>(`
+    SELECT count(*) FROM jobs WHERE state IN ('queued', 'sending') AND held = 0
+      AND location_id NOT IN (SELECT location_id FROM location_gateways WHERE gateway = 'android')`).pluck();
+  const crmWaits = db.prepare<[], number>(`
+    SELECT (SELECT count(*) FROM jobs WHERE state = 'reporting' AND receipt_deadline IS NULL)
+      + (SELECT count(*) FROM inbound WHERE state IN ('queued', 'posting'))`).pluck();
+  const phoneWaits = db.prepare<[string], number>(`
+    SELECT count(*) FROM jobs WHERE state IN ('queued', 'sending') AND location_id IN
+      (SELECT location_id FROM location_gateways WHERE gateway = 'android' AND android_device = ?)`).pluck();
   return {
     save(outage: OutageRecord): void {
       const { remote, kind, reason } = outage;
@@ -72,8 +68,11 @@ export function createOutageRecords(db: Db) {
         lastFailedAt: r.last_failed_at,
       }));
     },
-    waits(): OutageWaits {
-      return waits.get() ?? { cast: 0, crm: 0 };
+    /** How many messages wait on `remote` now, counted from the job and reply tables. */
+    waits(remote: string): number {
+      if (remote === "cast") return castWaits.get() ?? 0;
+      if (remote === "crm") return crmWaits.get() ?? 0;
+      return remote.startsWith("phone:") ? (phoneWaits.get(remote.slice("phone:".length)) ?? 0) : 0;
     },
   };
 }

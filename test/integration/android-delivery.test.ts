@@ -197,3 +197,24 @@ test("an unreachable phone: the message waits and goes once the phone is back", 
   again.advance(id, "Delivered");
   await done(bridge, "m-1");
 });
+
+test("a phone that stops answering is an outage: logged once, in bridge status with what waits on it, and ended when it answers", async () => {
+  const { bridge, phone } = await start();
+  await phone.close();
+  await queue(bridge, "m-1");
+  await waitFor(() => bridge.core.outages.list().some((o) => o.remote === `phone:${DEVICE}`));
+  expect(bridge.logs.filter((l) => l.includes(`phone ${DEVICE} unreachable`) && !l.includes("[debug]"))).toEqual([
+    expect.stringMatching(new RegExp(`\\[warn\\] phone ${DEVICE} unreachable \\(refused\\): .*; its messages wait until it answers\\n$`)),
+  ]);
+  const view = await (await bridge.admin("/api/admin/status")).json();
+  expect(view.outages).toEqual([
+    expect.objectContaining({ remote: `phone:${DEVICE}`, name: `phone ${DEVICE}`, kind: "refused", waiting_messages: 1 }),
+  ]);
+
+  const again = await startFakePhone();
+  phones.push(again);
+  bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
+  await sentAs(bridge, again, "m-1");
+  await waitFor(() => bridge.logs.some((l) => l.includes(`phone ${DEVICE} reachable again`)));
+  expect((await (await bridge.admin("/api/admin/status")).json()).outages).toEqual([]);
+});

@@ -2,6 +2,7 @@ import { GatewayError } from "../../errors.ts";
 import { neverSent } from "../retry.ts";
 import { UNSENT, type DeliveryStatus } from "./gateway.ts";
 import { callFailure, hostOf } from "./network.ts";
+import { observed, type CallObserver } from "./observe.ts";
 import { callRemote } from "./transport.ts";
 
 /**
@@ -35,13 +36,15 @@ export interface PhoneWebhook {
 
 export interface PhoneClientOptions {
   timeoutMs?: number;
+  /** Told of every call to the phone (outages: a phone that stops answering is one). */
+  observe?: CallObserver;
 }
 
 export type PhoneClient = ReturnType<typeof createPhoneClient>;
 
 /** One phone's API. Every method throws GatewayError, classified by `phoneFailure`. */
 export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOptions = {}) {
-  const request = phoneRequest(phone, options.timeoutMs ?? 30_000);
+  const request = phoneRequest(phone, options.timeoutMs ?? 30_000, options.observe);
 
   async function state(id: string): Promise<PhoneMessage> {
     const res = await request("state", "GET", `/messages/${encodeURIComponent(id)}`);
@@ -79,19 +82,22 @@ export function createPhoneClient(phone: PhoneAccess, options: PhoneClientOption
 type PhoneRequest = (what: string, method: string, path: string, body?: unknown) => Promise<{ status: number; body: unknown; text: string }>;
 
 /** The one place that talks HTTP to the phone: base URL, Basic auth, timeout; any status is an answer. */
-function phoneRequest(phone: PhoneAccess, timeout: number): PhoneRequest {
+function phoneRequest(phone: PhoneAccess, timeout: number, observe?: CallObserver): PhoneRequest {
   const host = hostOf(phone.url);
+  const watched = (operation: string) => ({ remote: `phone:${phone.deviceId}` as const, operation, host, timeoutMs: timeout, observe });
   const authorization = `Basic ${Buffer.from(`${phone.user}:${phone.password}`).toString("base64")}`;
   return async (what, method, path, body) => {
     let res;
     try {
-      res = await callRemote(path, {
-        baseURL: phone.url,
-        method,
-        headers: { Authorization: authorization, Accept: "application/json", ...(body !== undefined && { "Content-Type": "application/json" }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        timeout,
-      });
+      res = await observed(watched(what), () =>
+        callRemote(path, {
+          baseURL: phone.url,
+          method,
+          headers: { Authorization: authorization, Accept: "application/json", ...(body !== undefined && { "Content-Type": "application/json" }) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          timeout,
+        }),
+      );
     } catch (error) {
       const failed = callFailure(error, host, timeout);
       // A send that may have reached the phone is "unknown": only the same id may go again (a 409 then says it was taken).

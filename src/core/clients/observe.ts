@@ -1,6 +1,7 @@
 import { callFailure, type FailureKind } from "./network.ts";
 
-export type Remote = "crm" | "cast";
+/** HighLevel, Cast.ph, or one phone running SMS Gateway for Android (`phone:<device id>`). */
+export type Remote = "crm" | "cast" | `phone:${string}`;
 
 /** One HTTP call with a remote, as the clients report it to their observer. */
 export interface CallRecord {

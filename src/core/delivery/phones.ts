@@ -1,6 +1,7 @@
 import type { PhoneSettings, PhoneStore } from "../../db/phones.ts";
 import { GatewayError } from "../../errors.ts";
 import { createPhoneClient, phoneStatus, type PhoneClient } from "../clients/android.ts";
+import type { CallObserver } from "../clients/observe.ts";
 import type { DeliveryStatus, SendRequest, SendResult, SmsGateway } from "../clients/gateway.ts";
 import { smsParts } from "./parts.ts";
 
@@ -27,6 +28,8 @@ export interface GatewaysOptions {
   /** A message the phone has not sent this long after it took it expires there unsent: every send's `ttl` (ANDROID_SEND_DEADLINE). */
   sendDeadlineMs: number;
   timeoutMs?: number;
+  /** Told of every call to a phone, as the clients' calls are (outages, metrics). */
+  observe?: CallObserver;
 }
 
 export type Gateways = ReturnType<typeof createGateways>;
@@ -81,7 +84,7 @@ function phoneCalls(options: GatewaysOptions) {
     if (!settings) throw new GatewayError("rejected", `no location sends through phone ${device} any more (${key})`);
     const known = clients.get(device);
     if (known && same(known.settings, settings)) return known.client;
-    const client = createPhoneClient(settings, { timeoutMs: options.timeoutMs });
+    const client = createPhoneClient(settings, { timeoutMs: options.timeoutMs, observe: options.observe });
     clients.set(device, { settings, client });
     return client;
   }

@@ -22,6 +22,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
     phones,
     sendDeadlineMs: config.android.sendDeadlineMs,
     timeoutMs: tuning.sms?.timeoutMs,
+    observe: (call) => (outages.observe(call), metrics.call(call)),
   });
   const sms = gateways.gateway;
   const { holds, receipts } = watchers(context, stores, scheduler, sms);

@@ -25,13 +25,14 @@ export interface Outage {
 }
 
 /** How each remote is named in the log, and what waits while it cannot be reached. */
-const REMOTES: Record<Remote, { name: string; waits: string; resume: string }> = {
-  crm: { name: "HighLevel", waits: "status reports wait", resume: "status reports resume" },
-  cast: { name: "Cast.ph", waits: "sends wait", resume: "sends resume" },
-};
+export function describeRemote(remote: Remote): { name: string; waits: string; resume: string } {
+  if (remote === "crm") return { name: "HighLevel", waits: "status reports wait", resume: "status reports resume" };
+  if (remote === "cast") return { name: "Cast.ph", waits: "sends wait", resume: "sends resume" };
+  return { name: `phone ${remote.slice("phone:".length)}`, waits: "its messages wait", resume: "its messages go again" };
+}
 
 /**
- * HighLevel or Cast unreachable (no answer, a timeout, a 5xx), logged once when it
+ * HighLevel, Cast or a phone unreachable (no answer, a timeout, a 5xx), logged once when it
  * starts and once when it ends. Every call in between fails too, and the messages
  * waiting on it each say so already: one line per call would bury the start and the
  * end of the outage, the two facts an operator looks for. Fed by the clients' observer.
@@ -46,7 +47,7 @@ export function createOutages(options: OutagesOptions) {
   return {
     observe(call: CallRecord): void {
       const outage = current.get(call.remote);
-      const { name, waits, resume } = REMOTES[call.remote];
+      const { name, waits, resume } = describeRemote(call.remote);
       if (call.ok) {
         if (!outage) return;
         current.delete(call.remote);
@@ -70,7 +71,7 @@ export function createOutages(options: OutagesOptions) {
       const started: Outage = { remote: call.remote, since: now(), kind, reason, failedCalls: 1, waitingMessages: 0 };
       current.set(call.remote, started);
       record(started, call.remote);
-      // A Cast outage stops every SMS; a HighLevel one only delays what the CRM shows.
+      // A Cast outage stops every SMS; a HighLevel one only delays what the CRM shows; a phone, its locations'.
       const level = call.remote === "cast" ? log.error : log.warn;
       level(`${name} unreachable (${kind}): ${reason}; ${waits} until it answers`);
     },
@@ -115,13 +116,13 @@ function createRecorder(log: Logger, now: () => number) {
         recorded.set(remote, now());
         records?.save({ ...outage, lastFailedAt: now() });
       } catch (error) {
-        log.debug(`the outage of ${REMOTES[remote].name} could not be recorded for bridge status: ${errorMessage(error)}`);
+        log.debug(`the outage of ${describeRemote(remote).name} could not be recorded for bridge status: ${errorMessage(error)}`);
       }
     },
     /** Serve's count of the messages waiting on `remote` now; 0 where nothing is recorded. */
     stillWaiting(remote: Remote): number {
       try {
-        return records?.waits()[remote] ?? 0;
+        return records?.waits(remote) ?? 0;
       } catch {
         return 0;
       }

@@ -6,8 +6,10 @@ import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
 import type { OutageRecords } from "../../db/outages.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
 import type { LocationRegistry } from "../../db/tokens.ts";
+import type { Remote } from "../clients/observe.ts";
 import { iso } from "../duration.ts";
 import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
+import { describeRemote } from "./outages.ts";
 
 /** `bridge status` and `GET /api/admin/status` (docs/cli.md, "Commands"; docs/http.md, "Endpoints"). Times are ISO 8601. */
 export interface StatusView {
@@ -18,7 +20,7 @@ export interface StatusView {
   inbound: { received: number; posted: number; waiting: number; unrouted: number; failed: number };
   /** Locations with messages still to send, the longest waiting first. */
   backlog: { location_id: string; waiting: number; oldest_received_at: string; oldest_wait_seconds: number }[];
-  /** HighLevel or Cast.ph unreachable now, as serve last found it, and how many messages wait on each. */
+  /** HighLevel, Cast.ph or a phone unreachable now, as serve last found it, and how many messages wait on each. */
   outages: OutageView[];
   /** Gateway keys Cast refused: their messages wait. */
   held_keys: { key: string; status: number | null; reason: string | null; since: string }[];
@@ -31,8 +33,9 @@ export interface StatusView {
 }
 
 export interface OutageView {
-  remote: "cast" | "crm";
-  /** "Cast.ph" or "HighLevel". */
+  /** "cast", "crm" or "phone:<device id>". */
+  remote: string;
+  /** "Cast.ph", "HighLevel" or "phone <device id>". */
   name: string;
   since: string;
   for_seconds: number;
@@ -41,7 +44,7 @@ export interface OutageView {
   reason: string;
   failed_calls: number;
   last_failed_at: string;
-  /** Messages to send through Cast, or reports and replies to post to HighLevel. */
+  /** Messages to send through Cast or the phone, or reports and replies to post to HighLevel. */
   waiting_messages: number;
 }
 
@@ -111,23 +114,21 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
   };
 }
 
-const OUTAGE_NAMES = { cast: "Cast.ph", crm: "HighLevel" } as const;
-
 function outagesOf(records: StatusDeps["outageRecords"], now: number): OutageView[] {
-  const outages = records.list().filter((o): o is typeof o & { remote: "cast" | "crm" } => o.remote === "cast" || o.remote === "crm");
-  if (outages.length === 0) return [];
-  const waits = records.waits();
-  return outages.map((o) => ({
-    remote: o.remote,
-    name: OUTAGE_NAMES[o.remote],
-    since: iso(o.since),
-    for_seconds: Math.max(0, Math.round((now - o.since) / 1000)),
-    kind: o.kind,
-    reason: o.reason,
-    failed_calls: o.failedCalls,
-    last_failed_at: iso(o.lastFailedAt),
-    waiting_messages: waits[o.remote],
-  }));
+  return records
+    .list()
+    .filter((o): o is typeof o & { remote: Remote } => o.remote === "cast" || o.remote === "crm" || o.remote.startsWith("phone:"))
+    .map((o) => ({
+      remote: o.remote,
+      name: describeRemote(o.remote).name,
+      since: iso(o.since),
+      for_seconds: Math.max(0, Math.round((now - o.since) / 1000)),
+      kind: o.kind,
+      reason: o.reason,
+      failed_calls: o.failedCalls,
+      last_failed_at: iso(o.lastFailedAt),
+      waiting_messages: records.waits(o.remote),
+    }));
 }
 
 function inboundCounts(replies: StatusDeps["replies"]): StatusView["inbound"] {
