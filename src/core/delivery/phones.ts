@@ -2,7 +2,7 @@ import type { PhoneSettings, PhoneStore } from "../../db/phones.ts";
 import { GatewayError } from "../../errors.ts";
 import { createPhoneClient, phoneStatus, type PhoneClient } from "../clients/android.ts";
 import type { DeliveryStatus, SendRequest, SendResult, SmsGateway } from "../clients/gateway.ts";
-import { smsParts } from "./parts.ts";
+import { smsParts } from "../parts.ts";
 
 /**
  * A location whose gateway is "android" sends through its phone. To the queue a phone is

@@ -1,5 +1,5 @@
 import type { OptOutStore } from "../../db/optouts.ts";
-import { toE164PH } from "../delivery/phone.ts";
+import { toE164PH } from "../phone.ts";
 import type { OptOutList } from "./reply.ts";
 
 /**
