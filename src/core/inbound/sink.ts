@@ -5,7 +5,7 @@ import type { InboundStore, NewInbound } from "../../db/inbound.ts";
 import { AppError } from "../../errors.ts";
 import { keyTag } from "../key-tag.ts";
 import { toE164PH } from "../phone.ts";
-import { phoneKey } from "../delivery/phones.ts";
+import { phoneKey } from "../phone-key.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone } from "../mask.ts";
 import { printable } from "../printable.ts";
