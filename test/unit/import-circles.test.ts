@@ -15,7 +15,7 @@ function filesUnder(dir: string): string[] {
   });
 }
 
-/** The files of src/ that `file` imports: static, type-only, re-exports and `import()`. */
+/** The files of src/ that `file` imports: static, type-only, re-exports, `import()` and `import("…").T` types. */
 function importsOf(file: string, text: string): string[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const specifiers: string[] = [];
@@ -25,6 +25,9 @@ function importsOf(file: string, text: string): string[] {
     }
     if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] !== undefined && ts.isStringLiteral(node.arguments[0])) {
       specifiers.push(node.arguments[0].text);
+    }
+    if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      specifiers.push(node.argument.literal.text);
     }
     ts.forEachChild(node, visit);
   };
@@ -64,9 +67,11 @@ test("the parser sees every kind of import, and a circle through a type-only imp
     "src/a.ts": 'import { b } from "./b.ts";\nexport const a = b;',
     "src/b.ts": 'import type { C } from "./sub/c.ts";\nexport const b = 1;',
     "src/sub/c.ts": 'export type { A } from "../a.ts";\nexport type C = number;\nconst d = () => import("./d.ts");',
-    "src/sub/d.ts": 'import { readFileSync } from "node:fs";',
+    "src/sub/d.ts": 'import { readFileSync } from "node:fs";\ntype E = import("./e.ts").E;',
+    "src/sub/e.ts": "export type E = string;",
   });
   expect(graph.get("src/sub/c.ts")).toEqual(["src/a.ts", "src/sub/d.ts"]);
+  expect(graph.get("src/sub/d.ts")).toEqual(["src/sub/e.ts"]);
   expect(circles(graph)).toEqual([["src/a.ts", "src/b.ts", "src/sub/c.ts"]]);
 });
 
