@@ -28,7 +28,7 @@ import type { Sync } from "./installs/sync.ts";
 import type { CompanyTokens, TokenService } from "./installs/tokens.ts";
 import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
-import type { OptOutList } from "./inbound/reply.ts";
+import type { OptOutList } from "./opt-out-list.ts";
 import type { InboundStore } from "../db/inbound.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
 import type { InboundSink } from "./inbound/reply.ts";

@@ -23,7 +23,7 @@ import { createScheduler } from "./delivery/scheduler.ts";
 import { createSealer, MEND_SEALED } from "../db/sealer.ts";
 
 import { wireDelivery } from "./delivery/wire.ts";
-import { createOptOutList } from "./inbound/opt-out-list.ts";
+import { createOptOutList } from "./opt-out-list.ts";
 import { deviceOf } from "./delivery/phones.ts";
 import { wireInstalls } from "./installs/wire.ts";
 import { createInboundStore } from "../db/inbound.ts";
