@@ -3,9 +3,10 @@ import Database from "better-sqlite3";
 import { errorMessage } from "../errors.ts";
 import { AddonError, nativeBinding } from "../sea/addon.ts";
 import { makeFilesPrivate, refuseOthersFiles } from "./private-files.ts";
+import type { Db } from "./db.ts";
 import { migrate, SCHEMA_VERSION, SchemaBehindError, schemaVersion } from "./schema.ts";
 
-export type Db = Database.Database;
+export type { Db };
 
 export interface OpenOptions {
   /** Refuse a new or empty file too: only `serve` makes the database. */

@@ -1,6 +1,6 @@
 import type { Db } from "./index.ts";
 import type { OutboundMessage } from "./job-rows.ts";
-import type { DueJob } from "./jobs.ts";
+import type { DueJob } from "./job-types.ts";
 import type { JobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 

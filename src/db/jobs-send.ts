@@ -1,5 +1,5 @@
 import type { Db } from "./index.ts";
-import type { Claim, Result, SendLater } from "./jobs.ts";
+import type { Claim, Result, SendLater } from "./job-types.ts";
 import { failureDetail, type JobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 import type { Timeline } from "./timeline.ts";

@@ -1,6 +1,5 @@
-import type { FailureCode } from "./failures.ts";
 import type { Db } from "./index.ts";
-import { jobFromRow, type Job, type JobState, type Outcome } from "./job-rows.ts";
+import { jobFromRow, type Job, type JobState } from "./job-rows.ts";
 import { createQueueSteps } from "./jobs-queue.ts";
 import { createSendSteps } from "./jobs-send.ts";
 import { createSettleSteps } from "./jobs-settle.ts";
@@ -9,60 +8,7 @@ import { ms } from "./ms.ts";
 import { createTimeline } from "./timeline.ts";
 
 export type { Job, JobState, OutboundMessage, Outcome } from "./job-rows.ts";
-
-/** A due job as the queue sees it before it runs one: no payload read yet. */
-export interface DueJob {
-  id: number;
-  state: JobState;
-  locationId: string;
-  /** 1 for each location's first due job, 2 for its second, … */
-  turn: number;
-}
-
-/** What the carrier's receipt (or its absence) settles. */
-export interface Receipt {
-  outcome: Outcome;
-  receipt: string;
-  errorCode?: FailureCode;
-  errorMessage?: string;
-}
-
-/** What a send attempt is committed with before it leaves. */
-export interface Claim {
-  idempotencyKey: string;
-  apiKeyTag: string;
-  /** The sender ID it goes with ("" : the gateway's default), for the message log. */
-  senderId?: string;
-  /**
-   * The key and tag replace the job's (and its first attempt's time starts anew): none of
-   * its attempts reached the gateway, and its key is of another API key or forgotten.
-   */
-  fresh?: boolean;
-  /**
-   * The gateway it goes through, for the message log: "cast" (the default), or a phone's
-   * key, `android:<device id>` (phones.ts). Set with the key's tag, once.
-   */
-  gateway?: string;
-}
-
-export interface Result {
-  outcome: Outcome;
-  errorCode?: FailureCode;
-  errorMessage?: string;
-  gatewayMessageId?: string;
-  /** SMS parts, as the gateway counted them. */
-  parts?: number;
-}
-
-/** Why a send goes back to the queue: each is recorded in the message log differently. */
-export interface SendLater {
-  /** A refusal that proves nothing was ever sent under the job's key: the next attempt takes a fresh one. */
-  freshKey?: boolean;
-  /** The gateway refused the API key itself: the message is held, not failed. */
-  held?: boolean;
-  /** No clear answer: the SMS may have left (an operator may then never retry it). */
-  unclear?: boolean;
-}
+export type { Claim, DueJob, Receipt, Result, SendLater } from "./job-types.ts";
 
 export type JobStore = ReturnType<typeof createJobStore>;
 

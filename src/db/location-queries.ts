@@ -1,6 +1,6 @@
 import type { Db } from "./index.ts";
 import { SealError, type SealContext, type Sealer } from "./sealer.ts";
-import type { ApprovalSource, CompanyLocation, LocationListing } from "./tokens.ts";
+import type { ApprovalSource, CompanyLocation, LocationListing } from "./location-types.ts";
 
 /** The columns of `tokens` that hold secrets. */
 export type SecretColumn = "access_token" | "refresh_token" | "sms_api_key";

@@ -1,4 +1,4 @@
-import type { Db } from "./index.ts";
+import type { Db } from "./db.ts";
 import { MIGRATIONS } from "./migrations.ts";
 
 /** The schema version this bridge works with: one per migration. */

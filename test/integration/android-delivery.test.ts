@@ -206,7 +206,7 @@ test("a phone that stops answering is an outage: logged once, in bridge status w
   expect(bridge.logs.filter((l) => l.includes(`phone ${DEVICE} unreachable`) && !l.includes("[debug]"))).toEqual([
     expect.stringMatching(new RegExp(`\\[warn\\] phone ${DEVICE} unreachable \\(refused\\): .*; its messages wait until it answers\\n$`)),
   ]);
-  const view = await (await bridge.admin("/api/admin/status")).json();
+  const view = (await (await bridge.admin("/api/admin/status")).json()) as { outages: unknown[] };
   expect(view.outages).toEqual([
     expect.objectContaining({ remote: `phone:${DEVICE}`, name: `phone ${DEVICE}`, kind: "refused", waiting_messages: 1 }),
   ]);
@@ -216,5 +216,5 @@ test("a phone that stops answering is an outage: logged once, in bridge status w
   bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
   await sentAs(bridge, again, "m-1");
   await waitFor(() => bridge.logs.some((l) => l.includes(`phone ${DEVICE} reachable again`)));
-  expect((await (await bridge.admin("/api/admin/status")).json()).outages).toEqual([]);
+  expect(((await (await bridge.admin("/api/admin/status")).json()) as { outages: unknown[] }).outages).toEqual([]);
 });

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
-import { toLocalPH } from "../../src/core/delivery/phone.ts";
+import { toLocalPH } from "../../src/core/phone.ts";
 import { bridgePerTest, outbound, type Bridge } from "../helpers/bridge.ts";
 
 /** Figures of the last run, printed for docs/RELIABILITY.md. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { createOptOutList } from "../../src/core/inbound/opt-out-list.ts";
+import { createOptOutList } from "../../src/core/opt-out-list.ts";
 import { createOptOutStore } from "../../src/db/optouts.ts";
 import { useTempDb } from "../helpers/db.ts";
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { expect, test } from "vitest";
-import { keyTag } from "../../src/core/delivery/key-tag.ts";
+import { keyTag } from "../../src/core/key-tag.ts";
 import { KEY_GONE } from "../../src/core/delivery/receipts.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 

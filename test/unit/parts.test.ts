@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { smsParts } from "../../src/core/delivery/parts.ts";
+import { smsParts } from "../../src/core/parts.ts";
 
 test.each([
   { name: "empty", text: "", parts: 0, encoding: "GSM-7" },

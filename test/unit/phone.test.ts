@@ -1,6 +1,6 @@
 import { isValidPhoneNumber } from "libphonenumber-js/mobile";
 import { describe, expect, test } from "vitest";
-import { toE164PH, toLocalPH } from "../../src/core/delivery/phone.ts";
+import { toE164PH, toLocalPH } from "../../src/core/phone.ts";
 
 describe("toLocalPH", () => {
   test.each([

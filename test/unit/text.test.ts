@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import type { OutboundMessage } from "../../src/db/jobs.ts";
 import { SCOPES, installUrl } from "../../src/core/installs/install.ts";
-import { composeText } from "../../src/core/delivery/parts.ts";
+import { composeText } from "../../src/core/parts.ts";
 import { SPEC_SCOPES } from "../helpers/spec.ts";
 
 const message = (text: string, attachments: string[]): OutboundMessage => ({

@@ -1,4 +1,4 @@
-import { keyTag } from "../delivery/key-tag.ts";
+import { keyTag } from "../key-tag.ts";
 import { phoneKey } from "../delivery/phones.ts";
 import { iso } from "../duration.ts";
 import { checkLocationPhone } from "../operator/phones.ts";

@@ -1,6 +1,6 @@
 import { AppError, notFound } from "../../errors.ts";
 import type { Core } from "../index.ts";
-import { keyTag } from "../delivery/key-tag.ts";
+import { keyTag } from "../key-tag.ts";
 import { getLocationConfig, sendingWith } from "../installs/locations.ts";
 import { setLocationConfig } from "../installs/location-config.ts";
 import { senderIdRefusal, smsSenderIds } from "../installs/sender-check.ts";

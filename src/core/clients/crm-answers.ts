@@ -7,17 +7,13 @@ import { CrmError, clip, errorMessage, type CrmFailure } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { withoutControls } from "../printable.ts";
 import { retryAfterMs } from "../retry.ts";
-import type { TokenResponse } from "./crm.ts";
+import type { CrmAnswer, TokenResponse } from "./crm-types.ts";
+
+export type { CrmAnswer } from "./crm-types.ts";
 
 /** The API versions HighLevel's endpoints ask for: locations and contacts; conversations. */
 export const LOCATION_API_VERSION = "2021-07-28";
 export const MESSAGES_API_VERSION = "2021-04-15";
-
-export interface CrmAnswer {
-  status: number;
-  text: string;
-  retryAfter: string | null;
-}
 
 export function statusError(what: string, endpoint: Endpoint, res: CrmAnswer): CrmError {
   const message = `${what} returned ${res.status}: ${clip(res.text)}`;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { CrmError } from "../../errors.ts";
 import { ID_PATTERN } from "../ids.ts";
 import { MESSAGES_API_VERSION, parse, statusError } from "./crm-answers.ts";
-import type { CrmCalls } from "./crm.ts";
+import type { CrmCalls } from "./crm-types.ts";
 
 /**
  * Finding a reply in HighLevel whose post got no clear answer (a timeout, a 5xx, a stop

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { CrmError, clip } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { LOCATION_API_VERSION, MESSAGES_API_VERSION, parse, statusError } from "./crm-answers.ts";
-import type { CrmCalls } from "./crm.ts";
+import type { CrmCalls } from "./crm-types.ts";
 
 /** HighLevel's contact upsert and inbound message, as bridge's replies use them. */
 

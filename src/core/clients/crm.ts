@@ -1,43 +1,17 @@
 import pRetry from "p-retry";
 import { CrmError, clip } from "../../errors.ts";
 import { pRetryOptions, RETRY, waitAsRemoteAsked } from "../retry.ts";
-import { crmKind, LOCATION_API_VERSION, MESSAGES_API_VERSION, locationsSchema, locationTokenSchema, parse, parseToken, statusError, tokenSchema, type CrmAnswer } from "./crm-answers.ts";
+import { crmKind, LOCATION_API_VERSION, MESSAGES_API_VERSION, locationsSchema, locationTokenSchema, parse, parseToken, statusError, tokenSchema } from "./crm-answers.ts";
 import { callFailure, hostOf } from "./network.ts";
-import { observed, type CallObserver } from "./observe.ts";
+import { observed } from "./observe.ts";
 import { callRemote } from "./transport.ts";
+import type { CrmCalls, CrmOptions, TokenResponse } from "./crm-types.ts";
 import { findInboundMessages, type PostedReply } from "./crm-lookup.ts";
 import { addInboundMessage, upsertContact, type ContactUpsert, type InboundMessage } from "./crm-replies.ts";
 
 export type { ContactUpsert, InboundMessage } from "./crm-replies.ts";
 export type { PostedReply } from "./crm-lookup.ts";
-
-/** The CRM platform (HighLevel / LeadConnector) API, as bridge uses it. */
-export interface CrmOptions {
-  apiUrl: string;
-  clientId: string;
-  clientSecret: string;
-  /** {BASE_URL}/oauth-callback, sent with the code exchange. */
-  redirectUri: string;
-  /** The 24-hex part of the client id. */
-  appId: string;
-  /** Every request gives up after this long (spec: 30 s). */
-  timeoutMs?: number;
-  /** First back-off after a 429 with no Retry-After. */
-  retryDelayMs?: number;
-  /** Told of every HTTP call: its time and how it ended (outages, metrics). */
-  observe?: CallObserver;
-}
-
-export interface TokenResponse {
-  accessToken: string;
-  /** "" when a /oauth/locationToken answer has none: the company's token renews it. */
-  refreshToken: string;
-  expiresIn: number;
-  userType: string;
-  locationId: string;
-  companyId: string;
-  installedLocations: string[];
-}
+export type { CrmCalls, CrmOptions, TokenResponse } from "./crm-types.ts";
 
 /** A location where the app is installed, as /oauth/installedLocations lists it. */
 export interface InstalledLocation {
@@ -92,15 +66,6 @@ export function createCrmClient(options: CrmOptions) {
     /** HighLevel's ids of the messages that are this reply, posted before with no clear answer. */
     findInboundMessages: (locationToken: string, reply: PostedReply) => findInboundMessages(crm, locationToken, reply),
   };
-}
-
-/** How one client talks to the CRM: its options, and the calls every method goes through. */
-export interface CrmCalls {
-  options: CrmOptions;
-  /** The one place that talks HTTP to the CRM: base URL, auth, version, timeout. */
-  request(path: string, init: CrmCall): Promise<CrmAnswer>;
-  /** Retries the CRM's 429 ("100 requests per 10 s"), honouring Retry-After. */
-  withRateLimitRetry<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 function crmCalls(options: CrmOptions): CrmCalls {
@@ -194,15 +159,4 @@ async function messageStatus(crm: CrmCalls, locationToken: string, messageId: st
     body: JSON.stringify(status),
   });
   if (res.status < 200 || res.status > 299) throw statusError("status endpoint", "status", res);
-}
-
-interface CrmCall {
-  /** The public function making the call, for the observer. */
-  operation: string;
-  method: "GET" | "POST" | "PUT";
-  headers?: Record<string, string>;
-  body?: string;
-  query?: Record<string, string | number>;
-  token?: string;
-  version?: string;
 }

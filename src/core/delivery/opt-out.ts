@@ -2,7 +2,7 @@ import type { Job, Result } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
 import type { ReadUnsubscribed, Unsubscribed } from "../clients/cast-unsubscribed.ts";
 import type { SendRequest } from "../clients/gateway.ts";
-import { optOutKey } from "../inbound/opt-out-list.ts";
+import { optOutKey } from "../opt-out-list.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
 import { sleep } from "../retry.ts";

@@ -10,7 +10,7 @@ import type { MessageMetrics } from "../operator/metrics.ts";
 import type { Outages } from "../operator/outages.ts";
 import type { ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
-import type { OptOutList } from "../inbound/reply.ts";
+import type { OptOutList } from "../opt-out-list.ts";
 import type { UnsubscribedLists } from "./opt-out.ts";
 import type { TokenService } from "../installs/tokens.ts";
 import type { SharedSending } from "../installs/locations.ts";

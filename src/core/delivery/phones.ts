@@ -3,24 +3,11 @@ import { GatewayError } from "../../errors.ts";
 import { createPhoneClient, phoneStatus, type PhoneClient } from "../clients/android.ts";
 import type { CallObserver } from "../clients/observe.ts";
 import type { DeliveryStatus, SendRequest, SendResult, SmsGateway } from "../clients/gateway.ts";
-import { smsParts } from "./parts.ts";
+import { smsParts } from "../parts.ts";
+import { deviceOf, phoneKey } from "../phone-key.ts";
 
-/**
- * A location whose gateway is "android" sends through its phone. To the queue a phone is
- * a key like Cast's: `android:<device id>`. The send's claim, the holds, the receipt
- * looks and the scheduler's per-key budget (ANDROID_MESSAGES_PER_MINUTE and _PER_HOUR for a
- * phone) then work for it unchanged, and `createGateways` routes each call by its key.
- */
-const PREFIX = "android:";
-
-export function phoneKey(deviceId: string): string {
-  return `${PREFIX}${deviceId}`;
-}
-
-/** The device a phone's key names; undefined for Cast's keys. */
-export function deviceOf(key: string): string | undefined {
-  return key.startsWith(PREFIX) ? key.slice(PREFIX.length) : undefined;
-}
+/** A phone is a key like Cast's, `android:<device id>` (phone-key.ts): every call here is routed by it. */
+export { deviceOf, phoneKey } from "../phone-key.ts";
 
 export interface GatewaysOptions {
   cast: SmsGateway;

@@ -1,29 +1,9 @@
-import type { DeliveryStatus, SmsGateway } from "../clients/gateway.ts";
-import type { Logger } from "../log.ts";
+import type { DeliveryStatus } from "../clients/gateway.ts";
 import { FRESH_MS, plan, type KeyLog, type Reads } from "./receipt-reads.ts";
-import type { Scheduler } from "./scheduler.ts";
+import type { ReceiptBookOptions, Waiting } from "./receipt-types.ts";
 
 export { isFinal } from "./receipt-reads.ts";
-
-export interface ReceiptBookOptions {
-  sms: SmsGateway;
-  scheduler: Scheduler;
-  log: Logger;
-  /** The jobs whose receipt a read found: due now (their next look settles them). */
-  wake: (jobIds: number[]) => Promise<void>;
-  /** The jobs' clock: the times of sends and looks. */
-  now: () => number;
-  /** Least time between two reads of one key's log. */
-  freshMs?: number;
-}
-
-/** A sent message that waits for its receipt. */
-export interface Waiting {
-  jobId: number;
-  /** The id Cast answered its send with. */
-  messageId: string;
-  sentAt: number;
-}
+export type { ReceiptBookOptions, Waiting } from "./receipt-types.ts";
 
 /**
  * What the key's log says of a waiting message: its status as of the last read; "ask":

@@ -2,7 +2,7 @@ import { GatewayError, errorMessage } from "../../errors.ts";
 import type { DeliveryStatus } from "../clients/gateway.ts";
 import { maskSecret } from "../mask.ts";
 import { sleep } from "../retry.ts";
-import type { ReceiptBookOptions, Waiting } from "./receipt-book.ts";
+import type { ReceiptBookOptions, Waiting } from "./receipt-types.ts";
 
 /** A key's log is read again at most this often while a message of the key waits. */
 export const FRESH_MS = 5_000;

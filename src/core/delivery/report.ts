@@ -2,7 +2,7 @@ import type { Job } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
 import type { ReportedStatus } from "../clients/crm.ts";
 import { nextReport, tokenRefused } from "../retry-policy.ts";
-import type { OutboundDeps } from "./outbound.ts";
+import type { OutboundDeps } from "./outbound-deps.ts";
 import { TEST_MESSAGE_PREFIX } from "../ids.ts";
 
 /**

@@ -2,7 +2,7 @@ import type { Job, Result, SendLater } from "../../db/jobs.ts";
 import type { FailureCode } from "../../db/failures.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { SendRequest } from "../clients/gateway.ts";
-import type { OutboundDeps } from "./outbound.ts";
+import type { OutboundDeps } from "./outbound-deps.ts";
 import { heldWaitMs, nextSend, type SendLimits } from "../retry-policy.ts";
 
 /** When a send goes back to the queue, and how. */

@@ -2,7 +2,7 @@ import pRetry from "p-retry";
 import type { Job, Result } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
 import { pRetryOptions, RETRY } from "../retry.ts";
-import type { OutboundDeps } from "./outbound.ts";
+import type { OutboundDeps } from "./outbound-deps.ts";
 
 /**
  * After the gateway call the result exists only in memory, and nothing else will pick

@@ -1,8 +1,8 @@
-import type { Clients, Context, Core, Stores } from "../index.ts";
+import type { Clients, Context, Core, Stores } from "../core-types.ts";
 import type { Installs } from "../installs/wire.ts";
 import { maskSecret } from "../mask.ts";
 import { createKeyHolds } from "./holds.ts";
-import { keyTag } from "./key-tag.ts";
+import { keyTag } from "../key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";

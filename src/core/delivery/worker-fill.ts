@@ -1,7 +1,7 @@
 import type { DueJob, Job } from "../../db/jobs.ts";
 import { clip, errorMessage } from "../../errors.ts";
 import { RETRY } from "../retry.ts";
-import type { WorkerOptions } from "./worker.ts";
+import type { WorkerOptions } from "./worker-options.ts";
 import { createPauses } from "./worker-pauses.ts";
 
 /**

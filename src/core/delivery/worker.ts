@@ -1,35 +1,12 @@
 import { createBell } from "../bell.ts";
-import type { Job, JobStore } from "../../db/jobs.ts";
 import { errorMessage } from "../../errors.ts";
-import type { Logger } from "../log.ts";
 import { sleep } from "../retry.ts";
-import { createPruner, type PrunerOptions } from "./prune.ts";
+import { createPruner } from "./prune.ts";
 import { recoverInterrupted } from "./recovery.ts";
 import { createFiller } from "./worker-fill.ts";
+import type { WorkerOptions } from "./worker-options.ts";
 
-export interface WorkerOptions {
-  jobs: JobStore;
-  /** Handles a job; a number: the ms until it may run again (it waits for a budget, not a failure). */
-  run: (job: Job) => Promise<number | void>;
-  /** When a location last got a send slot: the one served longest ago goes first (fair turns). */
-  lastServed?: (locationId: string) => number;
-  /** Before this time a location's queued job would only be told to wait: not started. */
-  readyAt?: (locationId: string) => number;
-  now: () => number;
-  log: Logger;
-  /** Jobs handled at once. */
-  concurrency?: number;
-  /** Longest sleep between looks at the queue (scheduled retries come due meanwhile). */
-  pollMs?: number;
-  /** First wait before a job that threw runs again; doubles up to a minute. */
-  backoffMs?: number;
-  /** How long a finished job is kept: as long, a repeated messageId is not queued again. */
-  retentionMs?: number;
-  /** The API keys kept for receipts (pruned with the finished jobs). */
-  keys?: PrunerOptions["keys"];
-  /** Replies (their finished ones pruned with the finished jobs). */
-  replies?: PrunerOptions["replies"];
-}
+export type { WorkerOptions } from "./worker-options.ts";
 
 /**
  * New jobs wake the worker at most this often: under a flood of webhooks, one look at

@@ -2,7 +2,7 @@ import type { Db } from "../../db/index.ts";
 import { createInboundStore, type InboundStore, type NewInbound } from "../../db/inbound.ts";
 import { createOptOutStore } from "../../db/optouts.ts";
 import { AppError } from "../../errors.ts";
-import { createOptOutList } from "./opt-out-list.ts";
+import { createOptOutList } from "../opt-out-list.ts";
 import type { OptOutList } from "./reply.ts";
 
 /**

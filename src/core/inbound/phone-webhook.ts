@@ -3,7 +3,7 @@ import type { JobStore } from "../../db/jobs.ts";
 import type { PhoneJob, PhoneJobs } from "../../db/phone-jobs.ts";
 import type { PhoneStore } from "../../db/phones.ts";
 import { phoneStatus } from "../clients/android.ts";
-import { keyTag } from "../delivery/key-tag.ts";
+import { keyTag } from "../key-tag.ts";
 import { phoneKey } from "../delivery/phones.ts";
 import { readReceipt } from "../delivery/receipts.ts";
 import type { Logger } from "../log.ts";

@@ -5,6 +5,9 @@
  * delivers it to HighLevel later. Opt-outs read every reply for a stop word.
  */
 
+/** The opt-out lists, which delivery reads too, are on core's ground floor (../opt-out-list.ts). */
+export type { OptOutList } from "../opt-out-list.ts";
+
 /** A text someone sent to one of bridge's numbers, as its source hands it over. */
 export interface InboundReply {
   /** "android": a phone's `sms:received` webhook; "api": `POST /api/inbound`. */
@@ -35,14 +38,4 @@ export interface Received {
 /** Where sources hand replies over. Settles once the reply is committed (the source may then answer 200). */
 export interface InboundSink {
   receive(reply: InboundReply): Promise<Received>;
-}
-
-/** A location's opt-out list: numbers that asked for no more texts. */
-export interface OptOutList {
-  /** Puts `phone` (E.164) on `locationId`'s list; `by` says who: a stop-word reply or an operator. */
-  add(locationId: string, phone: string, by: "reply" | "operator"): void;
-  /** Takes `phone` off the list (START/UNSTOP, or an operator). */
-  remove(locationId: string, phone: string): void;
-  /** True when a send to `phone` from `locationId` must not go. */
-  has(locationId: string, phone: string): boolean;
 }

@@ -1,4 +1,4 @@
-import type { Clients, Context, Core, Stores } from "../index.ts";
+import type { Clients, Context, Core, Stores } from "../core-types.ts";
 import type { Installs } from "../installs/wire.ts";
 import { deliverInbound, type DeliverDeps } from "./deliver.ts";
 import { createInboundQueue } from "./queue.ts";

@@ -1,4 +1,4 @@
-import type { Clients, Context, Core, Stores } from "../index.ts";
+import type { Clients, Context, Core, Stores } from "../core-types.ts";
 import { createExchanges } from "./exchanges.ts";
 import { completeInstall, type InstallDeps } from "./install.ts";
 import { createLaterInstaller } from "./install-later.ts";

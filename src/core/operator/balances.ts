@@ -1,7 +1,7 @@
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { SmsGateway } from "../clients/gateway.ts";
 import { errorMessage } from "../../errors.ts";
-import { keyTag } from "../delivery/key-tag.ts";
+import { keyTag } from "../key-tag.ts";
 import type { Logger } from "../log.ts";
 import { maskSecret } from "../mask.ts";
 import { isLow } from "./status.ts";

@@ -3,7 +3,7 @@ import { iso, pointInTime } from "../duration.ts";
 import { AppError } from "../../errors.ts";
 import { ID_RULE, isId } from "../ids.ts";
 import { maskPhone } from "../mask.ts";
-import { composeText, smsParts } from "../delivery/parts.ts";
+import { composeText, smsParts } from "../parts.ts";
 import { timeline, type TimelineEntry } from "./message-timeline.ts";
 
 /**

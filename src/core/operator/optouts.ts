@@ -1,7 +1,7 @@
 import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
 import type { LocationRegistry } from "../../db/tokens.ts";
 import { AppError, clip, notFound } from "../../errors.ts";
-import { toE164PH } from "../delivery/phone.ts";
+import { toE164PH } from "../phone.ts";
 import { iso } from "../duration.ts";
 import { maskPhone } from "../mask.ts";
 import { printable } from "../printable.ts";

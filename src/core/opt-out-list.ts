@@ -1,6 +1,15 @@
-import type { OptOutStore } from "../../db/optouts.ts";
-import { toE164PH } from "../delivery/phone.ts";
-import type { OptOutList } from "./reply.ts";
+import type { OptOutStore } from "../db/optouts.ts";
+import { toE164PH } from "./phone.ts";
+
+/** A location's opt-out list: numbers that asked for no more texts. */
+export interface OptOutList {
+  /** Puts `phone` (E.164) on `locationId`'s list; `by` says who: a stop-word reply or an operator. */
+  add(locationId: string, phone: string, by: "reply" | "operator"): void;
+  /** Takes `phone` off the list (START/UNSTOP, or an operator). */
+  remove(locationId: string, phone: string): void;
+  /** True when a send to `phone` from `locationId` must not go. */
+  has(locationId: string, phone: string): boolean;
+}
 
 /**
  * The number a list is keyed by: E.164 for a Philippine mobile in any of its forms

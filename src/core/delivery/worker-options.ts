@@ -1,0 +1,28 @@
+import type { Job, JobStore } from "../../db/jobs.ts";
+import type { Logger } from "../log.ts";
+import type { PrunerOptions } from "./prune.ts";
+
+/** What the worker (worker.ts) and its filler (worker-fill.ts) run with. */
+export interface WorkerOptions {
+  jobs: JobStore;
+  /** Handles a job; a number: the ms until it may run again (it waits for a budget, not a failure). */
+  run: (job: Job) => Promise<number | void>;
+  /** When a location last got a send slot: the one served longest ago goes first (fair turns). */
+  lastServed?: (locationId: string) => number;
+  /** Before this time a location's queued job would only be told to wait: not started. */
+  readyAt?: (locationId: string) => number;
+  now: () => number;
+  log: Logger;
+  /** Jobs handled at once. */
+  concurrency?: number;
+  /** Longest sleep between looks at the queue (scheduled retries come due meanwhile). */
+  pollMs?: number;
+  /** First wait before a job that threw runs again; doubles up to a minute. */
+  backoffMs?: number;
+  /** How long a finished job is kept: as long, a repeated messageId is not queued again. */
+  retentionMs?: number;
+  /** The API keys kept for receipts (pruned with the finished jobs). */
+  keys?: PrunerOptions["keys"];
+  /** Replies (their finished ones pruned with the finished jobs). */
+  replies?: PrunerOptions["replies"];
+}
