@@ -41,6 +41,21 @@ describe("the settings page as a tenant's view", () => {
     expect(castCalls(bridge, SENDER_IDS)).toBe(byTheOperator);
   });
 
+  it("removing the own key drops the sender ID checked on it: the location goes back to the agency's, and may choose no other", async () => {
+    const bridge = await started();
+    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY, senderId: "OTHERCLINIC" }, Date.now());
+    const api = await signInPage(bridge);
+    // Its own key's sender ID is no longer its to use once the agency's key sends for it.
+    const refused = await api("/settings", "PUT", { sender_id: "OTHERCLINIC", sms_api_key: "" });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({ error: "sender ID OTHERCLINIC is not one your agency gave this location; offered: AGENCY" });
+    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: OWN_KEY, senderId: "OTHERCLINIC" }); // nothing changed
+    const removed = await api("/settings", "PUT", { sms_api_key: "" });
+    expect(removed.status).toBe(200);
+    expect(await removed.json()).toMatchObject({ key_in_use: "shared", sender_id: "", sender_id_in_use: "AGENCY" });
+    expect(await (await api("/sender-ids")).json()).toEqual({ sender_ids: [{ sender_id: "AGENCY", label: "" }], source: "agency" });
+  });
+
   it("on the shared key shows no balance of the operator's account: SMS provided by your agency", async () => {
     const bridge = await started();
     const before = castCalls(bridge, BALANCE);
@@ -80,6 +95,9 @@ describe("the settings page as a tenant's view", () => {
       const api = await signInPage(bridge);
       expect(await (await api("/sender-ids")).json()).toEqual({ sender_ids: [], source: "phone" });
       expect(await (await api("/balance")).json()).toEqual({ provided_by: "phone", credits: null, low: false, read_at: null, error: null });
+      // Nor may it save one: it would go out unchecked the day the operator moves it to Cast.
+      const refused = await api("/settings", "PUT", { sender_id: "OTHERCLINIC" });
+      expect([refused.status, await refused.json()]).toEqual([400, { error: expect.stringContaining("it has no sender ID") }]);
       await phone.close();
       // The phone is asked once a minute at most: its failure shows at the next look after that.
       const health = (await (await api("/phone")).json()) as { status: string; detail: string };

@@ -62,8 +62,13 @@ export function settingsOf(core: SettingsCore, locationId: string): SettingsView
  * key the operator's other sender IDs are not the location's.
  */
 export async function changeSettings(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }): Promise<SettingsView> {
-  const { sender_id: senderId, sms_api_key: newKey } = input;
-  if (typeof senderId === "string" && senderId !== "" && settingsOf(core, locationId).gateway === "cast") {
+  const change = leavingOwnKey(core, locationId, input);
+  const { sender_id: senderId, sms_api_key: newKey } = change;
+  const { gateway } = settingsOf(core, locationId);
+  if (typeof senderId === "string" && senderId !== "" && gateway === "android") {
+    throw new AppError("BAD_CONFIG", "this sub-account sends through a phone, from the phone's own number: it has no sender ID");
+  }
+  if (typeof senderId === "string" && senderId !== "" && gateway === "cast") {
     const offer = typeof newKey === "string" && newKey !== "" ? await approvedOf(core, newKey) : await senderIdsOf(core, locationId);
     const offered = offer.sender_ids.map((s) => s.sender_id);
     if (offer.source !== "own_key" && offer.source !== "agency") {
@@ -72,8 +77,21 @@ export async function changeSettings(core: SettingsCore, locationId: string, inp
     const refusal = senderIdRefusal(senderId, offered, offer.source);
     if (refusal) throw refusal;
   }
-  await setLocationConfig(core.tokens, locationId, input, core.now());
+  await setLocationConfig(core.tokens, locationId, change, core.now());
   return settingsOf(core, locationId);
+}
+
+/**
+ * A change that removes the location's own key moves it to the agency's: its sender ID
+ * was checked against its own key's account, not given by the agency, so it goes back to
+ * the agency's default (SMS_SENDER_ID), and the only one the change may set is that one.
+ */
+function leavingOwnKey(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }) {
+  if (input.sms_api_key !== "" || !core.tokens.get(locationId)?.smsApiKey) return input;
+  const senderId = typeof input.sender_id === "string" ? input.sender_id : "";
+  const refusal = senderId === "" ? undefined : senderIdRefusal(senderId, [core.config.sms.senderId].filter(Boolean), "agency");
+  if (refusal) throw refusal;
+  return { ...input, sender_id: "" };
 }
 
 /**
