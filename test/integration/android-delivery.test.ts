@@ -206,6 +206,10 @@ test("a phone that stops answering is an outage: logged once, in bridge status w
   expect(bridge.logs.filter((l) => l.includes(`phone ${DEVICE} unreachable`) && !l.includes("[debug]"))).toEqual([
     expect.stringMatching(new RegExp(`\\[warn\\] phone ${DEVICE} unreachable \\(refused\\): .*; its messages wait until it answers\\n$`)),
   ]);
+  // The message's own reason, which the settings page shows its tenant, names the phone by its device, not its address.
+  const shown = await (await bridge.admin("/api/admin/messages/m-1")).text();
+  expect(shown).toContain(`phone ${DEVICE}`);
+  expect(shown).not.toContain(new URL(phone.url).host);
   const view = (await (await bridge.admin("/api/admin/status")).json()) as { outages: unknown[] };
   expect(view.outages).toEqual([
     expect.objectContaining({ remote: `phone:${DEVICE}`, name: `phone ${DEVICE}`, kind: "refused", waiting_messages: 1 }),

@@ -99,7 +99,11 @@ function phoneRequest(phone: PhoneAccess, timeout: number, observe?: CallObserve
         }),
       );
     } catch (error) {
+      // Named by its device, not its address: this text is the message's reason, which the
+      // settings page shows its tenant, and the address is the operator's network (the
+      // operator's log names it: the outage line comes from the observer, above).
       const failed = callFailure(error, host, timeout);
+      failed.message = failed.message.replaceAll(host, `phone ${phone.deviceId}`).replaceAll(new URL(phone.url).hostname, "the phone");
       // A send that may have reached the phone is "unknown": only the same id may go again (a 409 then says it was taken).
       if (neverSent(error)) throw new GatewayError("unreachable", `phone unreachable (${what}): ${failed.message}`, { cause: error });
       throw new GatewayError("unknown", `phone did not answer (${what}): ${failed.message}; it may have taken the message`, { cause: error });
