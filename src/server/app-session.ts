@@ -5,7 +5,7 @@ import type { Session, Sessions } from "../core/app/sessions.ts";
 import { signIn } from "../core/app/sign-in.ts";
 import { httpError } from "./http-error.ts";
 import { createLogBudget } from "./auth.ts";
-import { addressGroup, createClientAddress } from "./client.ts";
+import { addressShares, createClientAddress } from "./client.ts";
 import { createFailureThrottle } from "./throttle.ts";
 import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from "./body.ts";
 
@@ -13,7 +13,7 @@ import { createBodyBudget, parseJson, readLimitedBody, type BodyBudget } from ".
 const SESSION_BODY_LIMIT = 16 * 1024;
 /** Refused sign-ins logged per minute, all clients together, so a flood cannot fill the disk. */
 const LOG_LIMIT = 100;
-/** Sign-ins a client address may try a minute: a page signs in once per load. */
+/** Refused sign-ins a client address may make a minute: a page signs in once per load, and a real one is not refused. */
 const SIGN_INS_PER_MINUTE = 20;
 /** Calls to the page's API a user may make a minute at a location: the page makes a handful per view. */
 const CALLS_PER_MINUTE = 60;
@@ -37,11 +37,13 @@ export function sessionRoutes(app: H3, { core, sessions, bodyBudget = createBody
   const clientOf = createClientAddress(core.config);
   const tries = createFailureThrottle({ limit: SIGN_INS_PER_MINUTE, windowMs: 60_000, now: core.now });
   app.post("/app/session", async (event) => {
-    // Every try counts, before the body is read: each costs a decryption and maybe a log line.
-    const client = addressGroup(clientOf(event));
-    const wait = tries.blockedFor(client);
-    if (wait > 0) throw tooMany(`at most ${SIGN_INS_PER_MINUTE} sign-ins a minute from one address`, wait);
-    tries.fail(client);
+    // Refused sign-ins count, by the client's shares (an IPv6 /64 and its /48, so rotating
+    // addresses buys nothing). A valid one does not: users behind one carrier NAT or office
+    // address must not be locked out by junk from a neighbour, and each user and location
+    // holds one session whatever they do.
+    const shares = addressShares(clientOf(event));
+    const wait = Math.max(...shares.map((share) => tries.blockedFor(share)));
+    if (wait > 0) throw tooMany(`at most ${SIGN_INS_PER_MINUTE} refused sign-ins a minute from one address`, wait);
     const lease = bodyBudget.lease();
     let body: unknown;
     try {
@@ -52,7 +54,10 @@ export function sessionRoutes(app: H3, { core, sessions, bodyBudget = createBody
     const payload = body && typeof body === "object" && !Array.isArray(body) ? (body as { payload?: unknown }).payload : undefined;
     const deps = { sharedSecret: core.config.crm.sharedSecret, tokens: core.tokens, sessions, warn };
     const result = signIn(deps, payload);
-    if ("refused" in result) throw result.full ? httpError(503, result.refused, { "retry-after": "60" }) : httpError(401, result.refused);
+    if ("refused" in result) {
+      if (!result.full) for (const share of shares) tries.fail(share);
+      throw result.full ? httpError(503, result.refused, { "retry-after": "60" }) : httpError(401, result.refused);
+    }
     const { token, session } = result;
     return { token, expires_at: iso(session.expiresAt), location_id: session.locationId, role: session.role };
   });

@@ -109,18 +109,33 @@ describe("POST /app/session", () => {
     expect((await settings(bridge, tokens[0]!)).status).toBe(401);
   });
 
-  it("takes at most 20 sign-ins a minute from one address: then 429 with Retry-After, and other addresses still sign in", async () => {
+  it("takes at most 20 refused sign-ins a minute from one address: then 429 with Retry-After, and other addresses still sign in", async () => {
     let clock = Date.now();
     const bridge = await start({ env: { ...env, TRUST_PROXY: "1" }, now: () => clock }, "loc-1");
     const payload = encryptUser(highLevelUser());
-    for (let i = 0; i < 20; i++) expect((await session(bridge, i % 2 ? payload : "x", "10.9.9.9")).status).not.toBe(429);
+    for (let i = 0; i < 20; i++) expect((await session(bridge, "x", "10.9.9.9")).status).toBe(401);
     const over = await session(bridge, payload, "10.9.9.9");
     expect(over.status).toBe(429);
     expect(over.headers.get("retry-after")).toBe("60");
-    expect(await over.json()).toEqual({ error: "at most 20 sign-ins a minute from one address: try again in 60 s" });
+    expect(await over.json()).toEqual({ error: "at most 20 refused sign-ins a minute from one address: try again in 60 s" });
     expect((await session(bridge, payload, "10.9.9.10")).status).toBe(200);
     clock += 60_000;
     expect((await session(bridge, payload, "10.9.9.9")).status).toBe(200);
+  });
+
+  it("valid sign-ins from one address (users behind one carrier NAT) are not capped: only refused ones count", async () => {
+    const bridge = await start({ env: { ...env, TRUST_PROXY: "1" } }, "loc-1");
+    for (let i = 0; i < 40; i++) {
+      const user = encryptUser(highLevelUser({ userId: `user-${i}` }));
+      expect((await session(bridge, user, "10.9.9.9")).status).toBe(200);
+    }
+  });
+
+  it("an IPv6 client rotating addresses across its /48 shares one count of refused sign-ins", async () => {
+    const bridge = await start({ env: { ...env, TRUST_PROXY: "1" } }, "loc-1");
+    for (let i = 0; i < 20; i++) expect((await session(bridge, "x", `2001:db8:1:${i.toString(16)}::1`)).status).toBe(401);
+    expect((await session(bridge, "x", "2001:db8:1:ff::1")).status).toBe(429);
+    expect((await session(bridge, encryptUser(highLevelUser()), "2001:db8:2::1")).status).toBe(200);
   });
 
   it("refuses the page's calls without a session", async () => {
