@@ -17,9 +17,11 @@ const SKEW_MS = 30_000;
 /** A waiting message not looked for in this long is forgotten (its job ended or left this process). */
 const STALE_MS = 5 * 60_000;
 
-/** Cast's statuses that settle a message. */
+/** The statuses that settle a message ("unknown": the carrier's UNKNOWN, delivery unknown). */
+const FINAL = new Set(["delivered", "undelivered", "failed", "unknown"]);
+
 export function isFinal(status: DeliveryStatus | undefined): boolean {
-  return status?.status === "delivered" || status?.status === "undelivered" || status?.status === "failed";
+  return FINAL.has(status?.status ?? "");
 }
 
 /** What every read of the book (receipt-book.ts) shares: its options, and whether it has stopped. */
