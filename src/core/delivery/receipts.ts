@@ -121,7 +121,7 @@ type Asked = DeliveryStatus | { unknown: true } | { failed: string };
  * no clear answer (a 5xx, a timeout, no connection), so nothing is known.
  */
 async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Asked | number> {
-  const wait = deps.scheduler.tryPoll();
+  const wait = deps.scheduler.tryPoll(apiKey);
   if (wait > 0) return wait;
   try {
     return await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
