@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor } from "../helpers/bridge.ts";
-import { UNSUBSCRIBED } from "../helpers/fake-gateway.ts";
+import { BALANCE, UNSUBSCRIBED } from "../helpers/fake-gateway.ts";
 
 /** The reads of Cast no message waits on (balances, the unsubscribed list): inside Cast's limits, holding no worker. */
 
@@ -33,3 +33,15 @@ test("a send that waits for its key's unsubscribed list holds no worker: another
   // One read of each key's list served all its sends.
   expect(b.gateway.unsubscribedCalls().map((r) => r.headers["x-api-key"]).sort()).toEqual([GLOBAL_SMS_KEY, otherKey].sort());
 });
+
+test("the balance reads of 20 keys at once take turns in Cast's request budget: no 429", async () => {
+  const b = await start({ env: { CAST_REQUESTS_PER_SECOND: "6" }, balances: false });
+  const limit = b.gateway.limitRequests(6, 10);
+  const keys = Array.from({ length: 20 }, (_, i) => `gateway-key-${String(i).padStart(2, "0")}-0123456789abcdef`);
+
+  await b.core.balances.refresh(keys);
+
+  expect(b.gateway.received(BALANCE)).toHaveLength(20);
+  expect(limit.rateLimited).toBe(0);
+  expect(b.core.gatewayKeys.list().filter((k) => k.balance === 1000)).toHaveLength(20);
+}, 20_000);

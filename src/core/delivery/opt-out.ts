@@ -43,7 +43,7 @@ export const UNSUBSCRIBED_LOOK_MS = 100;
 
 export interface UnsubscribedDeps {
   read: ReadUnsubscribed;
-  /** 0 when a read may go now (a request of Cast's per-address budget taken); else the ms to wait (Scheduler.tryLowest). */
+  /** 0 when a read may go now (a request of Cast's per-address budget taken); else the ms to wait (Scheduler.tryPoll). */
   tryRead?: () => number;
   log: Logger;
   now: () => number;
