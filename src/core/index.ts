@@ -46,7 +46,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const delivery = wireDelivery(context, stores, clients, installs);
   const inbound = wireInbound(context, stores, clients, installs);
   const { sms } = clients;
-  const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits });
+  const turn = clients.scheduler.tryLowest;
+  const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
   return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances };
 }
 

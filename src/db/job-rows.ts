@@ -27,6 +27,8 @@ export interface Job {
   idempotencyKey: string | null;
   /** When the first attempt went out; null before it. */
   firstSentAt: number | null;
+  /** When the send Cast accepted was stored (the last attempt's): receipts count from it; null before. */
+  sentAt: number | null;
   /** Which API key the attempts used (a hash of it); null before the first. */
   apiKeyTag: string | null;
   /** Until then the carrier's receipt is awaited before the report; null: not awaited. */
@@ -45,7 +47,7 @@ export interface Job {
 
 /** The columns a `Job` is read from, for `SELECT ${JOB_COLUMNS} FROM jobs …`. */
 export const JOB_COLUMNS = `id, state, payload, outcome, error_code, error_message, gateway_message_id, attempts,
-  idempotency_key, first_sent_at, api_key_tag, receipt_deadline, receipt, created_at, requeued_at, held, unclear`;
+  idempotency_key, first_sent_at, sent_at, api_key_tag, receipt_deadline, receipt, created_at, requeued_at, held, unclear`;
 
 export interface JobRow {
   id: number;
@@ -58,6 +60,7 @@ export interface JobRow {
   attempts: number;
   idempotency_key: string | null;
   first_sent_at: number | null;
+  sent_at: number | null;
   api_key_tag: string | null;
   receipt_deadline: number | null;
   receipt: string | null;
@@ -80,6 +83,7 @@ export function jobFromRow(row: JobRow): Job {
     attempts: row.attempts,
     idempotencyKey: row.idempotency_key,
     firstSentAt: row.first_sent_at,
+    sentAt: row.sent_at,
     apiKeyTag: row.api_key_tag,
     receiptDeadline: row.receipt_deadline,
     receipt: row.receipt,

@@ -69,7 +69,7 @@ const STATUS = `CASE
   ELSE 'delivered' END`;
 
 const COLUMNS = `${JOB_COLUMNS}, ${STATUS} AS status, gateway, sender_id, parts, reported_status,
-  sent_at, receipt_at, reported_at, updated_at`;
+  receipt_at, reported_at, updated_at`;
 
 interface Row extends JobRow {
   status: MessageStatus;

@@ -212,7 +212,8 @@ test("a held key's send probe is not spent on a message that only waits for the 
   bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
   const run = () => bridge.core.processOutbound(bridge.core.jobs.get("m-1")!);
-  await run();
+  // Its first looks wait for the key's read of Cast's unsubscribed list, which holds no worker.
+  while (typeof (await run()) === "number") await sleep(10);
   expect(bridge.core.jobs.get("m-1")?.held).toBe(true);
   await sleep(600); // the key's send probe comes due
   credits = 500;

@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
-import { CAST, castError, LOGS, STATUS } from "../helpers/fake-gateway.ts";
+import { CAST, castError, LOGS, SEND, STATUS } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
 /** Delivery receipts (docs/architecture.md, "Receipts"): Cast's acceptance is not delivery. */
@@ -40,6 +40,7 @@ test.each([
   { dlr: "REJECTD", status: "undelivered", says: "the carrier rejected the message (REJECTD)" },
   { dlr: "UNDELIV", status: "undelivered", says: "the carrier could not deliver the message (UNDELIV)" },
   { dlr: "EXPIRED", status: "undelivered", says: "the message expired before the carrier could deliver it (EXPIRED)" },
+  { dlr: "DELETED", status: "undelivered", says: "the carrier deleted the message before delivering it (DELETED)" },
 ])("accepted by Cast, then $dlr from the carrier: reported failed with the carrier's code, logged", async ({ dlr, status, says }) => {
   const bridge = await start();
   bridge.gateway.receipts(() => ({ status, dlr_status: dlr }));
@@ -49,6 +50,76 @@ test.each([
   expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: dlr, type: "saas", message: says } }]);
   expect(bridge.gateway.sent()).toHaveLength(1);
   expect(bridge.logs.join("")).toContain(`[warn] message m-1 of location loc-1 failed: ${says}`);
+});
+
+test("the carrier's UNKNOWN is final: reported failed, delivery unknown, not left waiting for DLR_WAIT", async () => {
+  const bridge = await start();
+  bridge.gateway.receipts(() => ({ status: "sent", dlr_status: "UNKNOWN" }));
+
+  const reports = await deliver(bridge, "m-1");
+
+  const says = "the carrier could not say whether it was delivered (UNKNOWN); delivery unknown";
+  expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "delivery_unknown", type: "saas", message: says } }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "UNKNOWN" });
+});
+
+test.each([
+  { dlr: "DELETED", status: "sent", outcome: "failed" },
+  { dlr: "UNKNOWN", status: "pending", outcome: "failed" },
+])("the status call's $dlr settles the message whatever its status word ($status)", async ({ dlr, status, outcome }) => {
+  const bridge = await start();
+  bridge.gateway.receipts(() => ({ status, dlr_status: dlr }));
+  // The log cannot be read: only the status call tells.
+  bridge.gateway.on(LOGS, () => castError(503, "SERVICE_UNAVAILABLE", "service unavailable"));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body.status)).toEqual([outcome]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: dlr });
+});
+
+test("a Cast 404 at the deadline for a message its log never listed: reported failed, delivery unknown, never delivered", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" } });
+  bridge.gateway.on(LOGS, () => jsonResponse({ ...CAST.logs, count: 0, logs: [] }));
+  bridge.gateway.on(STATUS, () => castError(404, "NOT_FOUND", "message not found"));
+
+  const reports = await deliver(bridge, "m-1");
+
+  const says = "Cast no longer knows the message (404 to its status call) and its log never listed it; delivery unknown";
+  expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "delivery_unknown", type: "saas", message: says } }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "failed", receipt: "none" });
+});
+
+test("a Cast 404 at the deadline for a message its log listed as sent: Cast submitted it, reported delivered (no receipt)", async () => {
+  const bridge = await start({ env: { DLR_WAIT: "1s" } });
+  bridge.gateway.receipts(() => ({ status: "sent" }));
+  bridge.gateway.on(STATUS, () => castError(404, "NOT_FOUND", "message not found"));
+
+  const reports = await deliver(bridge, "m-1");
+
+  expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+});
+
+test("a message sent again after a 429 is timed from the send Cast accepted, not from its first claim", async () => {
+  let clock = Date.now();
+  const token = "metrics-token-do-not-log-0123";
+  const bridge = await start({ now: () => clock, env: { METRICS_TOKEN: token } });
+  bridge.gateway.forgetFailedAnswers();
+  let sends = 0;
+  bridge.gateway.on(SEND, () => (++sends === 1 ? castError(429, "RATE_LIMIT_EXCEEDED", "rate limit exceeded", { "retry-after": "1" }) : bridge.gateway.accept()));
+  expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(() => bridge.core.jobs.get("m-1")?.errorMessage?.includes("429"));
+
+  clock += 10 * 60_000; // its retry goes ten minutes after its first claim, and is accepted
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting");
+  clock += 20; // its first look: the receipt is in the key's log
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+
+  expect(sends).toBe(2);
+  const text = await (await bridge.fetch("/metrics", { headers: { authorization: `Bearer ${token}` } })).text();
+  const delay = Number(/^bridge_receipt_delay_seconds_sum\{outcome="delivered"\} (\S+)$/m.exec(text)?.[1]);
+  expect(delay).toBeLessThan(1);
 });
 
 test("Cast's own failure after acceptance (credits refunded): reported failed", async () => {

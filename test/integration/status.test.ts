@@ -25,7 +25,7 @@ test("the queue by status, each location's backlog with its oldest message, and 
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
   await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 5000);
   for (const id of ["m-2", "m-3"]) expect((await bridge.webhook(outbound(id, { locationId: "loc-2" }))).status).toBe(200);
-  await waitFor(() => bridge.core.messages.get("m-3")?.status === "held", 5000);
+  await waitFor(() => ["m-2", "m-3"].every((id) => bridge.core.messages.get(id)?.status === "held"), 5000);
 
   const view = await status(bridge);
 

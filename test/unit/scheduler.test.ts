@@ -138,3 +138,14 @@ test("a phone that hit its send limit waits, doubling while it keeps hitting it;
   clock.t += 240_000 + 480_001;
   expect(s.limited("android:dev-1")).toBe(60_000);
 });
+
+test("a phone's status read takes nothing of Cast's request budget", () => {
+  const clock = { t: 1_000_000 };
+  const ownBudget = (key: string) => (key.startsWith("android:") ? { perSecond: 20 / 60, burst: 1 } : undefined);
+  const s = createScheduler({ requestsPerSecond: 30, requestBurst: 6, messagesPerSecond: 10, ownBudget, now: () => clock.t });
+  // The phone is asked as often as its messages look: never told to wait for Cast's budget.
+  for (let i = 0; i < 100; i++) expect(s.tryPoll("android:dev-1")).toBe(0);
+  // Cast's burst of 6 is whole: its sends take all six.
+  for (let i = 0; i < 6; i++) expect(s.trySend("cast-key", `loc-${i}`)).toBe(0);
+  expect(s.trySend("cast-key", "loc-x")).toBeGreaterThan(0);
+});

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import type { Unsubscribed } from "../../src/core/clients/cast-unsubscribed.ts";
-import { createUnsubscribedLists, UNSUBSCRIBED_FRESH_MS, UNSUBSCRIBED_RETRY_MS } from "../../src/core/delivery/opt-out.ts";
+import { createUnsubscribedLists, UNSUBSCRIBED_FRESH_MS, UNSUBSCRIBED_LOOK_MS, UNSUBSCRIBED_RETRY_MS } from "../../src/core/delivery/opt-out.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { captureStream } from "../helpers/stream.ts";
 
@@ -105,5 +105,22 @@ describe("Cast's per-address budget", () => {
     expect(await lists.listed("key-1", "MYAPP", "09171234567")).toBe(true);
     expect(asked).toEqual([5, 5, 0]);
     expect(reads).toEqual(["key-1"]);
+  });
+});
+
+describe("without waiting (check)", () => {
+  test("a key's first read goes off the caller's path: meanwhile the ms to look again, then the list's word", async () => {
+    let answer = (_: Unsubscribed[]) => {};
+    const lists = createUnsubscribedLists({
+      read: () => new Promise<Unsubscribed[]>((resolve) => (answer = resolve)),
+      log: createLogger("debug", captureStream([])),
+      now: () => 1_000_000,
+    });
+    expect(lists.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
+    expect(lists.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
+    answer(LISTED);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lists.check("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(lists.check("key-1", "MYAPP", "09191234567")).toBe(false);
   });
 });

@@ -86,15 +86,17 @@ export function refused(what: string, res: CastAnswer, lookedUp = false): Gatewa
   return new GatewayError(kind, `gateway ${what} answered ${res.status}${detail(res.body, res.text)}`, { httpStatus: res.status, gatewayCode });
 }
 
-/** A status as Cast writes it (the status call, or a logs entry); undefined when it has none. */
+/**
+ * A status as the status call writes it; undefined when it has none. A final carrier code
+ * decides over a `status` that is not final: the carrier's DELETED or UNKNOWN is the end of
+ * the message whatever word Cast puts beside it.
+ */
 export function readStatus(body: unknown): DeliveryStatus | undefined {
   const b = body as { status?: unknown; dlr_status?: unknown; error_message?: unknown } | undefined;
   if (typeof b?.status !== "string") return undefined;
-  return {
-    status: b.status,
-    dlrStatus: typeof b.dlr_status === "string" ? b.dlr_status : "",
-    errorMessage: typeof b.error_message === "string" ? b.error_message : "",
-  };
+  const dlrStatus = typeof b.dlr_status === "string" ? b.dlr_status : "";
+  const byCarrier = b.status === "failed" ? undefined : FINAL_OF_DLR[dlrStatus];
+  return { status: byCarrier ?? b.status, dlrStatus, errorMessage: typeof b.error_message === "string" ? b.error_message : "" };
 }
 
 /**
@@ -128,16 +130,22 @@ function readLogEntry(entry: Record<string, unknown>): DeliveryStatus | undefine
   const dlrStatus = typeof entry.dlr_status === "string" ? entry.dlr_status : "";
   const errorMessage = typeof entry.error_message === "string" ? entry.error_message : "";
   if (entry.status === "failed") return { status: "failed", dlrStatus, errorMessage };
-  return { status: STATUS_OF_DLR[dlrStatus] ?? (dlrStatus ? "pending" : "sent"), dlrStatus, errorMessage };
+  return { status: FINAL_OF_DLR[dlrStatus] ?? (dlrStatus ? "pending" : "sent"), dlrStatus, errorMessage };
 }
 
-/** The status call's word for each carrier code; a code not listed is not final. */
-const STATUS_OF_DLR: Record<string, string> = {
+/**
+ * The status call's word for each final carrier code (SMPP's message states): DELETED,
+ * like REJECTD, UNDELIV and EXPIRED, is the carrier's end without delivery; UNKNOWN is its
+ * end without a word on delivery ("unknown": delivery unknown). Any other code (ACCEPTD,
+ * ENROUTE) is not final.
+ */
+const FINAL_OF_DLR: Record<string, string> = {
   DELIVRD: "delivered",
   UNDELIV: "undelivered",
   REJECTD: "undelivered",
   EXPIRED: "undelivered",
-  ACCEPTD: "pending",
+  DELETED: "undelivered",
+  UNKNOWN: "unknown",
 };
 
 export interface Body {

@@ -60,7 +60,7 @@ export interface SendResult {
 
 /** The gateway's word on one message, in Cast's terms (`GET /api/v1/sms/status/{id}`): another driver maps its own onto them. */
 export interface DeliveryStatus {
-  /** sent, pending (carrier accepted), delivered, undelivered, failed; or UNSENT. */
+  /** sent, pending (carrier accepted), delivered, undelivered, failed, unknown (the carrier's UNKNOWN); or UNSENT. */
   status: string;
   /** The carrier's code: DELIVRD, REJECTD, UNDELIV, EXPIRED, …; "" when none yet. */
   dlrStatus: string;

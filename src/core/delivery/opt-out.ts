@@ -31,7 +31,15 @@ export interface UnsubscribedLists {
    * when the list cannot be read: a failed read never stops a send.
    */
   listed(apiKey: string, senderId: string, phone: string): Promise<boolean>;
+  /**
+   * `listed` without waiting: a number, the key's list is being read (its first read, off
+   * the caller's path) and this is the ms to look again; a send holds no worker meanwhile.
+   */
+  check(apiKey: string, senderId: string, phone: string): boolean | number;
 }
+
+/** While a key's first read is under way, its messages look again this often. */
+export const UNSUBSCRIBED_LOOK_MS = 100;
 
 export interface UnsubscribedDeps {
   read: ReadUnsubscribed;
@@ -48,6 +56,8 @@ export function createUnsubscribedLists(deps: UnsubscribedDeps): UnsubscribedLis
   const retryMs = deps.retryMs ?? UNSUBSCRIBED_RETRY_MS;
   // One read per key at a time: the sends that wait for it share it.
   const kept = new Map<string, { until: number; numbers: Promise<Numbers | undefined> }>();
+  // What each key's last read found, for `check` (a key absent: never read yet).
+  const found = new Map<string, Numbers | undefined>();
   // Keys whose last read failed: the failure is logged once, not at every send.
   const failing = new Set<string>();
 
@@ -58,12 +68,14 @@ export function createUnsubscribedLists(deps: UnsubscribedDeps): UnsubscribedLis
       const numbers = byNumber(await deps.read(apiKey));
       if (failing.delete(apiKey)) deps.log.info(`Cast's unsubscribed list of key ${maskSecret(apiKey)} is read again`);
       kept.set(apiKey, { until: deps.now() + freshMs, numbers: Promise.resolve(numbers) });
+      found.set(apiKey, numbers);
       return numbers;
     } catch (error) {
       const log = failing.has(apiKey) ? deps.log.debug : deps.log.warn;
       failing.add(apiKey);
       log(`Cast's unsubscribed list of key ${maskSecret(apiKey)} could not be read (${errorMessage(error)}): its messages go without it (Cast blocks the numbers on it itself); read again in ${retryMs / 1000} s`);
       kept.set(apiKey, { until: deps.now() + retryMs, numbers: Promise.resolve(undefined) });
+      found.set(apiKey, undefined);
       return undefined;
     }
   }
@@ -78,11 +90,20 @@ export function createUnsubscribedLists(deps: UnsubscribedDeps): UnsubscribedLis
 
   return {
     async listed(apiKey, senderId, phone) {
-      const senders = (await current(apiKey))?.get(optOutKey(phone));
-      if (!senders) return false;
-      return senderId === "" || senders.has(senderId.toUpperCase());
+      return on(await current(apiKey), senderId, phone);
+    },
+    check(apiKey, senderId, phone) {
+      // A list due again is read again meanwhile; until then its last copy serves.
+      void current(apiKey);
+      return found.has(apiKey) ? on(found.get(apiKey), senderId, phone) : UNSUBSCRIBED_LOOK_MS;
     },
   };
+}
+
+function on(numbers: Numbers | undefined, senderId: string, phone: string): boolean {
+  const senders = numbers?.get(optOutKey(phone));
+  if (!senders) return false;
+  return senderId === "" || senders.has(senderId.toUpperCase());
 }
 
 /** Each unsubscribed number (keyed as the opt-out lists are) and the sender IDs, upper case, it left. */
@@ -103,17 +124,21 @@ type Plan = { request: SendRequest } | { result: Result };
  * A send whose number is on Cast's unsubscribed list for its sender ID fails here, before
  * the gateway call, as one on the location's own list does (`opted_out`). The list is
  * Cast's, read where it is kept, never copied onto the location's: it is lifted in Cast.
+ * `waitMs`: the key's list is not read yet; the job looks again then.
  */
-export async function unlessUnsubscribed<P extends Plan>(
+export function unlessUnsubscribed<P extends Plan>(
   deps: { unsubscribed?: UnsubscribedLists; log: Logger },
   job: Job,
   plan: P,
-): Promise<P | { result: Result }> {
+): P | { result: Result } | { waitMs: number } {
   if (!("request" in plan) || !deps.unsubscribed) return plan;
   const { apiKey, senderId, to } = plan.request;
   // A phone sends with its SIM, not a Cast account: Cast's list is not its list.
   if (deviceOf(apiKey) !== undefined) return plan;
-  if (!(await deps.unsubscribed.listed(apiKey, senderId, to))) return plan;
+  const listed = deps.unsubscribed.check(apiKey, senderId, to);
+  // The list is being read: the job stays queued and looks again, holding no worker.
+  if (typeof listed === "number") return { waitMs: listed };
+  if (!listed) return plan;
   const { messageId, locationId } = job.message;
   const sender = senderId || "the account's default";
   deps.log.info(`message ${messageId} of location ${locationId}: ${maskPhone(optOutKey(to))} is on Cast's unsubscribed list for sender ID ${sender}`);

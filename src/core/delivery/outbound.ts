@@ -46,17 +46,13 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
       }
       if (held) plan = { result: held };
     }
-    plan = await unlessUnsubscribed(deps, job, plan);
-    // No budget yet: the job stays queued and the caller says when to look again,
-    // holding no worker meanwhile.
-    if ("request" in plan) {
-      const wait = deps.scheduler.trySend(plan.request.apiKey, job.message.locationId);
-      if (wait > 0) {
-        // Let through as a held key's send probe, it did not go: the probe is not spent.
-        deps.holds.notProbed(plan.request.apiKey);
-        return wait;
-      }
-    }
+    const checked = unlessUnsubscribed(deps, job, plan);
+    // Cast's unsubscribed list not read yet, or no budget yet: the job stays queued and the
+    // caller says when to look again, holding no worker meanwhile.
+    if ("waitMs" in checked) return notSent(deps, plan, checked.waitMs);
+    plan = checked;
+    const wait = "request" in plan ? deps.scheduler.trySend(plan.request.apiKey, job.message.locationId) : 0;
+    if (wait > 0) return notSent(deps, plan, wait);
     const claim: Claim | undefined =
       "request" in plan
         ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId, fresh: plan.fresh, gateway: gatewayOf(plan.request.apiKey) }
@@ -95,6 +91,12 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
 /** The gateway a key sends through, as the message log records it: a phone's key names its device. */
 function gatewayOf(apiKey: string): string {
   return deviceOf(apiKey) === undefined ? "cast" : apiKey;
+}
+
+/** The send waits `waitMs`; let through as a held key's send probe, it did not go: the probe is not spent. */
+function notSent(deps: OutboundDeps, plan: Plan, waitMs: number): number {
+  if ("request" in plan) deps.holds.notProbed(plan.request.apiKey);
+  return waitMs;
 }
 
 /** Claims the job for its send, its key kept first: a key that cannot be kept leaves the job queued, not "sending". */

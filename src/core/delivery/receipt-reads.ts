@@ -17,9 +17,11 @@ const SKEW_MS = 30_000;
 /** A waiting message not looked for in this long is forgotten (its job ended or left this process). */
 const STALE_MS = 5 * 60_000;
 
-/** Cast's statuses that settle a message. */
+/** The statuses that settle a message ("unknown": the carrier's UNKNOWN, delivery unknown). */
+const FINAL = new Set(["delivered", "undelivered", "failed", "unknown"]);
+
 export function isFinal(status: DeliveryStatus | undefined): boolean {
-  return status?.status === "delivered" || status?.status === "undelivered" || status?.status === "failed";
+  return FINAL.has(status?.status ?? "");
 }
 
 /** What every read of the book (receipt-book.ts) shares: its options, and whether it has stopped. */
@@ -84,7 +86,7 @@ async function readBack(r: Reads, apiKey: string, wanted: Map<string, Waiting>):
   let pages = 0;
   let shortPage = 0;
   while (offset < MAX_ENTRIES && !r.stopped) {
-    await budget(r);
+    await budget(r, apiKey);
     const page = await r.options.sms.logs(apiKey, { limit: PAGE, offset });
     pages++;
     if (page.entries === 0) break;
@@ -120,10 +122,10 @@ function learnLag(r: Reads, lagMs: number): void {
   r.options.log.info(`receipts: Cast's log dates our sends ${seconds} s ${lagMs > 0 ? "before" : "after"} we sent them; reads allow for it`);
 }
 
-/** Waits for a token of the process's request budget (sends keep theirs). */
-async function budget(r: Reads): Promise<void> {
+/** Waits for a token of the process's request budget (sends keep theirs; a phone's key takes none). */
+async function budget(r: Reads, apiKey: string): Promise<void> {
   const { scheduler } = r.options;
-  for (let wait = scheduler.tryPoll(); wait > 0 && !r.stopped; wait = scheduler.tryPoll()) await sleep(wait);
+  for (let wait = scheduler.tryPoll(apiKey); wait > 0 && !r.stopped; wait = scheduler.tryPoll(apiKey)) await sleep(wait);
 }
 
 /** These jobs look again now: a read found their receipt (`once`: not again for it), or the log fails. */

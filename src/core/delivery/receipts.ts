@@ -5,12 +5,13 @@ import { UNSENT, type DeliveryStatus, type SmsGateway } from "../clients/gateway
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import type { MessageMetrics } from "../operator/metrics.ts";
-import { isFinal, type ReceiptBook } from "./receipt-book.ts";
+import type { ReceiptBook } from "./receipt-book.ts";
+import { readReceipt } from "./receipt-words.ts";
 import type { Scheduler } from "./scheduler.ts";
 
 export { createReceiptBook, type ReceiptBook } from "./receipt-book.ts";
+export { readReceipt } from "./receipt-words.ts";
 
-import { carrierCode } from "../../db/failures.ts";
 export interface ReceiptDeps {
   sms: SmsGateway;
   /** Each key's log, read in batches: most receipts come from it. */
@@ -73,7 +74,7 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   const now = deps.now();
   if (job.receiptDeadline === null || !job.gatewayMessageId) return noReceipt(deps, job);
   if (!apiKey) return withoutKey(deps, job, job.receiptDeadline);
-  const waiting = { jobId: job.id, messageId: job.gatewayMessageId, sentAt: job.firstSentAt ?? now };
+  const waiting = { jobId: job.id, messageId: job.gatewayMessageId, sentAt: sentAt(job, now) };
   const look = deps.receiptBook.look(apiKey, waiting);
   const read = typeof look === "object" ? readReceipt(look.status) : undefined;
   if (read) return settle(deps, job, apiKey, read);
@@ -89,8 +90,9 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
     asked = answer;
   }
   if (last) {
+    const listed = deps.receiptBook.statusOf(apiKey, waiting.messageId) !== undefined;
     deps.receiptBook.settled(apiKey, waiting.messageId);
-    return noReceipt(deps, job, asked && unknownWhy(deps, apiKey, asked));
+    return noReceipt(deps, job, asked && unknownWhy(deps, apiKey, asked, listed));
   }
   const at = nextLook(now, waiting.sentAt, job.receiptDeadline, look === "ask", deps.receiptPollMs);
   await deps.commit(() => deps.jobs.receiptLater(job.id, at, deps.now()));
@@ -99,6 +101,15 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   const meanwhile = deps.receiptBook.statusOf(apiKey, waiting.messageId);
   const late = meanwhile && readReceipt(meanwhile);
   return late ? settle(deps, job, apiKey, late) : undefined;
+}
+
+/**
+ * When the send Cast accepted went: the last attempt's, not the first claim's. A message
+ * sent again after a 5xx or a timeout may have first been claimed long before; its
+ * receipt is looked for, asked for alone and timed from the send that went.
+ */
+function sentAt(job: Job, now: number): number {
+  return job.sentAt ?? job.firstSentAt ?? now;
 }
 
 /** What a status call told: the status, that the gateway knows no such message, or no answer. */
@@ -110,7 +121,7 @@ type Asked = DeliveryStatus | { unknown: true } | { failed: string };
  * no clear answer (a 5xx, a timeout, no connection), so nothing is known.
  */
 async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Asked | number> {
-  const wait = deps.scheduler.tryPoll();
+  const wait = deps.scheduler.tryPoll(apiKey);
   if (wait > 0) return wait;
   try {
     const status = await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
@@ -164,7 +175,7 @@ async function sendAgain(deps: ReceiptDeps, job: Job, apiKey: string, why: strin
 async function settle(deps: ReceiptDeps, job: Job, apiKey: string, receipt: Receipt): Promise<Receipt | undefined> {
   const { messageId, locationId } = job.message;
   deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
-  deps.metrics?.receipt(deps.now() - (job.firstSentAt ?? deps.now()), receipt.outcome);
+  deps.metrics?.receipt(deps.now() - sentAt(job, deps.now()), receipt.outcome);
   if (receipt.outcome === "failed") deps.log.warn(`message ${messageId} of location ${locationId} failed: ${receipt.errorMessage}`);
   else deps.log.debug(`message ${messageId}: delivered (${receipt.receipt})`);
   return record(deps, job, receipt);
@@ -203,34 +214,22 @@ function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Recei
   return record(deps, job, { outcome: "delivered", receipt: "none" });
 }
 
-/** Why a phone's message without a final state at its deadline is delivery unknown; undefined for Cast's. */
-function unknownWhy(deps: ReceiptDeps, apiKey: string, asked: Asked): string | undefined {
-  if (!deps.unknownWithoutReceipt?.(apiKey)) return undefined;
+/**
+ * Why a message without a final state at its deadline is delivery unknown; undefined when it
+ * is reported delivered (CONTRACT 7). Cast's: only when its status call answers it knows no
+ * such message (404) and its log never listed it: nothing then says it reached the carrier,
+ * and nothing says it did not (Cast accepted it), so neither delivered nor a carrier's refusal.
+ * `listed`: the key's log listed it (Cast submitted it).
+ */
+function unknownWhy(deps: ReceiptDeps, apiKey: string, asked: Asked, listed = false): string | undefined {
+  const phone = deps.unknownWithoutReceipt?.(apiKey) ?? false;
+  if (!phone) return "unknown" in asked && !listed ? "Cast no longer knows the message (404 to its status call) and its log never listed it" : undefined;
   if ("unknown" in asked) return "the phone no longer knows the message (404)";
   if ("failed" in asked) return `its state could not be read from the phone by the end of its wait: ${asked.failed}`;
   // The carrier took it; many phones and carriers never send a delivery report: as Cast's (CONTRACT 7).
   if (asked.status === "sent") return undefined;
   return `the phone still had it as ${asked.status} at the end of its wait`;
 }
-
-/** Cast's final statuses as HighLevel's; undefined while not final (sent, pending). */
-export function readReceipt(status: DeliveryStatus): Receipt | undefined {
-  if (!isFinal(status)) return undefined;
-  if (status.status === "delivered") return { outcome: "delivered", receipt: status.dlrStatus || "DELIVRD" };
-  const code = status.dlrStatus || (status.status === "failed" ? "FAILED" : "UNDELIV");
-  const said = status.errorMessage ? `: ${status.errorMessage}` : "";
-  return { outcome: "failed", receipt: code, errorCode: carrierCode(code), errorMessage: `${CARRIER_SAYS[code] ?? `not delivered (${code})`}${said}` };
-}
-
-const CARRIER_SAYS: Record<string, string> = {
-  REJECTD: "the carrier rejected the message (REJECTD)",
-  UNDELIV: "the carrier could not deliver the message (UNDELIV)",
-  EXPIRED: "the message expired before the carrier could deliver it (EXPIRED)",
-  FAILED: "the gateway could not submit the message to the carrier; its credits were refunded (FAILED)",
-  // A phone's (clients/android.ts): no carrier code, the phone's own word follows.
-  PHONE_FAILED: "the phone could not send it",
-  PHONE_NOT_SENT: "the phone did not send it",
-};
 
 /**
  * Stores the receipt; undefined when the job no longer awaited one (a phone's status

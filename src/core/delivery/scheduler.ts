@@ -69,9 +69,10 @@ export function createScheduler(options: SchedulerOptions) {
      * 0 when a receipt poll may go now (its token taken); else the ms until one may.
      * Polls leave a third of the process's burst to sends: sends come first, but a poll
      * goes at least once every READ_FLOOR_MS with one token, which sends then leave it.
+     * A phone's key (its own budget): its reads ask the phone, not Cast, and take nothing.
      */
-    tryPoll(): number {
-      return tryPoll(polls, all, options.requestBurst, now());
+    tryPoll(apiKey?: string): number {
+      return apiKey !== undefined && keyBucket(apiKey, now()).own ? 0 : tryPoll(polls, all, options.requestBurst, now());
     },
     /** The lowest priority (tryLowest, below): 0 when a call no message waits on may go now, else the ms until it may. */
     tryLowest: (apiKey?: string): number => tryLowest(polls, all, options.requestBurst, now(), apiKey === undefined ? undefined : keyBucket(apiKey, now())),

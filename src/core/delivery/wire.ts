@@ -50,6 +50,8 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
     receiptPollMs: tuning.receiptPollMs,
     receiptGraceMs: tuning.receiptGraceMs,
     optOuts: optOutList,
+    // A key's sends wait for its list's first read: it goes as a receipt poll does (never
+    // starved by other keys' sends), not at the lowest priority as a balance read.
     unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, tryRead: () => scheduler.tryPoll(), log, now: Date.now }),
     metrics,
     outages,

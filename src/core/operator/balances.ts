@@ -4,6 +4,7 @@ import { errorMessage } from "../../errors.ts";
 import { keyTag } from "../key-tag.ts";
 import type { Logger } from "../log.ts";
 import { maskSecret } from "../mask.ts";
+import { sleep } from "../retry.ts";
 import { isLow } from "./status.ts";
 
 export interface BalancesOptions {
@@ -17,6 +18,11 @@ export interface BalancesOptions {
   freshMs?: number;
   /** A key's low balance is warned about at most this often. */
   warnEveryMs?: number;
+  /**
+   * 0 when a balance read of the key may go now (its request of Cast's budget taken); else the
+   * ms to wait (Scheduler.tryLowest): no message waits on a balance, so it goes last.
+   */
+  turn?: (apiKey: string) => number;
 }
 
 export type Balances = ReturnType<typeof createBalances>;
@@ -38,6 +44,7 @@ export function createBalances(options: BalancesOptions) {
     const masked = maskSecret(apiKey);
     let credits: number;
     try {
+      for (let wait = options.turn?.(apiKey) ?? 0; wait > 0; wait = options.turn?.(apiKey) ?? 0) await sleep(wait);
       credits = await sms.balance(apiKey);
     } catch (error) {
       keys.balance(tag, masked, now(), { error: errorMessage(error) });
