@@ -37,6 +37,10 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     sentByPhone(id: number, now: number, how: string): void {
       sql.sentByPhone.run({ id, now: ms(now), detail: `by the phone: the carrier took it (${how})` });
     },
+    /** Whether the phone has said it sent the message (its timeline's "sent"): the carrier took it. */
+    wasSentByPhone(id: number): boolean {
+      return sql.wasSentByPhone.get(id) !== undefined;
+    },
     /** A read of the log found these jobs' receipts: they look again now. */
     receiptsDue(ids: number[], now: number): void {
       tx.receiptsDue(ids, ms(now));

@@ -163,7 +163,9 @@ function sendStatements(db: Db) {
  */
 function settleStatements(db: Db) {
   return {
-    receiptLater: db.prepare<[number, number, number]>("UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ?"),
+    // Only a job still waiting for its receipt: a webhook may have settled it while the look was out.
+    receiptLater: db.prepare<[number, number, number]>(`UPDATE jobs SET next_attempt_at = ?, updated_at = ? WHERE id = ? AND ${AWAITS_RECEIPT}`),
+    wasSentByPhone: db.prepare<[number], number>(`SELECT 1 FROM jobs WHERE id = ? AND ${SENT_BY_PHONE}`).pluck(),
     sentByPhone: db.prepare<[{ id: number; now: number; detail: string }]>(`
     ${INSERT_EVENT} SELECT id, @now, 'sent', @detail FROM jobs
     WHERE id = @id AND ${THROUGH_A_PHONE} AND ${AWAITS_RECEIPT} AND NOT ${SENT_BY_PHONE}`),

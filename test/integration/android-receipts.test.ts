@@ -86,6 +86,21 @@ test("a message the phone no longer knows (404) at the end of its wait: delivery
   ]);
 });
 
+test("a message the phone said it sent, then no longer knows (404) at the end of its wait: delivered, receipt none", async () => {
+  // The carrier took it: reported failed, the user would send it again, and the contact get it twice.
+  const { bridge, phone, clock } = await onPhone();
+  const id = await sendOne(bridge, phone);
+  phone.advance(id, "Sent");
+  clock.now += 10_000; // its next look reads Sent, and the log records that the phone sent it
+  const job = bridge.core.jobs.get("m-1")!;
+  await waitFor(() => bridge.core.jobs.wasSentByPhone(job.id), 10_000);
+  phone.messages.delete(`${DEVICE}:${id}`); // the app's data cleared, say
+  clock.now += 3 * 60_000;
+  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  expect(reports(bridge)).toEqual([{ status: "delivered" }]);
+  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "none" });
+});
+
 test("a state that cannot be read through the grace past its wait: delivery unknown, not delivered", async () => {
   const { bridge, phone, clock } = await onPhone();
   await sendOne(bridge, phone);

@@ -92,7 +92,7 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   if (last) {
     const listed = deps.receiptBook.statusOf(apiKey, waiting.messageId) !== undefined;
     deps.receiptBook.settled(apiKey, waiting.messageId);
-    return noReceipt(deps, job, asked && unknownWhy(deps, apiKey, asked, listed));
+    return noReceipt(deps, job, asked && unknownWhy(deps, job, apiKey, asked, listed));
   }
   const at = nextLook(now, waiting.sentAt, job.receiptDeadline, look === "ask", deps.receiptPollMs);
   await deps.commit(() => deps.jobs.receiptLater(job.id, at, deps.now()));
@@ -125,8 +125,9 @@ async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Asked |
   if (wait > 0) return wait;
   try {
     const status = await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
-    // A phone's `Sent`: the message log shows it left the phone (a no-op for Cast's).
-    if (status.status === "sent") await deps.commit(() => deps.jobs.sentByPhone(job.id, deps.now(), "its state, read from the phone"));
+    // A phone's `Sent`: the message log shows it left the phone (Cast's "sent" is no news: no commit).
+    const phone = deps.unknownWithoutReceipt?.(apiKey) ?? false;
+    if (phone && status.status === "sent") await deps.commit(() => deps.jobs.sentByPhone(job.id, deps.now(), "its state, read from the phone"));
     return status;
   } catch (error) {
     if (error instanceof GatewayError && error.failure === "rate_limited") {
@@ -151,7 +152,7 @@ async function unanswered(deps: ReceiptDeps, job: Job, apiKey: string, why: stri
   if (now >= end) {
     await deps.commit(() => deps.jobs.noteError(job.id, `its delivery status could not be read by the end of DLR_WAIT: ${why}`, deps.now()));
     deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
-    return noReceipt(deps, job, unknownWhy(deps, apiKey, { failed: why }));
+    return noReceipt(deps, job, unknownWhy(deps, job, apiKey, { failed: why }));
   }
   const gap = Math.min(MAX_GAP_MS, Math.max(deps.receiptPollMs ?? FIRST_LOOK_MS, now - deadline));
   await deps.commit(() => deps.jobs.receiptLater(job.id, ms(Math.min(now + gap, end)), deps.now()));
@@ -221,9 +222,12 @@ function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Recei
  * and nothing says it did not (Cast accepted it), so neither delivered nor a carrier's refusal.
  * `listed`: the key's log listed it (Cast submitted it).
  */
-function unknownWhy(deps: ReceiptDeps, apiKey: string, asked: Asked, listed = false): string | undefined {
+function unknownWhy(deps: ReceiptDeps, job: Job, apiKey: string, asked: Asked, listed = false): string | undefined {
   const phone = deps.unknownWithoutReceipt?.(apiKey) ?? false;
   if (!phone) return "unknown" in asked && !listed ? "Cast no longer knows the message (404 to its status call) and its log never listed it" : undefined;
+  // The phone said it sent it (sms:sent, or a state read): the carrier took it, whatever the
+  // last look met (the phone off, its data cleared). Reported failed, it would be sent twice.
+  if (deps.jobs.wasSentByPhone(job.id)) return undefined;
   if ("unknown" in asked) return "the phone no longer knows the message (404)";
   if ("failed" in asked) return `its state could not be read from the phone by the end of its wait: ${asked.failed}`;
   // The carrier took it; many phones and carriers never send a delivery report: as Cast's (CONTRACT 7).
