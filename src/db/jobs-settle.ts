@@ -26,9 +26,7 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
   };
   return {
     /** No final receipt yet: look again at `at`. */
-    receiptLater(id: number, at: number, now: number): void {
-      sql.receiptLater.run(ms(at), ms(now), id);
-    },
+    receiptLater: (id: number, at: number, now: number): void => void sql.receiptLater.run(ms(at), ms(now), id),
     /**
      * The phone says it sent the message (`Sent`: the carrier took it, no delivery yet), as
      * `how` tells (an event, a read of its state): on its timeline once, so the log no longer
@@ -38,9 +36,7 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
       sql.sentByPhone.run({ id, now: ms(now), detail: `by the phone: the carrier took it (${how})` });
     },
     /** Whether the phone has said it sent the message (its timeline's "sent"): the carrier took it. */
-    wasSentByPhone(id: number): boolean {
-      return sql.wasSentByPhone.get(id) !== undefined;
-    },
+    wasSentByPhone: (id: number): boolean => sql.wasSentByPhone.get(id) !== undefined,
     /** A read of the log found these jobs' receipts: they look again now. */
     receiptsDue(ids: number[], now: number): void {
       tx.receiptsDue(ids, ms(now));
