@@ -213,15 +213,21 @@ async function escapeNonAscii(file) {
 // commander imports node:child_process, which loads net, dgram and more (slowing every
 // command's start-up), only to run subcommands that are separate executables; bridge has
 // none. Hand it a stand-in that loads the real module on first use.
+// Its other default imports of builtins (node:fs, node:path, node:process) get stand-ins
+// that hand over the module itself: esbuild's own interop for a default import copies
+// every property of the module onto a new object (on every start, ~1 ms with process's
+// getters).
 function lazyChildProcess() {
+  const builtins = { "node:child_process": 'new Proxy({}, { get: (_, name) => require("node:child_process")[name] })' };
+  for (const name of ["node:fs", "node:path", "node:process"]) builtins[name] = `require(${JSON.stringify(name)})`;
   return {
     name: "lazy-child-process",
     setup(build) {
-      build.onResolve({ filter: /^node:child_process$/ }, (args) =>
-        /[\\/]commander[\\/]/.test(args.importer) ? { path: "child_process", namespace: "lazy" } : undefined,
+      build.onResolve({ filter: /^node:(child_process|fs|path|process)$/ }, (args) =>
+        /[\\/]commander[\\/]/.test(args.importer) ? { path: args.path, namespace: "commander-builtin" } : undefined,
       );
-      build.onLoad({ filter: /.*/, namespace: "lazy" }, () => ({
-        contents: 'module.exports = new Proxy({}, { get: (_, name) => require("node:child_process")[name] });',
+      build.onLoad({ filter: /.*/, namespace: "commander-builtin" }, (args) => ({
+        contents: `export default ${builtins[args.path]};`,
         loader: "js",
       }));
     },
