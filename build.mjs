@@ -110,11 +110,11 @@ async function main() {
   // functions it compiles, and the second carries them compiled (see loaderSource).
   await writeFile(codeCache, "");
   await makeExecutable(addon, codeCache);
-  if (await trainCodeCache(codeCache)) {
+  if ((await trainCodeCache(codeCache)) !== undefined) {
     await makeExecutable(addon, codeCache);
     // The same command again, into a file thrown away: V8 must take the cache it wrote.
     const stderr = await trainCodeCache(cacheCheck);
-    if (stderr === false || stderr.includes("code cache rejected")) throw new Error("dist/bridge rejects the code cache it was built with");
+    if (stderr === undefined || stderr.includes("code cache not used")) throw new Error("dist/bridge does not use the code cache it was built with");
   }
 
   const { size } = await stat(output);
@@ -341,7 +341,7 @@ const wrapped = "(function (exports, require, module, __filename, __dirname) {" 
 const script = new (require("node:vm").Script)(wrapped, { filename: ${JSON.stringify(MAIN_ASSET)}, cachedData: cache.byteLength > 0 ? cache : undefined });
 const out = process.env.${TRAIN_VARIABLE};
 if (out) {
-  if (script.cachedDataRejected) process.stderr.write("code cache rejected\\n");
+  if (script.cachedDataRejected !== false) process.stderr.write("code cache not used\\n");
   process.once("exit", () => require("node:fs").writeFileSync(out, script.createCachedData()));
 }
 script.runInThisContext().call(module.exports, module.exports, require, module, __filename, __dirname);
@@ -351,8 +351,8 @@ script.runInThisContext().call(module.exports, module.exports, require, module, 
 /**
  * Runs \`locations list --json\` (the bench's start-up command) in dist/bridge on a fresh
  * database, which writes the code cache to \`file\`; resolves to what it wrote on stderr.
- * False, with a warning, when it could not: the executable is then built without one,
- * correct but slower to start.
+ * Undefined, with a warning, when it could not: the executable is then built without
+ * one, correct but slower to start.
  */
 async function trainCodeCache(file) {
   const dir = await mkdtemp(join(dist, "train-"));
@@ -367,7 +367,7 @@ async function trainCodeCache(file) {
   } catch (error) {
     console.warn(`warning: built without a code cache for the main bundle (${error.stderr || error.message}): every command starts slower`);
     await writeFile(file, "");
-    return false;
+    return undefined;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
