@@ -373,11 +373,20 @@ async function trainCodeCache(file) {
   }
 }
 
+// One location, as the bench stores them, so that listing one is compiled too.
+function makeDatabaseScript() {
+  return `
+const db = require("./src/db/index.ts").openDb(process.argv[2]);
+db.prepare(\`INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at,
+  updated_at, sender_id, sms_api_key) VALUES ('loc-1', 'company-1', 'at', 'rt', 0, 0, 0, 'SENDER', 'sms-key-0123456789')\`).run();
+db.close();`;
+}
+
 /** A new database of this bridge's schema at \`file\`, made by src/db/index.ts with node_modules' better-sqlite3. */
 async function makeDatabase(file) {
   const script = join(dirname(file), "make-db.cjs");
   await build({
-    stdin: { contents: 'require("./src/db/index.ts").openDb(process.argv[2]).close();', resolveDir: root, loader: "js" },
+    stdin: { contents: makeDatabaseScript(), resolveDir: root, loader: "js" },
     outfile: script,
     bundle: true,
     platform: "node",
