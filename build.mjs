@@ -342,7 +342,8 @@ const script = new (require("node:vm").Script)(wrapped, { filename: ${JSON.strin
 const out = process.env.${TRAIN_VARIABLE};
 if (out) {
   if (script.cachedDataRejected !== false) process.stderr.write("code cache not used\\n");
-  process.once("exit", () => require("node:fs").writeFileSync(out, script.createCachedData()));
+  // "wx": a file that exists is never overwritten, whatever the variable names.
+  process.once("exit", () => require("node:fs").writeFileSync(out, script.createCachedData(), { flag: "wx" }));
 }
 script.runInThisContext().call(module.exports, module.exports, require, module, __filename, __dirname);
 `;
@@ -359,7 +360,7 @@ async function trainCodeCache(file) {
   try {
     const db = join(dir, "bridge.db");
     await makeDatabase(db);
-    await writeFile(file, "");
+    await rm(file, { force: true });
     const env = { PATH: process.env.PATH, HOME: dir, XDG_CACHE_HOME: join(dir, "cache"), [TRAIN_VARIABLE]: file };
     const { stderr } = await execFileAsync(output, ["locations", "list", "--json", "--db", db], { cwd: dir, env, encoding: "utf8" });
     if ((await stat(file)).size === 0) throw new Error("it wrote no code cache");
