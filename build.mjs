@@ -1,27 +1,32 @@
 // Builds dist/bridge: one executable that needs neither Node nor node_modules,
 // using Node's Single Executable Application (SEA) support:
-//   1. esbuild bundles src/cli/bin.ts into dist/bridge.cjs (a SEA main must be
-//      CommonJS, and its require() only loads builtins, so everything else
-//      must be in the bundle), and src/sea/heavy.ts into dist/heavy.cjs, which
-//      the main bundle compiles only when a command imports it;
-//   2. this Node binary turns the main bundle plus two assets, heavy.cjs and
-//      the better-sqlite3 addon (see src/sea/addon.ts), into a blob;
-//   3. postject injects the blob into a copy of this Node binary.
+//   1. esbuild bundles src/cli/bin.ts into dist/bridge.cjs (CommonJS, and one whose
+//      require() will only load builtins, so everything else must be in the bundle),
+//      and src/sea/heavy.ts into dist/heavy.cjs, which the main bundle compiles only
+//      when a command imports it;
+//   2. this Node binary turns a small loader (dist/main.cjs, the SEA's main) plus the
+//      assets, the two bundles, the main bundle's code cache and the better-sqlite3
+//      addon (see src/sea/addon.ts), into a blob;
+//   3. postject injects the blob into a copy of this Node binary;
+//   4. that executable runs one command, which writes the code cache, and steps 2-3
+//      are done again with it (see loaderSource).
 // Run with Node 24 (npm run build puts node_modules/.bin first on PATH): the
 // blob is tied to the exact binary that makes it, and that binary is the base.
 //
 // BRIDGE_ENTRY=path/to/entry.ts overrides the entry (for trying the pipeline
 // out on a throwaway script).
 import { build } from "esbuild";
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmod, copyFile, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { builtinModules } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import postject from "postject";
 
 const started = performance.now();
+const execFileAsync = promisify(execFile);
 const root = dirname(fileURLToPath(import.meta.url));
 const dist = join(root, "dist");
 const entry = resolve(root, process.env.BRIDGE_ENTRY || "src/cli/bin.ts");
@@ -29,6 +34,13 @@ const bundle = join(dist, "bridge.cjs");
 const heavyEntry = join(root, "src/sea/heavy.ts");
 const heavyBundle = join(dist, "heavy.cjs");
 const HEAVY_ASSET = "heavy.cjs"; // its name inside the executable
+const loader = join(dist, "main.cjs");
+const MAIN_ASSET = "bridge.cjs";
+const codeCache = join(dist, "bridge.cache");
+const CACHE_ASSET = "bridge.cache";
+const cacheCheck = join(dist, "bridge.cache-check");
+// Set only by this build, for the run that records the code cache (trainCodeCache).
+const TRAIN_VARIABLE = "BRIDGE_BUILD_WRITE_CODE_CACHE";
 const seaConfig = join(dist, "sea-config.json");
 const blob = join(dist, "sea-prep.blob");
 const output = join(dist, "bridge");
@@ -45,6 +57,7 @@ try {
   process.exitCode = 1;
 } finally {
   await rm(blob, { force: true });
+  await rm(cacheCheck, { force: true });
   await rm(seaConfig, { force: true });
 }
 
@@ -87,11 +100,35 @@ async function main() {
     throw new Error(`the main bundle includes ${leaked[0]}; import it through src/sea/heavy.ts instead`);
   }
 
+  // The loader's script has no import() (Node's hook for one warns that it is experimental).
+  const dynamic = Object.values(main.outputs).flatMap((out) => out.imports).filter((imp) => imp.kind === "dynamic-import" && imp.external);
+  if (dynamic.length > 0) {
+    throw new Error(`the main bundle imports ${dynamic[0].path} with import(); use process.getBuiltinModule() for a builtin`);
+  }
+  await writeFile(loader, loaderSource());
+  // Built twice: the first executable runs a command to record which of the bundle's
+  // functions it compiles, and the second carries them compiled (see loaderSource).
+  await writeFile(codeCache, "");
+  await makeExecutable(addon, codeCache);
+  if ((await trainCodeCache(codeCache)) !== undefined) {
+    await makeExecutable(addon, codeCache);
+    // The same command again, into a file thrown away: V8 must take the cache it wrote.
+    const stderr = await trainCodeCache(cacheCheck);
+    if (stderr === undefined || stderr.includes("code cache not used")) throw new Error("dist/bridge does not use the code cache it was built with");
+  }
+
+  const { size } = await stat(output);
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(`built ${relative(process.cwd(), output) || output} (${(size / 1e6).toFixed(1)} MB) in ${seconds}s`);
+}
+
+/** dist/bridge from the bundles, with `cacheFile` as the main bundle's code cache. */
+async function makeExecutable(addon, cacheFile) {
   await writeFile(
     seaConfig,
     JSON.stringify(
       {
-        main: bundle,
+        main: loader,
         output: blob,
         disableExperimentalSEAWarning: true,
         useCodeCache: true,
@@ -106,7 +143,7 @@ async function main() {
         // --heap-growing-percent) makes it reject the code cache, and every command
         // starts slower (test/e2e/binary.test.ts checks for the warning).
         execArgv: ["--max-semi-space-size=2", "--min-semi-space-size=2", "--max-old-space-size=256", "--v8-pool-size=1"],
-        assets: { "better_sqlite3.node": addon, [HEAVY_ASSET]: heavyBundle },
+        assets: { "better_sqlite3.node": addon, [HEAVY_ASSET]: heavyBundle, [MAIN_ASSET]: bundle, [CACHE_ASSET]: cacheFile },
       },
       null,
       2,
@@ -135,10 +172,6 @@ async function main() {
     console.warn = warn;
   }
   if (process.platform === "darwin") run("codesign", ["--sign", "-", output]);
-
-  const { size } = await stat(output);
-  const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`built ${relative(process.cwd(), output) || output} (${(size / 1e6).toFixed(1)} MB) in ${seconds}s`);
 }
 
 /**
@@ -213,15 +246,21 @@ async function escapeNonAscii(file) {
 // commander imports node:child_process, which loads net, dgram and more (slowing every
 // command's start-up), only to run subcommands that are separate executables; bridge has
 // none. Hand it a stand-in that loads the real module on first use.
+// Its other default imports of builtins (node:fs, node:path, node:process) get stand-ins
+// that hand over the module itself: esbuild's own interop for a default import copies
+// every property of the module onto a new object (on every start, ~1 ms with process's
+// getters).
 function lazyChildProcess() {
+  const builtins = { "node:child_process": 'new Proxy({}, { get: (_, name) => require("node:child_process")[name] })' };
+  for (const name of ["node:fs", "node:path", "node:process"]) builtins[name] = `require(${JSON.stringify(name)})`;
   return {
     name: "lazy-child-process",
     setup(build) {
-      build.onResolve({ filter: /^node:child_process$/ }, (args) =>
-        /[\\/]commander[\\/]/.test(args.importer) ? { path: "child_process", namespace: "lazy" } : undefined,
+      build.onResolve({ filter: /^node:(child_process|fs|path|process)$/ }, (args) =>
+        /[\\/]commander[\\/]/.test(args.importer) ? { path: args.path, namespace: "commander-builtin" } : undefined,
       );
-      build.onLoad({ filter: /.*/, namespace: "lazy" }, () => ({
-        contents: 'module.exports = new Proxy({}, { get: (_, name) => require("node:child_process")[name] });',
+      build.onLoad({ filter: /.*/, namespace: "commander-builtin" }, (args) => ({
+        contents: `export default ${builtins[args.path]};`,
         loader: "js",
       }));
     },
@@ -286,6 +325,79 @@ function heavyAsset() {
       }));
     },
   };
+}
+
+// The executable's main script. Node compiles a SEA's main ahead with useCodeCache, but
+// only its top level: every function is compiled again from source when first called,
+// about a sixth of `locations list`'s CPU. This loader compiles the main bundle itself,
+// with a code cache V8 wrote after a command had run (trainCodeCache), which holds the
+// functions that run compiled. A cache V8 rejects (another V8, other flags) only costs
+// that compiling again: the same code runs either way.
+function loaderSource() {
+  return `const sea = require("node:sea");
+const source = sea.getAsset(${JSON.stringify(MAIN_ASSET)}, "utf8");
+const cache = new Uint8Array(sea.getAsset(${JSON.stringify(CACHE_ASSET)}));
+const wrapped = "(function (exports, require, module, __filename, __dirname) {" + source + "\\n})";
+const script = new (require("node:vm").Script)(wrapped, { filename: ${JSON.stringify(MAIN_ASSET)}, cachedData: cache.byteLength > 0 ? cache : undefined });
+const out = process.env.${TRAIN_VARIABLE};
+if (out) {
+  if (script.cachedDataRejected !== false) process.stderr.write("code cache not used\\n");
+  // "wx": a file that exists is never overwritten, whatever the variable names.
+  process.once("exit", () => require("node:fs").writeFileSync(out, script.createCachedData(), { flag: "wx" }));
+}
+script.runInThisContext().call(module.exports, module.exports, require, module, __filename, __dirname);
+`;
+}
+
+/**
+ * Runs \`locations list --json\` (the bench's start-up command) in dist/bridge on a fresh
+ * database, which writes the code cache to \`file\`; resolves to what it wrote on stderr.
+ * Undefined, with a warning, when it could not: the executable is then built without
+ * one, correct but slower to start.
+ */
+async function trainCodeCache(file) {
+  const dir = await mkdtemp(join(dist, "train-"));
+  try {
+    const db = join(dir, "bridge.db");
+    await makeDatabase(db);
+    await rm(file, { force: true });
+    const env = { PATH: process.env.PATH, HOME: dir, XDG_CACHE_HOME: join(dir, "cache"), [TRAIN_VARIABLE]: file };
+    const { stderr } = await execFileAsync(output, ["locations", "list", "--json", "--db", db], { cwd: dir, env, encoding: "utf8" });
+    if ((await stat(file)).size === 0) throw new Error("it wrote no code cache");
+    return stderr;
+  } catch (error) {
+    console.warn(`warning: built without a code cache for the main bundle (${error.stderr || error.message}): every command starts slower`);
+    await writeFile(file, "");
+    return undefined;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// One location, as the bench stores them, so that listing one is compiled too.
+function makeDatabaseScript() {
+  return `
+const db = require("./src/db/index.ts").openDb(process.argv[2]);
+db.prepare(\`INSERT INTO tokens (location_id, company_id, access_token, refresh_token, expires_at, installed_at,
+  updated_at, sender_id, sms_api_key) VALUES ('loc-1', 'company-1', 'at', 'rt', 0, 0, 0, 'SENDER', 'sms-key-0123456789')\`).run();
+db.close();`;
+}
+
+/** A new database of this bridge's schema at \`file\`, made by src/db/index.ts with node_modules' better-sqlite3. */
+async function makeDatabase(file) {
+  const script = join(dirname(file), "make-db.cjs");
+  await build({
+    stdin: { contents: makeDatabaseScript(), resolveDir: root, loader: "js" },
+    outfile: script,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node24",
+    external: ["better-sqlite3"],
+    nodePaths: [join(root, "node_modules")],
+    logLevel: "error",
+  });
+  execFileSync(process.execPath, [script, file], { cwd: root, stdio: ["ignore", "ignore", "pipe"] });
 }
 
 function run(command, args) {

@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { GlobalOptions } from "./context.ts";
@@ -11,11 +12,10 @@ export function backupCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--force", "overwrite FILE if it exists")
     .option("--json", "machine-readable output")
     .action(async (file: string, options: { force?: boolean; json?: boolean }) => {
-      const [{ withFile }, { writeBackup }, { schemaVersion }, { statSync }] = await Promise.all([
+      const [{ withFile }, { writeBackup }, { schemaVersion }] = await Promise.all([
         import("./context.ts"),
         import("../db/backup.ts"),
         import("../db/schema.ts"),
-        import("node:fs"),
       ]);
       const result = await withFile(io, globals(), { keepOlderSchema: true }, async (db, config) => {
         if (resolve(file) === resolve(config.databasePath)) throw new Error(`${file} is the database itself; name another file`);

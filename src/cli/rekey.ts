@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import type { GlobalOptions } from "./context.ts";
 import { json, UsageError, type Io } from "./io.ts";
@@ -66,7 +67,6 @@ async function readStdin(io: Io): Promise<string> {
 }
 
 async function readKeyFile(path: string): Promise<string> {
-  const { readFileSync } = await import("node:fs");
   try {
     return readFileSync(path, "utf8");
   } catch (error) {

@@ -73,8 +73,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
  * server is up: builtins loaded after it would be compiled from source.
  */
 async function withoutMaglev(): Promise<void> {
-  const { setFlagsFromString } = await import("node:v8");
-  setFlagsFromString("--no-maglev");
+  // Not import(): dist/bridge's main script has no hook for it (build.mjs, loaderSource).
+  process.getBuiltinModule("node:v8").setFlagsFromString("--no-maglev");
 }
 
 /**
