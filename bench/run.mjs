@@ -137,7 +137,7 @@ const BRIDGE = join(WORK, "bridge");
 copyFileSync(BUILT, BRIDGE);
 chmodSync(BRIDGE, 0o755);
 const version = spawnSync(BRIDGE, ["--version"], { encoding: "utf8", timeout: 30_000, env: { XDG_CACHE_HOME: CACHE } });
-if (version.status !== 0 || !/^\d+\.\d+/.test(version.stdout)) {
+if (version.status !== 0 || !/^bridge \d+\.\d+/.test(version.stdout)) {
   console.error(`dist/bridge does not run as bridge (a build in progress?): run npm run build first\n${version.stderr ?? ""}`);
   process.exit(1);
 }
