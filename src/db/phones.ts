@@ -47,12 +47,10 @@ export function phoneSealedIn(column: PhoneSecret, locationId: string): SealCont
 /** The locations' gateway settings (table location_gateways); a location without a row sends through Cast. */
 export function createPhoneStore(db: Db, sealer: Sealer = createSealer(undefined)) {
   const selectOne = db.prepare<[string], Row>("SELECT * FROM location_gateways WHERE location_id = ?");
-  const selectDevice = db.prepare<[string], Row>(
-    "SELECT * FROM location_gateways WHERE android_device = ? AND gateway = 'android' ORDER BY location_id",
-  );
-  const selectDeviceLocations = db.prepare<[string], { location_id: string }>(
-    "SELECT location_id FROM location_gateways WHERE android_device = ? AND gateway = 'android' ORDER BY location_id",
-  );
+  const selectAll = db.prepare<[], Row>("SELECT * FROM location_gateways");
+  const ofDevice = "FROM location_gateways WHERE android_device = ? AND gateway = 'android' ORDER BY location_id";
+  const selectDevice = db.prepare<[string], Row>(`SELECT * ${ofDevice}`);
+  const selectDeviceLocations = db.prepare<[string], { location_id: string }>(`SELECT location_id ${ofDevice}`);
   const selectAndroid = db.prepare<[], Row>("SELECT * FROM location_gateways WHERE gateway = 'android' ORDER BY location_id");
   // Only a stored location gets a row: the insert selects it from tokens.
   const upsert = db.prepare<[Record<string, string | number | null>]>(UPSERT);
@@ -70,9 +68,11 @@ export function createPhoneStore(db: Db, sealer: Sealer = createSealer(undefined
      */
     describe(locationId: string): PhoneDescription | undefined {
       const row = selectOne.get(locationId);
-      if (!row) return undefined;
-      const { android_password: password, android_signing_key: signingKey, ...rest } = row;
-      return { ...fromRow({ ...rest, android_password: "", android_signing_key: "" }, sealer), passwordSet: password !== "", signingKeySet: signingKey !== "" };
+      return row && described(row, sealer);
+    },
+    /** Every location's settings as describe() shows them, in one read (a listing of all locations). */
+    describeAll(): Map<string, PhoneDescription> {
+      return new Map(selectAll.all().map((row) => [row.location_id, described(row, sealer)]));
     },
     /** The ids of the locations a phone serves, without opening their secrets (a reply's routing). */
     locationsOfDevice(deviceId: string): string[] {
@@ -130,4 +130,10 @@ function fromRow(row: Row, sealer: Sealer): PhoneSettings {
     deviceId: row.android_device,
     signingKey: sealer.open(row.android_signing_key, phoneSealedIn("android_signing_key", row.location_id)),
   };
+}
+
+/** The settings as shown: the secrets only as whether they are set, never opened. */
+function described(row: Row, sealer: Sealer): PhoneDescription {
+  const { android_password: password, android_signing_key: signingKey, ...rest } = row;
+  return { ...fromRow({ ...rest, android_password: "", android_signing_key: "" }, sealer), passwordSet: password !== "", signingKeySet: signingKey !== "" };
 }

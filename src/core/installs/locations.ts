@@ -138,7 +138,9 @@ export function offListWarning(locations: readonly LocationListing[]): string {
 
 /** With `phones`, each location's gateway and phone settings too (secrets only as "(set)"). */
 export function listLocations(tokens: LocationRegistry, allowedCompanyIds: readonly string[], phones?: PhoneStore): LocationListed[] {
-  return tokens.listings().map((l) => ({ ...view(l, allowedCompanyIds), ...(phones && phoneView(phones.describe(l.locationId))) }));
+  // One read of every location's gateway, not one per location: the listing is a command's start-up.
+  const gateways = phones?.describeAll();
+  return tokens.listings().map((l) => ({ ...view(l, allowedCompanyIds), ...(gateways && phoneView(gateways.get(l.locationId))) }));
 }
 
 function view(l: LocationListing, allowedCompanyIds: readonly string[]): LocationView {
