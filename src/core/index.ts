@@ -24,7 +24,7 @@ import { createSealer, MEND_SEALED } from "../db/sealer.ts";
 
 import { wireDelivery } from "./delivery/wire.ts";
 import { createOptOutList } from "./opt-out-list.ts";
-import { deviceOf } from "./delivery/phones.ts";
+import { deviceOf } from "./phone-key.ts";
 import { wireInstalls } from "./installs/wire.ts";
 import { createInboundStore } from "../db/inbound.ts";
 import { wireInbound } from "./inbound/wire.ts";

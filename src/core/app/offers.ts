@@ -1,5 +1,5 @@
 import { keyTag } from "../key-tag.ts";
-import { phoneKey } from "../delivery/phones.ts";
+import { phoneKey } from "../phone-key.ts";
 import { iso } from "../duration.ts";
 import { checkLocationPhone } from "../operator/phones.ts";
 import { isLow } from "../operator/status.ts";

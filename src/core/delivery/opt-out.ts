@@ -6,7 +6,7 @@ import { optOutKey } from "../opt-out-list.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
 import { sleep } from "../retry.ts";
-import { deviceOf } from "./phones.ts";
+import { deviceOf } from "../phone-key.ts";
 
 /** What a message to an opted-out number fails with, and HighLevel is told (docs/cli.md, "Opt-outs"). */
 export const OPTED_OUT = "recipient opted out";

@@ -6,8 +6,7 @@ import type { DeliveryStatus, SendRequest, SendResult, SmsGateway } from "../cli
 import { smsParts } from "../parts.ts";
 import { deviceOf, phoneKey } from "../phone-key.ts";
 
-/** A phone is a key like Cast's, `android:<device id>` (phone-key.ts): every call here is routed by it. */
-export { deviceOf, phoneKey } from "../phone-key.ts";
+// A phone is a key like Cast's, `android:<device id>` (phone-key.ts): every call here is routed by it.
 
 export interface GatewaysOptions {
   cast: SmsGateway;

@@ -6,7 +6,8 @@ import { keyTag } from "../key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";
-import { createGateways, deviceOf } from "./phones.ts";
+import { deviceOf } from "../phone-key.ts";
+import { createGateways } from "./phones.ts";
 
 /** What the delivery room gives the core. */
 export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;

@@ -4,7 +4,7 @@ import type { PhoneJob, PhoneJobs } from "../../db/phone-jobs.ts";
 import type { PhoneStore } from "../../db/phones.ts";
 import { phoneStatus } from "../clients/android.ts";
 import { keyTag } from "../key-tag.ts";
-import { phoneKey } from "../delivery/phones.ts";
+import { phoneKey } from "../phone-key.ts";
 import { readReceipt } from "../delivery/receipts.ts";
 import type { Logger } from "../log.ts";
 import { printable } from "../printable.ts";
