@@ -1,0 +1,38 @@
+import type { Commit } from "../db/commit.ts";
+import type { GatewayKeys } from "../db/gateway-keys.ts";
+import type { Db } from "../db/index.ts";
+import { createJobStore } from "../db/jobs.ts";
+import { createMessageLog } from "../db/messages.ts";
+import type { JobStore } from "./contract.ts";
+import { facade } from "./facade.ts";
+
+type Composed = "enqueue" | "enqueueLimited" | "claimForSending";
+
+const WRITES = [
+  "noteError", "sendLater", "sendAgain", "recordResult", "markHeld", "wakeHeld", "receiptLater", "sentByPhone", "receiptsDue",
+  "recordReceipt", "reported", "giveUp", "retryLater", "recoverInterrupted", "prune",
+] as const;
+
+/** The job store over SQLite (src/db/jobs.ts); the writes core once composed are one method each here. */
+export function sqliteJobs(db: Db, commit: Commit, keys: Pick<GatewayKeys, "keep">): JobStore {
+  const sync = createJobStore(db);
+  const messages = createMessageLog(db);
+  return {
+    ...facade<Omit<JobStore, Composed>>(sync, commit, WRITES),
+    enqueue: (message, now, alone = false) => commit(() => sync.enqueue(message, now), alone),
+    // Counted and added in one commit, at once: neither a restart nor two pages at once let one more through.
+    enqueueLimited: (message, now, limit) =>
+      commit(() => {
+        const recent = messages.receivedSince(message.locationId, now - limit.windowMs, limit.prefix);
+        const oldest = recent[recent.length - limit.count];
+        if (oldest !== undefined) return oldest + limit.windowMs - now;
+        sync.enqueue(message, now);
+        return 0;
+      }, true),
+    claimForSending: (id, now, claim, key) =>
+      commit(() => {
+        if (claim && key) keys.keep(claim.apiKeyTag, key.masked, key.apiKey);
+        return sync.claimForSending(id, now, claim);
+      }),
+  };
+}

@@ -1,0 +1,61 @@
+import { createGroupCommit } from "../db/commit.ts";
+import { createCompanyStore } from "../db/companies.ts";
+import type { Db } from "../db/index.ts";
+import { createGatewayKeys } from "../db/gateway-keys.ts";
+import { createMessageLog } from "../db/messages.ts";
+import { createOptOutStore } from "../db/optouts.ts";
+import { createOutageRecords } from "../db/outages.ts";
+import { createPhoneJobs } from "../db/phone-jobs.ts";
+import { createPhoneStore } from "../db/phones.ts";
+import type { Sealer } from "../db/sealer.ts";
+import { createLocationRegistry } from "../db/tokens.ts";
+import type { CompanyStore, GatewayKeys, LocationRegistry, MessageLog, OptOutStore, OutageRecords, PhoneJobs, PhoneStore, Store } from "./contract.ts";
+import { facade } from "./facade.ts";
+import { sqliteInbound } from "./sqlite-inbound.ts";
+import { sqliteJobs } from "./sqlite-jobs.ts";
+
+export interface SqliteOptions {
+  /** How long a write waits for others to share its commit (docs/PERFORMANCE.md). */
+  commitWindowMs?: number;
+}
+
+const TOKEN_WRITES = ["updateTokens", "delete", "tryLease", "releaseLease", "save"] as const;
+
+/**
+ * The store contract (contract.ts) over the one SQLite connection: the synchronous stores
+ * of src/db/ behind an async facade. Every write goes through one group commit
+ * (src/db/commit.ts), so the webhooks' new jobs and the worker's state changes share a
+ * transaction and an fsync; reads run at once.
+ */
+export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions = {}): Store {
+  const commit = createGroupCommit(db, options.commitWindowMs);
+  return lazily<Store>({
+    tokens: () => facade<LocationRegistry>(createLocationRegistry(db, sealer), commit, [...TOKEN_WRITES, "setName", "setApproved", "markUninstalled", "setConfig"]),
+    companies: () => facade<CompanyStore>(createCompanyStore(db, sealer), commit, TOKEN_WRITES),
+    jobs: () => sqliteJobs(db, commit, createGatewayKeys(db, sealer)),
+    messages: () => facade<MessageLog>(createMessageLog(db), commit, ["requeue"]),
+    gatewayKeys: () => facade<GatewayKeys>(createGatewayKeys(db, sealer), commit, ["keep", "forgetUnused", "held", "released", "clearHolds", "balance"]),
+    optOuts: () => facade<OptOutStore>(createOptOutStore(db), commit, ["add", "remove"]),
+    replies: () => sqliteInbound(db, commit, createOptOutStore(db)),
+    phones: () => facade<PhoneStore>(createPhoneStore(db, sealer), commit, ["set"]),
+    phoneJobs: () => facade<PhoneJobs>(createPhoneJobs(db), commit, []),
+    outageRecords: () => facade<OutageRecords>(createOutageRecords(db), commit, ["save", "end", "clear"]),
+  });
+}
+
+/** Each store built at its first use: a CLI command prepares only the statements it runs. */
+function lazily<T extends object>(build: { [K in keyof T]: () => T[K] }): T {
+  const store = {} as T;
+  for (const name of Object.keys(build) as (keyof T & string)[]) {
+    Object.defineProperty(store, name, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const value = build[name]();
+        Object.defineProperty(store, name, { value, enumerable: true });
+        return value;
+      },
+    });
+  }
+  return store;
+}
