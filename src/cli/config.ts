@@ -13,7 +13,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
       const [{ withStore }, { getLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      print(io, withStore(io, globals(), (tokens, _, phones) => getLocationConfig(tokens, locationArg(locationId), phones)), options.json);
+      print(io, await withStore(io, globals(), (tokens, _, phones) => getLocationConfig(tokens, locationArg(locationId), phones)), options.json);
     });
 
   config

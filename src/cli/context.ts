@@ -1,14 +1,10 @@
 import { existsSync, fstatSync } from "node:fs";
 import { loadConfig, type ConfigNeed, type ResolvedConfig } from "../core/config.ts";
 import type { Core, Tuning } from "../core/index.ts";
-import { createSealer } from "../db/sealer.ts";
 import { openDb, type Db } from "../db/index.ts";
 import { lockDb, type LockHolder } from "../db/lock.ts";
-import { checkSealed } from "../db/key-check.ts";
-import { resealV1 } from "../db/reseal.ts";
 import { upgradeDb } from "../db/upgrade.ts";
-import { createLocationRegistry, type LocationRegistry } from "../db/tokens.ts";
-import { createPhoneStore, type PhoneStore } from "../db/phones.ts";
+import type { LocationRegistry, PhoneStore } from "../store/contract.ts";
 import { readEnvFile } from "./env-file.ts";
 import { UsageError, type Io } from "./io.ts";
 
@@ -79,13 +75,11 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 }
 
 /** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
-export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore) => T): T {
-  return withDb(io, options, (db, config) => {
-    const sealer = createSealer(config.encryptionKey);
-    checkSealed(db, sealer); // the values it cannot open are refused where they are used, naming their place
-    const tokens = createLocationRegistry(db, sealer);
-    if (config.encryptionKey) resealV1(db, sealer);
-    return fn(tokens, config, createPhoneStore(db, sealer));
+export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore) => T | Promise<T>): Promise<T> {
+  return withDb(io, options, async (db, config) => {
+    // The values it cannot open are refused where they are used, naming their place.
+    const { tokens, phones } = (await import("../store/open.ts")).openStore(config, db);
+    return fn(tokens, config, phones);
   });
 }
 

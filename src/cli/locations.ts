@@ -12,7 +12,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     .option("--json", "machine-readable output, the admin API's field names")
     .action(async (options: { json?: boolean }) => {
       const [{ withStore }, { listLocations }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      const list = withStore(io, globals(), (tokens, config, phones) => listLocations(tokens, config.allowedCompanyIds, phones));
+      const list = await withStore(io, globals(), (tokens, config, phones) => listLocations(tokens, config.allowedCompanyIds, phones));
       if (options.json) return io.out(json({ locations: list }));
       if (list.length === 0) return io.out("no locations installed\n");
       const rows = list.map((l) => [
@@ -52,7 +52,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
         throw new UsageError(`this would remove location ${id}: its token, sender ID, API key and approval (its messages stay in the log); run again with --yes`);
       }
       const [{ withStore }, { removeLocation }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      withStore(io, globals(), (tokens) => removeLocation(tokens, id));
+      await withStore(io, globals(), (tokens) => removeLocation(tokens, id));
       io.out(`removed ${id}; if the app is still installed there in HighLevel, the next sync or INSTALL brings it back (uninstall it in HighLevel first)\n`);
     });
 }
@@ -62,10 +62,10 @@ function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done:
   return async (ids: string[], options: { json?: boolean }): Promise<void> => {
     for (const id of ids) locationArg(id);
     const [{ withStore }, { setApproval, sharedRefusal }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-    const changed = withStore(io, globals(), (tokens, config) =>
-      ids.map((id) => {
-        const change = setApproval(tokens, id, approved, Date.now(), config.allowedCompanyIds);
-        const record = tokens.get(id);
+    const changed = await withStore(io, globals(), (tokens, config) =>
+      eachInTurn(ids, async (id) => {
+        const change = await setApproval(tokens, id, approved, Date.now(), config.allowedCompanyIds);
+        const record = await tokens.get(id);
         // An approval the list overrides must not read as done.
         const refusal = approved && record ? sharedRefusal(record, config.allowedCompanyIds) : undefined;
         return { change, line: `${done} ${id}: ${refusal ? `but it stays pending: it ${refusal}` : meaning}\n` };
@@ -74,6 +74,13 @@ function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done:
     if (options.json) return io.out(json({ locations: changed.map((c) => c.change) }));
     for (const { line } of changed) io.out(line);
   };
+}
+
+/** `fn` of each of `items`, one after the other: the writes in the order named. */
+async function eachInTurn<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (const item of items) results.push(await fn(item));
+  return results;
 }
 
 function status(location: { refresh_error: string; uninstalled_at: string | null }): string {

@@ -27,7 +27,7 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
     .option("--limit <n>", "at most this many (default 50)")
     .option("--json", 'machine-readable: {"messages":[…],"replies":[…]} with the admin API\'s field names')
     .action(async (options: MessageQuery & { json?: boolean }) => {
-      const { messages: list, replies, limit } = await withLog(io, globals(), (log, lib, db, inbound) => both(log, lib, db, inbound, options));
+      const { messages: list, replies, limit } = await withLog(io, globals(), (log, lib, store, inbound) => both(log, lib, store, inbound, options));
       if (options.json) return io.out(json({ messages: list, replies }));
       if (list.length === 0 && replies.length === 0) return io.out("no messages\n");
       // Newest first, to the millisecond: the table shows seconds.
@@ -45,7 +45,7 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
     .action(async (messageId: string, options: { json?: boolean }) => {
       messageArg(messageId);
       const { showLogEntry } = await import("../core/operator/message-log.ts");
-      const detail = await withLog(io, globals(), (log, _lib, db, inbound) => showLogEntry(log, inbound.createInboundStore(db), messageId));
+      const detail = await withLog(io, globals(), (log, _lib, store) => showLogEntry(log, store.replies, messageId));
       io.out(options.json ? json(detail) : "direction" in detail ? describeReply(detail) : describe(detail));
     });
 
@@ -62,10 +62,10 @@ export function messagesCommand(program: Command, io: Io, globals: () => GlobalO
       if (!options.failed && ids.length === 0) throw new UsageError("name the message ids to retry, or use --failed");
       if (!options.failed && (options.since || options.location)) throw new UsageError("--since and --location go with --failed");
       for (const id of ids) messageArg(id);
-      const outcome = await withLog(io, globals(), (log, lib) =>
+      const outcome = await withLog(io, globals(), async (log, lib) =>
         options.failed
-          ? lib.retryFailed(log, filterOf(lib, { since: options.since, location: options.location }), Date.now())
-          : lib.retryMessages(log, ids, Date.now()),
+          ? await lib.retryFailed(log, filterOf(lib, { since: options.since, location: options.location }), Date.now())
+          : await lib.retryMessages(log, ids, Date.now()),
       );
       io.out(options.json ? json(outcome) : describeRetry(outcome, options.failed === true));
       // A message named and not queued is a failure for a script; with --failed, refusals are expected.
@@ -82,38 +82,42 @@ function routeCommand(messages: Command, io: Io, globals: () => GlobalOptions): 
       messageArg(replyId);
       if (!isId(locationId)) throw new UsageError(`not a location id: ${JSON.stringify(locationId.slice(0, 70))} (it ${ID_RULE})`);
       const { routeStoredReply } = await import("../sea/heavy.ts");
-      await withLog(io, globals(), (_log, _lib, db) => routeStoredReply(db, replyId, locationId, Date.now()));
+      await withLog(io, globals(), (_log, _lib, store) => routeStoredReply(store.replies, replyId, locationId, Date.now()));
       io.out(`routed ${replyId} to ${locationId}: a running bridge serve posts it to HighLevel within a second\n`);
     });
 }
 
 type Lib = typeof import("../core/operator/messages.ts");
-type Log = import("../db/messages.ts").MessageLog;
-type Db = import("../db/index.ts").Db;
+type Log = import("../store/contract.ts").MessageLog;
+type Store = import("../store/contract.ts").Store;
 /** The replies' side of the log. */
-type InboundLib = typeof import("../core/inbound/view.ts") & typeof import("../db/inbound.ts");
+type InboundLib = typeof import("../core/inbound/view.ts");
 
-async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib, db: Db, inbound: InboundLib) => T): Promise<T> {
-  const [{ withDb }, lib, { createMessageLog }, view, store] = await Promise.all([
+async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib, store: Store, inbound: InboundLib) => T | Promise<T>): Promise<T> {
+  const [{ withDb }, lib, { openSqliteStore }, { createSealer }, view] = await Promise.all([
     import("./context.ts"),
     import("../core/operator/messages.ts"),
-    import("../db/messages.ts"),
+    import("../store/sqlite.ts"),
+    import("../db/sealer.ts"),
     import("../core/inbound/view.ts"),
-    import("../db/inbound.ts"),
   ]);
-  return withDb(io, globals, (db) => fn(createMessageLog(db), lib, db, { ...view, ...store }));
+  // The message log needs no secrets: no check of the sealed ones, no renewal.
+  return withDb(io, globals, (db, config) => {
+    const store = openSqliteStore(db, createSealer(config.encryptionKey));
+    return fn(store.messages, lib, store, view);
+  });
 }
 
 /** Messages sent and replies received, as the filter asks: a status only one side has reads only that side. */
-function both(log: Log, lib: Lib, db: Db, inbound: InboundLib, options: MessageQuery) {
+async function both(log: Log, lib: Lib, store: Store, inbound: InboundLib, options: MessageQuery) {
   const { status } = options;
   if (status !== undefined && !ALL_STATUSES.includes(status)) throw new UsageError(`--status: must be one of ${STATUSES}`);
   const replyOnly = status !== undefined && REPLY_ONLY.includes(status);
   const filter = filterOf(lib, { ...options, status: replyOnly ? undefined : status, cursor: undefined }, 100_000);
   const replyStatus = status === undefined ? undefined : inbound.isReplyStatus(status) ? status : null;
-  const messages = replyOnly ? [] : lib.listMessages(log, filter).messages;
+  const messages = replyOnly ? [] : (await lib.listMessages(log, filter)).messages;
   const { locationId, since, limit } = filter;
-  const replies = replyStatus === null ? [] : inbound.listReplies(inbound.createInboundStore(db), { locationId, since, limit, status: replyStatus });
+  const replies = replyStatus === null ? [] : await inbound.listReplies(store.replies, { locationId, since, limit, status: replyStatus });
   return { messages, replies, limit };
 }
 

@@ -58,15 +58,18 @@ export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOp
 /** What the command uses of core/operator/optouts.ts, from heavy.ts: it reads numbers with libphonenumber. */
 type Lib = Pick<typeof import("../sea/heavy.ts"), "addOptOut" | "listOptOuts" | "optOutPhone" | "removeOptOut">;
 
-async function withOptOuts<T>(io: Io, globals: GlobalOptions, fn: (deps: OptOutDeps, lib: Lib) => T): Promise<T> {
-  const [{ withDb }, lib, { createOptOutStore }, { createLocationRegistry }] = await Promise.all([
+async function withOptOuts<T>(io: Io, globals: GlobalOptions, fn: (deps: OptOutDeps, lib: Lib) => T | Promise<T>): Promise<T> {
+  const [{ withDb }, lib, { openSqliteStore }, { createSealer }] = await Promise.all([
     import("./context.ts"),
     import("../sea/heavy.ts"),
-    import("../db/optouts.ts"),
-    import("../db/tokens.ts"),
+    import("../store/sqlite.ts"),
+    import("../db/sealer.ts"),
   ]);
   // The token store only says whether the location is known: no secret is opened.
-  return withDb(io, globals, (db) => fn({ optOuts: createOptOutStore(db), tokens: createLocationRegistry(db) }, lib));
+  return withDb(io, globals, (db) => {
+    const store = openSqliteStore(db, createSealer(undefined));
+    return fn({ optOuts: store.optOuts, tokens: store.tokens }, lib);
+  });
 }
 
 /** A phone from the command line, as the admin API checks it: a bad one is a usage error (exit 2). */

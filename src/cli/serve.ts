@@ -31,7 +31,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
     core.close();
     throw error;
   });
-  run.start();
+  await run.start();
   await withoutMaglev();
   // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
   const schema = schemaVersion(core.db);
@@ -46,11 +46,11 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   if (config.allowedCompanyIds.length === 0) {
     log.info("ALLOWED_COMPANY_IDS is not set: any HighLevel company may install; new locations wait for `bridge locations approve`");
   }
-  const cleaned = cleanStoredNames(core.tokens);
+  const cleaned = await cleanStoredNames(core.tokens);
   if (cleaned > 0) log.info(`${cleaned} location name(s) stored with control characters were cleaned of them`);
-  const offList = approvedOffList(core.tokens, config.allowedCompanyIds);
+  const offList = await approvedOffList(core.tokens, config.allowedCompanyIds);
   if (offList.length > 0) log.warn(offListWarning(offList));
-  const unconfirmed = unconfirmedApprovals(core.tokens, config.allowedCompanyIds);
+  const unconfirmed = await unconfirmedApprovals(core.tokens, config.allowedCompanyIds);
   if (unconfirmed.length > 0) log.warn(unconfirmedWarning(unconfirmed));
 
   const signal = await stopped;

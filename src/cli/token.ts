@@ -30,7 +30,7 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
       const { withCore } = await import("./context.ts");
       const outcomes = await withCore(io, globals(), "token", async (core) => {
         // The listing opens no token: one location's that the key does not open fails alone.
-        const ids = locationId ? [locationId] : core.tokens.listings().map((t) => t.locationId);
+        const ids = locationId ? [locationId] : (await core.tokens.listings()).map((t) => t.locationId);
         const results: RefreshLine[] = [];
         for (const id of ids) results.push(await refreshOne(core, id, options.force ?? false));
         return results;
@@ -44,9 +44,9 @@ export function tokenCommand(program: Command, io: Io, globals: () => GlobalOpti
 }
 
 async function refreshOne(core: Core, locationId: string, force: boolean): Promise<RefreshLine> {
-  let before: ReturnType<Core["tokens"]["get"]>;
+  let before: Awaited<ReturnType<Core["tokens"]["get"]>>;
   try {
-    before = core.tokens.get(locationId);
+    before = await core.tokens.get(locationId);
     const after = await core.tokenService.refresh(locationId, force);
     const status = after.accessToken !== before?.accessToken ? "refreshed" : "still valid";
     return { location_id: locationId, status, expires_at: new Date(after.expiresAt).toISOString() };

@@ -1,14 +1,7 @@
-import type { Commit } from "../db/commit.ts";
-import type { CompanyStore } from "../db/companies.ts";
+import type { Store } from "../store/contract.ts";
 import type { Db } from "../db/index.ts";
-import type { Job, JobStore } from "../db/jobs.ts";
-import type { GatewayKeys } from "../db/gateway-keys.ts";
-import type { MessageLog } from "../db/messages.ts";
-import type { OptOutStore } from "../db/optouts.ts";
-import type { OutageRecords } from "../db/outages.ts";
+import type { Job } from "../store/types.ts";
 import type { Balances } from "./operator/balances.ts";
-import type { LocationRegistry } from "../db/tokens.ts";
-import type { PhoneStore } from "../db/phones.ts";
 import type { GatewayOptions } from "./clients/cast.ts";
 import type { ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
 import type { SmsGateway } from "./clients/gateway.ts";
@@ -29,7 +22,6 @@ import type { CompanyTokens, TokenService } from "./installs/tokens.ts";
 import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import type { OptOutList } from "./opt-out-list.ts";
-import type { InboundStore } from "../db/inbound.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
 import type { InboundSink } from "./inbound/reply.ts";
 
@@ -38,30 +30,17 @@ import type { InboundSink } from "./inbound/reply.ts";
  * Grouped by room: a webhook's message goes from `jobs` (intake) through
  * `processOutbound` (delivery) to `sms` (the gateway client).
  */
-export interface Core {
+export interface Core extends Store {
   // The context every room is wired from.
   config: ResolvedConfig;
   db: Db;
   log: Logger;
   now: () => number;
 
-  // The store.
-  tokens: LocationRegistry;
-  /** Agencies' own tokens, kept to follow the locations they add later. */
-  companies: CompanyStore;
-  jobs: JobStore;
-  /** The message log: what the operator lists, shows and retries. */
-  messages: MessageLog;
-  /** Group commit for the job table's writes: the webhooks' and the queue worker's. */
-  commit: Commit;
-  /** What the operator's view knows of each gateway key: holds and balances. */
-  gatewayKeys: GatewayKeys;
-  /** The locations' opt-out lists, as stored (the operator's view reads them). */
-  optOuts: OptOutStore;
-  /** The same lists as the inbound room and delivery use them: any form of a number is one number. */
+  // The store (src/store/contract.ts): tokens, companies, jobs, messages, gatewayKeys,
+  // optOuts, replies, phones, phoneJobs, outageRecords; and over it:
+  /** The opt-out lists as the inbound room and delivery use them: any form of a number is one number. */
   optOutList: OptOutList;
-  /** Each location's gateway: Cast, or a phone running SMS Gateway for Android. */
-  phones: PhoneStore;
 
   // The clients of the remote systems.
   crm: CrmClient;
@@ -100,8 +79,6 @@ export interface Core {
   // Inbound: replies into HighLevel.
   /** Where sources (the phone's webhook, POST /api/inbound) hand replies over. */
   inbound: InboundSink;
-  /** The replies as stored: the queue's, the operator's view's. */
-  replies: InboundStore;
   /** Delivers committed replies to HighLevel; started and stopped with the worker. */
   inboundQueue: InboundQueue;
 
@@ -110,8 +87,6 @@ export interface Core {
   balances: Balances;
   /** HighLevel or Cast unreachable now, as the clients' calls found it. */
   outages: Outages;
-  /** The outages serve recorded, for `bridge status` in another process. */
-  outageRecords: OutageRecords;
   /** Prometheus metrics of this core (GET /metrics). */
   metrics: Metrics;
 }
@@ -154,5 +129,5 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords">;
+export type Stores = Store & Pick<Core, "optOutList">;
 export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;

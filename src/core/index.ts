@@ -1,16 +1,6 @@
-import { createGroupCommit } from "../db/commit.ts";
-import { createCompanyStore } from "../db/companies.ts";
 import type { Db } from "../db/index.ts";
-import { createJobStore } from "../db/jobs.ts";
-import { createGatewayKeys } from "../db/gateway-keys.ts";
-import { createMessageLog } from "../db/messages.ts";
-import { createOptOutStore } from "../db/optouts.ts";
-import { createOutageRecords } from "../db/outages.ts";
+import { openStore } from "../store/open.ts";
 import { createBalances } from "./operator/balances.ts";
-import { checkSealed } from "../db/key-check.ts";
-import { resealV1 } from "../db/reseal.ts";
-import { createLocationRegistry } from "../db/tokens.ts";
-import { createPhoneStore } from "../db/phones.ts";
 import { createCastClient } from "./clients/cast.ts";
 import { createUnsubscribedClient } from "./clients/cast-unsubscribed.ts";
 import { createCrmClient } from "./clients/crm.ts";
@@ -20,13 +10,11 @@ import type { Logger } from "./log.ts";
 import { createMetrics } from "./operator/metrics.ts";
 import { createOutages } from "./operator/outages.ts";
 import { createScheduler } from "./delivery/scheduler.ts";
-import { createSealer, MEND_SEALED } from "../db/sealer.ts";
 
 import { wireDelivery } from "./delivery/wire.ts";
 import { createOptOutList } from "./opt-out-list.ts";
 import { deviceOf } from "./phone-key.ts";
 import { wireInstalls } from "./installs/wire.ts";
-import { createInboundStore } from "../db/inbound.ts";
 import { wireInbound } from "./inbound/wire.ts";
 import type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
 
@@ -51,25 +39,10 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances };
 }
 
-/** The store, with the secrets it cannot open warned about and old seals renewed. */
+/** The store (src/store/open.ts), with the opt-out lists as the rooms use them. */
 function openStores({ config, db, log, now, tuning }: Context): Stores {
-  const sealer = createSealer(config.encryptionKey);
-  for (const unopenable of checkSealed(db, sealer)) {
-    log.warn(`${unopenable}: not used, and what needs it waits (the others work); ${MEND_SEALED}`);
-  }
-  const tokens = createLocationRegistry(db, sealer);
-  const companies = createCompanyStore(db, sealer);
-  const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
-  if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
-  const jobs = createJobStore(db);
-  const commit = createGroupCommit(db, tuning.commitWindowMs);
-  const messages = createMessageLog(db);
-  const gatewayKeys = createGatewayKeys(db, sealer);
-  const optOuts = createOptOutStore(db);
-  const replies = createInboundStore(db);
-  const phones = createPhoneStore(db, sealer);
-  const outageRecords = createOutageRecords(db);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords };
+  const store = openStore(config, db, log, { commitWindowMs: tuning.commitWindowMs });
+  return { ...store, optOutList: createOptOutList(store.optOuts, now) };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */

@@ -1,14 +1,14 @@
-import type { OptOutStore } from "../db/optouts.ts";
+import type { OptOutStore } from "../store/contract.ts";
 import { toE164PH } from "./phone.ts";
 
 /** A location's opt-out list: numbers that asked for no more texts. */
 export interface OptOutList {
   /** Puts `phone` (E.164) on `locationId`'s list; `by` says who: a stop-word reply or an operator. */
-  add(locationId: string, phone: string, by: "reply" | "operator"): void;
+  add(locationId: string, phone: string, by: "reply" | "operator"): Promise<void>;
   /** Takes `phone` off the list (START/UNSTOP, or an operator). */
-  remove(locationId: string, phone: string): void;
+  remove(locationId: string, phone: string): Promise<void>;
   /** True when a send to `phone` from `locationId` must not go. */
-  has(locationId: string, phone: string): boolean;
+  has(locationId: string, phone: string): Promise<boolean>;
 }
 
 /**
@@ -27,14 +27,14 @@ const E164_PH = /^\+639\d{9}$/;
 /** The OptOutList the inbound room and delivery use, over the store; `now` stamps each addition. */
 export function createOptOutList(store: Pick<OptOutStore, "add" | "remove" | "has">, now: () => number): OptOutList {
   return {
-    add(locationId, phone, by) {
-      store.add({ locationId, phone: optOutKey(phone), by, at: now() });
+    async add(locationId, phone, by) {
+      await store.add({ locationId, phone: optOutKey(phone), by, at: now() });
     },
-    remove(locationId, phone) {
-      store.remove(locationId, optOutKey(phone));
+    async remove(locationId, phone) {
+      await store.remove(locationId, optOutKey(phone));
     },
-    has(locationId, phone) {
-      return store.has(locationId, optOutKey(phone));
+    async has(locationId, phone) {
+      return await store.has(locationId, optOutKey(phone));
     },
   };
 }

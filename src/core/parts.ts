@@ -1,4 +1,4 @@
-import type { OutboundMessage } from "../db/jobs.ts";
+import type { OutboundMessage } from "../store/types.ts";
 
 /** The text as sent: the message, then each attachment URL on its own line. */
 export function composeText(message: OutboundMessage): string {

@@ -1,4 +1,4 @@
-import type { FailureCode } from "../db/failures.ts";
+import type { FailureCode } from "../store/types.ts";
 import { AppError, CrmError, GatewayError, type ErrorCode, type GatewayFailure } from "../errors.ts";
 import { delayMs, RESEND_WINDOW_MS, RETRY } from "./retry.ts";
 

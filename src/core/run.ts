@@ -23,7 +23,7 @@ export interface Run {
   /** The queue worker: the server wakes it on new jobs and reports whether it runs. */
   worker: Worker;
   /** Starts what runs beside the server; call it once the server listens. */
-  start(): void;
+  start(): Promise<void>;
   /** Stops it all, giving the sends in flight up to `graceMs`. Returns how many were left. */
   stop(graceMs: number): Promise<number>;
 }
@@ -52,13 +52,13 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;
   return {
     worker,
-    start() {
+    async start() {
       if (options.worker !== false) {
-        worker.start();
-        core.inboundQueue.start();
+        await worker.start();
+        await core.inboundQueue.start();
       }
-      core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
-      core.outages.recordTo(core.outageRecords);
+      await core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
+      await core.outages.recordTo(core.outageRecords);
       if (options.balances !== false) core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
       if (sync) reconciliation = scheduleSync(core.sync, log, sync.everyMs, sync.firstMs);
     },

@@ -37,14 +37,14 @@ type Auth = ReturnType<typeof createAdminAuth>;
 
 /** A location's settings and approval. */
 function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
-  app.get("/api/admin/locations", (event) => {
+  app.get("/api/admin/locations", async (event) => {
     auth(event);
-    return { locations: listLocations(core.tokens, core.config.allowedCompanyIds, core.phones) };
+    return { locations: await listLocations(core.tokens, core.config.allowedCompanyIds, core.phones) };
   });
 
-  app.get("/api/admin/locations/:locationId/config", (event) => {
+  app.get("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
-    return getLocationConfig(core.tokens, locationParam(event), core.phones);
+    return await getLocationConfig(core.tokens, locationParam(event), core.phones);
   });
 
   app.put("/api/admin/locations/:locationId/config", async (event) => {
@@ -54,18 +54,18 @@ function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   });
 
   for (const [action, approved] of [["approve", true], ["unapprove", false]] as const) {
-    app.post(`/api/admin/locations/:locationId/${action}`, (event) => {
+    app.post(`/api/admin/locations/:locationId/${action}`, async (event) => {
       auth(event);
-      return setApproval(core.tokens, locationParam(event), approved, core.now(), core.config.allowedCompanyIds);
+      return await setApproval(core.tokens, locationParam(event), approved, core.now(), core.config.allowedCompanyIds);
     });
   }
 }
 
 /** A location's opt-out list. */
 function optOutRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
-  app.get("/api/admin/locations/:locationId/optouts", (event) => {
+  app.get("/api/admin/locations/:locationId/optouts", async (event) => {
     auth(event);
-    return listOptOuts(core, locationParam(event));
+    return await listOptOuts(core, locationParam(event));
   });
 
   // The number goes in the JSON body ({"phone": …}), for DELETE too: in a path or a query
@@ -85,28 +85,28 @@ function optOutRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
 
 /** The queue's status and the message log. */
 function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
-  app.get("/api/admin/status", (event) => {
+  app.get("/api/admin/status", async (event) => {
     auth(event);
-    return bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: core.now() });
+    return await bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: core.now() });
   });
 
-  app.get("/api/admin/messages", (event) => {
+  app.get("/api/admin/messages", async (event) => {
     auth(event);
     const q = event.url.searchParams;
     const query = Object.fromEntries(["location", "status", "since", "limit", "cursor"].flatMap((k) => (q.has(k) ? [[k, q.get(k) ?? ""]] : [])));
-    return listLog(core.messages, core.replies, query, core.now());
+    return await listLog(core.messages, core.replies, query, core.now());
   });
 
-  app.get("/api/admin/messages/:messageId", (event) => {
+  app.get("/api/admin/messages/:messageId", async (event) => {
     auth(event);
-    return showLogEntry(core.messages, core.replies, idParam(event, "messageId", "message"));
+    return await showLogEntry(core.messages, core.replies, idParam(event, "messageId", "message"));
   });
 
-  app.post("/api/admin/messages/:messageId/retry", (event) => {
+  app.post("/api/admin/messages/:messageId/retry", async (event) => {
     auth(event);
     const messageId = idParam(event, "messageId", "message");
-    if (!core.messages.get(messageId)) throw messageNotFound(messageId);
-    const refusal = retryMessages(core.messages, [messageId], core.now()).refused[0];
+    if (!await core.messages.get(messageId)) throw messageNotFound(messageId);
+    const refusal = (await retryMessages(core.messages, [messageId], core.now())).refused[0];
     if (refusal) throw httpError(409, `message ${messageId} may not be retried: ${refusal.reason}`);
     worker?.notify();
     return { message_id: messageId, queued: true };

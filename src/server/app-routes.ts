@@ -33,21 +33,21 @@ const PAGE_MESSAGES = 50;
 export function pageApiRoutes(app: H3, { core, guard, calls, notify }: PageApiDeps): void {
   const page: SettingsCore = { ...core, calls };
   const { sessionOf, adminSessionOf } = guard;
-  app.get("/app/api/settings", (event) => settingsOf(page, sessionOf(event).locationId));
+  app.get("/app/api/settings", async (event) => settingsOf(page, (await sessionOf(event)).locationId));
   app.put("/app/api/settings", async (event) => {
-    const { locationId } = adminSessionOf(event);
+    const { locationId } = await adminSessionOf(event);
     const body = objectBody(await readLimitedBody(event));
     // The phone's settings stay the operator's: they carry its password and signing key.
     const other = Object.keys(body).find((k) => k !== "sender_id" && k !== "sms_api_key");
     if (other !== undefined) throw httpError(400, "only sender_id and sms_api_key can be changed here");
     return fromGateway(() => changeSettings(page, locationId, body));
   });
-  app.get("/app/api/sender-ids", (event) => fromGateway(() => senderIdsOf(page, sessionOf(event).locationId)));
-  app.get("/app/api/balance", (event) => balanceOf(page, sessionOf(event).locationId));
-  app.get("/app/api/usage", (event) => usageOf(page, sessionOf(event).locationId));
-  app.get("/app/api/phone", (event) => phoneOf(page, sessionOf(event).locationId));
+  app.get("/app/api/sender-ids", (event) => fromGateway(async () => senderIdsOf(page, (await sessionOf(event)).locationId)));
+  app.get("/app/api/balance", async (event) => balanceOf(page, (await sessionOf(event)).locationId));
+  app.get("/app/api/usage", async (event) => usageOf(page, (await sessionOf(event)).locationId));
+  app.get("/app/api/phone", async (event) => phoneOf(page, (await sessionOf(event)).locationId));
   app.post("/app/api/test-sms", async (event) => {
-    const { locationId } = adminSessionOf(event);
+    const { locationId } = await adminSessionOf(event);
     const body = objectBody(await readLimitedBody(event));
     const queued = await queueTestSms(page, locationId, body.phone, body.message);
     notify();
@@ -58,12 +58,12 @@ export function pageApiRoutes(app: H3, { core, guard, calls, notify }: PageApiDe
 }
 
 function messageRoutes(app: H3, core: Core, { sessionOf }: PageGuard): void {
-  app.get("/app/api/messages", (event) => {
-    const { locationId } = sessionOf(event);
-    return { messages: listMessages(core.messages, { locationId, limit: PAGE_MESSAGES }).messages };
+  app.get("/app/api/messages", async (event) => {
+    const { locationId } = await sessionOf(event);
+    return { messages: (await listMessages(core.messages, { locationId, limit: PAGE_MESSAGES })).messages };
   });
-  app.get("/app/api/messages/:messageId", (event) => {
-    const { locationId } = sessionOf(event);
+  app.get("/app/api/messages/:messageId", async (event) => {
+    const { locationId } = await sessionOf(event);
     let messageId = "";
     try {
       messageId = decodeURIComponent(getRouterParam(event, "messageId") ?? "");
@@ -71,7 +71,7 @@ function messageRoutes(app: H3, core: Core, { sessionOf }: PageGuard): void {
       // A malformed escape (`%E0%A4%A`) is a bad id like any other.
     }
     if (!isId(messageId)) throw httpError(400, "invalid message id");
-    const message = showMessage(core.messages, messageId);
+    const message = await showMessage(core.messages, messageId);
     // Another location's message is as unknown here as one that never was.
     if (message.location_id !== locationId) throw messageNotFound(messageId);
     return message;
@@ -79,14 +79,14 @@ function messageRoutes(app: H3, core: Core, { sessionOf }: PageGuard): void {
 }
 
 function optOutRoutes(app: H3, core: Core, { sessionOf, adminSessionOf }: PageGuard): void {
-  app.get("/app/api/optouts", (event) => listOptOuts(core, sessionOf(event).locationId));
+  app.get("/app/api/optouts", async (event) => listOptOuts(core, (await sessionOf(event)).locationId));
   app.post("/app/api/optouts", async (event) => {
-    const { locationId } = adminSessionOf(event);
+    const { locationId } = await adminSessionOf(event);
     // Recorded as the location admin's, apart from the operator's (`bridge optouts add`).
     return addOptOut(core, locationId, objectBody(await readLimitedBody(event)).phone, core.now(), "page");
   });
   app.delete("/app/api/optouts", async (event) => {
-    const { locationId } = adminSessionOf(event);
+    const { locationId } = await adminSessionOf(event);
     return removeOptOut(core, locationId, objectBody(await readLimitedBody(event)).phone);
   });
 }

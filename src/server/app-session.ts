@@ -53,7 +53,7 @@ export function sessionRoutes(app: H3, { core, sessions, bodyBudget = createBody
     }
     const payload = body && typeof body === "object" && !Array.isArray(body) ? (body as { payload?: unknown }).payload : undefined;
     const deps = { sharedSecret: core.config.crm.sharedSecret, tokens: core.tokens, sessions, warn };
-    const result = signIn(deps, payload);
+    const result = await signIn(deps, payload);
     if ("refused" in result) {
       if (!result.full) for (const share of shares) tries.fail(share);
       throw result.full ? httpError(503, result.refused, { "retry-after": "60" }) : httpError(401, result.refused);
@@ -65,9 +65,9 @@ export function sessionRoutes(app: H3, { core, sessions, bodyBudget = createBody
 
 export interface PageGuard {
   /** The session of a page's call (`Authorization: Bearer <token>`), or its 401; past the user's calls a minute, 429. */
-  sessionOf(event: H3Event): Session;
+  sessionOf(event: H3Event): Promise<Session>;
   /** The session, when it may change the location's settings: HighLevel's role "admin". */
-  adminSessionOf(event: H3Event): Session;
+  adminSessionOf(event: H3Event): Promise<Session>;
 }
 
 /**
@@ -77,9 +77,9 @@ export interface PageGuard {
  */
 export function createPageGuard(sessions: Sessions, now: () => number): PageGuard {
   const calls = createFailureThrottle({ limit: CALLS_PER_MINUTE, windowMs: 60_000, now });
-  function sessionOf(event: H3Event): Session {
+  async function sessionOf(event: H3Event): Promise<Session> {
     const match = /^Bearer\s+(\S+)$/i.exec(event.req.headers.get("authorization")?.trim() ?? "");
-    const session = match?.[1] ? sessions.get(match[1]) : undefined;
+    const session = match?.[1] ? await sessions.get(match[1]) : undefined;
     if (!session) throw httpError(401, "session expired or unknown: reload the page", { "www-authenticate": "Bearer" });
     const user = `${session.locationId}\u0000${session.userId}`;
     const wait = calls.blockedFor(user);
@@ -89,8 +89,8 @@ export function createPageGuard(sessions: Sessions, now: () => number): PageGuar
   }
   return {
     sessionOf,
-    adminSessionOf(event) {
-      const session = sessionOf(event);
+    async adminSessionOf(event) {
+      const session = await sessionOf(event);
       if (session.role !== "admin") throw httpError(403, "only a location admin may change these settings");
       return session;
     },

@@ -11,7 +11,6 @@ import { createPageCalls } from "../core/app/page-calls.ts";
 import { pageApiRoutes } from "./app-routes.ts";
 import { pageRoutes } from "./app-page.ts";
 import { androidRoutes } from "./android.ts";
-import { createPhoneJobs } from "../db/phone-jobs.ts";
 import type { InboundSink } from "../core/inbound/reply.ts";
 import type { BodyBudget } from "./body.ts";
 import { createProxyWarning } from "./client.ts";
@@ -48,14 +47,13 @@ export function createApp(deps: AppDeps): H3 {
   webhookRoutes(app, { intake, bodyBudget: deps.bodyBudget });
   androidRoutes(app, {
     ...core,
-    phoneJobs: createPhoneJobs(core.db),
     sink: deps.inbound ?? core.inbound,
     bodyBudget: deps.bodyBudget,
     notify: () => deps.worker?.notify(),
   });
   adminRoutes(app, { core, worker: deps.worker });
   inboundRoutes(app, { core });
-  const sessions = createSessions(core.now, (locationId) => installedHere(core.tokens, locationId)?.uninstalledAt === 0);
+  const sessions = createSessions(core.now, async (locationId) => (await installedHere(core.tokens, locationId))?.uninstalledAt === 0);
   sessionRoutes(app, { core, sessions, bodyBudget: deps.bodyBudget });
   const calls = createPageCalls({ tryLowest: core.scheduler.tryLowest, now: core.now });
   pageApiRoutes(app, { core, guard: createPageGuard(sessions, core.now), calls, notify: () => deps.worker?.notify() });

@@ -1,5 +1,5 @@
 import type { H3 } from "h3";
-import type { JobStore } from "../db/jobs.ts";
+import type { JobStore } from "../store/contract.ts";
 import type { Worker } from "../core/delivery/worker.ts";
 
 export interface HealthDeps {
@@ -11,12 +11,12 @@ export interface HealthDeps {
 export function healthRoutes(app: H3, { jobs, worker }: HealthDeps): void {
   app.get("/healthz", () => ({ status: "ok" }));
 
-  app.get("/readyz", () => {
+  app.get("/readyz", async () => {
     const down: string[] = [];
     // Counting the queue is a real read: the database answers, or it is down.
     let queue = {};
     try {
-      queue = jobs.counts();
+      queue = await jobs.counts();
     } catch {
       down.push("database");
     }

@@ -113,7 +113,7 @@ async function startTestBridge(options: BridgeOptions = {}) {
   const bodyBudget = createBodyBudget();
   const app = createApp({ core, worker, bodyBudget, inbound: options.inbound, onUnhandled: (error) => unhandled.push(error) });
   const server = await listen(app, "127.0.0.1", 0, options.timeouts);
-  run.start();
+  await run.start();
   const url = server.url;
   let closing: Promise<void> | undefined;
 
@@ -150,10 +150,10 @@ async function startTestBridge(options: BridgeOptions = {}) {
       expect(res.status).toBe(200);
     },
     /** Stores a token record directly, e.g. one about to expire. */
-    seed(locationId: string, fields: { expiresAt?: number; refreshToken?: string } = {}) {
+    async seed(locationId: string, fields: { expiresAt?: number; refreshToken?: string } = {}) {
       const refreshToken = fields.refreshToken ?? `rt-seed-${locationId}`;
       crm.refreshTokens.set(refreshToken, locationId);
-      core.tokens.save(
+      await core.tokens.save(
         {
           locationId,
           companyId: "company-1",
@@ -210,7 +210,7 @@ export function bridgePerTest() {
   return async (options: BridgeOptions = {}, ...locations: string[]): Promise<Bridge> => {
     const bridge = await startTestBridge(options);
     started.push(bridge);
-    for (const locationId of locations) bridge.seed(locationId);
+    for (const locationId of locations) await bridge.seed(locationId);
     return bridge;
   };
 }
@@ -235,11 +235,11 @@ export function signBody(raw: string | Uint8Array, key: KeyObject): string {
   return sign(algorithm, typeof raw === "string" ? Buffer.from(raw) : raw, key).toString("base64");
 }
 
-/** Polls until `check` returns a truthy value (or throws after `ms`). */
-export async function waitFor<T>(check: () => T | undefined | false, ms = 5000): Promise<T> {
+/** Polls until `check` returns (or settles to) a truthy value (or throws after `ms`). */
+export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, ms = 5000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value) return value;
     if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 10));

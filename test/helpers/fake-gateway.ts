@@ -56,7 +56,7 @@ export async function startFakeGateway() {
   const accept = () => jsonResponse(like(CAST.send, { message_id: `cast-${++serial}`, parts: 1 }));
   let handler: Handler = accept;
   // Cast checks the key and the caller's IP before its idempotency cache: a refusal there is never kept.
-  let keyCheck: ((req: Recorded) => Response | undefined) | undefined;
+  let keyCheck: ((req: Recorded) => Response | undefined | Promise<Response | undefined>) | undefined;
   // Cast keeps "the original response", whatever it was; a test can make the fake forget 429 and 5xx.
   let keepFailures = true;
   const answers = new Map<string, Promise<Kept | undefined>>();
@@ -101,7 +101,7 @@ export async function startFakeGateway() {
   async function handle(req: Recorded, event: H3Event): Promise<Response> {
     if (over("address", limit.requestsPerSecond, limit.requestBurst)) return rateLimited();
     if (over(`key ${req.headers["x-api-key"] ?? ""}`, limit.perSecond, limit.burst)) return rateLimited();
-    const refused = keyCheck?.(req);
+    const refused = await keyCheck?.(req);
     if (refused) return refused;
     const scope = `${req.headers["x-api-key"] ?? ""} ${req.headers["x-idempotency-key"] ?? ""}`;
     const kept = req.headers["x-idempotency-key"] ? answers.get(scope) : undefined;
@@ -282,7 +282,7 @@ export async function startFakeGateway() {
     /** The reads of the account's unsubscribed list. */
     unsubscribedCalls: () => fake.received(UNSUBSCRIBED),
     /** A refusal of the key or address (401, 403) before the idempotency cache; undefined lets the request through. */
-    checkKey(next: ((req: Recorded) => Response | undefined) | undefined) {
+    checkKey(next: ((req: Recorded) => Response | undefined | Promise<Response | undefined>) | undefined) {
       keyCheck = next;
     },
     /**

@@ -39,13 +39,13 @@ describe("admin auth", () => {
   test.each(cases)("$method $path with $name: 401 unauthorized, WWW-Authenticate: Bearer", async ({ method, path, body, authorization }) => {
     const bridge = await start({ worker: false });
     await bridge.install("loc-1");
-    const before = bridge.core.tokens.get("loc-1");
+    const before = await bridge.core.tokens.get("loc-1");
     const res = await sendAs(bridge, authorization, { method, path, body });
 
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toBe("Bearer");
     expect(await res.json()).toEqual({ error: "unauthorized" });
-    expect(bridge.core.tokens.get("loc-1")).toEqual(before);
+    expect(await bridge.core.tokens.get("loc-1")).toEqual(before);
   });
 
   test.each(ENDPOINTS)("$method $path with the right bearer is not refused", async ({ method, path }) => {
@@ -89,12 +89,12 @@ describe("admin API with INBOUND_API_KEY unset", () => {
   )("$method $path with authorization $authorization: 503, not open", async ({ method, path, body, authorization }) => {
     const bridge = await start({ worker: false, env: { INBOUND_API_KEY: "" } });
     await bridge.install("loc-1");
-    const before = bridge.core.tokens.get("loc-1");
+    const before = await bridge.core.tokens.get("loc-1");
     const res = await sendAs(bridge, authorization, { method, path, body });
 
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ error: expect.any(String) });
-    expect(bridge.core.tokens.get("loc-1")).toEqual(before);
+    expect(await bridge.core.tokens.get("loc-1")).toEqual(before);
   });
 });
 
@@ -161,7 +161,7 @@ describe("GET /api/admin/locations", () => {
     const res = await bridge.admin("/api/admin/locations");
     expect(res.status).toBe(200);
     const text = await res.text();
-    const records = bridge.core.tokens.list();
+    const records = await bridge.core.tokens.list();
     expect(records).toHaveLength(2);
     for (const record of records) {
       expect(record.accessToken).not.toBe("");
@@ -185,7 +185,7 @@ describe("GET /api/admin/locations/{id}/config", () => {
   ])("sms_api_key $key is shown as $masked", async ({ key, masked }) => {
     const bridge = await start({ worker: false });
     await bridge.install("loc-1");
-    bridge.core.tokens.setConfig("loc-1", { senderId: "CASTPH", smsApiKey: key }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { senderId: "CASTPH", smsApiKey: key }, Date.now());
 
     const res = await bridge.admin("/api/admin/locations/loc-1/config");
     expect(res.status).toBe(200);
@@ -209,7 +209,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     const res = await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "k-1234567890..." });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "BRIDGE", smsApiKey: "k-123456789012345" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "BRIDGE", smsApiKey: "k-123456789012345" });
 
     const get = await bridge.admin("/api/admin/locations/loc-1/config");
     expect(await get.json()).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "k-1234567890..." });
@@ -231,7 +231,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "OTHER", sms_api_key: "k-9999999999..." });
     res = await put(bridge, "loc-1", {});
     expect(res.status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "OTHER", smsApiKey: "k-999999999999999" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "OTHER", smsApiKey: "k-999999999999999" });
   });
 
   test('"" clears both back to the global defaults: the next SMS uses SMS_API_KEY and no sender_id', async () => {
@@ -242,7 +242,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     const res = await put(bridge, "loc-1", { sender_id: "", sms_api_key: "" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "", smsApiKey: "" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "", smsApiKey: "" });
 
     expect((await bridge.webhook(outbound("m-2"))).status).toBe(200);
     await waitFor(() => bridge.crm.statusReports().length === 1);
@@ -255,7 +255,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     bridge.gateway.senderIds([{ sender_id: senderId, label: "", channel: "sms" }]);
     const res = await put(bridge, "loc-1", { sender_id: senderId });
     expect(res.status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe(senderId);
+    expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe(senderId);
   });
 
   test.each([
@@ -282,21 +282,21 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     const bridge = await start();
     await bridge.install("loc-1");
     await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
-    const before = bridge.core.tokens.get("loc-1");
+    const before = await bridge.core.tokens.get("loc-1");
 
     const res = await put(bridge, "loc-1", undefined, raw);
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: expect.any(String) });
-    expect(bridge.core.tokens.get("loc-1")).toEqual(before);
+    expect(await bridge.core.tokens.get("loc-1")).toEqual(before);
   });
 
   test("a body over 1 MiB: 413 and the store is unchanged", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
-    const before = bridge.core.tokens.get("loc-1");
+    const before = await bridge.core.tokens.get("loc-1");
     const res = await put(bridge, "loc-1", { sms_api_key: "k".repeat(1.5 * 1024 * 1024) });
     expect(res.status).toBe(413);
-    expect(bridge.core.tokens.get("loc-1")).toEqual(before);
+    expect(await bridge.core.tokens.get("loc-1")).toEqual(before);
   });
 });
 
@@ -312,17 +312,17 @@ describe("unknown locations and paths", () => {
     });
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: "location not found: loc-404" });
-    expect(bridge.core.tokens.get("loc-404")).toBeUndefined();
-    expect(bridge.core.tokens.list().map((r) => r.locationId)).toEqual(["loc-1"]);
+    expect(await bridge.core.tokens.get("loc-404")).toBeUndefined();
+    expect((await bridge.core.tokens.list()).map((r) => r.locationId)).toEqual(["loc-1"]);
   });
 
   test("the old PUT …/sender-id endpoint is not part of the interface: 404, nothing changed", async () => {
     const bridge = await start({ worker: false });
     await bridge.install("loc-1");
-    const before = bridge.core.tokens.get("loc-1");
+    const before = await bridge.core.tokens.get("loc-1");
     const res = await bridge.admin("/api/admin/locations/loc-1/sender-id", { method: "PUT", body: JSON.stringify({ sender_id: "OLD" }) });
     expect(res.status).toBe(404);
-    expect(bridge.core.tokens.get("loc-1")).toEqual(before);
+    expect(await bridge.core.tokens.get("loc-1")).toEqual(before);
   });
 
   const encodedIds = [
@@ -350,8 +350,8 @@ describe("unknown locations and paths", () => {
       const { error } = (await res.json()) as { error: string };
       expect(error).toBe("invalid location id: it must be 1-64 letters, digits, '_' or '-'");
       expect(error).not.toContain(decoded);
-      expect(bridge.core.tokens.list().map((r) => r.locationId)).toEqual(["loc-1"]);
-      expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
+      expect((await bridge.core.tokens.list()).map((r) => r.locationId)).toEqual(["loc-1"]);
+      expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("");
     },
   );
 
@@ -367,7 +367,7 @@ describe("unknown locations and paths", () => {
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({ error: expect.any(String) });
     }
-    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
+    expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("");
   });
 
   test("an unknown id, percent-encoded: a clean 404 naming the decoded id", async () => {

@@ -35,7 +35,7 @@ describe("the admin API", () => {
     const res = await put(bridge, PHONE);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "", ...SHOWN });
-    expect(bridge.core.phones.get("loc-1")).toMatchObject({ gateway: "android", password: "pw-0123", signingKey: "signing-key-0123" });
+    expect(await bridge.core.phones.get("loc-1")).toMatchObject({ gateway: "android", password: "pw-0123", signingKey: "signing-key-0123" });
     const listed = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: Record<string, unknown>[] };
     expect(listed.locations[0]).toMatchObject(SHOWN);
 
@@ -60,7 +60,7 @@ describe("the admin API", () => {
     const res = await put(bridge, body);
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toContain(said);
-    expect(bridge.core.phones.describe("loc-1")).toBeUndefined();
+    expect(await bridge.core.phones.describe("loc-1")).toBeUndefined();
   });
 
   test("a location never set shows as before (Cast)", async () => {
@@ -85,11 +85,11 @@ describe("bridge config set", () => {
     expect(set.out).toContain("gateway      android\n");
     expect(set.out).toContain("android_password (set)\n");
     expect(set.out).not.toContain("pw-from-stdin");
-    expect(bridge.core.phones.get("loc-1").password).toBe("pw-from-stdin");
+    expect((await bridge.core.phones.get("loc-1")).password).toBe("pw-from-stdin");
 
     const key = await cli(bridge, "key-from-stdin", "config", "set", "loc-1", "--android-signing-key", "-", "--json");
     expect(JSON.parse(key.out)).toMatchObject({ gateway: "android", android_signing_key: "(set)", android_password: "(set)" });
-    expect(bridge.core.phones.get("loc-1").signingKey).toBe("key-from-stdin");
+    expect((await bridge.core.phones.get("loc-1")).signingKey).toBe("key-from-stdin");
   });
 
   test("two secrets from standard input in one command are refused, nothing stored", async () => {
@@ -98,7 +98,7 @@ describe("bridge config set", () => {
     const result = await cli(bridge, "x", "config", "set", "loc-1", "--android-password", "-", "--android-signing-key", "-");
     expect(result.code).toBe(2);
     expect(result.err).toContain("only one secret can be read from standard input per command");
-    expect(bridge.core.phones.describe("loc-1")).toBeUndefined();
+    expect(await bridge.core.phones.describe("loc-1")).toBeUndefined();
   });
 });
 
@@ -108,8 +108,8 @@ test("removing a location removes its phone settings with it", async () => {
   expect((await put(bridge, PHONE)).status).toBe(200);
   const removed = await cli(bridge, undefined, "locations", "remove", "loc-1", "--yes");
   expect(removed.code).toBe(0);
-  expect(bridge.core.phones.describe("loc-1")).toBeUndefined();
-  expect(bridge.core.phones.byDevice(PHONE.android_device)).toEqual([]);
+  expect(await bridge.core.phones.describe("loc-1")).toBeUndefined();
+  expect(await bridge.core.phones.byDevice(PHONE.android_device)).toEqual([]);
 });
 
 test("status does not call a location on a phone pending for want of a Cast key", async () => {

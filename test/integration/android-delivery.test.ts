@@ -13,13 +13,13 @@ async function start(options: BridgeOptions = {}, device = DEVICE): Promise<{ br
   const bridge = await startWith(options, "loc-1");
   const phone = await startFakePhone();
   phones.push(phone);
-  usePhone(bridge, phone, "loc-1", device);
+  await usePhone(bridge, phone, "loc-1", device);
   return { bridge, phone };
 }
 
-function usePhone(bridge: Bridge, phone: FakePhone, locationId: string, deviceId = DEVICE) {
+async function usePhone(bridge: Bridge, phone: FakePhone, locationId: string, deviceId = DEVICE) {
   const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId, signingKey: SIGNING_KEY };
-  expect(bridge.core.phones.set(locationId, settings, Date.now())).toBe(true);
+  expect(await bridge.core.phones.set(locationId, settings, Date.now())).toBe(true);
 }
 
 async function queue(bridge: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
@@ -28,13 +28,13 @@ async function queue(bridge: Bridge, messageId: string, fields: Record<string, u
 
 /** The id the phone got the job's message under: the job's idempotency key. */
 async function sentAs(bridge: Bridge, phone: FakePhone, messageId: string): Promise<string> {
-  const key = await waitFor(() => bridge.core.jobs.get(messageId)?.idempotencyKey ?? undefined);
+  const key = await waitFor(async () => (await bridge.core.jobs.get(messageId))?.idempotencyKey ?? undefined);
   await waitFor(() => phone.messages.has(`${DEVICE}:${key}`));
   return key;
 }
 
 const reports = (bridge: Bridge, messageId: string) => bridge.crm.statusReports().filter((r) => r.messageId === messageId).map((r) => r.body);
-const done = (bridge: Bridge, messageId: string) => waitFor(() => bridge.core.jobs.get(messageId)?.state === "done", 10_000);
+const done = (bridge: Bridge, messageId: string) => waitFor(async () => (await bridge.core.jobs.get(messageId))?.state === "done", 10_000);
 
 test("sent through the phone: its id, the pinned device, E.164; Delivered is reported delivered", async () => {
   const { bridge, phone } = await start();
@@ -56,7 +56,7 @@ test("sent through the phone: its id, the pinned device, E.164; Delivered is rep
   phone.advance(id, "Delivered");
   await done(bridge, "m-1");
   expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD", gatewayMessageId: id });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD", gatewayMessageId: id });
 });
 
 test("Sent is not delivered: nothing is reported until the phone says Delivered", async () => {
@@ -67,7 +67,7 @@ test("Sent is not delivered: nothing is reported until the phone says Delivered"
   const asked = phone.received(`GET /messages/${id}`).length;
   // Two more looks after Sent: the job has seen it and still waits.
   await waitFor(() => phone.received(`GET /messages/${id}`).length >= asked + 2);
-  expect(bridge.core.jobs.get("m-1")?.state).toBe("reporting");
+  expect((await bridge.core.jobs.get("m-1"))?.state).toBe("reporting");
   expect(reports(bridge, "m-1")).toEqual([]);
 
   phone.advance(id, "Delivered");
@@ -127,7 +127,7 @@ test("RESULT_ERROR_LIMIT_EXCEEDED is not a failure: the message goes again later
   const second = again!.id;
   expect(second).not.toBe(first);
   expect(taken).toMatchObject({ id: first, state: "Failed", reason: "RESULT_ERROR_LIMIT_EXCEEDED" });
-  expect(bridge.core.jobs.get("m-1")?.idempotencyKey).toBe(second);
+  expect((await bridge.core.jobs.get("m-1"))?.idempotencyKey).toBe(second);
   // The device backed off before its next send.
   expect(again!.takenAt - taken!.takenAt).toBeGreaterThanOrEqual(400);
   expect(reports(bridge, "m-1")).toEqual([]);
@@ -144,15 +144,15 @@ test("a phone's hourly budget: ANDROID_MESSAGES_PER_HOUR sends in an hour, then 
   await waitFor(() => phone.messages.size === 2);
   await waitFor(() => bridge.core.scheduler.readyAt("loc-1") > Date.now() + 59 * 60_000);
   expect(phone.received("POST /messages")).toHaveLength(2);
-  expect(bridge.core.jobs.get("m-3")?.state).toBe("queued");
+  expect((await bridge.core.jobs.get("m-3"))?.state).toBe("queued");
 });
 
 test("the phone's pace: ANDROID_MESSAGES_PER_MINUTE per device, another phone not held up", async () => {
   const { bridge, phone } = await start({ env: { ANDROID_MESSAGES_PER_MINUTE: "1" } });
-  bridge.seed("loc-2");
+  await bridge.seed("loc-2");
   const other = await startFakePhone();
   phones.push(other);
-  usePhone(bridge, other, "loc-2", "other-device-0001");
+  await usePhone(bridge, other, "loc-2", "other-device-0001");
   await queue(bridge, "m-1");
   await queue(bridge, "m-2");
   await sentAs(bridge, phone, "m-1");
@@ -161,18 +161,18 @@ test("the phone's pace: ANDROID_MESSAGES_PER_MINUTE per device, another phone no
   await queue(bridge, "m-3", { locationId: "loc-2" });
   await waitFor(() => other.messages.size === 1);
   expect(phone.received("POST /messages")).toHaveLength(1);
-  expect(bridge.core.jobs.get("m-2")?.state).toBe("queued");
+  expect((await bridge.core.jobs.get("m-2"))?.state).toBe("queued");
 });
 
 test("a phone that refuses the login holds its messages; once the login is right, the probe frees them and the message goes once", async () => {
   const { bridge, phone } = await start();
-  bridge.core.phones.set("loc-1", { password: "wrong-password" }, Date.now());
+  await bridge.core.phones.set("loc-1", { password: "wrong-password" }, Date.now());
   await queue(bridge, "m-1");
-  await waitFor(() => bridge.core.jobs.get("m-1")?.held);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.held);
   expect(phone.messages.size).toBe(0);
   expect(bridge.logs.join("")).toContain("check the location's android user and password");
 
-  bridge.core.phones.set("loc-1", { password: PHONE_PASSWORD }, Date.now());
+  await bridge.core.phones.set("loc-1", { password: PHONE_PASSWORD }, Date.now());
   const id = await sentAs(bridge, phone, "m-1");
   phone.advance(id, "Delivered");
   await done(bridge, "m-1");
@@ -186,12 +186,12 @@ test("an unreachable phone: the message waits and goes once the phone is back", 
   await queue(bridge, "m-1");
   await waitFor(() => bridge.logs.join("").includes("phone unreachable (send)"));
   // The warning is logged as the try ends; the job is back in the queue once its result is stored.
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "queued");
-  expect(bridge.core.jobs.get("m-1")?.outcome ?? null).toBeNull();
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "queued");
+  expect((await bridge.core.jobs.get("m-1"))?.outcome ?? null).toBeNull();
   // Back, at a new address (a phone's IP changes): the location is pointed at it.
   const again = await startFakePhone();
   phones.push(again);
-  bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
+  await bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
   const id = await sentAs(bridge, again, "m-1");
   expect(again.received("POST /messages")).toHaveLength(1);
   again.advance(id, "Delivered");
@@ -217,7 +217,7 @@ test("a phone that stops answering is an outage: logged once, in bridge status w
 
   const again = await startFakePhone();
   phones.push(again);
-  bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
+  await bridge.core.phones.set("loc-1", { url: again.url }, Date.now());
   await sentAs(bridge, again, "m-1");
   await waitFor(() => bridge.logs.some((l) => l.includes(`phone ${DEVICE} reachable again`)));
   expect(((await (await bridge.admin("/api/admin/status")).json()) as { outages: unknown[] }).outages).toEqual([]);

@@ -17,14 +17,14 @@ async function start(): Promise<{ bridge: Bridge; phone: FakePhone; url: string 
   const phone = await startFakePhone();
   phones.push(phone);
   const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
-  expect(bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
+  expect(await bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
   return { bridge, phone, url: `${bridge.url}/webhooks/android` };
 }
 
 async function sendOne(bridge: Bridge, phone: FakePhone): Promise<string> {
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  const id = await waitFor(() => bridge.core.jobs.get("m-1")?.idempotencyKey ?? undefined);
-  await waitFor(() => phone.messages.has(`${DEVICE}:${id}`) && bridge.core.jobs.get("m-1")?.state === "reporting");
+  const id = await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.idempotencyKey ?? undefined);
+  await waitFor(async () => phone.messages.has(`${DEVICE}:${id}`) && (await bridge.core.jobs.get("m-1"))?.state === "reporting");
   return id;
 }
 
@@ -79,7 +79,7 @@ test("once the phone says Sent (sms:sent): status sent, one sent line, by the ph
   expect((await adminShow(bridge)).timeline.filter((t) => t.event === "sent")).toHaveLength(1);
 
   phone.advance(id, "Delivered");
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   const done = await adminShow(bridge);
   expect(done.status).toBe("delivered");
   expect(done.timeline.map((t) => t.event)).toEqual(["received", "sending", "taken", "sent", "receipt", "reported"]);
@@ -89,6 +89,6 @@ test("a phone's Sent read from its state (no sms:sent came) is logged as sent to
   const { bridge, phone } = await start();
   const id = await sendOne(bridge, phone);
   phone.advance(id, "Sent");
-  await waitFor(() => showMessage(bridge.core.messages, "m-1").status === "sent", 10_000);
+  await waitFor(async () => (await showMessage(bridge.core.messages, "m-1")).status === "sent", 10_000);
   expect((await adminShow(bridge)).timeline.find((t) => t.event === "sent")?.detail).toBe("by the phone: the carrier took it (its state, read from the phone)");
 });

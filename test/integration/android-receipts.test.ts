@@ -24,15 +24,15 @@ async function onPhone() {
   const phone = await startFakePhone({ now: () => clock.now });
   phones.push(phone);
   const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
-  expect(bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
+  expect(await bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
   return { bridge, phone, clock };
 }
 
 /** Queues m-1 and waits until the phone holds it; the id it went under. */
 async function sendOne(bridge: Bridge, phone: FakePhone): Promise<string> {
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  const id = await waitFor(() => bridge.core.jobs.get("m-1")?.idempotencyKey ?? undefined);
-  await waitFor(() => phone.messages.has(`${DEVICE}:${id}`) && bridge.core.jobs.get("m-1")?.state === "reporting");
+  const id = await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.idempotencyKey ?? undefined);
+  await waitFor(async () => phone.messages.has(`${DEVICE}:${id}`) && (await bridge.core.jobs.get("m-1"))?.state === "reporting");
   return id;
 }
 
@@ -43,9 +43,9 @@ test("still Sent at the end of its wait: reported delivered with receipt none, a
   const id = await sendOne(bridge, phone);
   phone.advance(id, "Sent");
   clock.now += 3 * 60_000;
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([{ status: "delivered" }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "none" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "none" });
 });
 
 test.each([
@@ -58,7 +58,7 @@ test.each([
   phone.advance(id, state);
   phone.asleep(off);
   clock.now += 3 * 60_000; // past its ttl (ANDROID_SEND_DEADLINE, 2 min) and its wait
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([
     { status: "failed", error: { code: "delivery_unknown", type: "saas", message: "the phone still had it as pending at the end of its wait; delivery unknown" } },
   ]);
@@ -69,7 +69,7 @@ test("Pending past its ttl on a phone that is on: the phone expires it, reported
   const { bridge, phone, clock } = await onPhone();
   await sendOne(bridge, phone);
   clock.now += 2 * 60_000 + 1000; // past its ttl, within its wait
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([
     { status: "failed", error: { code: "PHONE_NOT_SENT", type: "saas", message: "the phone did not send it: TTL expired" } },
   ]);
@@ -80,7 +80,7 @@ test("a message the phone no longer knows (404) at the end of its wait: delivery
   const id = await sendOne(bridge, phone);
   phone.messages.delete(`${DEVICE}:${id}`); // the app's data cleared, say
   clock.now += 3 * 60_000;
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([
     { status: "failed", error: { code: "delivery_unknown", type: "saas", message: "the phone no longer knows the message (404); delivery unknown" } },
   ]);
@@ -92,13 +92,13 @@ test("a message the phone said it sent, then no longer knows (404) at the end of
   const id = await sendOne(bridge, phone);
   phone.advance(id, "Sent");
   clock.now += 10_000; // its next look reads Sent, and the log records that the phone sent it
-  const job = bridge.core.jobs.get("m-1")!;
+  const job = (await bridge.core.jobs.get("m-1"))!;
   await waitFor(() => bridge.core.jobs.wasSentByPhone(job.id), 10_000);
   phone.messages.delete(`${DEVICE}:${id}`); // the app's data cleared, say
   clock.now += 3 * 60_000;
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([{ status: "delivered" }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "none" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "none" });
 });
 
 test("a state that cannot be read through the grace past its wait: delivery unknown, not delivered", async () => {
@@ -106,7 +106,7 @@ test("a state that cannot be read through the grace past its wait: delivery unkn
   await sendOne(bridge, phone);
   phone.on("GET /messages/:id", () => jsonResponse({ message: "internal server error" }, 500));
   clock.now += 4 * 60_000;
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   const [report] = reports(bridge) as { status: string; error: { code: string; message: string } }[];
   expect(report).toMatchObject({ status: "failed", error: { code: "delivery_unknown" } });
   expect(report!.error.message).toMatch(/^its state could not be read from the phone by the end of its wait: phone refused the state call \(500\).*; delivery unknown$/);
@@ -117,6 +117,6 @@ test("Delivered before the end of its wait is still reported delivered", async (
   const id = await sendOne(bridge, phone);
   phone.advance(id, "Delivered");
   clock.now += 10_000; // its next look, well within its wait
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([{ status: "delivered" }]);
 });

@@ -16,7 +16,7 @@ async function start(): Promise<{ bridge: Bridge; phone: FakePhone }> {
   const phone = await startFakePhone();
   phones.push(phone);
   const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
-  bridge.core.phones.set("loc-1", settings, Date.now());
+  await bridge.core.phones.set("loc-1", settings, Date.now());
   return { bridge, phone };
 }
 
@@ -68,7 +68,7 @@ test("registers the four events under stable ids: a second run replaces them", a
 
 test("a location that does not send through a phone: a clear error", async () => {
   const { bridge } = await start();
-  bridge.seed("loc-2");
+  await bridge.seed("loc-2");
   const result = await cli(bridge, HTTPS, "android", "register", "loc-2");
   expect(result.code).toBe(1);
   expect(result.err).toContain("location loc-2 does not send through a phone");
@@ -83,7 +83,7 @@ test("doctor: the phone answers, and says when bridge's webhooks are not registe
   expect(line(before.out)).toMatch(/^warn {2}phone .*: answers at .* \(health pass\), but .* is not registered for sms:received, sms:sent, sms:delivered, sms:failed: run `bridge android register loc-1`$/);
   await cli(bridge, HTTPS, "android", "register", "loc-1");
   expect(line((await cli(bridge, HTTPS, "doctor")).out)).toMatch(/^ok {4}phone .*webhooks registered$/);
-  bridge.core.phones.set("loc-1", { signingKey: "" }, Date.now());
+  await bridge.core.phones.set("loc-1", { signingKey: "" }, Date.now());
   expect(line((await cli(bridge, HTTPS, "doctor")).out)).toContain("loc-1 has no signing key, so its webhooks are refused");
   await phone.close();
   expect(line((await cli(bridge, HTTPS, "doctor")).out)).toMatch(/^fail {2}phone .*phone unreachable/);

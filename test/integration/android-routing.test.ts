@@ -17,7 +17,7 @@ async function bridgeWith(served: string[], ...others: string[]): Promise<{ brid
   const phone = await startFakePhone();
   phones.push(phone);
   const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
-  for (const locationId of served) expect(bridge.core.phones.set(locationId, settings, Date.now())).toBe(true);
+  for (const locationId of served) expect(await bridge.core.phones.set(locationId, settings, Date.now())).toBe(true);
   return { bridge, phone };
 }
 
@@ -26,7 +26,7 @@ async function sendFrom(bridge: Bridge, phone: FakePhone, locationId: string, me
   const before = phone.received("POST /messages").length + bridge.gateway.received(SEND).length;
   expect((await bridge.webhook(outbound(messageId, { locationId }))).status).toBe(200);
   await waitFor(() => phone.received("POST /messages").length + bridge.gateway.received(SEND).length > before);
-  await waitFor(() => bridge.core.jobs.get(messageId)?.state === "reporting");
+  await waitFor(async () => (await bridge.core.jobs.get(messageId))?.state === "reporting");
 }
 
 /** The contact's reply as the phone posts it; what bridge stored of it. */

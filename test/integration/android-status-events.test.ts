@@ -21,16 +21,16 @@ async function start(): Promise<{ bridge: Bridge; phone: FakePhone; url: string 
   const phone = await startFakePhone();
   phones.push(phone);
   const access = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD };
-  expect(bridge.core.phones.set("loc-1", { ...access, deviceId: DEVICE, signingKey: SIGNING_KEY }, Date.now())).toBe(true);
-  expect(bridge.core.phones.set("loc-2", { ...access, deviceId: OTHER_DEVICE, signingKey: OTHER_KEY }, Date.now())).toBe(true);
+  expect(await bridge.core.phones.set("loc-1", { ...access, deviceId: DEVICE, signingKey: SIGNING_KEY }, Date.now())).toBe(true);
+  expect(await bridge.core.phones.set("loc-2", { ...access, deviceId: OTHER_DEVICE, signingKey: OTHER_KEY }, Date.now())).toBe(true);
   return { bridge, phone, url: `${bridge.url}/webhooks/android` };
 }
 
 /** Queues `messageId` of loc-1 and waits until the phone holds it; the id it went under. */
 async function sendOne(bridge: Bridge, phone: FakePhone, messageId: string, fields: Record<string, unknown> = {}): Promise<string> {
   expect((await bridge.webhook(outbound(messageId, fields))).status).toBe(200);
-  const id = await waitFor(() => bridge.core.jobs.get(messageId)?.idempotencyKey ?? undefined);
-  await waitFor(() => phone.messages.has(`${DEVICE}:${id}`) && bridge.core.jobs.get(messageId)?.state === "reporting");
+  const id = await waitFor(async () => (await bridge.core.jobs.get(messageId))?.idempotencyKey ?? undefined);
+  await waitFor(async () => phone.messages.has(`${DEVICE}:${id}`) && (await bridge.core.jobs.get(messageId))?.state === "reporting");
   return id;
 }
 
@@ -41,15 +41,15 @@ test("a late sms:failed after sms:delivered changes nothing: the message stays d
   const { bridge, phone, url } = await start();
   const id = await sendOne(bridge, phone, "m-1");
   expect((await phone.post(url, phone.envelope("sms:delivered", { messageId: id }))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
-  const before = bridge.core.jobs.get("m-1");
-  const timeline = showMessage(bridge.core.messages, "m-1").timeline;
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
+  const before = await bridge.core.jobs.get("m-1");
+  const timeline = (await showMessage(bridge.core.messages, "m-1")).timeline;
 
   const late = await phone.post(url, phone.envelope("sms:failed", { messageId: id }));
   expect(late.status).toBe(200);
   expect(JSON.parse(late.body)).toEqual({ ok: true, settled: false });
-  expect(bridge.core.jobs.get("m-1")).toEqual(before);
-  expect(showMessage(bridge.core.messages, "m-1").timeline).toEqual(timeline);
+  expect(await bridge.core.jobs.get("m-1")).toEqual(before);
+  expect((await showMessage(bridge.core.messages, "m-1")).timeline).toEqual(timeline);
   expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
 });
 
@@ -61,10 +61,10 @@ test("sms:delivered and a late sms:failed arriving together: one settles it, the
   );
   expect(answers.filter((a) => a.settled)).toHaveLength(1);
   const won = answers[0].settled ? "delivered" : "failed";
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
-  expect(bridge.core.jobs.get("m-1")?.outcome).toBe(won);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
+  expect((await bridge.core.jobs.get("m-1"))?.outcome).toBe(won);
   expect(reports(bridge, "m-1").map((r) => r.status)).toEqual([won]);
-  const failures = showMessage(bridge.core.messages, "m-1").timeline.filter((e) => e.event === "failed");
+  const failures = (await showMessage(bridge.core.messages, "m-1")).timeline.filter((e) => e.event === "failed");
   expect(failures).toHaveLength(won === "failed" ? 1 : 0);
 });
 
@@ -72,11 +72,11 @@ test("a receipt written for a message already settled changes nothing (the store
   const { bridge, phone, url } = await start();
   const id = await sendOne(bridge, phone, "m-1");
   expect((await phone.post(url, phone.envelope("sms:delivered", { messageId: id }))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
-  const job = bridge.core.jobs.get("m-1")!;
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
+  const job = (await bridge.core.jobs.get("m-1"))!;
   const failed = { outcome: "failed" as const, receipt: "PHONE_FAILED", errorCode: carrierCode("PHONE_FAILED"), errorMessage: "late" };
-  expect(bridge.core.jobs.recordReceipt(job.id, failed, Date.now())).toBe(false);
-  expect(bridge.core.jobs.get("m-1")).toEqual(job);
+  expect(await bridge.core.jobs.recordReceipt(job.id, failed, Date.now())).toBe(false);
+  expect(await bridge.core.jobs.get("m-1")).toEqual(job);
 });
 
 test("a status event signed by another phone settles nothing: only the device the message went through may", async () => {
@@ -87,30 +87,30 @@ test("a status event signed by another phone settles nothing: only the device th
   expect(res.status).toBe(200);
   expect(JSON.parse(res.body)).toEqual({ ok: true, settled: false });
   await sleep(100);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null, outcome: "delivered" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null, outcome: "delivered" });
   expect(reports(bridge, "m-1")).toEqual([]);
   expect(bridge.logs.join("")).toContain(`[warn] phone webhook from device ${OTHER_DEVICE}: sms:delivered for message ${id}, which was not sent through it; ignored`);
 
   // The device it went through still settles it.
   expect(JSON.parse((await phone.post(url, phone.envelope("sms:delivered", { messageId: id }))).body)).toEqual({ ok: true, settled: true });
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
 });
 
 test("a multipart message is not settled by one part's sms:delivered: the whole message's state decides", async () => {
   const { bridge, phone, url } = await start();
   const id = await sendOne(bridge, phone, "m-1", { message: "x".repeat(200) });
-  expect(bridge.core.jobs.get("m-1")?.message.message).toHaveLength(200);
+  expect((await bridge.core.jobs.get("m-1"))?.message.message).toHaveLength(200);
   phone.advance(id, "Sent");
   // The first part's delivery report; the second part then fails.
   const first = await phone.post(url, phone.envelope("sms:delivered", { messageId: id }));
   expect(JSON.parse(first.body)).toEqual({ ok: true, settled: false });
   await sleep(100);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null });
   expect(reports(bridge, "m-1")).toEqual([]);
 
   phone.advance(id, "Failed", "RESULT_ERROR_GENERIC_FAILURE");
   expect(JSON.parse((await phone.post(url, phone.envelope("sms:failed", { messageId: id }))).body)).toEqual({ ok: true, settled: false });
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge, "m-1")).toEqual([
     { status: "failed", error: { code: "PHONE_FAILED", type: "saas", message: "the phone could not send it: RESULT_ERROR_GENERIC_FAILURE" } },
   ]);

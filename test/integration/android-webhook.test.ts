@@ -15,14 +15,14 @@ async function start(options: BridgeOptions = {}): Promise<{ bridge: Bridge; pho
   const phone = await startFakePhone();
   phones.push(phone);
   const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
-  bridge.core.phones.set("loc-1", settings, Date.now());
+  await bridge.core.phones.set("loc-1", settings, Date.now());
   return { bridge, phone, url: `${bridge.url}/webhooks/android` };
 }
 
 async function sendOne(bridge: Bridge, phone: FakePhone, messageId: string): Promise<string> {
   expect((await bridge.webhook(outbound(messageId))).status).toBe(200);
-  const id = await waitFor(() => bridge.core.jobs.get(messageId)?.idempotencyKey ?? undefined);
-  await waitFor(() => bridge.core.jobs.get(messageId)?.state === "reporting");
+  const id = await waitFor(async () => (await bridge.core.jobs.get(messageId))?.idempotencyKey ?? undefined);
+  await waitFor(async () => (await bridge.core.jobs.get(messageId))?.state === "reporting");
   expect(phone.messages.size).toBe(1);
   return id;
 }
@@ -39,8 +39,8 @@ test.each([
   const res = await phone.post(url, phone.envelope("sms:delivered", { messageId: id }), sign);
   expect(res.status).toBe(401);
   expect(JSON.parse(res.body)).toEqual({ error: "invalid webhook signature" });
-  expect(bridge.core.jobs.get("m-1")?.state).toBe("reporting");
-  expect(bridge.core.jobs.get("m-1")?.receipt).toBeNull();
+  expect((await bridge.core.jobs.get("m-1"))?.state).toBe("reporting");
+  expect((await bridge.core.jobs.get("m-1"))?.receipt).toBeNull();
   expect(bridge.logs.join("")).toContain(`[warn] phone webhook from device ${DEVICE} refused: ${why} signature; nothing stored`);
 });
 
@@ -56,7 +56,7 @@ test("sms:delivered settles the job sent under the message id: reported delivere
   const res = await phone.post(url, phone.envelope("sms:delivered", { messageId: id }));
   expect(res.status).toBe(200);
   expect(JSON.parse(res.body)).toEqual({ ok: true, settled: true });
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
   expect(reports(bridge, "m-1")).toEqual([{ status: "delivered" }]);
   expect(phone.messages.get(`${DEVICE}:${id}`)?.state).toBe("Pending");
 });
@@ -66,7 +66,7 @@ test("sms:failed settles it failed with the phone's reason", async () => {
   const id = await sendOne(bridge, phone, "m-1");
   // Not the fixture's RESULT_ERROR_LIMIT_EXCEEDED: that one sent nothing and goes again (android-delivery.test.ts).
   expect((await phone.post(url, phone.envelope("sms:failed", { messageId: id, reason: "RESULT_ERROR_NO_SERVICE" }))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
   expect(reports(bridge, "m-1")).toEqual([
     { status: "failed", error: { code: "PHONE_FAILED", type: "saas", message: "the phone could not send it: RESULT_ERROR_NO_SERVICE" } },
   ]);
@@ -76,8 +76,8 @@ test("sms:sent settles nothing: the carrier took it, the recipient may not have 
   const { bridge, phone, url } = await start();
   const id = await sendOne(bridge, phone, "m-1");
   expect((await phone.post(url, phone.envelope("sms:sent", { messageId: id }))).status).toBe(200);
-  expect(bridge.core.jobs.get("m-1")?.state).toBe("reporting");
-  expect(bridge.core.jobs.get("m-1")?.receipt).toBeNull();
+  expect((await bridge.core.jobs.get("m-1"))?.state).toBe("reporting");
+  expect((await bridge.core.jobs.get("m-1"))?.receipt).toBeNull();
 });
 
 test("sms:received while CRM_PROVIDER_ID is unset: 503 saying what to set (the phone keeps it and tries again)", async () => {

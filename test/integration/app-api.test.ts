@@ -22,7 +22,7 @@ describe("the settings page's API", () => {
     const bridge = await started();
     const api = await signIn(bridge);
     expect((await api("/settings")).status).toBe(200);
-    bridge.core.tokens.markUninstalled("loc-1", Date.now());
+    await bridge.core.tokens.markUninstalled("loc-1", Date.now());
     expect((await api("/settings")).status).toBe(401);
   });
 
@@ -45,12 +45,12 @@ describe("the settings page's API", () => {
     expect(shown).toMatchObject({ sender_id: "MYAPP", key_in_use: "own", sender_id_in_use: "MYAPP" });
     expect(shown.sms_api_key).not.toContain("own-key-do-not-show");
     // The same record the CLI and the admin API read.
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "MYAPP", smsApiKey: "own-key-do-not-show-0123456" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "MYAPP", smsApiKey: "own-key-do-not-show-0123456" });
   });
 
   it("refuses a sender ID the key has not approved, naming the approved ones (400)", async () => {
     const bridge = await started();
-    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
     bridge.gateway.senderIds([
       { sender_id: "MYAPP", label: "Main app sender", channel: "sms" },
       { sender_id: "ESIM1", label: "SIM gateway sender", channel: "sim" },
@@ -61,7 +61,7 @@ describe("the settings page's API", () => {
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({ error: `sender ID ${senderId} is not approved for this API key; approved: MYAPP` });
     }
-    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
+    expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("");
     expect((await api("/settings", "PUT", { sender_id: "" })).status).toBe(200);
   });
 
@@ -74,7 +74,7 @@ describe("the settings page's API", () => {
     expect(await put.json()).toEqual({ error: "only a location admin may change these settings" });
     expect((await api("/test-sms", "POST", { phone: "09171234567" })).status).toBe(403);
     expect((await api("/optouts", "POST", { phone: "09171234567" })).status).toBe(403);
-    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
+    expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("");
   });
 
   it("refuses a bad sender ID and a gateway change with 400, changing nothing", async () => {
@@ -84,12 +84,12 @@ describe("the settings page's API", () => {
     const gateway = await api("/settings", "PUT", { gateway: "android" });
     expect(gateway.status).toBe(400);
     expect(await gateway.json()).toEqual({ error: "only sender_id and sms_api_key can be changed here" });
-    expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("");
+    expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("");
   });
 
   it("with the location's own key, lists that key's SMS sender IDs and its balance from Cast", async () => {
     const bridge = await started();
-    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
     bridge.gateway.senderIds([
       { sender_id: "MYAPP", label: "Main app sender", channel: "sms" },
       { sender_id: "ESIM1", label: "SIM gateway sender", channel: "sim" },
@@ -107,7 +107,7 @@ describe("the settings page's API", () => {
     const { message_id } = (await res.json()) as { message_id: string };
     await waitFor(() => bridge.gateway.sent().find((s) => s.message === "hello from the page"));
     expect(bridge.gateway.sent()[0]).toMatchObject({ apiKey: GLOBAL_SMS_KEY });
-    await waitFor(() => bridge.core.messages.get(message_id)?.state === "done");
+    await waitFor(async () => (await bridge.core.messages.get(message_id))?.state === "done");
     const list = (await (await api("/messages")).json()) as { messages: { message_id: string; status: string }[] };
     expect(list.messages).toMatchObject([{ message_id, status: "delivered" }]);
     const detail = (await (await api(`/messages/${message_id}`)).json()) as { timeline: unknown[] };
@@ -133,7 +133,7 @@ describe("the settings page's API", () => {
     const phone = await startFakePhone();
     try {
       const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
-      expect(bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
+      expect(await bridge.core.phones.set("loc-1", settings, Date.now())).toBe(true);
       const health = (await (await api("/phone")).json()) as { gateway: string; status: string; detail: string };
       expect(health).toMatchObject({ gateway: "android", status: "warn" });
       expect(health.detail).toContain("the phone answers");

@@ -66,7 +66,7 @@ describe("POST /app/session", () => {
 
   it("refuses a location the app was uninstalled from", async () => {
     const bridge = await start({ env }, "loc-1");
-    bridge.core.tokens.markUninstalled("loc-1", Date.now());
+    await bridge.core.tokens.markUninstalled("loc-1", Date.now());
     const res = await session(bridge, encryptUser(highLevelUser()));
     expect(res.status).toBe(401);
     expect(bridge.logs.join("\n")).toContain("location loc-1 is uninstalled");

@@ -43,13 +43,13 @@ describe("the settings page as a tenant's view", () => {
 
   it("removing the own key drops the sender ID checked on it: the location goes back to the agency's, and may choose no other", async () => {
     const bridge = await started();
-    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY, senderId: "OTHERCLINIC" }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY, senderId: "OTHERCLINIC" }, Date.now());
     const api = await signInPage(bridge);
     // Its own key's sender ID is no longer its to use once the agency's key sends for it.
     const refused = await api("/settings", "PUT", { sender_id: "OTHERCLINIC", sms_api_key: "" });
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({ error: "sender ID OTHERCLINIC is not one your agency gave this location; offered: AGENCY" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: OWN_KEY, senderId: "OTHERCLINIC" }); // nothing changed
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: OWN_KEY, senderId: "OTHERCLINIC" }); // nothing changed
     const removed = await api("/settings", "PUT", { sms_api_key: "" });
     expect(removed.status).toBe(200);
     expect(await removed.json()).toMatchObject({ key_in_use: "shared", sender_id: "", sender_id_in_use: "AGENCY" });
@@ -74,7 +74,7 @@ describe("the settings page as a tenant's view", () => {
   it("with the location's own key reads its balance and sender IDs from Cast once a minute, however often the page asks", async () => {
     let clock = Date.now();
     const bridge = await started({ now: () => clock });
-    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, clock);
+    await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, clock);
     const api = await signInPage(bridge);
     for (let i = 0; i < 5; i++) {
       expect(await (await api("/balance")).json()).toMatchObject({ provided_by: "own_key", credits: 1000 });
@@ -91,7 +91,7 @@ describe("the settings page as a tenant's view", () => {
     const phone = await startFakePhone();
     try {
       const settings = { gateway: "android" as const, url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: SIGNING_KEY };
-      bridge.core.phones.set("loc-1", settings, Date.now());
+      await bridge.core.phones.set("loc-1", settings, Date.now());
       const api = await signInPage(bridge);
       expect(await (await api("/sender-ids")).json()).toEqual({ sender_ids: [], source: "phone" });
       expect(await (await api("/balance")).json()).toEqual({ provided_by: "phone", credits: null, low: false, read_at: null, error: null });
@@ -144,7 +144,7 @@ describe("the settings page as a tenant's view", () => {
     ] as const) {
       expect((await bridge.webhook(outbound(id, fields))).status).toBe(200);
     }
-    await waitFor(() => ["m-1", "m-2", "m-3", "m-other"].every((id) => bridge.core.messages.get(id)?.state === "done"));
+    await waitFor(async () => (await Promise.all(["m-1", "m-2", "m-3", "m-other"].map((id) => bridge.core.messages.get(id)))).every((found) => found?.state === "done"));
     const api = await signInPage(bridge);
     const usage = await (await api("/usage")).json();
     expect(usage).toEqual({ month: expect.stringMatching(/^\d{4}-\d{2}$/), messages: 3, parts: 2, delivered: 2, failed: 1 });
@@ -152,7 +152,7 @@ describe("the settings page as a tenant's view", () => {
 
   it("shows the location's name", async () => {
     const bridge = await started();
-    bridge.core.tokens.setName("loc-1", "Acme Dental");
+    await bridge.core.tokens.setName("loc-1", "Acme Dental");
     const api = await signInPage(bridge);
     expect(await (await api("/settings")).json()).toMatchObject({ location_id: "loc-1", location_name: "Acme Dental" });
   });
@@ -161,7 +161,7 @@ describe("the settings page as a tenant's view", () => {
     const bridge = await started();
     const limits = bridge.gateway.limitRequests(30, 50);
     await bridge.install("loc-2");
-    bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
     const api = await signInPage(bridge);
     const flood = Promise.all(Array.from({ length: 100 }, () => api("/sender-ids")));
     const webhooks = Array.from({ length: 20 }, (_, i) => bridge.webhook(outbound(`other-${i}`, { locationId: "loc-2" })));

@@ -44,7 +44,7 @@ async function sendAndWait(bridge: Bridge, messageId: string, fields: Record<str
   const res = await bridge.webhook(outbound(messageId, fields));
   expect(res.status).toBe(200);
   await waitFor(() => bridge.crm.statusReports().find((r) => r.messageId === messageId));
-  return bridge.core.jobs.get(messageId)!;
+  return (await bridge.core.jobs.get(messageId))!;
 }
 
 describe("with ALLOWED_COMPANY_IDS set to another company", () => {
@@ -55,7 +55,7 @@ describe("with ALLOWED_COMPANY_IDS set to another company", () => {
     const bridge = await start();
     bridge.crm.grantLocation("code-x", "loc-x");
     expect(await callback(bridge, "code-x")).toEqual({ status: 403, body: `company ${COMPANY_ID} may not install this app` });
-    expect(bridge.core.tokens.list()).toEqual([]);
+    expect(await bridge.core.tokens.list()).toEqual([]);
     expect(bridge.logs.join("")).toContain(`[warn] install failed: company ${COMPANY_ID} may not install this app`);
   });
 
@@ -64,14 +64,14 @@ describe("with ALLOWED_COMPANY_IDS set to another company", () => {
     bridge.crm.grantCompany("code-co", { installedLocations: ["a", "b"] });
     expect(await callback(bridge, "code-co")).toEqual({ status: 403, body: `company ${COMPANY_ID} may not install this app` });
     expect(bridge.crm.received("POST /oauth/locationToken")).toEqual([]);
-    expect(bridge.core.tokens.list()).toEqual([]);
+    expect(await bridge.core.tokens.list()).toEqual([]);
   });
 
   test("a listed company's install is approved at once and sends with the global key", async () => {
     const bridge = await start();
     bridge.crm.grantLocation("code-ok", "loc-ok", { companyId: "operatorCo2" });
     expect((await callback(bridge, "code-ok")).status).toBe(200);
-    expect(bridge.core.tokens.get("loc-ok")).toMatchObject({ approved: true, companyId: "operatorCo2" });
+    expect(await bridge.core.tokens.get("loc-ok")).toMatchObject({ approved: true, companyId: "operatorCo2" });
     expect(await sendAndWait(bridge, "m-ok", { locationId: "loc-ok" })).toMatchObject({ outcome: "delivered" });
     expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY }]);
   });
@@ -84,7 +84,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
   test("a pending location's message does not reach the gateway with the global key; approve, then it does", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
     expect(bridge.logs.join("")).toContain("installed location loc-1 (company company-1); pending");
 
     const refused = await sendAndWait(bridge, "m-pending");
@@ -105,7 +105,7 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
   test("a pending location with its own key sends on it, without the operator's sender ID", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
-    bridge.core.tokens.setConfig("loc-1", { smsApiKey: "their-own-key-0123" }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { smsApiKey: "their-own-key-0123" }, Date.now());
     expect(await sendAndWait(bridge, "m-own")).toMatchObject({ outcome: "delivered" });
     const [sent] = bridge.gateway.sent();
     expect(sent?.apiKey).toBe("their-own-key-0123");
@@ -127,15 +127,15 @@ describe("without ALLOWED_COMPANY_IDS: installs start pending", () => {
     await bridge.install("loc-1");
     const res = await bridge.fetch("/api/admin/locations/loc-1/approve", { method: "POST" });
     expect(res.status).toBe(401);
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
   });
 
   test("a reinstall keeps an approval given before", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
-    bridge.core.tokens.setApproved("loc-1", true, Date.now());
+    await bridge.core.tokens.setApproved("loc-1", true, Date.now());
     await bridge.install("loc-1");
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true });
   });
 });
 
@@ -148,7 +148,7 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
     const before = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA,agencyB", SMS_SENDER_ID: "OPERATOR" } });
     before.crm.grantLocation("code-b", "loc-b", { companyId: "agencyB" });
     expect((await callback(before, "code-b")).status).toBe(200);
-    expect(before.core.tokens.get("loc-b")).toMatchObject({ approved: true });
+    expect(await before.core.tokens.get("loc-b")).toMatchObject({ approved: true });
     await before.close();
     return startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: before.config.databasePath } });
   }
@@ -164,7 +164,7 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
 
   test("with its own key it still sends, on its key and without the operator's sender ID", async () => {
     const bridge = await takenOffTheList();
-    bridge.core.tokens.setConfig("loc-b", { smsApiKey: "agency-b-own-key-0123" }, Date.now());
+    await bridge.core.tokens.setConfig("loc-b", { smsApiKey: "agency-b-own-key-0123" }, Date.now());
     expect(await sendAndWait(bridge, "m-own", { locationId: "loc-b" })).toMatchObject({ outcome: "delivered" });
     const [sent] = bridge.gateway.sent();
     expect(sent?.apiKey).toBe("agency-b-own-key-0123");
@@ -197,7 +197,7 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
     const path = upgradedFromSchema1("loc-s", "stranger");
     try {
       const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
-      expect(bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, companyId: "stranger" });
+      expect(await bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, companyId: "stranger" });
       const refused = await sendAndWait(bridge, "m-phish", { locationId: "loc-s", message: "Your account is locked: http://phish.example" });
       const reason = "location loc-s belongs to company stranger, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key";
       expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: reason });
@@ -229,7 +229,7 @@ describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the opera
     const path = upgradedFromSchema1("loc-s", "stranger");
     try {
       const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
-      expect(bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, approvedBy: "unconfirmed" });
+      expect(await bridge.core.tokens.get("loc-s")).toMatchObject({ approved: true, approvedBy: "unconfirmed" });
       const refused = await sendAndWait(bridge, "m-phish", { locationId: "loc-s", message: "Your account is locked: http://phish.example" });
       expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved", errorMessage: unconfirmed });
       expect(bridge.gateway.sent()).toEqual([]);
@@ -248,7 +248,7 @@ describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the opera
       const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: bridge.env };
       expect(await run(["locations", "list"], io)).toBe(0);
       expect(out.join("").split("\n").find((line) => line.startsWith("loc-s"))).toContain("unconfirmed");
-      expect(checkApprovals(bridge.core.tokens, [])).toEqual([
+      expect(await checkApprovals(bridge.core.tokens, [])).toEqual([
         {
           check: "approvals",
           status: "warn",
@@ -260,7 +260,7 @@ describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the opera
       ]);
 
       expect(await run(["locations", "approve", "loc-s"], io)).toBe(0);
-      expect(checkApprovals(bridge.core.tokens, [])).toEqual([]);
+      expect(await checkApprovals(bridge.core.tokens, [])).toEqual([]);
       expect(await sendAndWait(bridge, "m-confirmed", { locationId: "loc-s" })).toMatchObject({ outcome: "delivered" });
       expect(bridge.gateway.sent()).toMatchObject([{ apiKey: GLOBAL_SMS_KEY, sender_id: "OPERATOR" }]);
       await bridge.close();
@@ -272,9 +272,9 @@ describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the opera
   test("approvals given since (an operator's, a listed company's install) are not unconfirmed", async () => {
     const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "" } }, "loc-1");
     await bridge.install("loc-2");
-    bridge.core.tokens.setApproved("loc-2", true, Date.now());
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
-    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true, approvedBy: "operator" });
+    await bridge.core.tokens.setApproved("loc-2", true, Date.now());
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
+    expect(await bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true, approvedBy: "operator" });
     expect(await sendAndWait(bridge, "m-1", { locationId: "loc-1" })).toMatchObject({ outcome: "delivered" });
     expect(await sendAndWait(bridge, "m-2", { locationId: "loc-2" })).toMatchObject({ outcome: "delivered" });
   });
@@ -298,7 +298,7 @@ describe("unapprove", () => {
   test("unapprove needs the admin key; an unknown location is a 404", async () => {
     const bridge = await startWith({}, "loc-1");
     expect((await bridge.fetch("/api/admin/locations/loc-1/unapprove", { method: "POST" })).status).toBe(401);
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true });
     const res = await bridge.admin("/api/admin/locations/loc-9/unapprove", { method: "POST" });
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: "location not found: loc-9" });
@@ -310,17 +310,17 @@ describe("unapprove", () => {
     const out: string[] = [];
     expect(await run(["locations", "unapprove", "loc-1", "loc-2"], io(out))).toBe(0);
     expect(out.join("")).toContain("unapproved loc-1: pending");
-    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: false });
+    expect(await bridge.core.tokens.get("loc-2")).toMatchObject({ approved: false });
     const json: string[] = [];
     expect(await run(["locations", "approve", "loc-2", "--json"], io(json))).toBe(0);
     expect(JSON.parse(json.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true, off_list: false }] });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
-    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    expect(await bridge.core.tokens.get("loc-2")).toMatchObject({ approved: true });
   });
 
   test("bridge locations approve of a company not in ALLOWED_COMPANY_IDS says it stays pending", async () => {
     const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA" } }, "loc-1");
-    bridge.core.tokens.setApproved("loc-1", false, Date.now());
+    await bridge.core.tokens.setApproved("loc-1", false, Date.now());
     const out: string[] = [];
     expect(await run(["locations", "approve", "loc-1"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
     expect(out.join("")).toBe(
@@ -342,30 +342,30 @@ describe("unapprove", () => {
     bridge.crm.installed.ids = ["loc-1"];
     bridge.crm.grantCompany("code-co");
     expect((await callback(bridge, "code-co")).status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "allowlist" });
 
     expect((await bridge.admin("/api/admin/locations/loc-1/unapprove", { method: "POST" })).status).toBe(200);
-    bridge.core.tokens.markUninstalled("loc-1", Date.now());
+    await bridge.core.tokens.markUninstalled("loc-1", Date.now());
     expect((await bridge.core.sync())[0]?.added).toEqual(["loc-1"]);
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false, approvedBy: "withdrawn", uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false, approvedBy: "withdrawn", uninstalledAt: 0 });
 
     bridge.crm.grantCompany("code-co-2");
     expect((await callback(bridge, "code-co-2")).status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false });
     const refused = await sendAndWait(bridge, "m-withdrawn", { locationId: "loc-1" });
     expect(refused).toMatchObject({ outcome: "failed", errorCode: "not_approved" });
     expect(bridge.gateway.sent()).toEqual([]);
 
     expect((await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" })).status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "operator" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: true, approvedBy: "operator" });
   });
 
   test("unapproved after an attempt with no clear answer (502: the SMS may have left): failed, delivery unknown, not sent again", async () => {
     const bridge = await startWith({ tuning: { sendBackoffMs: 100 } }, "loc-1");
     let calls = 0;
-    bridge.gateway.on(SEND, () => {
+    bridge.gateway.on(SEND, async () => {
       calls += 1;
-      bridge.core.tokens.setApproved("loc-1", false, Date.now());
+      await bridge.core.tokens.setApproved("loc-1", false, Date.now());
       return jsonResponse({ success: false, error: "Bad Gateway" }, 502);
     });
 
@@ -396,7 +396,7 @@ describe("ids", () => {
     const res = await bridge.webhook(outbound("m-1", { [field]: value }));
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toContain(field);
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
     expect(bridge.logs.join("")).not.toContain("forged");
   });
 });

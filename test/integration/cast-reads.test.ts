@@ -24,7 +24,7 @@ test("a send that waits for its key's unsubscribed list holds no worker: another
     await waitFor(() => b.gateway.unsubscribedCalls().length >= 1);
 
     expect((await b.webhook(outbound("other", { locationId: "loc-2" }))).status).toBe(200);
-    await waitFor(() => b.core.jobs.get("other")?.state === "done");
+    await waitFor(async () => (await b.core.jobs.get("other"))?.state === "done");
     expect(b.gateway.sent().map((s) => s.apiKey)).toEqual([otherKey]);
   } finally {
     release();
@@ -43,5 +43,5 @@ test("the balance reads of 20 keys at once take turns in Cast's request budget: 
 
   expect(b.gateway.received(BALANCE)).toHaveLength(20);
   expect(limit.rateLimited).toBe(0);
-  expect(b.core.gatewayKeys.list().filter((k) => k.balance === 1000)).toHaveLength(20);
+  expect((await b.core.gatewayKeys.list()).filter((k) => k.balance === 1000)).toHaveLength(20);
 }, 20_000);

@@ -29,18 +29,18 @@ test("--sms-api-key - stores the line read from standard input, and shows it mas
     err: "",
     prompts: ["SMS API key (not shown): "],
   });
-  expect(bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: "key-from-stdin-123456", senderId: "BRIDGE" });
+  expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: "key-from-stdin-123456", senderId: "BRIDGE" });
 });
 
 test("an empty line is refused, not taken as clearing the key (that stays explicit: --sms-api-key \"\")", async () => {
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "kept-api-key-123456" }, Date.now());
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: "kept-api-key-123456" }, Date.now());
   const result = await cli("", "config", "set", "loc-1", "--sms-api-key", "-");
   expect(result.code).toBe(2);
   expect(result.err).toContain('--sms-api-key -: no key on standard input (to clear the key, use --sms-api-key "")');
-  expect(bridge.core.tokens.get("loc-1")?.smsApiKey).toBe("kept-api-key-123456");
+  expect((await bridge.core.tokens.get("loc-1"))?.smsApiKey).toBe("kept-api-key-123456");
 
   expect((await cli(undefined, "config", "set", "loc-1", "--sms-api-key", "")).code).toBe(0);
-  expect(bridge.core.tokens.get("loc-1")?.smsApiKey).toBe("");
+  expect((await bridge.core.tokens.get("loc-1"))?.smsApiKey).toBe("");
 });
 
 test("a key read from standard input is checked like any other", async () => {

@@ -43,8 +43,8 @@ describe("an agency install keeps the company's token", () => {
     const { granted, status } = await agencyInstall(b);
     expect(status).toBe(200);
 
-    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
-    expect(b.core.companies.get(COMPANY_ID)).toMatchObject({
+    expect(await b.core.companies.ids()).toEqual([COMPANY_ID]);
+    expect(await b.core.companies.get(COMPANY_ID)).toMatchObject({
       accessToken: granted.access_token,
       refreshToken: granted.refresh_token,
       expiresAt: clock + 86_399_000,
@@ -56,14 +56,14 @@ describe("an agency install keeps the company's token", () => {
 
     // Installing again from the agency replaces the token: still one row.
     const again = await agencyInstall(b);
-    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
-    expect(b.core.companies.get(COMPANY_ID)?.refreshToken).toBe(again.granted.refresh_token);
+    expect(await b.core.companies.ids()).toEqual([COMPANY_ID]);
+    expect((await b.core.companies.get(COMPANY_ID))?.refreshToken).toBe(again.granted.refresh_token);
   });
 
   test("an outsider's agency install stores no company token", async () => {
     const b = await start({ env: { ALLOWED_COMPANY_IDS: "someoneElse" } });
     expect((await agencyInstall(b)).status).toBe(403);
-    expect(b.core.companies.ids()).toEqual([]);
+    expect(await b.core.companies.ids()).toEqual([]);
   });
 
   test("the page names each location that failed, and why, escaped", async () => {
@@ -95,7 +95,7 @@ describe("company token refresh", () => {
       expect.objectContaining({ client_id: CLIENT_ID, user_type: "Company", refresh_token: granted.refresh_token }),
     ]);
     expect(record.refreshToken).not.toBe(granted.refresh_token);
-    expect(b.core.companies.get(COMPANY_ID)).toMatchObject({ accessToken: record.accessToken, expiresAt: clock + 86_399_000 });
+    expect(await b.core.companies.get(COMPANY_ID)).toMatchObject({ accessToken: record.accessToken, expiresAt: clock + 86_399_000 });
   });
 
   test("the server and a CLI process refreshing at once: ONE token call, both get the same new pair", async () => {
@@ -123,7 +123,7 @@ describe("company token refresh", () => {
     clock += 86_399_000;
 
     await expect(b.core.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/refresh token failed: token endpoint returned 400/);
-    expect(b.core.companies.get(COMPANY_ID)?.refreshError).toMatch(/install the app again from the agency/);
+    expect((await b.core.companies.get(COMPANY_ID))?.refreshError).toMatch(/install the app again from the agency/);
     // Refused before: not presented again unless forced.
     await expect(b.core.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/install the app again from the agency/);
     expect(companyRefreshCalls(b)).toHaveLength(1);
@@ -136,18 +136,18 @@ describe("an agency-level UNINSTALL (no locationId)", () => {
   test("confirmed by HighLevel refusing the company token: token removed, its locations marked (kept), others untouched, logged", async () => {
     const b = await start();
     await agencyInstall(b);
-    b.core.tokens.setConfig("a", { senderId: "BRAND" }, clock);
-    b.seed("solo");
+    await b.core.tokens.setConfig("a", { senderId: "BRAND" }, clock);
+    await b.seed("solo");
     b.core.db.prepare("UPDATE tokens SET company_id = 'otherCo' WHERE location_id = 'solo'").run();
     b.crm.uninstallCompany();
 
     const res = await b.webhook(uninstall);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ok" });
-    expect(b.core.companies.ids()).toEqual([]);
-    expect(b.core.tokens.get("a")).toMatchObject({ senderId: "BRAND", uninstalledAt: clock });
-    expect(b.core.tokens.get("b")).toMatchObject({ uninstalledAt: clock });
-    expect(b.core.tokens.get("solo")).toMatchObject({ uninstalledAt: 0 });
+    expect(await b.core.companies.ids()).toEqual([]);
+    expect(await b.core.tokens.get("a")).toMatchObject({ senderId: "BRAND", uninstalledAt: clock });
+    expect(await b.core.tokens.get("b")).toMatchObject({ uninstalledAt: clock });
+    expect(await b.core.tokens.get("solo")).toMatchObject({ uninstalledAt: 0 });
     expect(b.logs.join("")).toContain(`company ${COMPANY_ID} uninstalled the app: HighLevel no longer accepts its token; its token removed, 2 location(s) marked uninstalled`);
 
     // Delivered again: nothing left to do, still 200.
@@ -161,8 +161,8 @@ describe("an agency-level UNINSTALL (no locationId)", () => {
     // Within the minute HighLevel is not asked: not acknowledged, so a real one is not lost.
     for (let i = 0; i < 2; i++) expect((await b.webhook(uninstall)).status).toBe(429);
     expect(companyRefreshCalls(b)).toHaveLength(1);
-    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
-    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
+    expect(await b.core.companies.ids()).toEqual([COMPANY_ID]);
+    expect(await b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
     expect(b.logs.join("")).toContain(`UNINSTALL of company ${COMPANY_ID} (agency-wide) ignored: HighLevel still accepts its token`);
   });
 
@@ -175,12 +175,12 @@ describe("an agency-level UNINSTALL (no locationId)", () => {
     const real = await b.webhook(uninstall);
     expect(real.status).toBe(429);
     expect(real.headers.get("retry-after")).toBe("45");
-    expect(b.core.companies.ids()).toEqual([COMPANY_ID]);
+    expect(await b.core.companies.ids()).toEqual([COMPANY_ID]);
 
     clock += 45_000; // HighLevel sends it again
     expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ok" });
-    expect(b.core.companies.ids()).toEqual([]);
-    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: clock });
+    expect(await b.core.companies.ids()).toEqual([]);
+    expect(await b.core.tokens.get("a")).toMatchObject({ uninstalledAt: clock });
   });
 
   test("without a company token, a location HighLevel showed installed under a minute ago makes it 429; the others are marked at once", async () => {
@@ -196,12 +196,12 @@ describe("an agency-level UNINSTALL (no locationId)", () => {
     const real = await b.webhook(uninstall);
     expect(real.status).toBe(429);
     expect(real.headers.get("retry-after")).toBe("50");
-    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
-    expect(b.core.tokens.get("b")).toMatchObject({ uninstalledAt: clock });
+    expect(await b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
+    expect(await b.core.tokens.get("b")).toMatchObject({ uninstalledAt: clock });
 
     clock += 50_000;
     expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ok" });
-    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: clock });
+    expect(await b.core.tokens.get("a")).toMatchObject({ uninstalledAt: clock });
   });
 
   test("when HighLevel cannot be asked: 429 with Retry-After, nothing changed; the retry applies it", async () => {
@@ -214,9 +214,9 @@ describe("an agency-level UNINSTALL (no locationId)", () => {
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBeTruthy();
     expect(b.crm.received("POST /oauth/token").length).toBe(tokenRoute + 1);
-    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
+    expect(await b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
     b.crm.on("POST /oauth/token", () => jsonResponse({ error: "invalid_grant" }, 400));
     expect(await (await b.webhook(uninstall)).json()).toEqual({ status: "ok" });
-    expect(b.core.tokens.get("a")!.uninstalledAt).toBeGreaterThan(0);
+    expect((await b.core.tokens.get("a"))!.uninstalledAt).toBeGreaterThan(0);
   });
 });

@@ -25,28 +25,28 @@ const put = (bridge: Bridge, body: unknown) => bridge.admin("/api/admin/location
 
 test("config set refuses a sender ID the location's own key has not approved (exit 1, naming the approved ones); nothing changes", async () => {
   const bridge = await started();
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY, senderId: "MYAPP" }, Date.now());
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY, senderId: "MYAPP" }, Date.now());
 
   const refused = await runCli(bridge, "config", "set", "loc-1", "--sender-id", "ESIM1");
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain("sender ID ESIM1 is not approved for this API key; approved: MYAPP, VERIFY");
-  expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("MYAPP");
+  expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("MYAPP");
   expect(askedWith(bridge)).toEqual([OWN_KEY]);
 
   const accepted = await runCli(bridge, "config", "set", "loc-1", "--sender-id", "VERIFY");
   expect(accepted).toMatchObject({ code: 0, stderr: "" });
-  expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("VERIFY");
+  expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("VERIFY");
 });
 
 test("config set checks a sender ID against a new key given in the same command, and keeps neither when refused", async () => {
   const bridge = await started();
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OWN_KEY }, Date.now());
 
   const refused = await runCli(bridge, "config", "set", "loc-1", "--sms-api-key", NEW_KEY, "--sender-id", "NOPE");
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain("sender ID NOPE is not approved for this API key; approved: MYAPP, VERIFY");
   expect(askedWith(bridge)).toEqual([NEW_KEY]);
-  expect(bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: OWN_KEY, senderId: "" });
+  expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: OWN_KEY, senderId: "" });
 });
 
 test("config set checks an approved location's sender ID against SMS_API_KEY when it has no key of its own", async () => {
@@ -65,7 +65,7 @@ test("config set saves a sender ID with a warning when Cast cannot be reached to
   expect(result.code).toBe(0);
   expect(result.stderr).toMatch(/^bridge: warning: sender ID BRAND saved unchecked: Cast could not list the sender IDs approved on key global-sms-k\.\.\. \(.+\); `bridge doctor` checks it later\n$/);
   expect(result.stderr).not.toContain(GLOBAL_SMS_KEY);
-  expect(bridge.core.tokens.get("loc-1")?.senderId).toBe("BRAND");
+  expect((await bridge.core.tokens.get("loc-1"))?.senderId).toBe("BRAND");
 });
 
 test("the admin API's PUT …/config refuses an unapproved sender ID with 400, by the same rule", async () => {
@@ -73,7 +73,7 @@ test("the admin API's PUT …/config refuses an unapproved sender ID with 400, b
   const refused = await put(bridge, { sender_id: "ESIM1", sms_api_key: NEW_KEY });
   expect(refused.status).toBe(400);
   expect(await refused.json()).toEqual({ error: "sender ID ESIM1 is not approved for this API key; approved: MYAPP, VERIFY" });
-  expect(bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: "", senderId: "" });
+  expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ smsApiKey: "", senderId: "" });
 
   const accepted = await put(bridge, { sender_id: "MYAPP", sms_api_key: NEW_KEY });
   expect(accepted.status).toBe(200);
@@ -84,7 +84,7 @@ test("the admin API's PUT …/config refuses an unapproved sender ID with 400, b
 test("a sender ID cleared back to the default is not checked, nor is one for an unapproved location without a key (saved with a warning)", async () => {
   const bridge = await started();
   expect((await put(bridge, { sender_id: "" })).status).toBe(200);
-  bridge.core.tokens.setApproved("loc-2", false, Date.now());
+  await bridge.core.tokens.setApproved("loc-2", false, Date.now());
   const result = await runCli(bridge, "config", "set", "loc-2", "--sender-id", "BRAND");
   expect(result.code).toBe(0);
   expect(result.stderr).toContain("sender ID BRAND saved unchecked: the location has no API key to send with yet");

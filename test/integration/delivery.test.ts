@@ -15,7 +15,7 @@ const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");
 async function deliver(b: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
   const res = await b.webhook(outbound(messageId, fields));
   expect(res.status).toBe(200);
-  await waitFor(() => ["done", "dead"].includes(b.core.jobs.get(messageId)?.state ?? ""), 10_000);
+  await waitFor(async () => ["done", "dead"].includes((await b.core.jobs.get(messageId))?.state ?? ""), 10_000);
   return b.crm.statusReports().filter((r) => r.messageId === messageId);
 }
 
@@ -62,7 +62,7 @@ describe("sender ID and gateway key (per location, else global)", () => {
     },
   ])("$name", async ({ globalSender, config, expected }) => {
     const b = await start({ env: globalSender ? { SMS_SENDER_ID: globalSender } : {} });
-    expect(b.core.tokens.setConfig("loc-1", config, Date.now())).toBe(true);
+    expect(await b.core.tokens.setConfig("loc-1", config, Date.now())).toBe(true);
 
     const [report] = await deliver(b, "m-1");
 
@@ -144,7 +144,7 @@ describe("what is sent", () => {
 
   test("an API key stored before keys were checked, that no HTTP header can carry: no call, reported failed", async () => {
     const b = await start();
-    b.core.tokens.setConfig("loc-1", { smsApiKey: "ключ-1234567890" }, Date.now()); // the store itself does not check
+    await b.core.tokens.setConfig("loc-1", { smsApiKey: "ключ-1234567890" }, Date.now()); // the store itself does not check
     const reports = await deliver(b, "m-1");
 
     expect(sends(b)).toEqual([]);
@@ -176,7 +176,7 @@ describe("when the database refuses writes for a while", () => {
 
     expect(sends(b)).toHaveLength(1);
     expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
-    expect(b.core.jobs.get("m-1")).toMatchObject({ state: "done", outcome: "delivered", gatewayMessageId: expect.stringMatching(/\S/) });
+    expect(await b.core.jobs.get("m-1")).toMatchObject({ state: "done", outcome: "delivered", gatewayMessageId: expect.stringMatching(/\S/) });
     expect(b.logs.join("\n")).toMatch(/m-1: its result \(delivered, gateway id \S+\) could not be stored/);
   });
 
@@ -197,7 +197,7 @@ describe("when the database refuses writes for a while", () => {
 
     expect(sends(b)).toHaveLength(1);
     expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
-    expect(b.core.jobs.get("m-1")).toMatchObject({ state: "done", outcome: "delivered", gatewayMessageId: expect.stringMatching(/\S/) });
+    expect(await b.core.jobs.get("m-1")).toMatchObject({ state: "done", outcome: "delivered", gatewayMessageId: expect.stringMatching(/\S/) });
     expect(failures().length).toBeGreaterThanOrEqual(13);
     expect(b.logs.join("\n")).not.toContain("job for message m-1 failed");
   });
@@ -218,7 +218,7 @@ describe("when the database refuses writes for a while", () => {
     refusing = false;
     b.core.db.pragma("query_only = OFF");
 
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+    await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 10_000);
     expect(reportsWhileRefused).toBeLessThanOrEqual(3); // without the pause: hundreds
     expect(b.logs.join("\n")).toMatch(/job for message m-1 failed: .*; trying again in 1000 ms/);
     expect(sends(b)).toHaveLength(1);
@@ -276,8 +276,8 @@ describe("gateway answers", () => {
     });
 
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-    await waitFor(() => calls.length === 1 && b.core.jobs.get("m-1")?.state === "queued"); // not "sending" in a sleeping worker
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+    await waitFor(async () => calls.length === 1 && (await b.core.jobs.get("m-1"))?.state === "queued"); // not "sending" in a sleeping worker
+    await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 10_000);
 
     expect(calls).toHaveLength(2);
     expect(calls[1]! - calls[0]!).toBeGreaterThanOrEqual(Number(retryAfter) * 1000 - 100);
@@ -307,7 +307,7 @@ describe("gateway answers", () => {
     const reports = await deliver(b, "m-1");
 
     expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
-    expect(b.core.messages.get("m-1")?.parts).toBe(stored);
+    expect((await b.core.messages.get("m-1"))?.parts).toBe(stored);
   });
 
   test("a sandbox key's answer (sandbox: true): nothing was sent, reported failed, never delivered", async () => {
@@ -483,8 +483,8 @@ describe("gateway answers", () => {
 
   test("uninstalled after an attempt without an answer (502): failed, delivery unknown, not sent again", async () => {
     const b = await start({ tuning: { sendBackoffMs: 100 } });
-    b.gateway.on(SEND, () => {
-      b.core.tokens.markUninstalled("loc-1", Date.now());
+    b.gateway.on(SEND, async () => {
+      await b.core.tokens.markUninstalled("loc-1", Date.now());
       return jsonResponse({ success: false, error: "Bad Gateway" }, 502);
     });
 
@@ -501,11 +501,11 @@ describe("gateway answers", () => {
     const res = await b.webhook(outbound("m-1"));
     expect(res.status).toBe(200);
     // Several attempts fail while the gateway is down; the message waits, it is not failed.
-    await waitFor(() => (b.core.jobs.get("m-1")?.attempts ?? 0) >= 3, 10_000);
+    await waitFor(async () => ((await b.core.jobs.get("m-1"))?.attempts ?? 0) >= 3, 10_000);
     expect(b.crm.statusReports()).toEqual([]);
     const back = await gatewayOn(port);
     try {
-      await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 20_000);
+      await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 20_000);
       expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
       expect(back.bodies).toEqual([{ to: "09171234567", message: "hello m-1" }]);
     } finally {
@@ -518,13 +518,13 @@ describe("gateway answers", () => {
     let carrierDone = false;
     b.gateway.receipts(() => (carrierDone ? { status: "delivered", dlr_status: "DELIVRD" } : { status: "sent" }));
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "reporting" && b.gateway.logCalls().length > 0);
+    await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "reporting" && b.gateway.logCalls().length > 0);
 
-    b.core.tokens.setConfig("loc-1", { smsApiKey: "new-location-key-0123" }, Date.now());
+    await b.core.tokens.setConfig("loc-1", { smsApiKey: "new-location-key-0123" }, Date.now());
     const asksBefore = b.gateway.logCalls().length + b.gateway.statusCalls().length;
     carrierDone = true;
 
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+    await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 10_000);
     expect(b.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
     const asks = [...b.gateway.logCalls(), ...b.gateway.statusCalls()];
     expect(asks.length).toBeGreaterThan(asksBefore);
@@ -534,7 +534,7 @@ describe("gateway answers", () => {
   test("the location's API key changed between two attempts without an answer: failed, delivery unknown, not sent on the new key", async () => {
     const b = await start({ tuning: { sms: { timeoutMs: 200 }, sendBackoffMs: 300 } });
     b.gateway.on(SEND, async () => {
-      b.core.tokens.setConfig("loc-1", { smsApiKey: "new-location-key-0123" }, Date.now());
+      await b.core.tokens.setConfig("loc-1", { smsApiKey: "new-location-key-0123" }, Date.now());
       await sleep(1000); // a gateway slower than the 200 ms timeout
       return b.gateway.accept();
     });
@@ -564,7 +564,7 @@ describe("status reports to the CRM", () => {
 
     const reports = await deliver(b, "m-1");
 
-    expect(b.core.jobs.get("m-1")?.state).toBe(state);
+    expect((await b.core.jobs.get("m-1"))?.state).toBe(state);
     expect(reports).toHaveLength(calls);
     for (const report of reports) {
       expect(report).toMatchObject({ authorization: "Bearer at-seed-loc-1", body: { status: "delivered" } });
@@ -588,7 +588,7 @@ describe("status reports to the CRM", () => {
 
     const reports = await deliver(b, "m-1").finally(() => clearInterval(clock));
 
-    expect(b.core.jobs.get("m-1")?.state).toBe("done");
+    expect((await b.core.jobs.get("m-1"))?.state).toBe("done");
     expect(reports).toHaveLength(down + 1);
     expect(sends(b)).toHaveLength(1);
   });
@@ -597,7 +597,7 @@ describe("status reports to the CRM", () => {
     const b = await start();
 
     await deliver(b, "m-ghost", { locationId: "loc-ghost" });
-    expect(b.core.jobs.get("m-ghost")).toMatchObject({ state: "dead", outcome: "failed", errorCode: "no_token", errorMessage: "no token for location: loc-ghost" });
+    expect(await b.core.jobs.get("m-ghost")).toMatchObject({ state: "dead", outcome: "failed", errorCode: "no_token", errorMessage: "no token for location: loc-ghost" });
     expect(b.logs.join("")).toContain("no token for location: loc-ghost");
 
     const reports = await deliver(b, "m-ok");
@@ -609,10 +609,10 @@ describe("status reports to the CRM", () => {
   test("a job a crash left in 'sending' after its first attempt went: sent again with its key, answered from the cache, one SMS", async () => {
     const b = await start({ worker: false });
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-    const job = b.core.jobs.get("m-1")!;
+    const job = (await b.core.jobs.get("m-1"))!;
     // The attempt the crash interrupted: it reached the gateway, its answer was lost.
     const claim = { idempotencyKey: "key-before-crash", apiKeyTag: createHash("sha256").update(GLOBAL_SMS_KEY).digest("hex").slice(0, 16) };
-    expect(b.core.jobs.claimForSending(job.id, Date.now(), claim)).toBe(true);
+    expect(await b.core.jobs.claimForSending(job.id, Date.now(), claim)).toBe(true);
     const first = await fetch(`${b.gateway.url}/api/v1/sms/send`, {
       method: "POST",
       headers: { "x-api-key": GLOBAL_SMS_KEY, "x-idempotency-key": "key-before-crash", "content-type": "application/json" },
@@ -620,8 +620,8 @@ describe("status reports to the CRM", () => {
     });
     expect(first.status).toBe(200);
 
-    b.worker.start();
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "done");
+    await b.worker.start();
+    await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done");
 
     expect(b.gateway.keys()).toEqual(["key-before-crash", "key-before-crash"]);
     expect(b.gateway.sent()).toHaveLength(1);
@@ -643,18 +643,18 @@ describe("status reports to the CRM", () => {
     await deliver(b, "m-refused", { phone: "+14155552671" });
     await deliver(b, "m-sent");
 
-    expect(b.core.jobs.get("m-refused")).toMatchObject({ state: "done", errorCode: "invalid_phone" });
+    expect(await b.core.jobs.get("m-refused")).toMatchObject({ state: "done", errorCode: "invalid_phone" });
     expect(moved()).toEqual(["m-sent"]);
   });
 
   test("a job an older bridge left in 'sending' (no idempotency key) is reported failed and never resent", async () => {
     const b = await start({ worker: false });
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-    const job = b.core.jobs.get("m-1")!;
-    expect(b.core.jobs.claimForSending(job.id, Date.now())).toBe(true);
+    const job = (await b.core.jobs.get("m-1"))!;
+    expect(await b.core.jobs.claimForSending(job.id, Date.now())).toBe(true);
 
-    b.worker.start();
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "done");
+    await b.worker.start();
+    await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done");
 
     expect(sends(b)).toEqual([]);
     expect(b.crm.statusReports().map((r) => r.body)).toEqual([
@@ -695,14 +695,14 @@ describe("a status report answered 401", () => {
   test("refreshes the location's token once and reports with the new one", async () => {
     const bridge = await startWith();
     await bridge.install("loc-1");
-    const first = bridge.core.tokens.get("loc-1")!.accessToken;
+    const first = (await bridge.core.tokens.get("loc-1"))!.accessToken;
     bridge.crm.on("PUT /conversations/messages/:messageId/status", (req) =>
       req.headers.authorization === `Bearer ${first}` ? jsonResponse({ message: "Invalid JWT" }, 401) : jsonResponse({ success: true }),
     );
     expect((await bridge.webhook(outbound("m-401"))).status).toBe(200);
-    await waitFor(() => bridge.core.jobs.get("m-401")?.state === "done");
+    await waitFor(async () => (await bridge.core.jobs.get("m-401"))?.state === "done");
     const reports = bridge.crm.statusReports();
-    expect(reports.map((r) => r.authorization)).toEqual([`Bearer ${first}`, `Bearer ${bridge.core.tokens.get("loc-1")!.accessToken}`]);
+    expect(reports.map((r) => r.authorization)).toEqual([`Bearer ${first}`, `Bearer ${(await bridge.core.tokens.get("loc-1"))!.accessToken}`]);
     expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);
     expect(bridge.gateway.sent()).toHaveLength(1);
   });
@@ -712,7 +712,7 @@ describe("a status report answered 401", () => {
     await bridge.install("loc-1");
     bridge.crm.on("PUT /conversations/messages/:messageId/status", () => jsonResponse({ message: "The token is not authorized for this scope." }, 401));
     for (const id of ["m-a", "m-b", "m-c"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
-    await waitFor(() => ["m-a", "m-b", "m-c"].every((id) => bridge.core.jobs.get(id)?.state === "dead"), 10_000);
+    await waitFor(async () => (await Promise.all(["m-a", "m-b", "m-c"].map((id) => bridge.core.jobs.get(id)))).every((found) => found?.state === "dead"), 10_000);
 
     expect(bridge.crm.statusReports()).toHaveLength(3 * 4); // every report tried reportAttempts times
     expect(bridge.crm.received("POST /oauth/token").filter((r) => r.body.includes("refresh_token"))).toHaveLength(1);

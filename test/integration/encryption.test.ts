@@ -19,13 +19,13 @@ const start = bridgePerTest();
 test("with BRIDGE_ENCRYPTION_KEY, tokens and API keys are sealed on disk and work as before", async () => {
   const bridge = await start({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
   await bridge.install("loc-1");
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: "sealed-api-key-123456" }, Date.now());
   expect((await bridge.webhook(outbound("e-1"))).status).toBe(200);
   await waitFor(() => bridge.crm.statusReports().length === 1);
   expect(bridge.gateway.sent()[0]?.apiKey).toBe("sealed-api-key-123456");
 
   const raw = onDiskOf(bridge, "loc-1");
-  const record = bridge.core.tokens.get("loc-1")!;
+  const record = (await bridge.core.tokens.get("loc-1"))!;
   for (const value of Object.values(raw)) expect(value).toMatch(/^enc:v2:/);
   const onDisk = JSON.stringify(raw);
   for (const secret of [record.accessToken, record.refreshToken, "sealed-api-key-123456"]) expect(onDisk).not.toContain(secret);
@@ -109,8 +109,8 @@ test.each(["short", "zz".repeat(32), randomBytes(31).toString("base64")])("key %
 test("values written before the key was set stay readable, and are sealed on their next write", async () => {
   const bridge = await start(); // no key yet: stored plain
   await bridge.install("loc-1");
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "plain-api-key-123456" }, Date.now());
-  const plain = bridge.core.tokens.get("loc-1")!;
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: "plain-api-key-123456" }, Date.now());
+  const plain = (await bridge.core.tokens.get("loc-1"))!;
   const onDisk = () => onDiskOf(bridge, "loc-1");
   expect(onDisk()).toEqual({ access_token: plain.accessToken, refresh_token: plain.refreshToken, sms_api_key: "plain-api-key-123456" });
 
@@ -145,7 +145,7 @@ test("a server started without the key answers 503, and holds the job, when a CL
   expect((await bridge.webhook(outbound("e-sealed"))).status).toBe(200);
   await waitFor(() => bridge.logs.some((line) => line.includes("job for message e-sealed failed: the database holds encrypted secrets")));
   expect(bridge.gateway.sent()).toEqual([]);
-  expect(bridge.core.jobs.get("e-sealed")?.state).toBe("queued");
+  expect((await bridge.core.jobs.get("e-sealed"))?.state).toBe("queued");
 });
 
 test("a status report that meets such a secret is tried again, not given up, and goes out once it can be read", async () => {
@@ -168,10 +168,10 @@ test("a status report that meets such a secret is tried again, not given up, and
 
   expect((await bridge.webhook(outbound("e-report"))).status).toBe(200);
   await waitFor(() => bridge.logs.some((line) => line.includes("message e-report: status report failed (the database holds encrypted secrets")));
-  expect(bridge.core.jobs.get("e-report")?.state).toBe("reporting");
+  expect((await bridge.core.jobs.get("e-report"))?.state).toBe("reporting");
 
   withStore(createSealer(undefined), "plain-api-key-123456"); // readable again (as after a restart with the key)
-  await waitFor(() => bridge.core.jobs.get("e-report")?.state === "done");
+  await waitFor(async () => (await bridge.core.jobs.get("e-report"))?.state === "done");
   expect(reports).toBe(2);
   expect(bridge.gateway.sent()).toHaveLength(1);
 });
@@ -179,14 +179,14 @@ test("a status report that meets such a secret is tried again, not given up, and
 test("a refresh token's ciphertext copied into sms_api_key is refused, never sent to the gateway as an API key", async () => {
   const bridge = await start({ env: { BRIDGE_ENCRYPTION_KEY: KEY } });
   await bridge.install("loc-1");
-  const { refreshToken } = bridge.core.tokens.get("loc-1")!;
+  const { refreshToken } = (await bridge.core.tokens.get("loc-1"))!;
   sql(bridge, "UPDATE tokens SET sms_api_key = refresh_token WHERE location_id = 'loc-1'");
 
   expect((await bridge.webhook(outbound("e-swapped"))).status).toBe(200);
   const misplaced = "tokens.sms_api_key of loc-1: the stored value was sealed for another row or column, or altered, so it is not used";
   await waitFor(() => bridge.logs.some((line) => line.includes(`job for message e-swapped failed: ${misplaced}`)));
   expect(bridge.gateway.sent()).toEqual([]);
-  expect(bridge.core.jobs.get("e-swapped")?.state).toBe("queued"); // it waits for an operator, nothing is lost
+  expect((await bridge.core.jobs.get("e-swapped"))?.state).toBe("queued"); // it waits for an operator, nothing is lost
   // The operator's view says why it waits, once however often it is tried again.
   await waitFor(() => bridge.logs.filter((line) => line.includes("job for message e-swapped failed")).length >= 2);
   const shown = (await (await bridge.admin("/api/admin/messages/e-swapped")).json()) as { status: string; timeline: { event: string }[] };
@@ -198,8 +198,8 @@ test("a refresh token's ciphertext copied into sms_api_key is refused, never sen
   expect(await res.json()).toEqual({ locations: [expect.objectContaining({ location_id: "loc-1", sms_api_key: "(cannot be opened)" })] });
 
   // Setting the key again mends it; the waiting message goes out with that key.
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "mended-api-key-123456" }, Date.now());
-  await waitFor(() => bridge.core.jobs.get("e-swapped")?.state === "done", 10_000);
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: "mended-api-key-123456" }, Date.now());
+  await waitFor(async () => (await bridge.core.jobs.get("e-swapped"))?.state === "done", 10_000);
   expect(bridge.gateway.sent().map((s) => s.apiKey)).toEqual(["mended-api-key-123456"]);
   expect(bridge.logs.join("")).not.toContain(refreshToken);
 });
@@ -212,7 +212,7 @@ test("a ciphertext copied into another row or another column fails to open; the 
   sql(bridge, "UPDATE tokens SET access_token = refresh_token WHERE location_id = 'loc-1'");
 
   for (const [id, column] of [["loc-2", "refresh_token"], ["loc-1", "access_token"]]) {
-    expect(() => bridge.core.tokens.get(id!)).toThrow(`tokens.${column} of ${id}: the stored value was sealed for another row or column, or altered`);
+    await expect(bridge.core.tokens.get(id!)).rejects.toThrow(`tokens.${column} of ${id}: the stored value was sealed for another row or column, or altered`);
   }
   const db = openDb(bridge.config.databasePath);
   try {
@@ -227,8 +227,8 @@ test("a ciphertext copied into another row or another column fails to open; the 
 test("enc:v1 values (sealed before values were bound) still open, and the first process with the key seals them as v2", async () => {
   const bridge = await start(); // the values are written plain, then sealed as an earlier bridge did
   for (const id of ["loc-1", "loc-2"]) await bridge.install(id);
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "old-api-key-123456" }, Date.now());
-  const before = bridge.core.tokens.list();
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: "old-api-key-123456" }, Date.now());
+  const before = await bridge.core.tokens.list();
   const key = Buffer.from(KEY, "hex");
   const toV1 = (id: string) => {
     const plain = before.find((record) => record.locationId === id)!;

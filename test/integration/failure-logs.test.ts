@@ -16,7 +16,7 @@ interface Case {
   options?: BridgeOptions;
   /** Seeded before the webhook; default loc-1. */
   locations?: string[];
-  setup?: (b: Bridge) => void;
+  setup?: (b: Bridge) => unknown;
   fields?: Record<string, unknown>;
   says: string;
 }
@@ -54,9 +54,9 @@ const cases: Case[] = [
 
 test.each(cases)("$name: a warn line names the message, its location and the reason", async ({ options, locations, setup, fields, says }) => {
   const bridge = await start(options, ...(locations ?? ["loc-1"]));
-  setup?.(bridge);
+  await setup?.(bridge);
   expect((await bridge.webhook(outbound("m-1", fields))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.outcome === "failed" && bridge.core.jobs.get("m-1")?.receiptDeadline === null, 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.outcome === "failed" && (await bridge.core.jobs.get("m-1"))?.receiptDeadline === null, 10_000);
 
   const warn = bridge.logs.find((line) => /\[warn\] message m-1 of location loc-1 (not sent|failed): /.test(line));
   expect(warn, bridge.logs.join("")).toContain(says);
@@ -65,11 +65,11 @@ test.each(cases)("$name: a warn line names the message, its location and the rea
 test("a send a crash caught without an idempotency key: its warn line names it", async () => {
   const bridge = await start({ worker: false }, "loc-1");
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  const job = bridge.core.jobs.get("m-1")!;
-  expect(bridge.core.jobs.claimForSending(job.id, Date.now())).toBe(true); // as an older bridge left it: no key
+  const job = (await bridge.core.jobs.get("m-1"))!;
+  expect(await bridge.core.jobs.claimForSending(job.id, Date.now())).toBe(true); // as an older bridge left it: no key
 
-  bridge.worker.start();
+  await bridge.worker.start();
 
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 5000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 5000);
   expect(bridge.logs.join("")).toContain("[warn] message m-1 of location loc-1 failed: delivery unknown after restart");
 });

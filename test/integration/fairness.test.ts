@@ -56,7 +56,7 @@ test("sends keep to CAST_MESSAGES_PER_SECOND per key: a gateway enforcing it ans
 
 test("messages waiting for the key's budget hold no worker: status reports and other keys go on", async () => {
   const bridge = await start(1, 0);
-  bridge.core.tokens.setConfig("loc-b", { smsApiKey: "loc-b-own-key-0123" }, Date.now());
+  await bridge.core.tokens.setConfig("loc-b", { smsApiKey: "loc-b-own-key-0123" }, Date.now());
   // 40 messages at 1 a second on the global key: far more than the worker's 16 slots.
   await post(bridge, Array.from({ length: 40 }, (_, i) => `slow-${i}`), "loc-a");
   await post(bridge, ["b-own-key"], "loc-b");
@@ -71,8 +71,8 @@ test("four keys together keep to CAST_REQUESTS_PER_SECOND: a gateway enforcing i
   const limit = bridge.gateway.limitRequests(30, 52);
   const locations = ["loc-1", "loc-2", "loc-3", "loc-4"];
   for (const [i, location] of locations.entries()) {
-    bridge.seed(location);
-    bridge.core.tokens.setConfig(location, { smsApiKey: `key-of-${location}-0123` }, Date.now());
+    await bridge.seed(location);
+    await bridge.core.tokens.setConfig(location, { smsApiKey: `key-of-${location}-0123` }, Date.now());
     await post(bridge, Array.from({ length: 40 }, (_, n) => `${i}-${n}`), location);
   }
   await waitFor(() => bridge.crm.statusReports().length >= 160, 30_000);

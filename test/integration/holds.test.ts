@@ -87,8 +87,8 @@ test("a revoked key (403) held longer than SMS_HOLD_MAX: its messages are report
 
 test("a held key holds only its own messages: another location's own key still sends", async () => {
   const bridge = await start();
-  bridge.seed("loc-2");
-  bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc-2-own-key-0123" }, Date.now());
+  await bridge.seed("loc-2");
+  await bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc-2-own-key-0123" }, Date.now());
   bridge.gateway.on(SEND, (req) => (req.headers["x-api-key"] === GLOBAL_SMS_KEY ? OUT_OF_CREDIT() : bridge.gateway.accept()));
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
 
@@ -116,7 +116,7 @@ test("a refusal after an attempt without an answer keeps the idempotency key: on
   await waitFor(() => bridge.gateway.calls().length >= 3, 5_000); // the timed-out attempt, then refusals
   bridge.gateway.checkKey(undefined); // the operator whitelists the address again
 
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(bridge.gateway.sent()).toHaveLength(1);
   expect(new Set(bridge.gateway.keys()).size).toBe(1);
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
@@ -138,10 +138,10 @@ test("held messages take no turns from their location's status reports", async (
   bridge.gateway.on(SEND, OUT_OF_CREDIT);
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
   for (let i = 0; i < 60; i++) expect((await bridge.webhook(outbound(`m-${i}`))).status).toBe(200);
-  await waitFor(() => Array.from({ length: 60 }, (_, i) => bridge.core.jobs.get(`m-${i}`)).filter((j) => j?.held).length >= 40, 10_000);
+  await waitFor(async () => (await Promise.all(Array.from({ length: 60 }, (_, i) => bridge.core.jobs.get(`m-${i}`)))).filter((j) => j?.held).length >= 40, 10_000);
   answerReport?.(); // the report is due again in moments, after every held message
 
-  await waitFor(() => bridge.core.jobs.get("m-sent")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-sent"))?.state === "done", 10_000);
   expect(bridge.crm.statusReports().map((r) => r.messageId)).toEqual(["m-sent", "m-sent"]);
 });
 
@@ -151,13 +151,13 @@ test("sixty locations waiting on a held shared key do not cut off a location wit
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 0, currency: "PHP" }));
   const shared = Array.from({ length: 60 }, (_, i) => `loc-s${i}`);
   for (const locationId of shared) {
-    bridge.seed(locationId);
+    await bridge.seed(locationId);
     expect((await bridge.webhook(outbound(`m-${locationId}`, { locationId }))).status).toBe(200);
   }
-  await waitFor(() => shared.filter((id) => bridge.core.jobs.get(`m-${id}`)?.held).length >= 40, 10_000);
+  await waitFor(async () => (await Promise.all(shared.map((id) => bridge.core.jobs.get(`m-${id}`)))).filter((j) => j?.held).length >= 40, 10_000);
 
-  bridge.seed("loc-own");
-  bridge.core.tokens.setConfig("loc-own", { smsApiKey: "loc-own-key-0123456" }, Date.now());
+  await bridge.seed("loc-own");
+  await bridge.core.tokens.setConfig("loc-own", { smsApiKey: "loc-own-key-0123456" }, Date.now());
   expect((await bridge.webhook(outbound("m-own", { locationId: "loc-own" }))).status).toBe(200);
 
   await waitFor(() => bridge.crm.statusReports().some((r) => r.messageId === "m-own"), 10_000);
@@ -171,7 +171,7 @@ test("a message refused (402) before its first send is not 'delivery unknown' wh
   bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
 
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.held);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.held);
   skew = 21 * 60 * 60_000; // past the 20 h in which an attempt without an answer may be repeated
   credits = 500;
 
@@ -198,7 +198,7 @@ test("a 402 kept under the key of an attempt without an answer, replayed after t
   await waitFor(() => calls >= 2, 5_000);
   credits = 500; // the operator tops up; the key still replays its 402
 
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
   const [first] = bridge.gateway.keys();
   expect(accepted).toHaveLength(1);
@@ -211,10 +211,10 @@ test("a held key's send probe is not spent on a message that only waits for the 
   let credits = 0;
   bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  const run = () => bridge.core.processOutbound(bridge.core.jobs.get("m-1")!);
+  const run = async () => bridge.core.processOutbound((await bridge.core.jobs.get("m-1"))!);
   // Its first looks wait for the key's read of Cast's unsubscribed list, which holds no worker.
   while (typeof (await run()) === "number") await sleep(10);
-  expect(bridge.core.jobs.get("m-1")?.held).toBe(true);
+  expect((await bridge.core.jobs.get("m-1"))?.held).toBe(true);
   await sleep(600); // the key's send probe comes due
   credits = 500;
 
@@ -228,7 +228,7 @@ test("a held key's send probe is not spent on a message that only waits for the 
   await sleep(Number(wait));
   expect(await run()).toBeUndefined();
   expect(bridge.gateway.received(SEND)).toHaveLength(2);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ held: false, outcome: "delivered" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ held: false, outcome: "delivered" });
 });
 
 test("an old 200 Cast replays to a held key's probe does not lift the hold: only a fresh send proves the key works", async () => {
@@ -239,12 +239,12 @@ test("an old 200 Cast replays to a held key's probe does not lift the hold: only
     return bridge.gateway.accept();
   });
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.unclear);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.unclear);
   // Meanwhile the account ran out of credit: another message's send was refused.
   bridge.core.holds.hold(GLOBAL_SMS_KEY, "send", new GatewayError("out_of_credit", "gateway rejected the message (402): Insufficient credits"));
 
   // m-1 goes again as the probe, with its key: Cast answers from its cache.
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   const keys = bridge.gateway.received(SEND).map((r) => r.headers["x-idempotency-key"]);
   expect(keys).toHaveLength(2);
   expect(new Set(keys).size).toBe(1);

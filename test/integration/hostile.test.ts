@@ -21,8 +21,8 @@ async function start() {
 }
 
 /** Everything observable that a rejected request must leave alone. */
-function snapshot(bridge: Bridge) {
-  return JSON.stringify({ tokens: bridge.core.tokens.list(), jobs: bridge.core.jobs.counts() });
+async function snapshot(bridge: Bridge) {
+  return JSON.stringify({ tokens: await bridge.core.tokens.list(), jobs: await bridge.core.jobs.counts() });
 }
 
 const jsonValue = fc.oneof(
@@ -47,7 +47,7 @@ test("signed webhook bodies of any shape get 200 or a clear 400, never a 5xx", a
 
 test("unsigned or badly signed webhooks of any shape get 401 and change nothing", async () => {
   const bridge = await start();
-  const before = snapshot(bridge);
+  const before = await snapshot(bridge);
   await fc.assert(
     fc.asyncProperty(jsonValue, fc.option(fc.string(), { nil: undefined }), fc.constantFrom("x-ghl-signature", "x-wh-signature"), async (raw, signature, header) => {
       tried.unsigned++;
@@ -58,7 +58,7 @@ test("unsigned or badly signed webhooks of any shape get 401 and change nothing"
     }),
     { numRuns: 300 },
   );
-  expect(snapshot(bridge)).toBe(before);
+  expect(await snapshot(bridge)).toBe(before);
 });
 
 test("admin PUT bodies of any shape get 200 or 400; a 400 leaves the store as it was", async () => {
@@ -66,10 +66,10 @@ test("admin PUT bodies of any shape get 200 or 400; a 400 leaves the store as it
   await fc.assert(
     fc.asyncProperty(fc.oneof(fc.json(), fc.string()), async (raw) => {
       tried.admin++;
-      const before = snapshot(bridge);
+      const before = await snapshot(bridge);
       const res = await bridge.admin("/api/admin/locations/loc-1/config", { method: "PUT", body: raw });
       expect([200, 400]).toContain(res.status);
-      if (res.status === 400) expect(snapshot(bridge)).toBe(before);
+      if (res.status === 400) expect(await snapshot(bridge)).toBe(before);
     }),
     { numRuns: 300 },
   );

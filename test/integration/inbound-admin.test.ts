@@ -27,9 +27,9 @@ async function reply(bridge: Bridge, body: Record<string, unknown>): Promise<str
 async function world() {
   const bridge = await start({ env: { CRM_PROVIDER_ID: "provider-admin" } }, "loc-1", "loc-2");
   expect((await bridge.webhook(outbound("m-1", { locationId: "loc-1", phone: PHONE }))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   const posted = await reply(bridge, { from: PHONE, text: "yes", location_id: "loc-1" });
-  await waitFor(() => bridge.core.replies.get(posted)?.state === "done");
+  await waitFor(async () => (await bridge.core.replies.get(posted))?.state === "done");
   const unrouted = await reply(bridge, { from: "+639180000000", text: "who is this?" });
   return { bridge, posted, unrouted };
 }
@@ -64,7 +64,7 @@ test("a reply HighLevel refused is listed failed with the reason", async () => {
   const bridge = await start({ env: { CRM_PROVIDER_ID: "provider-admin" } }, "loc-1");
   bridge.crm.replies.state.down = 400;
   const id = await reply(bridge, { from: PHONE, text: "hello", location_id: "loc-1" });
-  await waitFor(() => bridge.core.replies.get(id)?.state === "dead");
+  await waitFor(async () => (await bridge.core.replies.get(id))?.state === "dead");
   const { body } = await list(bridge, "?status=failed");
   expect(body.replies).toEqual([expect.objectContaining({ id, status: "failed", error: expect.stringContaining("400") })]);
 });
@@ -72,7 +72,7 @@ test("a reply HighLevel refused is listed failed with the reason", async () => {
 test("replies come on the first page only: following next_cursor meets each once", async () => {
   const bridge = await start({ env: { CRM_PROVIDER_ID: "provider-admin" } }, "loc-1");
   for (const m of ["m-1", "m-2"]) expect((await bridge.webhook(outbound(m, { locationId: "loc-1", phone: PHONE }))).status).toBe(200);
-  await waitFor(() => ["m-1", "m-2"].every((m) => bridge.core.jobs.get(m)?.state === "done"), 10_000);
+  await waitFor(async () => (await Promise.all(["m-1", "m-2"].map((m) => bridge.core.jobs.get(m)))).every((found) => found?.state === "done"), 10_000);
   const id = await reply(bridge, { from: PHONE, text: "ok", location_id: "loc-1" });
   const first = await list(bridge, "?limit=1");
   expect(first.body.replies.map((r) => r.id)).toEqual([id]);

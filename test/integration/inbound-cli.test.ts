@@ -17,10 +17,10 @@ async function reply(b: Bridge, body: Record<string, unknown>): Promise<string> 
 test("messages list shows replies beside sends, senders masked; --status unrouted; route posts it", async () => {
   const b = await start({ env: { CRM_PROVIDER_ID: "provider-1" } }, "loc-1");
   expect((await b.webhook(outbound("m-1", { phone: "+639171234567" }))).status).toBe(200);
-  await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 10_000);
   const routed = await reply(b, { from: "+639171234567", text: "thanks" });
   const unrouted = await reply(b, { from: "+639180001111", text: "who?" });
-  await waitFor(() => b.core.replies.get(routed)?.state === "done");
+  await waitFor(async () => (await b.core.replies.get(routed))?.state === "done");
 
   const list = await cli(b, "messages", "list");
   expect(list.code).toBe(0);
@@ -41,7 +41,7 @@ test("messages list shows replies beside sends, senders masked; --status unroute
   expect(await cli(b, "messages", "route", unrouted, "loc-9")).toMatchObject({ code: 1, stderr: "bridge: loc-9 is not a location where the app is installed\n" });
   const route = await cli(b, "messages", "route", unrouted, "loc-1");
   expect(route).toMatchObject({ code: 0, stdout: `routed ${unrouted} to loc-1: a running bridge serve posts it to HighLevel within a second\n` });
-  await waitFor(() => b.core.replies.get(unrouted)?.state === "done");
+  await waitFor(async () => (await b.core.replies.get(unrouted))?.state === "done");
   expect(b.crm.replies.inbound.map((m) => m.body.message)).toEqual(["thanks", "who?"]);
   expect(await cli(b, "messages", "route", unrouted, "loc-1")).toMatchObject({ code: 1, stderr: `bridge: reply ${unrouted} is routed already (to loc-1)\n` });
 });
@@ -56,7 +56,7 @@ test("messages list --status: a status neither side has is a usage error naming 
 test("messages show shows a reply by the id messages list prints: text, --json, and the admin API alike", async () => {
   const b = await start({ env: { CRM_PROVIDER_ID: "provider-1" } }, "loc-1");
   const id = await reply(b, { from: "+639171234567", text: "thanks", to: "+639181234567", location_id: "loc-1" });
-  await waitFor(() => b.core.replies.get(id)?.state === "done");
+  await waitFor(async () => (await b.core.replies.get(id))?.state === "done");
   expect((await cli(b, "messages", "list")).stdout).toContain(id);
 
   const text = await cli(b, "messages", "show", id);

@@ -24,8 +24,8 @@ async function reply(bridge: Bridge, text: string, from = PHONE): Promise<string
   return String(((await res.json()) as { id: string }).id);
 }
 
-function stored(bridge: Bridge, id: string) {
-  return bridge.core.replies.get(id);
+async function stored(bridge: Bridge, id: string) {
+  return await bridge.core.replies.get(id);
 }
 
 /** HighLevel takes the post, then answers `status` instead of its answer: the answer is lost. */
@@ -47,9 +47,9 @@ describe("a post whose answer was lost is looked up before it is posted again", 
     bridge.crm.replies.state.wrapped = wrapped;
     takeThenAnswer(bridge, 500);
     const id = await reply(bridge, "did it arrive?");
-    await waitFor(() => stored(bridge, id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, id))?.state === "done");
     expect(bridge.crm.received(POST)).toHaveLength(1);
-    expect(stored(bridge, id)?.crmMessageId).toBe(bridge.crm.replies.inbound[0]?.messageId);
+    expect((await stored(bridge, id))?.crmMessageId).toBe(bridge.crm.replies.inbound[0]?.messageId);
     const [search] = bridge.crm.received(SEARCH);
     expect(search?.headers).toMatchObject({ version: "2021-04-15", authorization: "Bearer at-seed-loc-1" });
     expect(Object.fromEntries(search?.query ?? [])).toEqual({ locationId: "loc-1", contactId: bridge.crm.replies.contacts[0]?.id });
@@ -62,9 +62,9 @@ describe("a post whose answer was lost is looked up before it is posted again", 
     const id = await reply(bridge, "slow");
     await waitFor(() => bridge.crm.received(POST).length === 1);
     bridge.crm.replies.state.delayMs = 0;
-    await waitFor(() => stored(bridge, id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, id))?.state === "done");
     expect(bridge.crm.received(POST)).toHaveLength(1);
-    expect(stored(bridge, id)?.crmMessageId).toBe(bridge.crm.replies.inbound[0]?.messageId);
+    expect((await stored(bridge, id))?.crmMessageId).toBe(bridge.crm.replies.inbound[0]?.messageId);
   });
 
   test("answered 500 before HighLevel took it: not found at two lookups, then posted again, once", async () => {
@@ -73,7 +73,7 @@ describe("a post whose answer was lost is looked up before it is posted again", 
     let refusals = 1;
     bridge.crm.on(POST, (req, event) => (refusals-- > 0 ? jsonResponse({ message: "Internal Server Error" }, 500) : taken(req, event)));
     const id = await reply(bridge, "lost on the way");
-    await waitFor(() => stored(bridge, id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, id))?.state === "done");
     expect(bridge.crm.received(POST)).toHaveLength(2);
     expect(bridge.crm.received(SEARCH)).toHaveLength(2);
     expect(bridge.crm.replies.inbound).toHaveLength(1);
@@ -84,8 +84,8 @@ describe("a post whose answer was lost is looked up before it is posted again", 
     const bridge = await bridgeWith({ tuning: { reportAttempts: 2 } });
     bridge.crm.on(POST, () => jsonResponse({ message: "Internal Server Error" }, 500));
     const id = await reply(bridge, "into the void");
-    await waitFor(() => stored(bridge, id)?.state === "dead");
-    expect(stored(bridge, id)?.error).toBe("not delivered to HighLevel: no clear answer to 2 tries, and not found there");
+    await waitFor(async () => (await stored(bridge, id))?.state === "dead");
+    expect((await stored(bridge, id))?.error).toBe("not delivered to HighLevel: no clear answer to 2 tries, and not found there");
     expect(bridge.crm.received(POST)).toHaveLength(2);
     expect(bridge.crm.received(SEARCH)).toHaveLength(4);
   });
@@ -95,8 +95,8 @@ describe("a post whose answer was lost is looked up before it is posted again", 
     takeThenAnswer(bridge, 504);
     bridge.crm.replies.state.lookupDown = 403;
     const id = await reply(bridge, "cannot look");
-    await waitFor(() => stored(bridge, id)?.state === "dead");
-    expect(stored(bridge, id)?.error).toMatch(/^delivery unknown: it could not be looked up in HighLevel \(conversation search endpoint returned 403/);
+    await waitFor(async () => (await stored(bridge, id))?.state === "dead");
+    expect((await stored(bridge, id))?.error).toMatch(/^delivery unknown: it could not be looked up in HighLevel \(conversation search endpoint returned 403/);
     expect(bridge.crm.received(POST)).toHaveLength(1);
   });
 
@@ -106,9 +106,9 @@ describe("a post whose answer was lost is looked up before it is posted again", 
     bridge.crm.replies.state.lookupDown = 503;
     const id = await reply(bridge, "patience");
     await waitFor(() => bridge.crm.received(SEARCH).length >= 2);
-    expect(stored(bridge, id)?.state).toBe("posting");
+    expect((await stored(bridge, id))?.state).toBe("posting");
     bridge.crm.replies.state.lookupDown = 0;
-    await waitFor(() => stored(bridge, id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, id))?.state === "done");
     expect(bridge.crm.received(POST)).toHaveLength(1);
   });
 });
@@ -118,21 +118,21 @@ test("the same words twice in one second: the lookup does not take the first's m
   const same = { from: PHONE, text: "ok", location_id: "loc-1", received_at: "2026-11-24T08:00:00+08:00" };
   const send = async (id: string) => (await (await bridge.admin("/api/inbound", { method: "POST", body: JSON.stringify({ ...same, id }) })).json()) as { id: string };
   const first = await send("sms-1");
-  await waitFor(() => stored(bridge, first.id)?.state === "done");
+  await waitFor(async () => (await stored(bridge, first.id))?.state === "done");
   const taken = bridge.crm.replies.routes[POST];
   let refusals = 1;
   bridge.crm.on(POST, (req, event) => (refusals-- > 0 ? jsonResponse({ message: "Internal Server Error" }, 500) : taken(req, event)));
   const second = await send("sms-2");
-  await waitFor(() => stored(bridge, second.id)?.state === "done");
+  await waitFor(async () => (await stored(bridge, second.id))?.state === "done");
   expect(bridge.crm.replies.inbound.map((m) => m.body.altId)).toEqual([first.id, second.id]);
-  expect(stored(bridge, second.id)?.crmMessageId).toBe(bridge.crm.replies.inbound[1]?.messageId);
+  expect((await stored(bridge, second.id))?.crmMessageId).toBe(bridge.crm.replies.inbound[1]?.messageId);
 });
 
 describe("a reply a stopped process was posting is looked up at start", () => {
   test("HighLevel had taken it: found, settled with HighLevel's id, not posted again", async () => {
     const bridge = await bridgeWith({ worker: false });
     const id = await reply(bridge, "mid-post");
-    const row = stored(bridge, id);
+    const row = await stored(bridge, id);
     // What the stopped process had posted: the contact, then the message HighLevel took.
     const headers = { authorization: "Bearer at-seed-loc-1", version: "2021-04-15", "content-type": "application/json" };
     const upsert = await fetch(`${bridge.crm.url}/contacts/upsert`, { method: "POST", headers, body: JSON.stringify({ locationId: "loc-1", phone: PHONE }) });
@@ -140,12 +140,12 @@ describe("a reply a stopped process was posting is looked up at start", () => {
     const date = new Date(row?.receivedMs ?? 0).toISOString();
     const body = { type: "SMS", direction: "inbound", contactId, message: "mid-post", altId: id, date, conversationProviderId: PROVIDER };
     await fetch(`${bridge.crm.url}/conversations/messages/inbound`, { method: "POST", headers, body: JSON.stringify(body) });
-    bridge.core.replies.setContact(row?.id ?? 0, contactId, Date.now());
-    expect(bridge.core.replies.markPosting(row?.id ?? 0, Date.now())).toBe(true);
+    await bridge.core.replies.setContact(row?.id ?? 0, contactId, Date.now());
+    expect(await bridge.core.replies.markPosting(row?.id ?? 0, Date.now())).toBe(true);
 
-    bridge.core.inboundQueue.start();
-    await waitFor(() => stored(bridge, id)?.state === "done");
-    expect(stored(bridge, id)?.crmMessageId).toBe(bridge.crm.replies.inbound[0]?.messageId);
+    await bridge.core.inboundQueue.start();
+    await waitFor(async () => (await stored(bridge, id))?.state === "done");
+    expect((await stored(bridge, id))?.crmMessageId).toBe(bridge.crm.replies.inbound[0]?.messageId);
     expect(bridge.crm.received(POST)).toHaveLength(1);
     expect(bridge.logs.join("")).toContain("1 reply(ies) were being posted to HighLevel when bridge stopped: each is looked up there before it is posted again");
   });
@@ -153,9 +153,9 @@ describe("a reply a stopped process was posting is looked up at start", () => {
   test("HighLevel had not taken it: not found at two lookups, posted once", async () => {
     const bridge = await bridgeWith({ worker: false });
     const id = await reply(bridge, "never left");
-    expect(bridge.core.replies.markPosting(stored(bridge, id)?.id ?? 0, Date.now())).toBe(true);
-    bridge.core.inboundQueue.start();
-    await waitFor(() => stored(bridge, id)?.state === "done");
+    expect(await bridge.core.replies.markPosting((await stored(bridge, id))?.id ?? 0, Date.now())).toBe(true);
+    await bridge.core.inboundQueue.start();
+    await waitFor(async () => (await stored(bridge, id))?.state === "done");
     expect(bridge.crm.received(SEARCH)).toHaveLength(2);
     expect(bridge.crm.received(POST)).toHaveLength(1);
   });
@@ -170,7 +170,7 @@ test("one contact's replies reach HighLevel in the order they came, one retried 
   await reply(bridge, "second");
   await reply(bridge, "other contact", "+639180000000");
   await reply(bridge, "third");
-  bridge.core.inboundQueue.start();
+  await bridge.core.inboundQueue.start();
   await waitFor(() => bridge.crm.replies.inbound.length === 4);
   expect(bridge.crm.replies.inbound.map((m) => m.body.message)).toEqual(["other contact", "first", "second", "third"]);
 });

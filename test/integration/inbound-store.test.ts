@@ -59,8 +59,8 @@ test("the queue worker's clean-up removes finished replies past the retention to
   const { id } = store.get("in-1") ?? { id: 0 };
   store.giveUp(id, "not posted", 2000);
   const logs: string[] = [];
-  const worker = createWorker({ jobs: ctx.jobs, replies: store, run: async () => {}, now: () => 10_000, retentionMs: 5000, log: createLogger("info", captureStream(logs)) });
-  worker.start();
+  const worker = createWorker({ jobs: ctx.store.jobs, replies: ctx.store.replies, run: async () => {}, now: () => 10_000, retentionMs: 5000, log: createLogger("info", captureStream(logs)) });
+  await worker.start();
   await waitFor(() => logs.some((line) => line.includes("removed")));
   await worker.stop(1000);
   expect(logs.join("")).toContain("queue: removed 1 finished reply(ies) older than");

@@ -17,8 +17,8 @@ async function reply(bridge: Bridge, body: Record<string, unknown>): Promise<{ s
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
-function stored(bridge: Bridge, id: unknown) {
-  return bridge.core.replies.get(String(id));
+async function stored(bridge: Bridge, id: unknown) {
+  return await bridge.core.replies.get(String(id));
 }
 
 describe("a reply through POST /api/inbound", () => {
@@ -27,7 +27,7 @@ describe("a reply through POST /api/inbound", () => {
     const { status, json } = await reply(bridge, { from: "09171234567", text: "yes, see you", location_id: "loc-1", received_at: "2026-11-24T08:00:00+08:00" });
     expect(status).toBe(200);
     expect(json).toEqual({ id: expect.stringMatching(/^in-/), duplicate: false });
-    await waitFor(() => stored(bridge, json.id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, json.id))?.state === "done");
 
     const [upsert] = bridge.crm.received("POST /contacts/upsert");
     expect(upsert?.headers).toMatchObject({ version: "2021-07-28", authorization: "Bearer at-seed-loc-1" });
@@ -44,14 +44,14 @@ describe("a reply through POST /api/inbound", () => {
       date: "2026-11-24T00:00:00.000Z",
       conversationProviderId: PROVIDER,
     });
-    expect(stored(bridge, json.id)).toMatchObject({ locationId: "loc-1", routedBy: "given", contactId, crmMessageId: bridge.crm.replies.inbound[0]?.messageId });
+    expect(await stored(bridge, json.id)).toMatchObject({ locationId: "loc-1", routedBy: "given", contactId, crmMessageId: bridge.crm.replies.inbound[0]?.messageId });
   });
 
   test("a copy with the same id is answered as a duplicate and posted once", async () => {
     const bridge = await bridgeWith({}, "loc-1");
     const body = { from: PHONE, text: "twice", location_id: "loc-1", id: "source-7" };
     const first = await reply(bridge, body);
-    await waitFor(() => stored(bridge, first.json.id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, first.json.id))?.state === "done");
     const again = await reply(bridge, body);
     expect(again).toEqual({ status: 200, json: { id: first.json.id, duplicate: true } });
     expect(bridge.crm.replies.inbound).toHaveLength(1);
@@ -69,7 +69,7 @@ describe("a reply through POST /api/inbound", () => {
     const { status, json } = await reply(bridge, body);
     expect(status).toBe(400);
     expect(String(json.error)).toMatch(message);
-    expect(bridge.core.replies.counts()).toMatchObject({ queued: 0, unrouted: 0, done: 0 });
+    expect(await bridge.core.replies.counts()).toMatchObject({ queued: 0, unrouted: 0, done: 0 });
   });
 
   test("without the bearer key: 401", async () => {
@@ -86,7 +86,7 @@ describe("a reply through POST /api/inbound", () => {
     await expect(bridge.core.inbound.receive({ source: "android", from: PHONE, text: "hi", deviceId: "d1", receivedAt: "2026-11-24T08:00:00+08:00" })).rejects.toThrow(
       /CRM_PROVIDER_ID/,
     );
-    expect(bridge.core.replies.counts()).toMatchObject({ queued: 0, unrouted: 0 });
+    expect(await bridge.core.replies.counts()).toMatchObject({ queued: 0, unrouted: 0 });
   });
 });
 
@@ -97,7 +97,7 @@ describe("replies share the group commit", () => {
     const [a, b] = await Promise.all([bridge.core.inbound.receive(copy), bridge.core.inbound.receive(copy)]);
     expect(a.id).toBe(b.id);
     expect([a.duplicate, b.duplicate].sort()).toEqual([false, true]);
-    expect(bridge.core.replies.list({ limit: 10 })).toHaveLength(1);
+    expect(await bridge.core.replies.list({ limit: 10 })).toHaveLength(1);
   });
 });
 
@@ -107,13 +107,13 @@ describe("routing a reply", () => {
     expect((await bridge.webhook(outbound("m-1", { locationId: "loc-1", phone: PHONE }))).status).toBe(200);
     expect((await bridge.webhook(outbound("m-2", { locationId: "loc-2", phone: "09171234567" }))).status).toBe(200);
     const { json } = await reply(bridge, { from: PHONE, text: "which one?" });
-    await waitFor(() => stored(bridge, json.id)?.state === "done");
-    expect(stored(bridge, json.id)).toMatchObject({ locationId: "loc-2", routedBy: "last_sent" });
+    await waitFor(async () => (await stored(bridge, json.id))?.state === "done");
+    expect(await stored(bridge, json.id)).toMatchObject({ locationId: "loc-2", routedBy: "last_sent" });
   });
 
   test("the phone's copies of one reply (other envelope ids) are one reply, routed like any", async () => {
     const bridge = await bridgeWith({}, "loc-1");
-    bridge.core.phones.set("loc-1", { gateway: "android", url: "http://127.0.0.1:9", user: "sms", password: "pw", deviceId: "device-1", signingKey: "key" }, Date.now());
+    await bridge.core.phones.set("loc-1", { gateway: "android", url: "http://127.0.0.1:9", user: "sms", password: "pw", deviceId: "device-1", signingKey: "key" }, Date.now());
     const copy = { source: "android" as const, from: PHONE, text: "ok", deviceId: "device-1", receivedAt: "2024-06-22T15:46:11.000+07:00" };
     const first = await bridge.core.inbound.receive(copy);
     expect(await bridge.core.inbound.receive(copy)).toEqual({ id: first.id, duplicate: true });
@@ -121,20 +121,20 @@ describe("routing a reply", () => {
     // Without its receivedAt a copy cannot be told from the same words sent again: each is a reply.
     const undated = { ...copy, receivedAt: undefined };
     expect((await bridge.core.inbound.receive(undated)).id).not.toBe((await bridge.core.inbound.receive(undated)).id);
-    await waitFor(() => stored(bridge, first.id)?.state === "done");
-    expect(stored(bridge, first.id)).toMatchObject({ routedBy: "device", locationId: "loc-1", deviceId: "device-1" });
+    await waitFor(async () => (await stored(bridge, first.id))?.state === "done");
+    expect(await stored(bridge, first.id)).toMatchObject({ routedBy: "device", locationId: "loc-1", deviceId: "device-1" });
   });
 
   test("to no location: stored unrouted, warned, not posted; routed later by the operator, then posted", async () => {
     const bridge = await bridgeWith({}, "loc-1");
     const { status, json } = await reply(bridge, { from: "+639180000000", text: "who is this?" });
     expect(status).toBe(200);
-    expect(stored(bridge, json.id)).toMatchObject({ state: "unrouted", locationId: "" });
+    expect(await stored(bridge, json.id)).toMatchObject({ state: "unrouted", locationId: "" });
     expect(bridge.logs.join("")).toContain(`reply ${String(json.id)} from 0918***0000 is for no known location`);
-    expect(() => routeInbound(bridge.core.db, bridge.core.replies, bridge.core.optOutList, String(json.id), "loc-9", Date.now())).toThrow(/loc-9 is not a location/);
-    routeInbound(bridge.core.db, bridge.core.replies, bridge.core.optOutList, String(json.id), "loc-1", Date.now());
-    await waitFor(() => stored(bridge, json.id)?.state === "done");
-    expect(stored(bridge, json.id)).toMatchObject({ routedBy: "operator", locationId: "loc-1" });
+    await expect(routeInbound(bridge.core.replies, String(json.id), "loc-9", Date.now())).rejects.toThrow(/loc-9 is not a location/);
+    await routeInbound(bridge.core.replies, String(json.id), "loc-1", Date.now());
+    await waitFor(async () => (await stored(bridge, json.id))?.state === "done");
+    expect(await stored(bridge, json.id)).toMatchObject({ routedBy: "operator", locationId: "loc-1" });
     expect(bridge.crm.replies.inbound).toHaveLength(1);
   });
 });
@@ -146,7 +146,7 @@ describe("delivery to HighLevel", () => {
     const { json } = await reply(bridge, { from: PHONE, text: "are you there?", location_id: "loc-1" });
     await waitFor(() => bridge.crm.received("POST /contacts/upsert").length >= 2);
     bridge.crm.replies.state.down = 0;
-    await waitFor(() => stored(bridge, json.id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, json.id))?.state === "done");
     expect(bridge.crm.replies.inbound).toHaveLength(1);
   });
 
@@ -156,7 +156,7 @@ describe("delivery to HighLevel", () => {
     let refusals = 2;
     bridge.crm.on("POST /conversations/messages/inbound", (req, event) => (refusals-- > 0 ? jsonResponse({ message: "unavailable" }, 503) : taken(req, event)));
     const { json } = await reply(bridge, { from: PHONE, text: "again", location_id: "loc-1" });
-    await waitFor(() => stored(bridge, json.id)?.state === "done");
+    await waitFor(async () => (await stored(bridge, json.id))?.state === "done");
     expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(3);
     expect(bridge.crm.replies.inbound).toHaveLength(1);
   });
@@ -165,8 +165,8 @@ describe("delivery to HighLevel", () => {
     const bridge = await bridgeWith({}, "loc-1");
     bridge.crm.on("POST /conversations/messages/inbound", () => new Response(null, { status: 201 }));
     const { json } = await reply(bridge, { from: PHONE, text: "dropped", location_id: "loc-1" });
-    await waitFor(() => stored(bridge, json.id)?.state === "dead");
-    expect(stored(bridge, json.id)?.error).toMatch(/^delivery unknown: .*without a message id/);
+    await waitFor(async () => (await stored(bridge, json.id))?.state === "dead");
+    expect((await stored(bridge, json.id))?.error).toMatch(/^delivery unknown: .*without a message id/);
     expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(1);
   });
 
@@ -177,7 +177,7 @@ describe("delivery to HighLevel", () => {
     const { json } = await reply(bridge, { from: PHONE, text: "taken", location_id: "loc-1" });
     const posts = () => bridge.crm.received("POST /conversations/messages/inbound").length;
     await waitFor(() => bridge.logs.some((l) => l.includes("which could not be stored (disk I/O error)")) || posts() > 1);
-    expect(stored(bridge, json.id)?.state).toBe("posting");
+    expect((await stored(bridge, json.id))?.state).toBe("posting");
     expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(1);
   });
 });
@@ -187,9 +187,9 @@ describe("opt-out by reply", () => {
     const bridge = await bridgeWith({}, "loc-1");
     const optOuts = bridge.core.optOutList;
     const stop = await reply(bridge, { from: PHONE, text: " Stop! ", location_id: "loc-1" });
-    expect(optOuts.has("loc-1", PHONE)).toBe(true);
-    expect(bridge.core.optOuts.list("loc-1")).toMatchObject([{ phone: PHONE, by: "reply" }]);
-    await waitFor(() => stored(bridge, stop.json.id)?.state === "done");
+    expect(await optOuts.has("loc-1", PHONE)).toBe(true);
+    expect(await bridge.core.optOuts.list("loc-1")).toMatchObject([{ phone: PHONE, by: "reply" }]);
+    await waitFor(async () => (await stored(bridge, stop.json.id))?.state === "done");
     const dnd = (i: number) => (JSON.parse(bridge.crm.received("POST /contacts/upsert")[i]?.body ?? "{}") as { dndSettings?: unknown }).dndSettings;
     expect(dnd(0)).toEqual({ SMS: { status: "active", message: "opted out by SMS" } });
     expect(bridge.crm.replies.contacts[0]?.smsDnd).toBe("active");
@@ -201,8 +201,8 @@ describe("opt-out by reply", () => {
     expect(bridge.gateway.received(SEND)).toHaveLength(0);
 
     const again = await reply(bridge, { from: PHONE, text: "unstop", location_id: "loc-1" });
-    expect(optOuts.has("loc-1", PHONE)).toBe(false);
-    await waitFor(() => stored(bridge, again.json.id)?.state === "done");
+    expect(await optOuts.has("loc-1", PHONE)).toBe(false);
+    await waitFor(async () => (await stored(bridge, again.json.id))?.state === "done");
     expect(dnd(1)).toMatchObject({ SMS: { status: "inactive" } });
     expect(bridge.crm.replies.contacts[0]?.smsDnd).toBe("inactive");
     expect(bridge.crm.replies.inbound.map((m) => m.body.message)).toEqual([" Stop! ", "unstop"]);
@@ -216,7 +216,7 @@ test("bridge status and /metrics count replies: received, posted, unrouted", asy
   const bridge = await bridgeWith({ env: { METRICS_TOKEN: token } }, "loc-1");
   const posted = await reply(bridge, { from: PHONE, text: "routed", location_id: "loc-1" });
   await reply(bridge, { from: "+639180000000", text: "unrouted" });
-  await waitFor(() => stored(bridge, posted.json.id)?.state === "done");
+  await waitFor(async () => (await stored(bridge, posted.json.id))?.state === "done");
   const status = (await (await bridge.admin("/api/admin/status")).json()) as { inbound: unknown };
   expect(status.inbound).toEqual({ received: 2, posted: 1, waiting: 0, unrouted: 1, failed: 0 });
   const metrics = await (await bridge.fetch("/metrics", { headers: { authorization: `Bearer ${token}` } })).text();

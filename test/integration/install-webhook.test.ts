@@ -55,7 +55,7 @@ describe("INSTALL of a location added later", () => {
       version: "2021-07-28",
       "content-type": expect.stringMatching(/^application\/json/),
     });
-    expect(b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID, approved: true, accessToken: expect.stringMatching(/^at-new-loc-/) });
+    expect(await b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID, approved: true, accessToken: expect.stringMatching(/^at-new-loc-/) });
   });
 
   test("the same INSTALL again (or twice at once) does no harm: one token call, one record", async () => {
@@ -63,18 +63,18 @@ describe("INSTALL of a location added later", () => {
     await agencyInstall(b);
     const answers = await Promise.all([b.webhook(installEvent()), b.webhook(installEvent())]);
     expect(answers.map((r) => r.status)).toEqual([200, 200]);
-    const stored = b.core.tokens.get("new-loc");
+    const stored = await b.core.tokens.get("new-loc");
 
     const again = await b.webhook(installEvent());
     expect(await again.json()).toEqual({ status: "ok" });
     expect(locationTokenCalls(b)).toHaveLength(1);
-    expect(b.core.tokens.get("new-loc")).toEqual(stored);
+    expect(await b.core.tokens.get("new-loc")).toEqual(stored);
   });
 
   test("without companyId: each stored company is tried until HighLevel gives the token", async () => {
     const b = await start({ env: { ALLOWED_COMPANY_IDS: `aOtherCo,${COMPANY_ID}` } });
     await agencyInstall(b);
-    b.core.companies.save({ companyId: "aOtherCo", accessToken: "other-at", refreshToken: "other-rt", expiresAt: Date.now() + 86_400_000 }, Date.now());
+    await b.core.companies.save({ companyId: "aOtherCo", accessToken: "other-at", refreshToken: "other-rt", expiresAt: Date.now() + 86_400_000 }, Date.now());
     b.crm.on("POST /oauth/locationToken", (req) => {
       const { companyId, locationId } = fieldsOf(req) as { companyId: string; locationId: string };
       if (companyId !== COMPANY_ID) return jsonResponse({ message: "Location not found for this company" }, 400);
@@ -88,7 +88,7 @@ describe("INSTALL of a location added later", () => {
       { companyId: "aOtherCo", locationId: "new-loc" },
       { companyId: COMPANY_ID, locationId: "new-loc" },
     ]);
-    expect(b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID, accessToken: "at-new-loc" });
+    expect(await b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID, accessToken: "at-new-loc" });
   });
 
   test("arriving while the agency's code exchange is still running: it waits for it, then installs", async () => {
@@ -107,8 +107,8 @@ describe("INSTALL of a location added later", () => {
     expect(page.status).toBe(200);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ok" });
-    expect(b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID });
-    expect(b.core.tokens.get("a")).toMatchObject({ companyId: COMPANY_ID });
+    expect(await b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID });
+    expect(await b.core.tokens.get("a")).toMatchObject({ companyId: COMPANY_ID });
   });
 
   test("no company token known and no install running: 429 with Retry-After, a warning saying how to fix it; the retry works once the agency installs", async () => {
@@ -116,12 +116,12 @@ describe("INSTALL of a location added later", () => {
     const early = await b.webhook(installEvent());
     expect(early.status).toBe(429);
     expect(early.headers.get("retry-after")).toMatch(/^\d+$/);
-    expect(b.core.tokens.get("new-loc")).toBeUndefined();
+    expect(await b.core.tokens.get("new-loc")).toBeUndefined();
     expect(b.logs.join("")).toMatch(/\[warn\] INSTALL of location new-loc not applied yet: bridge holds no token of company company-1; .*install the app again from the agency/);
 
     await agencyInstall(b);
     expect((await b.webhook(installEvent())).status).toBe(200);
-    expect(b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID });
+    expect(await b.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID });
   });
 
   test("HighLevel failing (5xx): 429 so that it is sent again; a 4xx: 200 ignored and logged", async () => {
@@ -133,7 +133,7 @@ describe("INSTALL of a location added later", () => {
     const refused = await b.webhook(installEvent());
     expect(await refused.json()).toEqual({ status: "ignored" });
     expect(b.logs.join("")).toContain("INSTALL of location new-loc not applied: HighLevel refused its token");
-    expect(b.core.tokens.get("new-loc")).toBeUndefined();
+    expect(await b.core.tokens.get("new-loc")).toBeUndefined();
   });
 
   test("an INSTALL from a company not in ALLOWED_COMPANY_IDS: 200 ignored, nothing asked, nothing stored", async () => {

@@ -42,8 +42,8 @@ function bodyOf(req: Recorded): { companyId: string; locationId: string } {
   return JSON.parse(req.body) as { companyId: string; locationId: string };
 }
 
-function storedIds(): string[] {
-  return bridge.core.tokens.list().map((r) => r.locationId);
+async function storedIds(): Promise<string[]> {
+  return (await bridge.core.tokens.list()).map((r) => r.locationId);
 }
 
 function companyAccessToken(code: string): string {
@@ -86,7 +86,7 @@ describe("GET /oauth-callback: failures", () => {
     const res = await callback(query);
     expect(res).toEqual({ status: 400, type: expect.stringMatching(/^text\/plain/), body: text });
     expect(bridge.crm.received("POST /oauth/token")).toEqual([]);
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
   });
 
   test("a code the token endpoint refuses → 500 with the endpoint's status and body", async () => {
@@ -96,7 +96,7 @@ describe("GET /oauth-callback: failures", () => {
       type: expect.stringMatching(/^text\/plain/),
       body: 'token exchange failed: token endpoint returned 400: {"error":"invalid_grant"}',
     });
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
   });
 
   test.each([
@@ -107,7 +107,7 @@ describe("GET /oauth-callback: failures", () => {
     const res = await callback("code=c1");
     expect(res.status).toBe(500);
     expect(res.body).toMatch(/^token exchange failed: failed to parse token response: ./);
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
   });
 
   test.each([
@@ -123,7 +123,7 @@ describe("GET /oauth-callback: failures", () => {
       type: expect.stringMatching(/^text\/plain/),
       body: "GHL token response did not include a locationId",
     });
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
     expect(bridge.crm.received("POST /oauth/locationToken")).toEqual([]);
     expect(bridge.crm.received("GET /oauth/installedLocations")).toEqual([]);
   });
@@ -133,7 +133,7 @@ describe("GET /oauth-callback: failures", () => {
     bridge.crm.grantLocation("c1", "loc-1");
     const res = await callback("code=c1");
     expect(res).toEqual({ status: 500, type: expect.stringMatching(/^text\/plain/), body: "failed to save token" });
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
   });
 });
 
@@ -147,7 +147,7 @@ describe("GET /oauth-callback: single location", () => {
     expect(res.body).toMatch(/installed|success/i);
     expect(res.body).toMatch(/close this tab/i);
 
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({
       locationId: "loc-1",
       companyId: COMPANY_ID,
       accessToken: granted.access_token,
@@ -158,7 +158,7 @@ describe("GET /oauth-callback: single location", () => {
       senderId: "",
       smsApiKey: "",
     });
-    expect(storedIds()).toEqual(["loc-1"]);
+    expect(await storedIds()).toEqual(["loc-1"]);
   });
 
   test("a HEAD (a link checker) does not spend the code: 405, no token call; the user's GET then installs", async () => {
@@ -167,17 +167,17 @@ describe("GET /oauth-callback: single location", () => {
     expect(head.status).toBe(405);
     expect(head.headers.get("allow")).toBe("GET");
     expect(bridge.crm.received("POST /oauth/token")).toEqual([]);
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
 
     expect((await callback("code=c1")).status).toBe(200);
-    expect(storedIds()).toEqual(["loc-1"]);
+    expect(await storedIds()).toEqual(["loc-1"]);
   });
 
   test("an empty error parameter does not count as a denial", async () => {
     bridge.crm.grantLocation("c1", "loc-1");
     const res = await callback("error=&code=c1");
     expect(res.status).toBe(200);
-    expect(storedIds()).toEqual(["loc-1"]);
+    expect(await storedIds()).toEqual(["loc-1"]);
   });
 
   test("the code exchange is a form post with client credentials, the code and the callback URL", async () => {
@@ -198,13 +198,13 @@ describe("GET /oauth-callback: single location", () => {
   test("a reinstall updates the tokens but keeps installed_at and the location's config", async () => {
     bridge.crm.grantLocation("c1", "loc-1");
     expect((await callback("code=c1")).status).toBe(200);
-    bridge.core.tokens.setConfig("loc-1", { senderId: "MYSHOP", smsApiKey: "loc-key-1234567890" }, clock);
+    await bridge.core.tokens.setConfig("loc-1", { senderId: "MYSHOP", smsApiKey: "loc-key-1234567890" }, clock);
 
     clock = T0 + 3_600_000;
     const again = bridge.crm.grantLocation("c2", "loc-1");
     expect((await callback("code=c2")).status).toBe(200);
 
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({
       accessToken: again.access_token,
       refreshToken: again.refresh_token,
       expiresAt: clock + DAY_S * 1000,
@@ -213,7 +213,7 @@ describe("GET /oauth-callback: single location", () => {
       senderId: "MYSHOP",
       smsApiKey: "loc-key-1234567890",
     });
-    expect(storedIds()).toEqual(["loc-1"]);
+    expect(await storedIds()).toEqual(["loc-1"]);
   });
 });
 
@@ -238,7 +238,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     }
     expect(bridge.crm.received("GET /oauth/installedLocations")).toEqual([]);
 
-    const records = bridge.core.tokens.list();
+    const records = await bridge.core.tokens.list();
     expect(records.map((r) => [r.locationId, r.companyId])).toEqual([
       ["a", COMPANY_ID],
       ["b", COMPANY_ID],
@@ -262,7 +262,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(list?.query.get("appId")).toBe(APP_ID);
     expect(list?.query.get("companyId")).toBe(COMPANY_ID);
     expect(list?.headers).toMatchObject({ authorization: `Bearer ${companyAccessToken("co")}`, version: "2021-07-28" });
-    expect(storedIds()).toEqual(["l1", "l2"]);
+    expect(await storedIds()).toEqual(["l1", "l2"]);
   });
 
   test("an empty installedLocations array also falls back to the list endpoint", async () => {
@@ -271,7 +271,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     const res = await callback("code=co");
     expect(res.status).toBe(200);
     expect(bridge.crm.received("GET /oauth/installedLocations")).toHaveLength(1);
-    expect(storedIds()).toEqual(["l1"]);
+    expect(await storedIds()).toEqual(["l1"]);
   });
 
   test("follows the pages until count is reached, though each page is shorter than the limit asked", async () => {
@@ -291,7 +291,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
       expect(Number(page.query.get("limit"))).toBeGreaterThan(40);
     }
     expect(bridge.crm.received("POST /oauth/locationToken").map((r) => bodyOf(r).locationId)).toEqual(ids);
-    expect(storedIds()).toEqual(ids);
+    expect(await storedIds()).toEqual(ids);
   });
 
   test("a locationToken failure skips that location only", async () => {
@@ -304,7 +304,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/\b2 location/);
     expect(bridge.crm.received("POST /oauth/locationToken").map((r) => bodyOf(r).locationId)).toEqual(["a", "b", "c"]);
-    expect(storedIds()).toEqual(["a", "c"]);
+    expect(await storedIds()).toEqual(["a", "c"]);
     expect(res.body).toMatch(/<li><code>b<\/code>: locationToken endpoint returned 500: /);
     expect(bridge.logs.join("")).toContain("locationToken endpoint returned 500: ");
   });
@@ -317,7 +317,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     const res = await callback("code=co");
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/\b2 location/);
-    expect(storedIds()).toEqual(["a", "c"]);
+    expect(await storedIds()).toEqual(["a", "c"]);
     expect(res.body).toMatch(/<li><code>b<\/code>: .*disk full/);
     expect(bridge.logs.join("")).toContain("disk full");
   });
@@ -329,7 +329,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.status).toBe(200);
     expect(res.type).toBe("text/html; charset=utf-8");
     expect(res.body).toMatch(/\b0 location/);
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
   });
 
   test("a 429 from locationToken is retried and the location still saved", async () => {
@@ -353,7 +353,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
       "b",
       "c",
     ]);
-    expect(storedIds()).toEqual(["a", "b", "c"]);
+    expect(await storedIds()).toEqual(["a", "b", "c"]);
   });
 
   test("a locationToken 200 that is not a token skips that location and logs why", async () => {
@@ -365,7 +365,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     const res = await callback("code=co");
     expect(res.status).toBe(200);
     expect(res.body).toMatch(/\b2 location/);
-    expect(storedIds()).toEqual(["a", "c"]);
+    expect(await storedIds()).toEqual(["a", "c"]);
     expect(res.body).toMatch(/<li><code>b<\/code>: .*failed to parse location token response/);
     expect(bridge.logs.join("")).toContain("failed to parse location token response");
   });
@@ -397,6 +397,6 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(res.type).toMatch(/^text\/plain/);
     expect(res.body).toEqual(text);
     expect(bridge.crm.received("POST /oauth/locationToken")).toEqual([]);
-    expect(storedIds()).toEqual([]);
+    expect(await storedIds()).toEqual([]);
   });
 });

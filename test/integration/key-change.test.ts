@@ -21,7 +21,7 @@ const rateLimited = () => castError(429, "RATE_LIMIT_EXCEEDED", "rate limit exce
 
 async function finished(b: Bridge, messageId: string) {
   expect((await b.webhook(outbound(messageId))).status).toBe(200);
-  await waitFor(() => ["done", "dead"].includes(b.core.jobs.get(messageId)?.state ?? ""), 15_000);
+  await waitFor(async () => ["done", "dead"].includes((await b.core.jobs.get(messageId))?.state ?? ""), 15_000);
   return b.crm.statusReports().map((r) => r.body);
 }
 
@@ -30,9 +30,9 @@ const calls = (b: Bridge) => b.gateway.calls().map((r) => ({ apiKey: r.headers["
 
 test("the location's API key changed after a 429: the message goes on the new key under a new idempotency key", async () => {
   const b = await start();
-  b.gateway.checkKey((req) => {
+  b.gateway.checkKey(async (req) => {
     if (req.headers["x-api-key"] !== GLOBAL_SMS_KEY) return undefined;
-    b.core.tokens.setConfig("loc-1", { smsApiKey: NEW_KEY }, Date.now());
+    await b.core.tokens.setConfig("loc-1", { smsApiKey: NEW_KEY }, Date.now());
     return rateLimited();
   });
 
@@ -55,16 +55,16 @@ test("the location's API key changed while the gateway was unreachable: the mess
   const port = await closedPort();
   const b = await start({ env: { SMS_API_URL: `http://127.0.0.1:${port}` }, tuning: { sms: { retryDelayMs: 20, retries: 1 } } });
   expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-  const attempts = () => b.core.jobs.get("m-1")?.attempts ?? 0;
-  await waitFor(() => attempts() >= 2, 10_000);
-  b.core.tokens.setConfig("loc-1", { smsApiKey: NEW_KEY }, Date.now());
+  const attempts = async () => (await b.core.jobs.get("m-1"))?.attempts ?? 0;
+  await waitFor(async () => await attempts() >= 2, 10_000);
+  await b.core.tokens.setConfig("loc-1", { smsApiKey: NEW_KEY }, Date.now());
   // Claimed after the change (one in flight may have been claimed just before it), and unreachable too.
-  const changedAt = attempts();
-  await waitFor(() => attempts() >= changedAt + 2, 10_000);
+  const changedAt = await attempts();
+  await waitFor(async () => await attempts() >= changedAt + 2, 10_000);
 
   const proxy = await forward(port, new URL(b.gateway.url).port);
   try {
-    await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 15_000);
+    await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 15_000);
   } finally {
     await new Promise((resolve) => proxy.close(resolve));
   }
@@ -74,16 +74,16 @@ test("the location's API key changed while the gateway was unreachable: the mess
 
 test("approval withdrawn after a 429: failed as not approved, and messages retry sends it once approved again", async () => {
   const b = await start();
-  b.gateway.checkKey(() => {
+  b.gateway.checkKey(async () => {
     b.gateway.checkKey(undefined);
-    b.core.tokens.setApproved("loc-1", false, Date.now());
+    await b.core.tokens.setApproved("loc-1", false, Date.now());
     return rateLimited();
   });
 
   const reports = await finished(b, "m-1");
 
   expect(reports).toEqual([{ status: "failed", error: expect.objectContaining({ code: "not_approved" }) }]);
-  b.core.tokens.setApproved("loc-1", true, Date.now());
+  await b.core.tokens.setApproved("loc-1", true, Date.now());
   const res = await b.admin("/api/admin/messages/m-1/retry", { method: "POST" });
   expect(res.status).toBe(200);
   await waitFor(() => b.crm.statusReports().length === 2, 10_000);
@@ -95,9 +95,9 @@ test("a send that timed out after reaching Cast, then a 429, then a new API key:
   const b = await start({ tuning: { sms: { timeoutMs: 200, retries: 0 } } });
   b.gateway.on(SEND, async () => {
     // The second attempt meets Cast's rate limit, before its cache; then the key changes.
-    b.gateway.checkKey(() => {
+    b.gateway.checkKey(async () => {
       b.gateway.checkKey(undefined);
-      b.core.tokens.setConfig("loc-1", { smsApiKey: NEW_KEY }, Date.now());
+      await b.core.tokens.setConfig("loc-1", { smsApiKey: NEW_KEY }, Date.now());
       return rateLimited();
     });
     await sleep(1000); // slower than the 200 ms timeout: Cast took it, bridge never heard
@@ -117,7 +117,7 @@ test("a send that timed out after reaching Cast, then a 429, then a new API key:
 test("approval withdrawn after a send that timed out after reaching Cast: delivery unknown, and messages retry refuses it", async () => {
   const b = await start({ tuning: { sms: { timeoutMs: 200, retries: 0 } } });
   b.gateway.on(SEND, async () => {
-    b.core.tokens.setApproved("loc-1", false, Date.now());
+    await b.core.tokens.setApproved("loc-1", false, Date.now());
     await sleep(1000);
     return b.gateway.accept();
   });
@@ -126,7 +126,7 @@ test("approval withdrawn after a send that timed out after reaching Cast: delive
 
   expect(reports).toEqual([{ status: "failed", error: expect.objectContaining({ code: "delivery_unknown" }) }]);
   expect(b.gateway.calls()).toHaveLength(1);
-  b.core.tokens.setApproved("loc-1", true, Date.now());
+  await b.core.tokens.setApproved("loc-1", true, Date.now());
   expect((await b.admin("/api/admin/messages/m-1/retry", { method: "POST" })).status).toBe(409);
   expect(b.gateway.calls()).toHaveLength(1);
 });

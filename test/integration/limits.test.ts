@@ -66,7 +66,7 @@ describe("a connection that sends nothing", () => {
     const res = await install;
     expect(res.status).toBe(200);
     expect(await res.text()).toContain("bridge is installed");
-    expect(bridge.core.tokens.get("loc-slow")).toBeDefined();
+    expect(await bridge.core.tokens.get("loc-slow")).toBeDefined();
   });
 });
 
@@ -147,7 +147,7 @@ describe("unsigned bodies share one memory budget", () => {
     await waitFor(() => bridge.bodyBudget.used === raw.length + 100);
     for (const conn of cut) conn.socket.destroy();
     await waitFor(() => bridge.bodyBudget.used === 0);
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 });
 
@@ -223,7 +223,7 @@ describe("OAuth code exchanges", () => {
     const real = await getFrom(`${bridge.url}/oauth-callback?code=code-loc-real`, "127.0.0.2");
     expect(real.status).toBe(200);
     expect(real.body).toContain("bridge is installed");
-    expect(bridge.core.tokens.get("loc-real")).toBeDefined();
+    expect(await bridge.core.tokens.get("loc-real")).toBeDefined();
 
     release();
     await done;
@@ -278,7 +278,7 @@ describe("OAuth code exchanges", () => {
 
     // The flood is over: a real install goes through.
     await bridge.install("loc-real");
-    expect(bridge.core.tokens.get("loc-real")).toBeDefined();
+    expect(await bridge.core.tokens.get("loc-real")).toBeDefined();
   });
 });
 

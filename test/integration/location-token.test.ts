@@ -53,9 +53,9 @@ describe("a locationToken answer without refresh_token, as HighLevel's v2 refere
     const b = await start();
     await agencyInstall(b);
 
-    const stored = b.core.tokens.get("loc-1");
+    const stored = await b.core.tokens.get("loc-1");
     expect(stored).toMatchObject({ companyId: COMPANY_ID, refreshToken: "", expiresAt: clock + 86_399_000, approved: true });
-    expect(b.core.tokens.list().map((r) => r.locationId)).toEqual(["loc-1", "loc-2"]);
+    expect((await b.core.tokens.list()).map((r) => r.locationId)).toEqual(["loc-1", "loc-2"]);
 
     const report = await sendAndWait(b, "m-1");
     expect(report).toMatchObject({ authorization: `Bearer ${stored!.accessToken}`, body: { status: "delivered" } });
@@ -94,16 +94,16 @@ describe("what bridge reads of a locationToken answer", () => {
 
 describe("such a location's token is renewed through its company's token", () => {
   /** The company's own token stays good for a month: only the location's comes due. */
-  function keepCompanyFresh(b: Bridge, company: { access_token: string; refresh_token: string }) {
-    b.core.companies.updateTokens(COMPANY_ID, company.access_token, company.refresh_token, clock + 30 * 24 * 60 * MINUTE, clock);
+  async function keepCompanyFresh(b: Bridge, company: { access_token: string; refresh_token: string }) {
+    await b.core.companies.updateTokens(COMPANY_ID, company.access_token, company.refresh_token, clock + 30 * 24 * 60 * MINUTE, clock);
   }
 
   test("less than 5 minutes left: one JSON locationToken call with the company token; the message is reported with the new token", async () => {
     const b = await start();
     const company = await agencyInstall(b);
-    keepCompanyFresh(b, company);
+    await keepCompanyFresh(b, company);
     const installed = locationTokenCalls(b).length;
-    const before = b.core.tokens.get("loc-1")?.accessToken;
+    const before = (await b.core.tokens.get("loc-1"))?.accessToken;
     clock += 86_399_000 - 4 * MINUTE;
 
     const report = await sendAndWait(b, "m-1");
@@ -114,7 +114,7 @@ describe("such a location's token is renewed through its company's token", () =>
     ]);
     expect(renewals[0]?.headers).toMatchObject({ authorization: `Bearer ${company.access_token}`, version: "2021-07-28" });
     expect(refreshGrants(b)).toEqual([]);
-    const stored = b.core.tokens.get("loc-1");
+    const stored = await b.core.tokens.get("loc-1");
     expect(stored).toMatchObject({ refreshToken: "", expiresAt: clock + 86_399_000, refreshError: "" });
     expect(stored?.accessToken).not.toBe(before);
     expect(report).toMatchObject({ authorization: `Bearer ${stored!.accessToken}`, body: { status: "delivered" } });
@@ -123,7 +123,7 @@ describe("such a location's token is renewed through its company's token", () =>
   test("5 minutes or more left: no call", async () => {
     const b = await start();
     const company = await agencyInstall(b);
-    keepCompanyFresh(b, company);
+    await keepCompanyFresh(b, company);
     const before = b.crm.requests.length;
     clock += 86_399_000 - 5 * MINUTE;
 
@@ -141,18 +141,18 @@ describe("such a location's token is renewed through its company's token", () =>
     const record = await b.core.tokenService.validToken("loc-1");
 
     expect(refreshGrants(b)).toEqual([{ user_type: "Company", refresh_token: company.refresh_token }]);
-    const newCompanyToken = b.core.companies.get(COMPANY_ID)?.accessToken;
+    const newCompanyToken = (await b.core.companies.get(COMPANY_ID))?.accessToken;
     expect(newCompanyToken).not.toBe(company.access_token);
     expect(locationTokenCalls(b).slice(installed)).toEqual([
       { authorization: `Bearer ${newCompanyToken}`, companyId: COMPANY_ID, locationId: "loc-1" },
     ]);
-    expect(record).toEqual(b.core.tokens.get("loc-1"));
+    expect(record).toEqual(await b.core.tokens.get("loc-1"));
     expect(record.expiresAt).toBe(clock + 86_399_000);
   });
 
   test("20 callers at once make one locationToken call and share its token", async () => {
     const b = await start();
-    keepCompanyFresh(b, await agencyInstall(b));
+    await keepCompanyFresh(b, await agencyInstall(b));
     const installed = locationTokenCalls(b).length;
     clock += 86_399_000 - MINUTE;
 
@@ -165,8 +165,8 @@ describe("such a location's token is renewed through its company's token", () =>
   test("an answer with refresh_token (HighLevel's later change) is stored, and the location refreshes with it instead", async () => {
     const b = await start();
     b.crm.locationTokens.withRefresh = true;
-    keepCompanyFresh(b, await agencyInstall(b));
-    const stored = b.core.tokens.get("loc-1");
+    await keepCompanyFresh(b, await agencyInstall(b));
+    const stored = await b.core.tokens.get("loc-1");
     expect(stored?.refreshToken).toMatch(/^rt-loc-1-/);
     const installed = locationTokenCalls(b).length;
     clock += 86_399_000 - 4 * MINUTE;
@@ -184,7 +184,7 @@ describe("such a location's token is renewed through its company's token", () =>
     clock += 86_399_000 - 4 * MINUTE;
 
     await expect(b.core.tokenService.validToken("loc-1")).rejects.toThrow(/^refresh token failed: /);
-    expect(b.core.tokens.get("loc-1")?.refreshError).toMatch(/install the app again from the agency$/);
+    expect((await b.core.tokens.get("loc-1"))?.refreshError).toMatch(/install the app again from the agency$/);
     const asked = b.crm.requests.length;
     await expect(b.core.tokenService.validToken("loc-1")).rejects.toThrow(/install the app again from the agency/);
     expect(b.crm.requests.length).toBe(asked);
@@ -193,46 +193,46 @@ describe("such a location's token is renewed through its company's token", () =>
   test("a 401 from locationToken (the company's access token refused): the company's token is renewed and the location asked again", async () => {
     const b = await start();
     const company = await agencyInstall(b, ["loc-1"]);
-    keepCompanyFresh(b, company);
+    await keepCompanyFresh(b, company);
     b.crm.revokeAccessToken(company.access_token);
     const installed = locationTokenCalls(b).length;
 
     const record = await b.core.tokenService.refresh("loc-1", true);
 
     expect(refreshGrants(b)).toEqual([{ user_type: "Company", refresh_token: company.refresh_token }]);
-    const renewed = b.core.companies.get(COMPANY_ID)?.accessToken;
+    const renewed = (await b.core.companies.get(COMPANY_ID))?.accessToken;
     expect(renewed).not.toBe(company.access_token);
     expect(locationTokenCalls(b).slice(installed).map((c) => c.authorization)).toEqual([`Bearer ${company.access_token}`, `Bearer ${renewed}`]);
     expect(record).toMatchObject({ refreshError: "", expiresAt: clock + 86_399_000 });
-    expect(b.core.tokens.get("loc-1")?.refreshError).toBe("");
+    expect((await b.core.tokens.get("loc-1"))?.refreshError).toBe("");
   });
 
   test("a 401 again after the company's token was renewed marks nothing: it may pass", async () => {
     const b = await start();
-    keepCompanyFresh(b, await agencyInstall(b, ["loc-1"]));
+    await keepCompanyFresh(b, await agencyInstall(b, ["loc-1"]));
     b.crm.on("POST /oauth/locationToken", () => jsonResponse({ message: "Invalid JWT" }, 401));
     const installed = locationTokenCalls(b).length;
 
     await expect(b.core.tokenService.refresh("loc-1", true)).rejects.toThrow(/^refresh token failed: locationToken endpoint returned 401/);
     expect(locationTokenCalls(b).length - installed).toBe(2);
     expect(refreshGrants(b).map((g) => g.user_type)).toEqual(["Company"]);
-    expect(b.core.tokens.get("loc-1")?.refreshError).toBe("");
+    expect((await b.core.tokens.get("loc-1"))?.refreshError).toBe("");
   });
 
   test("HighLevel unreachable for the renewal: an error that may pass, nothing marked", async () => {
     const b = await start();
-    keepCompanyFresh(b, await agencyInstall(b));
+    await keepCompanyFresh(b, await agencyInstall(b));
     b.crm.on("POST /oauth/locationToken", () => new Response("upstream down", { status: 503 }));
     clock += 86_399_000 - 4 * MINUTE;
 
     await expect(b.core.tokenService.validToken("loc-1")).rejects.toThrow(/^refresh token failed: locationToken endpoint returned 503/);
-    expect(b.core.tokens.get("loc-1")?.refreshError).toBe("");
+    expect((await b.core.tokens.get("loc-1"))?.refreshError).toBe("");
   });
 
   test("HighLevel's 429 on the renewal holds no worker: it is asked once, and another location's message goes meanwhile", async () => {
     const b = await start();
-    keepCompanyFresh(b, await agencyInstall(b));
-    b.seed("loc-9");
+    await keepCompanyFresh(b, await agencyInstall(b));
+    await b.seed("loc-9");
     const installed = locationTokenCalls(b).length;
     clock += 86_399_000 - 4 * MINUTE;
     let limited = true;
@@ -257,7 +257,7 @@ describe("such a location's token is renewed through its company's token", () =>
     limited = false;
     clock += MINUTE + 1000;
     await waitFor(() => b.crm.statusReports().some((r) => r.messageId.startsWith("m-")));
-    expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: documented.access_token, expiresAt: clock + Number(documented.expires_in) * 1000 });
+    expect(await b.core.tokens.get("loc-1")).toMatchObject({ accessToken: documented.access_token, expiresAt: clock + Number(documented.expires_in) * 1000 });
   });
 
   test("a location with its own refresh token is not held to that rule: a 403 from /oauth/token marks nothing", async () => {
@@ -267,17 +267,17 @@ describe("such a location's token is renewed through its company's token", () =>
     clock += 86_399_000 - 4 * MINUTE;
 
     await expect(b.core.tokenService.validToken("loc-own")).rejects.toThrow(/^refresh token failed: token endpoint returned 403/);
-    expect(b.core.tokens.get("loc-own")?.refreshError).toBe("");
+    expect((await b.core.tokens.get("loc-own"))?.refreshError).toBe("");
   });
 
   test("an UNINSTALL of such a location is confirmed by HighLevel refusing its token through the company", async () => {
     const b = await start();
-    keepCompanyFresh(b, await agencyInstall(b));
+    await keepCompanyFresh(b, await agencyInstall(b));
     expect(await b.core.uninstall("loc-1")).toEqual({ verdict: "still_installed" });
 
     b.crm.uninstall("loc-1");
     clock += 2 * MINUTE;
     expect(await b.core.uninstall("loc-1")).toEqual({ verdict: "uninstalled" });
-    expect(b.core.tokens.get("loc-2")).toMatchObject({ uninstalledAt: 0, refreshError: "" });
+    expect(await b.core.tokens.get("loc-2")).toMatchObject({ uninstalledAt: 0, refreshError: "" });
   });
 });

@@ -10,9 +10,9 @@ const cli = runCli;
 
 test("list shows each location's name when known, and whether its token works", async () => {
   const b = await start({}, "loc-ok", "loc-dead", "loc-gone");
-  b.core.tokens.setName("loc-ok", "Main Street Clinic");
+  await b.core.tokens.setName("loc-ok", "Main Street Clinic");
   b.core.db.prepare("UPDATE tokens SET refresh_error = 'refused' WHERE location_id = 'loc-dead'").run();
-  b.core.tokens.markUninstalled("loc-gone", Date.now());
+  await b.core.tokens.markUninstalled("loc-gone", Date.now());
 
   const table = await cli(b, "locations", "list");
   expect(table.code).toBe(0);
@@ -39,21 +39,21 @@ test("remove without --yes: exit 2 saying what it would remove, nothing removed"
   expect(stdout).toBe("");
   expect(stderr).toContain("this would remove location loc-1: its token, sender ID, API key and approval");
   expect(stderr).toContain("--yes");
-  expect(b.core.tokens.get("loc-1")).toBeDefined();
+  expect(await b.core.tokens.get("loc-1")).toBeDefined();
 });
 
 test("remove --yes: the record is gone (token, settings), its messages stay in the log", async () => {
   const b = await start({}, "loc-1", "loc-2");
-  b.core.tokens.setConfig("loc-1", { senderId: "BRAND", smsApiKey: "own-key-0123456789" }, Date.now());
+  await b.core.tokens.setConfig("loc-1", { senderId: "BRAND", smsApiKey: "own-key-0123456789" }, Date.now());
   expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => b.core.jobs.get("m-1")?.state === "done");
+  await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done");
 
   const { code, stdout } = await cli(b, "locations", "remove", "loc-1", "--yes");
   expect(code).toBe(0);
   expect(stdout).toMatch(/^removed loc-1/);
-  expect(b.core.tokens.get("loc-1")).toBeUndefined();
-  expect(b.core.tokens.get("loc-2")).toBeDefined();
-  expect(b.core.jobs.get("m-1")).toBeDefined();
+  expect(await b.core.tokens.get("loc-1")).toBeUndefined();
+  expect(await b.core.tokens.get("loc-2")).toBeDefined();
+  expect(await b.core.jobs.get("m-1")).toBeDefined();
 });
 
 test("remove of an unknown location: exit 1; of a malformed id: exit 2", async () => {
@@ -62,5 +62,5 @@ test("remove of an unknown location: exit 1; of a malformed id: exit 2", async (
   const bad = await cli(b, "locations", "remove", "loc-1\n[error] forged", "--yes");
   expect(bad.code).toBe(2);
   expect(bad.stderr).toContain("not a location id");
-  expect(b.core.tokens.get("loc-1")).toBeDefined();
+  expect(await b.core.tokens.get("loc-1")).toBeDefined();
 });

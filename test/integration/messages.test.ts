@@ -10,7 +10,7 @@ const start = (options: BridgeOptions = {}) => startWith(options, "loc-1", "loc-
 
 async function settle(bridge: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
   expect((await bridge.webhook(outbound(messageId, fields))).status).toBe(200);
-  await waitFor(() => ["done", "dead"].includes(bridge.core.jobs.get(messageId)?.state ?? ""), 10_000);
+  await waitFor(async () => ["done", "dead"].includes((await bridge.core.jobs.get(messageId))?.state ?? ""), 10_000);
 }
 
 async function get(bridge: Bridge, path: string) {
@@ -115,7 +115,7 @@ test("retry: a message refused before reaching the gateway goes again, once, wit
   const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual({ message_id: "m-1", queued: true });
-  await waitFor(() => bridge.crm.statusReports().length === 2 && bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => bridge.crm.statusReports().length === 2 && (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
 
   expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["failed", "delivered"]);
   expect(bridge.gateway.sent()).toHaveLength(2); // the refused attempt and the retry: one SMS left
@@ -149,21 +149,21 @@ test.each([
   const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
   expect(res.status).toBe(409);
   expect(await res.json()).toEqual({ error: `message m-1 may not be retried: ${says}` });
-  expect(bridge.core.jobs.get("m-1")?.state).toMatch(/done|dead/);
+  expect((await bridge.core.jobs.get("m-1"))?.state).toMatch(/done|dead/);
   expect(bridge.gateway.calls()).toHaveLength(sends);
 });
 
 test("retry is refused with 409 for a message whose number is not a Philippine mobile: it cannot be sent to", async () => {
   const bridge = await start();
   await settle(bridge, "m-1", { phone: "+6328123456" });
-  expect(bridge.core.messages.get("m-1")?.errorCode).toBe("invalid_phone");
+  expect((await bridge.core.messages.get("m-1"))?.errorCode).toBe("invalid_phone");
 
   const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
   expect(res.status).toBe(409);
   expect(await res.json()).toEqual({
     error: "message m-1 may not be retried: its number cannot be sent to (not a Philippine mobile number: +632***3456)",
   });
-  expect(bridge.core.jobs.get("m-1")?.state).toMatch(/done|dead/);
+  expect((await bridge.core.jobs.get("m-1"))?.state).toMatch(/done|dead/);
   expect(bridge.crm.statusReports()).toHaveLength(1);
 });
 
@@ -176,7 +176,7 @@ test("retry: Cast's own FAILED receipt (never submitted to a carrier, credits re
 
   const res = await bridge.admin("/api/admin/messages/m-1/retry", { method: "POST" });
   expect(res.status).toBe(200);
-  await waitFor(() => bridge.crm.statusReports().length === 2 && bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => bridge.crm.statusReports().length === 2 && (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(bridge.crm.statusReports().map((r) => r.body.status)).toEqual(["failed", "delivered"]);
   expect(bridge.gateway.sent()).toHaveLength(2);
 });
@@ -193,7 +193,7 @@ test("a held key's messages are listed as held, with the gateway's reason", asyn
   const bridge = await start({ tuning: { holdProbeMs: 60_000 } });
   bridge.gateway.on(SEND, () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.messages.get("m-1")?.status === "held", 5000);
+  await waitFor(async () => (await bridge.core.messages.get("m-1"))?.status === "held", 5000);
 
   const { body } = await get(bridge, "/api/admin/messages?status=held");
   expect(body.messages.map((m: { message_id: string }) => m.message_id)).toEqual(["m-1"]);
@@ -207,6 +207,6 @@ test("pruning a finished message takes its events with it", async () => {
   await settle(bridge, "m-bad", { phone: "+12025550123" });
   const { db } = bridge.core;
   expect(db.prepare("SELECT count(*) AS n FROM job_events").get()).toEqual({ n: 1 });
-  expect(bridge.core.jobs.prune(Date.now() + 1000, 10)).toBe(1);
+  expect(await bridge.core.jobs.prune(Date.now() + 1000, 10)).toBe(1);
   expect(db.prepare("SELECT count(*) AS n FROM job_events").get()).toEqual({ n: 0 });
 });

@@ -56,7 +56,7 @@ test("after traffic: messages by outcome and reason, call latencies, gateway err
   b.gateway.on(SEND, () => (++sends === 1 ? jsonResponse({ success: false, error: "maintenance" }, 503) : b.gateway.accept()));
   expect((await b.webhook(outbound("m-ok"))).status).toBe(200);
   expect((await b.webhook(outbound("m-bad-phone", { phone: "+15551234567" }))).status).toBe(200);
-  await waitFor(() => ["m-ok", "m-bad-phone"].every((id) => b.core.jobs.get(id)?.state === "done"));
+  await waitFor(async () => (await Promise.all(["m-ok", "m-bad-phone"].map((id) => b.core.jobs.get(id)))).every((found) => found?.state === "done"));
 
   const text = await scrape(b);
   expect(sample(text, "bridge_messages_total", { outcome: "delivered", reason: "" })).toBe(1);
@@ -114,9 +114,9 @@ test("opt-outs: the numbers on the locations' lists, by who put them there, read
   expect(sample(before, "bridge_opt_outs", { by: "reply" })).toBe(0);
   expect(sample(before, "bridge_opt_outs", { by: "operator" })).toBe(0);
 
-  b.core.optOutList.add("loc-1", "+639171234567", "reply");
-  b.core.optOutList.add("loc-1", "+639181234567", "operator");
-  b.core.optOutList.add("loc-2", "+639181234567", "operator");
+  await b.core.optOutList.add("loc-1", "+639171234567", "reply");
+  await b.core.optOutList.add("loc-1", "+639181234567", "operator");
+  await b.core.optOutList.add("loc-2", "+639181234567", "operator");
   const after = await scrape(b);
   expect(sample(after, "bridge_opt_outs", { by: "reply" })).toBe(1);
   expect(sample(after, "bridge_opt_outs", { by: "operator" })).toBe(2);

@@ -10,7 +10,7 @@ const cli = runCli;
 
 async function deliver(b: Bridge, messageId: string) {
   expect((await b.webhook(outbound(messageId))).status).toBe(200);
-  await waitFor(() => b.core.jobs.get(messageId)?.state === "done", 10_000);
+  await waitFor(async () => (await b.core.jobs.get(messageId))?.state === "done", 10_000);
   return b.crm.statusReports().filter((r) => r.messageId === messageId).map((r) => r.body);
 }
 
@@ -49,7 +49,7 @@ test.each([
   expect(result.code).toBe(code);
   expect(result.stdout).toBe("");
   expect(result.stderr).toContain(says);
-  expect(b.core.optOuts.list("loc-1")).toEqual([]);
+  expect(await b.core.optOuts.list("loc-1")).toEqual([]);
 });
 
 test("optouts list says how a number comes off the list: a DND lifted in HighLevel does not take it off", async () => {

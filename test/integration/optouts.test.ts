@@ -9,7 +9,7 @@ const start = (options: BridgeOptions = {}) => startWith({ ...options, env: { SM
 /** Sends one webhook and waits until its job is finished; what HighLevel was told of it. */
 async function deliver(b: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
   expect((await b.webhook(outbound(messageId, fields))).status).toBe(200);
-  await waitFor(() => b.core.jobs.get(messageId)?.state === "done", 10_000);
+  await waitFor(async () => (await b.core.jobs.get(messageId))?.state === "done", 10_000);
   return b.crm.statusReports().filter((r) => r.messageId === messageId).map((r) => r.body);
 }
 
@@ -18,20 +18,20 @@ const OPTED_OUT = { status: "failed", error: { code: "opted_out", type: "saas", 
 describe("the location's opt-out list", () => {
   test("a listed number gets no SMS and HighLevel is told 'recipient opted out'; taken off, it gets the next", async () => {
     const b = await start();
-    b.core.optOutList.add("loc-1", "+639171234567", "operator");
+    await b.core.optOutList.add("loc-1", "+639171234567", "operator");
 
     expect(await deliver(b, "m-1")).toEqual([OPTED_OUT]);
     expect(b.gateway.calls()).toEqual([]);
 
-    b.core.optOutList.remove("loc-1", "+639171234567");
+    await b.core.optOutList.remove("loc-1", "+639171234567");
     expect(await deliver(b, "m-2")).toEqual([{ status: "delivered" }]);
     expect(b.gateway.sent()).toMatchObject([{ to: "09171234567", message: "hello m-2" }]);
   });
 
   test("any written form of the number is the same number; another location's list does not count", async () => {
     const b = await start();
-    b.seed("loc-2");
-    b.core.optOutList.add("loc-1", "0917 123 4567", "reply");
+    await b.seed("loc-2");
+    await b.core.optOutList.add("loc-1", "0917 123 4567", "reply");
 
     expect(await deliver(b, "m-1", { phone: "+63 917 123 4567" })).toEqual([OPTED_OUT]);
     expect(await deliver(b, "m-2", { locationId: "loc-2" })).toEqual([{ status: "delivered" }]);
@@ -54,7 +54,7 @@ describe("Cast's unsubscribed list", () => {
     // Kept a while: one read served both sends.
     expect(b.gateway.unsubscribedCalls()).toHaveLength(1);
     // Read, not copied: the location's own list stays empty.
-    expect(b.core.optOuts.list("loc-1")).toEqual([]);
+    expect(await b.core.optOuts.list("loc-1")).toEqual([]);
   });
 
   test("without a sender ID (Cast's default one), a number that unsubscribed from any of the account's counts", async () => {
@@ -116,13 +116,13 @@ describe("the admin API: /api/admin/locations/{id}/optouts", () => {
     const res = await b.admin(at, init);
     expect(res.status).toBe(status);
     expect(await res.json()).toEqual({ error });
-    expect(b.core.optOuts.list("loc-1")).toEqual([]);
+    expect(await b.core.optOuts.list("loc-1")).toEqual([]);
   });
 
   test("without the admin key: 401, nothing listed", async () => {
     const b = await start();
     const res = await b.fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: body("09171234567") });
     expect(res.status).toBe(401);
-    expect(b.core.optOuts.list("loc-1")).toEqual([]);
+    expect(await b.core.optOuts.list("loc-1")).toEqual([]);
   });
 });

@@ -48,7 +48,7 @@ test("HighLevel answering 503 to status reports: one warn line, then one info li
   expect((await b.webhook(outbound("m-1"))).status).toBe(200);
   await waitFor(() => b.crm.statusReports().length >= 3);
   failing = false;
-  await waitFor(() => b.core.jobs.get("m-1")?.state === "done");
+  await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done");
 
   expect(lines(b, "HighLevel unreachable")).toEqual([
     expect.stringMatching(/\[warn\] HighLevel unreachable \(http\): updateMessageStatus answered 503; status reports wait until it answers\n$/),

@@ -19,6 +19,6 @@ describe("outbound processing", () => {
       version: "2021-04-15",
       body: { status: "delivered" },
     });
-    await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+    await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
   });
 });

@@ -26,7 +26,7 @@ async function everythingShown(b: Bridge, messageId: string): Promise<string> {
   const admin = await Promise.all([b.admin("/api/admin/messages"), b.admin(`/api/admin/messages/${messageId}`)].map(async (r) => (await r).text()));
   return [
     ...b.logs,
-    JSON.stringify(b.core.messages.get(messageId)?.errorMessage ?? null),
+    JSON.stringify((await b.core.messages.get(messageId))?.errorMessage ?? null),
     JSON.stringify(b.crm.statusReports()),
     await cli(b, "messages", "list"),
     await cli(b, "messages", "list", "--json"),
@@ -44,7 +44,7 @@ test.each([
   const b = await start({}, "loc-1");
   await settle(b, "m-1", phone);
 
-  expect(b.core.messages.get("m-1")).toMatchObject({ errorCode: "invalid_phone", errorMessage: `not a Philippine mobile number: ${masked}` });
+  expect(await b.core.messages.get("m-1")).toMatchObject({ errorCode: "invalid_phone", errorMessage: `not a Philippine mobile number: ${masked}` });
   expect(b.crm.statusReports().at(-1)?.body.error?.message).toBe(`not a Philippine mobile number: ${masked}`);
   expect(b.logs.join("")).toContain(`[warn] message m-1 of location loc-1 not sent: not a Philippine mobile number: ${masked}`);
   expect(await everythingShown(b, "m-1")).not.toContain(whole);

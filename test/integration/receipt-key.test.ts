@@ -15,11 +15,11 @@ const OLD = "their-own-key-0123";
 
 /** m-1 is sent with OLD and waits for its receipt, which the carrier has not given yet. */
 async function sentWithOldKey(bridge: Bridge): Promise<{ receiptIn: () => void }> {
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: OLD }, Date.now());
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: OLD }, Date.now());
   let receiptIn = false;
   bridge.gateway.receipts(() => (receiptIn ? { status: "undelivered", dlr_status: "REJECTD" } : { status: "sent" }));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting" && bridge.gateway.logCalls().length >= 1);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "reporting" && bridge.gateway.logCalls().length >= 1);
   return { receiptIn: () => (receiptIn = true) };
 }
 
@@ -35,12 +35,12 @@ test.each([
   const bridge = await startWith({}, "loc-1");
   const { receiptIn } = await sentWithOldKey(bridge);
 
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey }, Date.now());
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey }, Date.now());
   const readsBefore = bridge.gateway.logCalls().length;
   receiptIn();
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
 
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "failed", receipt: "REJECTD" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "failed", receipt: "REJECTD" });
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "failed", error: expect.objectContaining({ code: "REJECTD" }) }]);
   // Asked with the key it was sent with, not the one configured now.
   const after = [...bridge.gateway.logCalls().slice(readsBefore), ...bridge.gateway.statusCalls()];
@@ -56,32 +56,32 @@ test("the key a receipt waits on is kept sealed, and forgotten once no message w
   expect(sealed).toMatch(/^enc:v2:/);
   expect(sealed).not.toContain(OLD);
   // A message still waits with it: kept.
-  bridge.core.gatewayKeys.forgetUnused();
-  expect(bridge.core.gatewayKeys.sentWith(keyTag(OLD))).toBe(OLD);
+  await bridge.core.gatewayKeys.forgetUnused();
+  expect(await bridge.core.gatewayKeys.sentWith(keyTag(OLD))).toBe(OLD);
 
   receiptIn();
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   // The worker's prune (at its start, then hourly) forgets it.
   await bridge.worker.stop(1000);
-  bridge.worker.start();
+  await bridge.worker.start();
   await waitFor(() => storedKey(bridge, OLD) === "");
-  expect(bridge.core.gatewayKeys.sentWith(keyTag(OLD))).toBeUndefined();
+  expect(await bridge.core.gatewayKeys.sentWith(keyTag(OLD))).toBeUndefined();
 });
 
 test("a message whose key is neither configured nor kept is not reported before DLR_WAIT; its timeline says why", async () => {
   const bridge = await startWith({ env: { DLR_WAIT: "2s" } }, "loc-1");
   await sentWithOldKey(bridge);
-  const deadline = bridge.core.jobs.get("m-1")?.receiptDeadline ?? 0;
+  const deadline = (await bridge.core.jobs.get("m-1"))?.receiptDeadline ?? 0;
 
   // As for a message an older bridge sent, which kept no key.
   bridge.core.db.prepare("UPDATE gateway_keys SET api_key = ''").run();
-  bridge.core.tokens.setConfig("loc-1", { smsApiKey: "their-new-key-4567" }, Date.now());
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 10_000);
+  await bridge.core.tokens.setConfig("loc-1", { smsApiKey: "their-new-key-4567" }, Date.now());
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
 
   const { receipt_at } = bridge.core.db.prepare<[string], { receipt_at: number }>("SELECT receipt_at FROM jobs WHERE message_id = ?").get("m-1") ?? { receipt_at: 0 };
   expect(deadline).toBeGreaterThan(0);
   expect(receipt_at).toBeGreaterThanOrEqual(deadline);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
   const shown = (await (await bridge.admin("/api/admin/messages/m-1")).json()) as { timeline: { event: string; detail: string }[] };
   expect(shown.timeline).toContainEqual(expect.objectContaining({ event: "error", detail: KEY_GONE }));
 });

@@ -10,7 +10,7 @@ const start = (options: BridgeOptions = {}) => startWith(options, "loc-1");
 
 async function deliver(bridge: Bridge, messageId: string) {
   expect((await bridge.webhook(outbound(messageId))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get(messageId)?.state === "done", 10_000);
+  await waitFor(async () => (await bridge.core.jobs.get(messageId))?.state === "done", 10_000);
   return bridge.crm.statusReports().filter((r) => r.messageId === messageId);
 }
 
@@ -21,7 +21,7 @@ test("a delivered receipt is read from the account's log: no status call", async
 
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   expect(bridge.gateway.statusCalls()).toEqual([]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
 });
 
 test("delivered is reported only once the carrier's receipt says so", async () => {
@@ -33,7 +33,7 @@ test("delivered is reported only once the carrier's receipt says so", async () =
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
   expect(bridge.gateway.logCalls().length).toBeGreaterThanOrEqual(2);
   expect(bridge.gateway.logCalls()[0]?.headers["x-api-key"]).toBe(bridge.env.SMS_API_KEY);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
 });
 
 test.each([
@@ -60,7 +60,7 @@ test("the carrier's UNKNOWN is final: reported failed, delivery unknown, not lef
 
   const says = "the carrier could not say whether it was delivered (UNKNOWN); delivery unknown";
   expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "delivery_unknown", type: "saas", message: says } }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "UNKNOWN" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "UNKNOWN" });
 });
 
 test.each([
@@ -75,7 +75,7 @@ test.each([
   const reports = await deliver(bridge, "m-1");
 
   expect(reports.map((r) => r.body.status)).toEqual([outcome]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: dlr });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ receipt: dlr });
 });
 
 test("a Cast 404 at the deadline for a message its log never listed: reported failed, delivery unknown, never delivered", async () => {
@@ -87,7 +87,7 @@ test("a Cast 404 at the deadline for a message its log never listed: reported fa
 
   const says = "Cast no longer knows the message (404 to its status call) and its log never listed it; delivery unknown";
   expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "delivery_unknown", type: "saas", message: says } }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "failed", receipt: "none" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ outcome: "failed", receipt: "none" });
 });
 
 test("a Cast 404 at the deadline for a message its log listed as sent: Cast submitted it, reported delivered (no receipt)", async () => {
@@ -98,7 +98,7 @@ test("a Cast 404 at the deadline for a message its log listed as sent: Cast subm
   const reports = await deliver(bridge, "m-1");
 
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
 });
 
 test("a message sent again after a 429 is timed from the send Cast accepted, not from its first claim", async () => {
@@ -109,12 +109,12 @@ test("a message sent again after a 429 is timed from the send Cast accepted, not
   let sends = 0;
   bridge.gateway.on(SEND, () => (++sends === 1 ? castError(429, "RATE_LIMIT_EXCEEDED", "rate limit exceeded", { "retry-after": "1" }) : bridge.gateway.accept()));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.errorMessage?.includes("429"));
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.errorMessage?.includes("429"));
 
   clock += 10 * 60_000; // its retry goes ten minutes after its first claim, and is accepted
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "reporting");
   clock += 20; // its first look: the receipt is in the key's log
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
 
   expect(sends).toBe(2);
   const text = await (await bridge.fetch("/metrics", { headers: { authorization: `Bearer ${token}` } })).text();
@@ -139,7 +139,7 @@ test("no final receipt within DLR_WAIT: reported delivered, and the job says no 
   const reports = await deliver(bridge, "m-1");
 
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
   expect(bridge.logs.join("")).toContain("message m-1 of location loc-1: no delivery receipt in time; reported delivered");
 });
 
@@ -208,13 +208,13 @@ test("a message the log does not list is asked for alone once it is a minute old
   const bridge = await start({ now: () => clock });
   bridge.gateway.on(LOGS, () => jsonResponse({ ...CAST.logs, count: 0, logs: [] }));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "reporting");
   clock += 20; // its first look: the key's log is read from then on
   await waitFor(() => bridge.gateway.logCalls().length >= 2);
   expect(bridge.gateway.statusCalls()).toEqual([]);
 
   clock += 61_000;
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done");
 
   expect(bridge.gateway.statusCalls().map((r) => r.path)).toEqual(["/api/v1/sms/status/cast-1"]);
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
@@ -246,7 +246,7 @@ test("at the deadline one last status call: a receipt the log never showed still
 
   expect(bridge.gateway.statusCalls()).toHaveLength(1);
   expect(reports.map((r) => r.body)).toEqual([{ status: "failed", error: { code: "REJECTD", type: "saas", message: "the carrier rejected the message (REJECTD)" } }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "REJECTD" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "REJECTD" });
 });
 
 test("at the deadline the status call gets no answer: asked again until it answers, and the carrier's REJECTD is reported", async () => {
@@ -272,7 +272,7 @@ test("no answer to the status call through the grace past DLR_WAIT: reported del
 
   expect(bridge.gateway.statusCalls().length).toBeGreaterThanOrEqual(2);
   expect(reports.map((r) => r.body)).toEqual([{ status: "delivered" }]);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ receipt: "none" });
   const shown = (await (await bridge.admin("/api/admin/messages/m-1")).json()) as { timeline: { event: string; detail: string }[] };
   expect(shown.timeline).toContainEqual(
     expect.objectContaining({ event: "error", detail: expect.stringMatching(/^its delivery status could not be read by the end of DLR_WAIT: .*503/) }),
@@ -306,9 +306,9 @@ test("a look 20-60 s after the send is scheduled in whole milliseconds: no error
   const bridge = await start({ now: () => clock });
   bridge.gateway.receipts(() => ({ status: "sent" }));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "reporting");
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "reporting");
   const nextLook = bridge.core.db.prepare<[string], number>("SELECT next_attempt_at FROM jobs WHERE message_id = ?").pluck();
-  const sentAt = bridge.core.jobs.get("m-1")!.firstSentAt!;
+  const sentAt = (await bridge.core.jobs.get("m-1"))!.firstSentAt!;
 
   // (now - sentAt) / 4 is a fraction here: 30,001 ms after the send.
   clock = sentAt + 30_001;
@@ -316,5 +316,5 @@ test("a look 20-60 s after the send is scheduled in whole milliseconds: no error
 
   expect(bridge.logs.join("")).not.toContain("[error]");
   expect(Number.isInteger(nextLook.get("m-1"))).toBe(true);
-  expect(bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null });
+  expect(await bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null });
 });

@@ -146,17 +146,17 @@ test("a flood of failures logs a bounded number of lines: ten per client a minut
 test("a full run never writes a token or key to the log, and the database files are 0600", async () => {
   const bridge = await start();
   await bridge.install("loc-1");
-  const stored = bridge.core.tokens.get("loc-1")!;
+  const stored = (await bridge.core.tokens.get("loc-1"))!;
   await bridge.admin("/api/admin/locations/loc-1/config", {
     method: "PUT",
     body: JSON.stringify({ sms_api_key: "location-key-do-not-log-42" }),
   });
   // A token near expiry makes the run include a refresh.
-  bridge.core.tokens.updateTokens("loc-1", stored.accessToken, stored.refreshToken, Date.now() + 60_000, Date.now());
+  await bridge.core.tokens.updateTokens("loc-1", stored.accessToken, stored.refreshToken, Date.now() + 60_000, Date.now());
   for (const id of ["s-1", "s-2"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
   await bridge.fetch("/api/admin/locations", { headers: { authorization: "Bearer wrong" } });
   await waitFor(() => bridge.crm.statusReports().length === 2);
-  const refreshed = bridge.core.tokens.get("loc-1")!;
+  const refreshed = (await bridge.core.tokens.get("loc-1"))!;
   expect(refreshed.accessToken).not.toBe(stored.accessToken);
   const refreshes = bridge.crm.received("POST /oauth/token").filter((r) => new URLSearchParams(r.body).get("grant_type") === "refresh_token");
   expect(refreshes.map((r) => new URLSearchParams(r.body).get("refresh_token"))).toEqual([stored.refreshToken]);

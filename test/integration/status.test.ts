@@ -16,16 +16,16 @@ async function status(bridge: Bridge) {
 
 test("the queue by status, each location's backlog with its oldest message, and a held key with its reason", async () => {
   const bridge = await start({ tuning: { holdProbeMs: 60_000 } }, "loc-1", "loc-2");
-  bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc2-own-key-0123456789" }, Date.now());
+  await bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc2-own-key-0123456789" }, Date.now());
   bridge.gateway.on(SEND, (req) =>
     req.headers["x-api-key"] === "loc2-own-key-0123456789"
       ? jsonResponse({ success: false, error: "API key revoked", error_code: "API_KEY_REVOKED" }, 403)
       : bridge.gateway.accept(),
   );
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.jobs.get("m-1")?.state === "done", 5000);
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 5000);
   for (const id of ["m-2", "m-3"]) expect((await bridge.webhook(outbound(id, { locationId: "loc-2" }))).status).toBe(200);
-  await waitFor(() => ["m-2", "m-3"].every((id) => bridge.core.messages.get(id)?.status === "held"), 5000);
+  await waitFor(async () => (await Promise.all(["m-2", "m-3"].map((id) => bridge.core.messages.get(id)))).every((found) => found?.status === "held"), 5000);
 
   const view = await status(bridge);
 
@@ -39,11 +39,11 @@ test("the queue by status, each location's backlog with its oldest message, and 
 
 test("locations that need attention: uninstalled, refused refresh token, pending without a key", async () => {
   const bridge = await start({}, "loc-ok", "loc-gone", "loc-stale");
-  bridge.core.tokens.markUninstalled("loc-gone", Date.now());
-  const stale = bridge.core.tokens.get("loc-stale")!;
-  expect(bridge.core.tokens.tryLease("loc-stale", stale.serial, Date.now(), Date.now() + 1000)).toBe(true);
-  bridge.core.tokens.releaseLease("loc-stale", stale.serial, "token endpoint returned 400: invalid_grant");
-  bridge.core.tokens.save({ locationId: "loc-new", companyId: "other", accessToken: "a", refreshToken: "r", expiresAt: Date.now() + 3_600_000 }, Date.now(), false);
+  await bridge.core.tokens.markUninstalled("loc-gone", Date.now());
+  const stale = (await bridge.core.tokens.get("loc-stale"))!;
+  expect(await bridge.core.tokens.tryLease("loc-stale", stale.serial, Date.now(), Date.now() + 1000)).toBe(true);
+  await bridge.core.tokens.releaseLease("loc-stale", stale.serial, "token endpoint returned 400: invalid_grant");
+  await bridge.core.tokens.save({ locationId: "loc-new", companyId: "other", accessToken: "a", refreshToken: "r", expiresAt: Date.now() + 3_600_000 }, Date.now(), false);
 
   const view = await status(bridge);
 
@@ -57,7 +57,7 @@ test("locations that need attention: uninstalled, refused refresh token, pending
 test("balances: read for every key in use, shown low below LOW_BALANCE_CREDITS, warned at most hourly", async () => {
   // Without serve's balance reading at start: the reads counted below are these refreshes'.
   const bridge = await start({ env: { LOW_BALANCE_CREDITS: "100" }, balances: false }, "loc-1", "loc-2");
-  bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc2-own-key-0123456789" }, Date.now());
+  await bridge.core.tokens.setConfig("loc-2", { smsApiKey: "loc2-own-key-0123456789" }, Date.now());
   bridge.gateway.on(BALANCE, (req) => jsonResponse({ success: true, credits: req.headers["x-api-key"] === "loc2-own-key-0123456789" ? 40 : 900, currency: "PHP" }));
   const keys = [bridge.env.SMS_API_KEY!, "loc2-own-key-0123456789"];
 
@@ -79,7 +79,7 @@ test("balances: read for every key in use, shown low below LOW_BALANCE_CREDITS, 
 test("a started bridge reads the balance of each key in use at once, as serve does", async () => {
   const bridge = await start();
 
-  await waitFor(() => bridge.core.gatewayKeys.list().some((key) => key.balanceAt !== null));
+  await waitFor(async () => (await bridge.core.gatewayKeys.list()).some((key) => key.balanceAt !== null));
   expect(bridge.gateway.received(BALANCE).map((r) => r.headers["x-api-key"])).toEqual([bridge.env.SMS_API_KEY]);
   const { balances } = await status(bridge);
   expect(balances).toEqual([{ key: "global-sms-k...", credits: expect.any(Number), checked_at: expect.any(String), low: false, error: null }]);
@@ -97,9 +97,9 @@ test("a balance that cannot be read is shown with the reason, not as a number", 
 test("opt-outs: the numbers on the locations' lists, by who put them there", async () => {
   const bridge = await start({}, "loc-1", "loc-2");
   expect((await status(bridge)).opt_outs).toEqual({ reply: 0, operator: 0, page: 0 });
-  bridge.core.optOutList.add("loc-1", "+639171234567", "reply");
-  bridge.core.optOutList.add("loc-2", "+639171234567", "reply");
-  bridge.core.optOutList.add("loc-1", "+639181234567", "operator");
+  await bridge.core.optOutList.add("loc-1", "+639171234567", "reply");
+  await bridge.core.optOutList.add("loc-2", "+639171234567", "reply");
+  await bridge.core.optOutList.add("loc-1", "+639181234567", "operator");
   expect((await status(bridge)).opt_outs).toEqual({ reply: 2, operator: 1, page: 0 });
 });
 
@@ -136,7 +136,7 @@ test("a Cast outage in progress: status, the admin API's and the CLI's, names it
 
 test("an outage a stopped serve recorded is cleared when serve starts again", async () => {
   const b = await start({ worker: false }, "loc-1");
-  b.core.outageRecords.save({ remote: "crm", since: 1, kind: "timeout", reason: "stale", failedCalls: 9, lastFailedAt: 2 });
+  await b.core.outageRecords.save({ remote: "crm", since: 1, kind: "timeout", reason: "stale", failedCalls: 9, lastFailedAt: 2 });
   expect((await status(b)).outages).toHaveLength(1);
   const again = await start({ worker: false, env: { DATABASE_PATH: b.env.DATABASE_PATH! } });
   expect((await status(again)).outages).toEqual([]);
@@ -150,7 +150,7 @@ test("a key held for a 402 shows its balance read since the hold, not the credit
   bridge.gateway.on(SEND, () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402));
   credits = 0;
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.messages.get("m-1")?.status === "held");
+  await waitFor(async () => (await bridge.core.messages.get("m-1"))?.status === "held");
 
   // Within the 5 minutes a balance stays fresh, yet read again: the key was held since.
   const { stdout } = await runCli(bridge, "status", "--json");

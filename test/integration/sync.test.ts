@@ -34,9 +34,9 @@ describe("reconciliation", () => {
   test("adds locations installed since, marks the ones no longer installed (kept), records names", async () => {
     const b = await start();
     await agencyInstall(b, ["a", "b"]);
-    b.core.tokens.setConfig("b", { senderId: "KEEPME" }, Date.now());
+    await b.core.tokens.setConfig("b", { senderId: "KEEPME" }, Date.now());
     expect((await b.webhook(outbound("m-b", { locationId: "b" }))).status).toBe(200);
-    await waitFor(() => b.core.jobs.get("m-b")?.state === "done");
+    await waitFor(async () => (await b.core.jobs.get("m-b"))?.state === "done");
     b.crm.installed.ids = ["a", "c"];
     const fetchedBefore = tokenFetches(b).length;
 
@@ -44,11 +44,11 @@ describe("reconciliation", () => {
 
     expect(result).toEqual({ company_id: COMPANY_ID, installed: 2, added: ["c"], marked_uninstalled: ["b"], failed: [] });
     expect(tokenFetches(b).slice(fetchedBefore)).toEqual(["c"]);
-    expect(b.core.tokens.get("c")).toMatchObject({ companyId: COMPANY_ID, approved: true, name: "Location c", uninstalledAt: 0 });
-    expect(b.core.tokens.get("a")).toMatchObject({ name: "Location a", uninstalledAt: 0 });
-    expect(b.core.tokens.get("b")).toMatchObject({ senderId: "KEEPME", uninstalledAt: expect.any(Number) });
-    expect(b.core.tokens.get("b")!.uninstalledAt).toBeGreaterThan(0);
-    expect(b.core.jobs.get("m-b")).toBeDefined(); // its messages stay in the log
+    expect(await b.core.tokens.get("c")).toMatchObject({ companyId: COMPANY_ID, approved: true, name: "Location c", uninstalledAt: 0 });
+    expect(await b.core.tokens.get("a")).toMatchObject({ name: "Location a", uninstalledAt: 0 });
+    expect(await b.core.tokens.get("b")).toMatchObject({ senderId: "KEEPME", uninstalledAt: expect.any(Number) });
+    expect((await b.core.tokens.get("b"))!.uninstalledAt).toBeGreaterThan(0);
+    expect(await b.core.jobs.get("m-b")).toBeDefined(); // its messages stay in the log
     expect(b.logs.join("")).toMatch(/sync of company company-1: 2 installed in HighLevel; 1 added, 1 marked uninstalled, 0 failed/);
 
     // Nothing changed since: a second run fetches no token and marks nothing.
@@ -58,7 +58,7 @@ describe("reconciliation", () => {
     // Installed again in HighLevel: the next sync brings it back, settings kept.
     b.crm.installed.ids = ["a", "b", "c"];
     expect((await b.core.sync())[0]?.added).toEqual(["b"]);
-    expect(b.core.tokens.get("b")).toMatchObject({ senderId: "KEEPME", uninstalledAt: 0 });
+    expect(await b.core.tokens.get("b")).toMatchObject({ senderId: "KEEPME", uninstalledAt: 0 });
   });
 
   test("paced between token calls, and a 429 is waited out and retried", async () => {
@@ -94,17 +94,17 @@ describe("reconciliation", () => {
     b.crm.on("GET /oauth/installedLocations", () => jsonResponse({ message: "Invalid JWT" }, 401));
     const [result] = await b.core.sync();
     expect(result).toMatchObject({ company_id: COMPANY_ID, error: expect.stringContaining("locations endpoint returned 401") });
-    expect(b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
+    expect(await b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
   });
 
   test("a stored company no longer in ALLOWED_COMPANY_IDS is not synced: nothing asked, nothing added", async () => {
     const b = await start({ env: { ALLOWED_COMPANY_IDS: "operatorCo" } });
-    b.core.companies.save({ companyId: COMPANY_ID, accessToken: "at", refreshToken: "rt", expiresAt: Date.now() + 86_400_000 }, Date.now());
+    await b.core.companies.save({ companyId: COMPANY_ID, accessToken: "at", refreshToken: "rt", expiresAt: Date.now() + 86_400_000 }, Date.now());
     b.crm.installed.ids = ["a"];
     const [result] = await b.core.sync();
     expect(result).toMatchObject({ error: expect.stringContaining("may not install this app") });
     expect(b.crm.requests).toEqual([]);
-    expect(b.core.tokens.list()).toEqual([]);
+    expect(await b.core.tokens.list()).toEqual([]);
   });
 });
 

@@ -45,7 +45,7 @@ test("a location name from HighLevel is stored without control characters, and l
   b.crm.grantCompany("code-co");
   expect((await b.fetch("/oauth-callback?code=code-co")).status).toBe(200);
 
-  expect(b.core.tokens.get("loc-evil")?.name).toBe("]0;pwned [2J ALL LOCATIONS OK");
+  expect((await b.core.tokens.get("loc-evil"))?.name).toBe("]0;pwned [2J ALL LOCATIONS OK");
   const listed = await cli(b, "locations", "list");
   expect(listed.code).toBe(0);
   expect(listed.stdout).not.toMatch(UNSAFE);
@@ -54,8 +54,8 @@ test("a location name from HighLevel is stored without control characters, and l
 
 test("locations list: a name stored raw (by an older bridge) shows escaped, on its own row", async () => {
   const b = await start({}, "loc-1", "loc-2");
-  b.core.tokens.setName("loc-1", TITLE_AND_CLEAR);
-  b.core.tokens.setName("loc-2", "Clinic\nloc-9  FAKE ROW");
+  await b.core.tokens.setName("loc-1", TITLE_AND_CLEAR);
+  await b.core.tokens.setName("loc-2", "Clinic\nloc-9  FAKE ROW");
 
   const { code, stdout } = await cli(b, "locations", "list");
   expect(code).toBe(0);
@@ -77,10 +77,10 @@ test.each([
 ])("a phone with %s: failed, never sent; its reason (masked), messages list and show and the text log stay inert", async (_, phone, masked) => {
   const b = await start({}, "loc-1");
   expect((await b.webhook(outbound("m-1", { phone }))).status).toBe(200);
-  await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 10_000);
 
   expect(b.gateway.received(SEND)).toEqual([]);
-  const stored = b.core.messages.get("m-1");
+  const stored = await b.core.messages.get("m-1");
   expect(stored).toMatchObject({ outcome: "failed", errorCode: "invalid_phone" });
   expect(stored?.errorMessage).toBe(`not a Philippine mobile number: ${masked}`);
   expect(stored?.errorMessage).not.toMatch(UNSAFE_ANYWHERE);
@@ -101,7 +101,7 @@ test("messages list and show: a phone and reasons stored raw (by an older bridge
   const b = await start({}, "loc-1");
   b.gateway.on(SEND, () => jsonResponse({ success: false, error: `sender refused${TITLE_AND_CLEAR}` }, 400));
   expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 10_000);
   // What an older bridge stored: the webhook's phone and a reason as they came.
   const update = "UPDATE jobs SET payload = json_set(payload, '$.phone', ?), error_message = ? WHERE message_id = 'm-1'";
   b.core.db.prepare(update).run("+639171234567\x1b[2J", `not a Philippine mobile number: ${CLIPBOARD_PHONE}`);
@@ -120,9 +120,9 @@ test("messages list and show: a phone and reasons stored raw (by an older bridge
 test("the admin API: a name and a phone stored raw with C1 and bidi characters are answered escaped, the same JSON", async () => {
   const b = await start({}, "loc-1");
   const name = "Clinic\u009b2J\u202eKO SLLIB";
-  b.core.tokens.setName("loc-1", name);
+  await b.core.tokens.setName("loc-1", name);
   expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => b.core.jobs.get("m-1")?.state === "done", 10_000);
+  await waitFor(async () => (await b.core.jobs.get("m-1"))?.state === "done", 10_000);
   const phone = "\u009b2J+639171234567\u202e";
   b.core.db.prepare("UPDATE jobs SET payload = json_set(payload, '$.phone', ?) WHERE message_id = 'm-1'").run(phone);
 
@@ -143,12 +143,12 @@ test("the admin API: a name and a phone stored raw with C1 and bidi characters a
 
 test("serve's start cleans names stored with control characters; a name of nothing else stays (escaped in every output)", async () => {
   const b = await start({}, "loc-1", "loc-2", "loc-3");
-  b.core.tokens.setName("loc-1", TITLE_AND_CLEAR);
-  b.core.tokens.setName("loc-2", "\u202e\u009b");
-  b.core.tokens.setName("loc-3", "Clinic");
-  expect(cleanStoredNames(b.core.tokens)).toBe(1);
-  expect(b.core.tokens.listings().map((l) => l.name)).toEqual(["]0;pwned [2J ALL LOCATIONS OK", "\u202e\u009b", "Clinic"]);
-  expect(cleanStoredNames(b.core.tokens)).toBe(0);
+  await b.core.tokens.setName("loc-1", TITLE_AND_CLEAR);
+  await b.core.tokens.setName("loc-2", "\u202e\u009b");
+  await b.core.tokens.setName("loc-3", "Clinic");
+  expect(await cleanStoredNames(b.core.tokens)).toBe(1);
+  expect((await b.core.tokens.listings()).map((l) => l.name)).toEqual(["]0;pwned [2J ALL LOCATIONS OK", "\u202e\u009b", "Clinic"]);
+  expect(await cleanStoredNames(b.core.tokens)).toBe(0);
 });
 
 test("sync: an error body from HighLevel's side shows escaped in the table, the exit message and the log", async () => {

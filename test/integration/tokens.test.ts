@@ -48,11 +48,11 @@ describe("expiry threshold (refresh when less than 5 minutes remain)", () => {
     { left: "6 min", expiresAt: clock + 6 * MINUTE, refreshed: false },
   ])("$left left: refreshed = $refreshed", async ({ expiresAt, refreshed }) => {
     const b = await start();
-    b.seed("loc-1", { expiresAt, refreshToken: "rt-old" });
+    await b.seed("loc-1", { expiresAt, refreshToken: "rt-old" });
 
     const record = await b.core.tokenService.validToken("loc-1");
 
-    const stored = b.core.tokens.get("loc-1");
+    const stored = await b.core.tokens.get("loc-1");
     expect(record).toEqual(stored);
     if (!refreshed) {
       expect(tokenCalls(b)).toEqual([]);
@@ -89,30 +89,30 @@ describe("refresh errors carry the spec's texts", () => {
 
   test("token endpoint 500: refresh token failed: token endpoint returned 500: <body>", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
     b.crm.on("POST /oauth/token", () => new Response("upstream exploded", { status: 500 }));
 
     await expect(b.core.tokenService.validToken("loc-1")).rejects.toMatchObject({
       message: "refresh token failed: token endpoint returned 500: upstream exploded",
     });
     // A 5xx is transient: the record keeps its pair and is not marked for reinstall.
-    expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: "at-seed-loc-1", refreshError: "" });
+    expect(await b.core.tokens.get("loc-1")).toMatchObject({ accessToken: "at-seed-loc-1", refreshError: "" });
   });
 
   test("unparseable 200: refresh token failed: failed to parse token response: <cause>", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
     b.crm.on("POST /oauth/token", () => new Response("<html>not json", { status: 200 }));
 
     const error = await b.core.tokenService.validToken("loc-1").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toMatch(/^refresh token failed: failed to parse token response: \S/);
-    expect(b.core.tokens.get("loc-1")?.accessToken).toBe("at-seed-loc-1");
+    expect((await b.core.tokens.get("loc-1"))?.accessToken).toBe("at-seed-loc-1");
   });
 
   test("store failure: failed to update token in store: <cause>", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
     // A real SQLite failure on exactly the write that stores the refreshed pair.
     b.core.db.exec(`CREATE TRIGGER fail_token_update BEFORE UPDATE ON tokens
       WHEN NEW.access_token <> OLD.access_token BEGIN SELECT RAISE(ABORT, 'disk full'); END`);
@@ -121,12 +121,12 @@ describe("refresh errors carry the spec's texts", () => {
       message: "failed to update token in store: disk full",
     });
     expect(tokenCalls(b)).toHaveLength(1);
-    expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: "at-seed-loc-1", refreshToken: "rt-seed-loc-1" });
+    expect(await b.core.tokens.get("loc-1")).toMatchObject({ accessToken: "at-seed-loc-1", refreshToken: "rt-seed-loc-1" });
   });
 
   test("a store failure that passes: the refreshed pair (the old one is spent) is stored on a later try", async () => {
     const b = await start({ tuning: { tokenStoreRetryMs: 200 } }); // tries for 3 s: time to drop the trigger
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
     b.core.db.exec(`CREATE TRIGGER fail_token_update BEFORE UPDATE ON tokens
       WHEN NEW.access_token <> OLD.access_token BEGIN SELECT RAISE(ABORT, 'database is locked'); END`);
     const refreshing = b.core.tokenService.validToken("loc-1");
@@ -136,24 +136,24 @@ describe("refresh errors carry the spec's texts", () => {
     const record = await refreshing;
     expect(tokenCalls(b)).toHaveLength(1);
     expect(record.accessToken).not.toBe("at-seed-loc-1");
-    expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: record.accessToken, refreshToken: record.refreshToken, refreshError: "" });
+    expect(await b.core.tokens.get("loc-1")).toMatchObject({ accessToken: record.accessToken, refreshToken: record.refreshToken, refreshError: "" });
   });
 });
 
 describe("single-flight refresh (refresh tokens are single-use)", () => {
   test("20 webhooks at once for a token expiring in 1 minute: ONE token call, 20 SMS, 20 reports with the new token", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
 
     const ids = Array.from({ length: 20 }, (_, i) => `m-${i}`);
     const answers = await Promise.all(ids.map((id) => b.webhook(outbound(id))));
     expect(answers.map((r) => r.status)).toEqual(ids.map(() => 200));
 
     const reports = await waitFor(() => b.crm.statusReports().length >= 20 && b.crm.statusReports());
-    await waitFor(() => ids.every((id) => b.core.jobs.get(id)?.state === "done"));
+    await waitFor(async () => (await Promise.all(ids.map((id) => b.core.jobs.get(id)))).every((found) => found?.state === "done"));
 
     expect(tokenCalls(b)).toHaveLength(1);
-    const stored = b.core.tokens.get("loc-1");
+    const stored = await b.core.tokens.get("loc-1");
     expect(stored?.accessToken).not.toBe("at-seed-loc-1");
     expect(stored?.expiresAt).toBe(clock + EXPIRES_IN_S * 1000);
     expect(b.gateway.sent()).toHaveLength(20);
@@ -166,7 +166,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
 
   test("20 concurrent validToken calls share one refresh", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
 
     const records = await Promise.all(Array.from({ length: 20 }, () => b.core.tokenService.validToken("loc-1")));
 
@@ -177,7 +177,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
 
   test("two processes on one database refreshing at once: ONE token call, both get the same new pair", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
     const other = secondProcess(b);
 
     const [mine, theirs] = await Promise.all([
@@ -188,35 +188,35 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
     expect(tokenCalls(b)).toHaveLength(1);
     expect(mine.accessToken).not.toBe("at-seed-loc-1");
     expect({ at: theirs.accessToken, rt: theirs.refreshToken }).toEqual({ at: mine.accessToken, rt: mine.refreshToken });
-    expect(b.core.tokens.get("loc-1")).toMatchObject({ accessToken: mine.accessToken, refreshToken: mine.refreshToken });
+    expect(await b.core.tokens.get("loc-1")).toMatchObject({ accessToken: mine.accessToken, refreshToken: mine.refreshToken });
   });
 
   test("a report's refresh does not wait for another process's lease: it looks again shortly, holding no worker", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE });
     const other = secondProcess(b);
     // Another process (`bridge token refresh`, waiting out HighLevel's 429) holds the lease.
-    expect(other.tokens.tryLease("loc-1", b.core.tokens.get("loc-1")!.serial, Date.now(), Date.now() + MINUTE)).toBe(true);
+    expect(await other.tokens.tryLease("loc-1", (await b.core.tokens.get("loc-1"))!.serial, Date.now(), Date.now() + MINUTE)).toBe(true);
 
     await expect(b.core.tokenService.forJob("loc-1")).resolves.toEqual({ waitMs: expect.any(Number) });
     expect(tokenCalls(b)).toEqual([]);
 
     // The other process stores its pair: the next look uses it.
-    other.tokens.updateTokens("loc-1", "at-other", "rt-other", clock + EXPIRES_IN_S * 1000, clock);
+    await other.tokens.updateTokens("loc-1", "at-other", "rt-other", clock + EXPIRES_IN_S * 1000, clock);
     await expect(b.core.tokenService.forJob("loc-1")).resolves.toMatchObject({ accessToken: "at-other", refreshToken: "rt-other" });
     expect(tokenCalls(b)).toEqual([]);
   });
 
   test("invalid_grant because another process rotated the token first: the newer pair is used, not an error", async () => {
     const b = await start();
-    b.seed("loc-1", { expiresAt: clock + MINUTE, refreshToken: "rt-old" });
+    await b.seed("loc-1", { expiresAt: clock + MINUTE, refreshToken: "rt-old" });
     const otherStore = secondProcess(b).tokens;
     const newerExpiry = clock + 2 * 3_600_000;
-    b.crm.on("POST /oauth/token", (req) => {
+    b.crm.on("POST /oauth/token", async (req) => {
       const used = new URLSearchParams(req.body).get("refresh_token");
       if (used === "rt-old") {
         // The other process spent rt-old a moment before us and stored its new pair.
-        otherStore.updateTokens("loc-1", "at-other", "rt-other", newerExpiry, clock);
+        await otherStore.updateTokens("loc-1", "at-other", "rt-other", newerExpiry, clock);
         return jsonResponse({ error: "invalid_grant", error_description: "Invalid refresh token" }, 400);
       }
       if (used === "rt-other") {
@@ -229,7 +229,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
 
     expect(record).toMatchObject({ accessToken: "at-other", refreshToken: "rt-other", expiresAt: newerExpiry });
     // Losing the race is not a dead grant: the newer pair must stay refreshable.
-    expect.soft(b.core.tokens.get("loc-1")?.refreshError).toBe("");
+    expect.soft((await b.core.tokens.get("loc-1"))?.refreshError).toBe("");
 
     // And when the newer pair itself nears expiry it is refreshed normally.
     current = newerExpiry - MINUTE;
@@ -242,9 +242,9 @@ describe("a dead refresh token", () => {
   test("invalid_grant with the store unchanged: refresh fails, the record asks for a reinstall, other locations go on", async () => {
     // Wall clock here: the worker schedules report retries on the injected clock.
     const b = await start({ now: Date.now, tuning: { reportAttempts: 3 } });
-    b.seed("loc-dead", { expiresAt: Date.now() + MINUTE, refreshToken: "rt-dead" });
+    await b.seed("loc-dead", { expiresAt: Date.now() + MINUTE, refreshToken: "rt-dead" });
     b.crm.refreshTokens.delete("rt-dead"); // the CRM no longer knows it: 400 invalid_grant
-    b.seed("loc-ok");
+    await b.seed("loc-ok");
 
     const answers = await Promise.all([
       b.webhook(outbound("m-dead", { locationId: "loc-dead" })),
@@ -252,16 +252,16 @@ describe("a dead refresh token", () => {
     ]);
     expect(answers.map((r) => r.status)).toEqual([200, 200]);
 
-    await waitFor(() => b.core.jobs.get("m-ok")?.state === "done");
+    await waitFor(async () => (await b.core.jobs.get("m-ok"))?.state === "done");
     expect(b.crm.statusReports()).toEqual([
       expect.objectContaining({ messageId: "m-ok", authorization: "Bearer at-seed-loc-ok", body: { status: "delivered" } }),
     ]);
-    await waitFor(() => b.core.jobs.get("m-dead")?.state === "dead");
+    await waitFor(async () => (await b.core.jobs.get("m-dead"))?.state === "dead");
     expect(b.crm.statusReports().filter((r) => r.messageId === "m-dead")).toEqual([]);
 
     const error = await b.core.tokenService.validToken("loc-dead").catch((e: unknown) => e);
     expect((error as Error).message).toMatch(/^refresh token failed: .*invalid_grant/);
-    const record = b.core.tokens.get("loc-dead");
+    const record = await b.core.tokens.get("loc-dead");
     expect(record).toMatchObject({ accessToken: "at-seed-loc-dead", refreshToken: "rt-dead" });
     expect(record?.refreshError).toMatch(/reinstall/);
     // The refused token is not presented again and again.

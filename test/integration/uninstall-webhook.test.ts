@@ -19,14 +19,14 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     const bridge = await start();
     await bridge.install("loc-1");
     await bridge.install("loc-2");
-    bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND", smsApiKey: "own-key-0123456789" }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND", smsApiKey: "own-key-0123456789" }, Date.now());
     bridge.crm.uninstall("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1", companyId: "company-1" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ok" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "BRAND", smsApiKey: "own-key-0123456789" });
-    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
-    expect(bridge.core.tokens.get("loc-2")).toMatchObject({ locationId: "loc-2", uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "BRAND", smsApiKey: "own-key-0123456789" });
+    expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
+    expect(await bridge.core.tokens.get("loc-2")).toMatchObject({ locationId: "loc-2", uninstalledAt: 0 });
   });
 
   test.each([
@@ -41,7 +41,7 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     const res = await bridge.webhook({ type: "UNINSTALL", appId, locationId: "loc-1" });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ignored" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1", uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1", uninstalledAt: 0 });
     expect(bridge.logs.join("")).toMatch(/UNINSTALL of location loc-1 ignored: its appId .* is not this app's/);
   });
 
@@ -51,28 +51,28 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     bridge.crm.uninstall("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID.toUpperCase(), locationId: "loc-1" });
     expect(await res.json()).toEqual({ status: "ok" });
-    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+    expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
   });
 
   test("a captured UNINSTALL replayed after a reinstall leaves the location working", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
-    bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND" }, Date.now());
+    await bridge.core.tokens.setConfig("loc-1", { senderId: "BRAND" }, Date.now());
     const captured = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
     bridge.crm.uninstall("loc-1");
     expect(await (await bridge.webhook(captured)).json()).toEqual({ status: "ok" });
     await bridge.install("loc-1"); // the agency installs again
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0, senderId: "BRAND" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0, senderId: "BRAND" });
 
     const replay = await bridge.webhook(captured);
     expect(replay.status).toBe(200);
     expect(await replay.json()).toEqual({ status: "ignored" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0, senderId: "BRAND" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0, senderId: "BRAND" });
     expect(bridge.logs.join("")).toContain("UNINSTALL of location loc-1 ignored: HighLevel still accepts its token");
 
     await expectAccepted(await bridge.webhook(outbound("m-after-replay")));
     await waitFor(() => bridge.crm.statusReports().find((r) => r.messageId === "m-after-replay"));
-    expect(bridge.core.jobs.get("m-after-replay")).toMatchObject({ outcome: "delivered" });
+    expect(await bridge.core.jobs.get("m-after-replay")).toMatchObject({ outcome: "delivered" });
     expect(bridge.gateway.sent()).toHaveLength(1);
     expect(bridge.gateway.sent()[0]).toMatchObject({ sender_id: "BRAND" });
   });
@@ -105,14 +105,14 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     expect(real.status).toBe(429);
     expect(real.headers.get("retry-after")).toBe("40");
     expect(await real.json()).toEqual({ error: "the uninstall cannot be confirmed yet; retry later" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
     expect(bridge.logs.join("")).toContain("UNINSTALL of location loc-1 not applied yet: HighLevel accepted its token under a minute ago");
 
     clock += 40_000; // HighLevel sends it again
     const again = await bridge.webhook(uninstall);
     expect(again.status).toBe(200);
     expect(await again.json()).toEqual({ status: "ok" });
-    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+    expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
   });
 
   test("a real UNINSTALL while a refresh begun before it is running: 429 with a short Retry-After, then applied", async () => {
@@ -130,28 +130,28 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     await refreshing;
     expect(real.status).toBe(429);
     expect(real.headers.get("retry-after")).toBe("5");
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
 
     const again = await bridge.webhook(uninstall); // HighLevel sends it again
     expect(await again.json()).toEqual({ status: "ok" });
-    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+    expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
   });
 
   test("a real UNINSTALL while another process holds the refresh lease: 429, not ignored", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
-    const held = bridge.core.tokens.get("loc-1")!;
-    expect(bridge.core.tokens.tryLease("loc-1", held.serial, Date.now(), Date.now() + 60_000)).toBe(true); // the CLI's refresh
+    const held = (await bridge.core.tokens.get("loc-1"))!;
+    expect(await bridge.core.tokens.tryLease("loc-1", held.serial, Date.now(), Date.now() + 60_000)).toBe(true); // the CLI's refresh
     bridge.crm.uninstall("loc-1");
     const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };
     const real = await bridge.webhook(uninstall);
     expect(real.status).toBe(429);
     expect(real.headers.get("retry-after")).toBe("5");
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
 
-    bridge.core.tokens.releaseLease("loc-1", held.serial); // that process ends
+    await bridge.core.tokens.releaseLease("loc-1", held.serial); // that process ends
     expect(await (await bridge.webhook(uninstall)).json()).toEqual({ status: "ok" });
-    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+    expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
   });
 
   test("when HighLevel cannot confirm (its token endpoint fails): 429 with Retry-After; the retry applies it", async () => {
@@ -164,11 +164,11 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(await res.json()).toEqual({ error: "could not apply the uninstall; retry later" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
 
     bridge.crm.on("POST /oauth/token", () => Response.json({ error: "invalid_grant" }, { status: 400 }));
     expect((await bridge.webhook(uninstall)).status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+    expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
   });
 
   test("when the mark cannot be stored: 429, never 500; the retry stores it", async () => {
@@ -180,7 +180,7 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     expect((await bridge.webhook(uninstall)).status).toBe(429);
     bridge.core.db.exec("DROP TRIGGER keep");
     expect((await bridge.webhook(uninstall)).status).toBe(200);
-    expect(bridge.core.tokens.get("loc-1")!.uninstalledAt).toBeGreaterThan(0);
+    expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
   });
 
   test("after UNINSTALL, a message for that location is reported failed and logged, not sent", async () => {
@@ -189,7 +189,7 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     bridge.crm.uninstall("loc-1");
     expect((await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" })).status).toBe(200);
     await expectAccepted(await bridge.webhook(outbound("m-after")));
-    const job = await waitFor(() => bridge.core.jobs.get("m-after")?.outcome && bridge.core.jobs.get("m-after"));
+    const job = await waitFor(async () => (await bridge.core.jobs.get("m-after"))?.outcome && await bridge.core.jobs.get("m-after"));
     expect(job).toMatchObject({
       outcome: "failed",
       errorCode: "uninstalled",
@@ -204,7 +204,7 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     await bridge.install("loc-1");
     const res = await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, companyId: "company-1" });
     expect(await res.json()).toEqual({ status: "ignored" });
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ uninstalledAt: 0 });
     expect(bridge.logs.join("")).toContain("UNINSTALL of company company-1 (agency-wide) ignored: HighLevel still accepts its token");
   });
 });

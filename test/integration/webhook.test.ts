@@ -52,7 +52,7 @@ describe("webhook signature: Ed25519 (the configured default key)", () => {
     const bridge = await start({ worker: false });
     await expectAccepted(await bridge.webhook(outbound("m-1")));
 
-    expect(bridge.core.jobs.get("m-1")).toMatchObject({
+    expect(await bridge.core.jobs.get("m-1")).toMatchObject({
       state: "queued",
       message: { messageId: "m-1", locationId: "loc-1", phone: "+639171234567", message: "hello m-1", contactId: "contact-1" },
     });
@@ -64,13 +64,13 @@ describe("webhook signature: Ed25519 (the configured default key)", () => {
     } finally {
       other.close();
     }
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
   test("a valid Ed25519 signature on the legacy x-wh-signature header is accepted too", async () => {
     const bridge = await start({ worker: false });
     await expectAccepted(await bridge.webhook(outbound("m-legacy"), { header: "x-wh-signature" }));
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
   test('x-ghl-signature "N/A" with a valid x-wh-signature is accepted', async () => {
@@ -81,7 +81,7 @@ describe("webhook signature: Ed25519 (the configured default key)", () => {
       "x-wh-signature": signBody(raw, bridge.signingKey),
     });
     await expectAccepted(res);
-    expect(bridge.core.jobs.get("m-na")?.state).toBe("queued");
+    expect((await bridge.core.jobs.get("m-na"))?.state).toBe("queued");
   });
 
   test("an invalid x-ghl-signature does not hide a valid x-wh-signature", async () => {
@@ -111,20 +111,20 @@ describe("webhook signature: ECDSA P-256 key (the spec's scheme)", () => {
     expect(bytes[1]).toBe(bytes.length - 2);
 
     await expectAccepted(await postRaw(bridge, raw, { "x-ghl-signature": signature }));
-    expect(bridge.core.jobs.get("m-ec")?.state).toBe("queued");
+    expect((await bridge.core.jobs.get("m-ec"))?.state).toBe("queued");
   });
 
   test("the Ed25519 key of the default harness is no longer trusted", async () => {
     const bridge = await start();
     await expectRefused(await bridge.webhook(outbound("m-ed")));
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 
   test("an ECDSA signature over other bytes is refused", async () => {
     const bridge = await start();
     const signature = signBody(JSON.stringify(outbound("m-ec", { message: "original" })), ec.privateKey);
     await expectRefused(await postRaw(bridge, JSON.stringify(outbound("m-ec", { message: "tampered" })), { "x-ghl-signature": signature }));
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 });
 
@@ -136,14 +136,14 @@ describe("webhook signature: RSA key (HighLevel's legacy x-wh-signature)", () =>
   test("a PKCS#1 v1.5/SHA-256 signature on x-wh-signature is accepted", async () => {
     const bridge = await start();
     await expectAccepted(await bridge.webhook(outbound("m-rsa"), { key: rsa.privateKey, header: "x-wh-signature" }));
-    expect(bridge.core.jobs.get("m-rsa")?.state).toBe("queued");
+    expect((await bridge.core.jobs.get("m-rsa"))?.state).toBe("queued");
   });
 
   test("an RSA signature from another key is refused", async () => {
     const bridge = await start();
     const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
     await expectRefused(await bridge.webhook(outbound("m-rsa"), { key: other, header: "x-wh-signature" }));
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 });
 
@@ -160,7 +160,7 @@ describe("webhook signature: several keys in CRM_WEBHOOK_PUBLIC_KEY", () => {
     const bridge = await start();
     expect(bridge.config.crm.webhookKeys).toHaveLength(2);
     await expectAccepted(await bridge.webhook(outbound("m-multi"), { key: key(), header }));
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 });
 
@@ -231,8 +231,8 @@ describe("webhook signature: fail closed", () => {
     const { raw, headers } = request(bridge);
     await expectRefused(await postRaw(bridge, raw, headers));
 
-    expect(bridge.core.jobs.counts()).toEqual({});
-    expect(bridge.core.jobs.get("m-1")).toBeUndefined();
+    expect(await bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.get("m-1")).toBeUndefined();
     await sleep(100); // a window in which a message queued all the same would be sent: none may
     expect(bridge.gateway.sent()).toEqual([]);
     expect(bridge.crm.statusReports()).toEqual([]);
@@ -242,7 +242,7 @@ describe("webhook signature: fail closed", () => {
     const bridge = await start();
     await bridge.install("loc-1");
     await expectRefused(await bridge.webhook({ type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" }, { key: null }));
-    expect(bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
+    expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ locationId: "loc-1" });
   });
 });
 
@@ -264,7 +264,7 @@ describe("webhook payloads (signed)", () => {
     const res = await bridge.webhook(undefined, { raw });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: expect.any(String) });
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 
   test.each([
@@ -280,7 +280,7 @@ describe("webhook payloads (signed)", () => {
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: string };
     expect(body.error).toContain(field);
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 
   test.each(["Email", "WhatsApp", "GMB", "INSTALL", "sms", "X".repeat(500)])("type %s: 200 ignored, nothing queued", async (type) => {
@@ -288,22 +288,22 @@ describe("webhook payloads (signed)", () => {
     const res = await bridge.webhook(outbound("m-1", { type }));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ignored" });
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 
   test("the same messageId twice: both 200 accepted, one job", async () => {
     const bridge = await start({ worker: false });
     await expectAccepted(await bridge.webhook(outbound("m-dup")));
     await expectAccepted(await bridge.webhook(outbound("m-dup", { message: "a retry with other text" })));
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
-    expect(bridge.core.jobs.get("m-dup")?.message.message).toBe("hello m-dup");
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect((await bridge.core.jobs.get("m-dup"))?.message.message).toBe("hello m-dup");
   });
 
   test("the same messageId concurrently: all 200 accepted, one job", async () => {
     const bridge = await start({ worker: false });
     const responses = await Promise.all(Array.from({ length: 5 }, () => bridge.webhook(outbound("m-race"))));
     for (const res of responses) await expectAccepted(res);
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
   test.each([
@@ -319,7 +319,7 @@ describe("webhook payloads (signed)", () => {
     const res = await bridge.fetch("/webhooks/crm", { method: "POST", headers, body, duplex: "half" } as RequestInit);
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ error: expect.any(String) });
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 
   test("a declared 10 GB body gets 413 at once and the connection is closed: none of it is read", async () => {
@@ -341,7 +341,7 @@ describe("webhook payloads (signed)", () => {
     await waitFor(() => bridge.bodyBudget.used === 0); // bridge saw both hang-ups: their bodies' share is back
     expect(bridge.unhandled).toEqual([]);
     expect(bridge.logs.join("\n")).not.toMatch(/unhandled|\[error\]/);
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
     await expectAccepted(await bridge.webhook(outbound("m-after")));
   });
 
@@ -351,7 +351,7 @@ describe("webhook payloads (signed)", () => {
     const raw = JSON.stringify(outbound("m-edge", { padding: "p".repeat(256 * 1024 - Buffer.byteLength(base)) }));
     expect(Buffer.byteLength(raw)).toBe(256 * 1024);
     await expectAccepted(await bridge.webhook(undefined, { raw }));
-    expect(bridge.core.jobs.get("m-edge")?.state).toBe("queued");
+    expect((await bridge.core.jobs.get("m-edge"))?.state).toBe("queued");
   });
 
   test("when the database cannot store the job: 429 with Retry-After, never 500; a retry later is accepted", async () => {
@@ -361,11 +361,11 @@ describe("webhook payloads (signed)", () => {
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(await res.json()).toEqual({ error: expect.any(String) });
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
 
     bridge.core.db.exec("DROP TRIGGER nojobs");
     await expectAccepted(await bridge.webhook(outbound("m-io")));
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
   test("GET /webhooks/crm is not a server error", async () => {
@@ -373,7 +373,7 @@ describe("webhook payloads (signed)", () => {
     const res = await bridge.fetch("/webhooks/crm");
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
-    expect(bridge.core.jobs.counts()).toEqual({});
+    expect(await bridge.core.jobs.counts()).toEqual({});
   });
 });
 
@@ -384,7 +384,7 @@ describe("webhook group commit", () => {
   test("a lone webhook is committed and answered at once, without waiting out the window", async () => {
     const bridge = await start({ worker: false, tuning: { commitWindowMs: 60_000 } });
     await expectAccepted(await bridge.webhook(outbound("m-1")));
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
   test("a verified webhook waits while another is still arriving; the last to arrive commits both", async () => {
@@ -409,12 +409,12 @@ describe("webhook group commit", () => {
     // A window in which m-fast must not be answered: its commit waits for m-slow's.
     const early = await Promise.race([fast.then(() => "answered"), sleep(300).then(() => "waiting")]);
     expect(early).toBe("waiting");
-    expect(bridge.core.jobs.get("m-fast")).toBeUndefined(); // not committed, so not acknowledged
+    expect(await bridge.core.jobs.get("m-fast")).toBeUndefined(); // not committed, so not acknowledged
 
     release();
     await expectAccepted(await slow);
     await expectAccepted(await fast);
-    expect(bridge.core.jobs.counts()).toEqual({ queued: 2 });
+    expect(await bridge.core.jobs.counts()).toEqual({ queued: 2 });
   });
 });
 
@@ -431,7 +431,7 @@ describe("webhook processing with the worker running", () => {
 
     expect(bridge.gateway.sent()).toEqual([{ apiKey: GLOBAL_SMS_KEY, to: "09171234567", message: "hello m-dup" }]);
     expect(bridge.crm.statusReports()).toHaveLength(1);
-    expect(bridge.core.jobs.counts()).toEqual({ done: 1 });
+    expect(await bridge.core.jobs.counts()).toEqual({ done: 1 });
   });
 
   test("the same messageId twice back to back: exactly one SMS", async () => {
@@ -450,15 +450,15 @@ describe("webhook processing with the worker running", () => {
     const bridge = await start();
     await bridge.install("loc-1");
     await expectAccepted(await bridge.webhook(outbound("m-old")));
-    await waitFor(() => bridge.core.jobs.get("m-old")?.state === "done");
+    await waitFor(async () => (await bridge.core.jobs.get("m-old"))?.state === "done");
     // The clean-up removes finished jobs after 30 days; here, now.
-    expect(bridge.core.jobs.prune(Date.now() + 1, 1000)).toBe(1);
-    expect(bridge.core.jobs.get("m-old")).toBeUndefined();
+    expect(await bridge.core.jobs.prune(Date.now() + 1, 1000)).toBe(1);
+    expect(await bridge.core.jobs.get("m-old")).toBeUndefined();
 
     await expectAccepted(await bridge.webhook(outbound("m-old")));
     await expectAccepted(await bridge.webhook(outbound("m-new")));
-    await waitFor(() => bridge.core.jobs.get("m-new")?.state === "done");
-    expect(bridge.core.jobs.get("m-old")).toBeUndefined();
+    await waitFor(async () => (await bridge.core.jobs.get("m-new"))?.state === "done");
+    expect(await bridge.core.jobs.get("m-old")).toBeUndefined();
     expect(bridge.gateway.sent().map((s) => s.message)).toEqual(["hello m-old", "hello m-new"]);
   });
 });

@@ -4,7 +4,6 @@ import { createCastClient } from "../../src/core/clients/cast.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { awaitReceipt, createReceiptBook, nextLook, type ReceiptDeps } from "../../src/core/delivery/receipts.ts";
 import { createScheduler } from "../../src/core/delivery/scheduler.ts";
-import { createGroupCommit } from "../../src/db/commit.ts";
 import { ms } from "../../src/db/ms.ts";
 import { useTempDb } from "../helpers/db.ts";
 import { outbound } from "../helpers/bridge.ts";
@@ -113,9 +112,8 @@ describe("awaitReceipt through random times and answers", () => {
     const log = createLogger("debug", captureStream(logs));
     let clock = 0;
     const now = () => clock;
-    const commit = createGroupCommit(ctx.db);
-    const book = createReceiptBook({ sms, scheduler, log, now, freshMs: 0, wake: (ids) => commit(() => ctx.jobs.receiptsDue(ids, now())) });
-    const deps: ReceiptDeps = { sms, receiptBook: book, jobs: ctx.jobs, commit, scheduler, now, log };
+    const book = createReceiptBook({ sms, scheduler, log, now, freshMs: 0, wake: (ids) => ctx.store.jobs.receiptsDue(ids, now()) });
+    const deps: ReceiptDeps = { sms, receiptBook: book, jobs: ctx.store.jobs, scheduler, now, log };
     let n = 0;
     await fc.assert(
       fc.asyncProperty(time, fc.double({ min: 1, max: 10_000, noNaN: true }), fc.double({ min: 1, max: 3_600_000, noNaN: true }), fc.array(look, { minLength: 1, maxLength: 6 }), async (sentAt, pollMs, dlrWait, looks) => {

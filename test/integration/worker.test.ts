@@ -18,7 +18,7 @@ test("jobs that throw pause instead of running again at once, and the queue is n
   const logs: string[] = [];
   const worker = createWorker({
     // The real store, recording how many rows each look at the queue asks for.
-    jobs: { ...jobs, due: (now, limit) => (limits.push(limit), jobs.due(now, limit)) },
+    jobs: { ...t.store.jobs, due: (now, limit) => (limits.push(limit), t.store.jobs.due(now, limit)) },
     // Every run throws, as when the disk refuses every write.
     run: async (job) => {
       runs.set(job.message.messageId, (runs.get(job.message.messageId) ?? 0) + 1);
@@ -30,7 +30,7 @@ test("jobs that throw pause instead of running again at once, and the queue is n
     pollMs: 10,
     backoffMs: 60_000,
   });
-  worker.start();
+  await worker.start();
   // A window of some 30 looks at the queue (pollMs 10) in which no job may run twice and
   // no look may read the whole queue.
   await sleep(300);
@@ -57,9 +57,9 @@ test("finished jobs older than the retention are removed at start, a batch at a 
   jobs.recordResult(reporting, { outcome: "delivered", gatewayMessageId: "g-1" }, today - 60 * DAY);
   jobs.retryLater(reporting, today + DAY, "403", today - 60 * DAY); // a report still to make
   const logs: string[] = [];
-  const worker = createWorker({ jobs, run: async () => {}, now: () => today, log: createLogger("info", captureStream(logs)) });
+  const worker = createWorker({ jobs: t.store.jobs, run: async () => {}, now: () => today, log: createLogger("info", captureStream(logs)) });
 
-  worker.start();
+  await worker.start();
   await waitFor(() => logs.some((line) => line.includes("removed")));
   await worker.stop(1000);
 

@@ -29,14 +29,14 @@ test("the page's calls: one remote call per name while it is kept, shared by cal
   expect(asked).toBe(1);
 });
 
-test("sessions: a user signing in again replaces only their own token, and a full table signs nobody out", () => {
-  const sessions = createSessions(() => 0, () => true, 2);
+test("sessions: a user signing in again replaces only their own token, and a full table signs nobody out", async () => {
+  const sessions = createSessions(() => 0, async () => true, 2);
   const first = sessions.open({ locationId: "loc-1", userId: "a", role: "admin" })!;
   const other = sessions.open({ locationId: "loc-1", userId: "b", role: "user" })!;
   const again = sessions.open({ locationId: "loc-1", userId: "a", role: "admin" })!;
-  expect(sessions.get(first.token)).toBeUndefined();
-  expect(sessions.get(again.token)).toMatchObject({ userId: "a" });
+  expect(await sessions.get(first.token)).toBeUndefined();
+  expect(await sessions.get(again.token)).toMatchObject({ userId: "a" });
   expect(sessions.open({ locationId: "loc-1", userId: "c", role: "user" })).toBeUndefined();
-  expect(sessions.get(other.token)).toMatchObject({ userId: "b" });
-  expect(sessions.get(again.token)).toMatchObject({ userId: "a" });
+  expect(await sessions.get(other.token)).toMatchObject({ userId: "b" });
+  expect(await sessions.get(again.token)).toMatchObject({ userId: "a" });
 });

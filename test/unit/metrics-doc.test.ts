@@ -5,10 +5,10 @@ import { createMetrics } from "../../src/core/operator/metrics.ts";
 // docs/http.md's "Metrics" table is the reference for what GET /metrics serves.
 test("docs/http.md's metrics table names every metric bridge serves, and no other", async () => {
   const metrics = createMetrics({
-    jobs: { counts: () => ({}), oldestQueuedAt: () => undefined },
-    replies: { counts: () => ({}) },
+    jobs: { counts: async () => ({}), oldestQueuedAt: async () => undefined },
+    replies: { counts: async () => ({}) },
     heldKeys: () => 0,
-    optOuts: { counts: () => ({ reply: 0, operator: 0, page: 0 }) },
+    optOuts: { counts: async () => ({ reply: 0, operator: 0, page: 0 }) },
     now: () => 0,
   });
   const served = [...(await metrics.render()).matchAll(/^# HELP (bridge_\w+)/gm)].map((m) => m[1]);

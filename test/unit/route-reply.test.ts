@@ -6,9 +6,9 @@ import { routeReply, type RouteLookups } from "../../src/core/inbound/route.ts";
  * loc-2 last sent to +639171234567 (as 0917…), through device-shared.
  */
 const look: RouteLookups = {
-  installed: (id) => id === "loc-1" || id === "loc-2",
-  locationsOfDevice: (id) => ({ "device-solo": ["loc-1"], "device-shared": ["loc-1", "loc-2"], "device-idle": ["loc-1", "loc-2"] })[id] ?? [],
-  lastSentTo: (e164, local, device) =>
+  installed: async (id) => id === "loc-1" || id === "loc-2",
+  locationsOfDevice: async (id) => ({ "device-solo": ["loc-1"], "device-shared": ["loc-1", "loc-2"], "device-idle": ["loc-1", "loc-2"] })[id] ?? [],
+  lastSentTo: async (e164, local, device) =>
     e164 === "+639171234567" && local === "09171234567" && (device === undefined || device === "device-shared") ? "loc-2" : undefined,
 };
 
@@ -20,11 +20,11 @@ describe("routeReply: the location a reply is for", () => {
     ["a phone serving several, none of which sent to that number through it: unrouted", { deviceId: "device-idle" }, { locationId: "", routedBy: "" }],
     ["no phone: the last sender to that number", {}, { locationId: "loc-2", routedBy: "last_sent" }],
     ["none of these: unrouted", { phone: "+639180000000" }, { locationId: "", routedBy: "" }],
-  ])("%s", (_, fields, expected) => {
-    expect(routeReply({ phone: "+639171234567", ...fields }, look)).toEqual(expected);
+  ])("%s", async (_, fields, expected) => {
+    expect(await routeReply({ phone: "+639171234567", ...fields }, look)).toEqual(expected);
   });
 
-  test("a named location that is not installed is refused (400), not routed elsewhere", () => {
-    expect(() => routeReply({ phone: "+639171234567", locationId: "loc-9" }, look)).toThrow(/location_id loc-9 is not a location where the app is installed/);
+  test("a named location that is not installed is refused (400), not routed elsewhere", async () => {
+    await expect(routeReply({ phone: "+639171234567", locationId: "loc-9" }, look)).rejects.toThrow(/location_id loc-9 is not a location where the app is installed/);
   });
 });

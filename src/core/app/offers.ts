@@ -35,13 +35,13 @@ const PHONE_SAYS = {
  * never shown to a tenant: "SMS provided by your agency". A phone has no credits at Cast.
  */
 export async function balanceOf(core: SettingsCore, locationId: string): Promise<BalanceView> {
-  const { source, apiKey } = providerOf(core, locationId);
+  const { source, apiKey } = await providerOf(core, locationId);
   const none = { provided_by: source, credits: null, low: false, read_at: null, error: null };
   if (source === "agency") return { ...none, note: "SMS provided by your agency" };
   if (source === "none") return { ...none, error: "no API key: set the location's own" };
   if (source === "phone") return none;
   await core.calls.cached(`balance ${keyTag(apiKey)}`, () => core.balances.refresh([apiKey]));
-  const read = core.gatewayKeys.list().find((k) => k.keyTag === keyTag(apiKey));
+  const read = (await core.gatewayKeys.list()).find((k) => k.keyTag === keyTag(apiKey));
   const credits = read?.balance ?? null;
   return {
     provided_by: source,
@@ -57,7 +57,7 @@ export async function balanceOf(core: SettingsCore, locationId: string): Promise
  * minute and only while no send of that phone waits; told in the page's words.
  */
 export async function phoneOf(core: SettingsCore, locationId: string): Promise<PhoneView> {
-  const settings = core.phones.get(locationId);
+  const settings = await core.phones.get(locationId);
   if (settings.gateway !== "android" || !settings.url || !settings.deviceId) return { gateway: "cast" };
   const key = phoneKey(settings.deviceId);
   const check = await core.calls.cached(

@@ -24,7 +24,7 @@ export type Sessions = ReturnType<typeof createSessions>;
  * signing in again and again (one payload, replayed) holds one session, and never takes
  * another user's.
  */
-export function createSessions(now: () => number, stillInstalled: (locationId: string) => boolean = () => true, maxSessions = MAX_SESSIONS) {
+export function createSessions(now: () => number, stillInstalled: (locationId: string) => Promise<boolean> = async () => true, maxSessions = MAX_SESSIONS) {
   const byToken = new Map<string, Session>();
   const byUser = new Map<string, string>();
 
@@ -53,9 +53,9 @@ export function createSessions(now: () => number, stillInstalled: (locationId: s
       return { token, session };
     },
     /** The token's session while it lasts; undefined: unknown, expired, replaced, or its location uninstalled since. */
-    get(token: string): Session | undefined {
+    async get(token: string): Promise<Session | undefined> {
       const session = byToken.get(token);
-      if (session && session.expiresAt > now() && stillInstalled(session.locationId)) return session;
+      if (session && session.expiresAt > now() && await stillInstalled(session.locationId)) return session;
       if (session) drop(token);
       return undefined;
     },

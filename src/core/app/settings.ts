@@ -11,7 +11,7 @@ import type { PageCalls } from "./page-calls.ts";
  * CLI and the admin API use (setLocationConfig, the balances, the message log, the opt-outs),
  * and every call at Cast or a phone through `calls` (page-calls.ts).
  */
-export type SettingsCore = Pick<Core, "config" | "tokens" | "phones" | "sms" | "balances" | "gatewayKeys" | "jobs" | "messages" | "commit" | "now"> & {
+export type SettingsCore = Pick<Core, "config" | "tokens" | "phones" | "sms" | "balances" | "gatewayKeys" | "jobs" | "messages" | "now"> & {
   calls: PageCalls;
 };
 
@@ -37,9 +37,9 @@ export interface SenderIdOffer {
   source: ProvidedBy;
 }
 
-export function settingsOf(core: SettingsCore, locationId: string): SettingsView {
-  const config = getLocationConfig(core.tokens, locationId, core.phones);
-  const record = core.tokens.get(locationId);
+export async function settingsOf(core: SettingsCore, locationId: string): Promise<SettingsView> {
+  const config = await getLocationConfig(core.tokens, locationId, core.phones);
+  const record = await core.tokens.get(locationId);
   if (!record) throw notFound(locationId);
   const using = sendingWith(record, sharedSending(core));
   const keyInUse = record.smsApiKey ? "own" : using.apiKey ? "shared" : "none";
@@ -62,9 +62,9 @@ export function settingsOf(core: SettingsCore, locationId: string): SettingsView
  * key the operator's other sender IDs are not the location's.
  */
 export async function changeSettings(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }): Promise<SettingsView> {
-  const change = leavingOwnKey(core, locationId, input);
+  const change = await leavingOwnKey(core, locationId, input);
   const { sender_id: senderId, sms_api_key: newKey } = change;
-  const { gateway } = settingsOf(core, locationId);
+  const { gateway } = await settingsOf(core, locationId);
   if (typeof senderId === "string" && senderId !== "" && gateway === "android") {
     throw new AppError("BAD_CONFIG", "this sub-account sends through a phone, from the phone's own number: it has no sender ID");
   }
@@ -86,8 +86,8 @@ export async function changeSettings(core: SettingsCore, locationId: string, inp
  * was checked against its own key's account, not given by the agency, so it goes back to
  * the agency's default (SMS_SENDER_ID), and the only one the change may set is that one.
  */
-function leavingOwnKey(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }) {
-  if (input.sms_api_key !== "" || !core.tokens.get(locationId)?.smsApiKey) return input;
+async function leavingOwnKey(core: SettingsCore, locationId: string, input: { sender_id?: unknown; sms_api_key?: unknown }) {
+  if (input.sms_api_key !== "" || !(await core.tokens.get(locationId))?.smsApiKey) return input;
   const senderId = typeof input.sender_id === "string" ? input.sender_id : "";
   const refusal = senderId === "" ? undefined : senderIdRefusal(senderId, [core.config.sms.senderId].filter(Boolean), "agency");
   if (refusal) throw refusal;
@@ -101,19 +101,19 @@ function leavingOwnKey(core: SettingsCore, locationId: string, input: { sender_i
  * call at Cast: the shared account's others are the operator's and other tenants'.
  */
 export async function senderIdsOf(core: SettingsCore, locationId: string): Promise<SenderIdOffer> {
-  const { source, apiKey } = providerOf(core, locationId);
+  const { source, apiKey } = await providerOf(core, locationId);
   if (source === "own_key") return approvedOf(core, apiKey);
   if (source !== "agency") return { sender_ids: [], source };
-  const record = core.tokens.get(locationId);
+  const record = await core.tokens.get(locationId);
   const given = [...new Set([record?.senderId ?? "", core.config.sms.senderId])].filter((s) => s !== "");
   return { sender_ids: given.map((sender_id) => ({ sender_id, label: "" })), source };
 }
 
 /** Where the location's SMS come from, and the key they go with ("" but for its own key or the shared one). */
-export function providerOf(core: SettingsCore, locationId: string): { source: ProvidedBy; apiKey: string } {
-  const view = settingsOf(core, locationId);
+export async function providerOf(core: SettingsCore, locationId: string): Promise<{ source: ProvidedBy; apiKey: string }> {
+  const view = await settingsOf(core, locationId);
   if (view.gateway === "android") return { source: "phone", apiKey: "" };
-  const apiKey = keyOf(core, locationId);
+  const apiKey = await keyOf(core, locationId);
   return { source: view.key_in_use === "own" ? "own_key" : view.key_in_use === "shared" ? "agency" : "none", apiKey };
 }
 
@@ -122,8 +122,8 @@ async function approvedOf(core: SettingsCore, apiKey: string): Promise<SenderIdO
   return { sender_ids: smsSenderIds(ids).map((s) => ({ sender_id: s.senderId, label: s.label })), source: "own_key" };
 }
 
-function keyOf(core: SettingsCore, locationId: string): string {
-  const record = core.tokens.get(locationId);
+async function keyOf(core: SettingsCore, locationId: string): Promise<string> {
+  const record = await core.tokens.get(locationId);
   if (!record) throw notFound(locationId);
   return sendingWith(record, sharedSending(core)).apiKey;
 }

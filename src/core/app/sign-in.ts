@@ -1,4 +1,4 @@
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import { clip } from "../../errors.ts";
 import { ID_RULE, isId } from "../ids.ts";
 import { printable } from "../printable.ts";
@@ -23,7 +23,7 @@ export type SignIn = { token: string; session: Session } | { refused: string; fu
  * hold the user's JSON, and name a location installed here and not uninstalled. A refusal
  * is logged at warn with why, never with the payload's text.
  */
-export function signIn(deps: SignInDeps, payload: unknown): SignIn {
+export async function signIn(deps: SignInDeps, payload: unknown): Promise<SignIn> {
   const refused = (reason: string): SignIn => {
     deps.warn(`settings page sign-in refused: ${reason}`);
     return { refused: "the sign-in could not be verified: open this page from HighLevel" };
@@ -35,7 +35,7 @@ export function signIn(deps: SignInDeps, payload: unknown): SignIn {
   const user = parseUser(json);
   if (typeof user === "string") return refused(user);
   if (!isId(user.activeLocation)) return refused(`the payload's activeLocation is not an id: it ${ID_RULE}`);
-  const location = installedHere(deps.tokens, user.activeLocation);
+  const location = await installedHere(deps.tokens, user.activeLocation);
   const named = printable(clip(user.activeLocation, 64));
   if (!location) return refused(`location ${named} is not installed`);
   if (location.uninstalledAt > 0) return refused(`location ${named} is uninstalled`);
@@ -46,8 +46,8 @@ export function signIn(deps: SignInDeps, payload: unknown): SignIn {
 }
 
 /** The location as installed here, with its company; undefined when it is not. Read without opening a token. */
-export function installedHere(tokens: SignInDeps["tokens"], locationId: string) {
-  const companyId = tokens.companyOf(locationId);
-  const location = companyId === undefined ? undefined : tokens.ofCompany(companyId).find((l) => l.locationId === locationId);
+export async function installedHere(tokens: SignInDeps["tokens"], locationId: string) {
+  const companyId = await tokens.companyOf(locationId);
+  const location = companyId === undefined ? undefined : (await tokens.ofCompany(companyId)).find((l) => l.locationId === locationId);
   return location && { ...location, companyId };
 }

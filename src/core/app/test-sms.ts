@@ -21,13 +21,7 @@ export async function queueTestSms(core: SettingsCore, locationId: string, phone
   const messageId = `${TEST_MESSAGE_PREFIX}${randomBytes(9).toString("base64url")}`;
   const fresh = { messageId, locationId, contactId: "", phone: number, message, attachments: [] };
   const now = core.now();
-  const waitMs = await core.commit(() => {
-    const recent = core.messages.receivedSince(locationId, now - HOUR_MS, TEST_MESSAGE_PREFIX);
-    const oldest = recent[recent.length - TEST_SMS_PER_HOUR];
-    if (oldest !== undefined) return oldest + HOUR_MS - now;
-    core.jobs.enqueue(fresh, now);
-    return 0;
-  }, true);
+  const waitMs = await core.jobs.enqueueLimited(fresh, now, { count: TEST_SMS_PER_HOUR, windowMs: HOUR_MS, prefix: TEST_MESSAGE_PREFIX });
   if (waitMs > 0) {
     const minutes = Math.ceil(waitMs / 60_000);
     throw new AppError("TOO_MANY", `at most ${TEST_SMS_PER_HOUR} test SMS an hour: try again in ${minutes} min`, { retryAfterMs: waitMs });

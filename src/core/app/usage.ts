@@ -1,4 +1,4 @@
-import type { Usage } from "../../db/messages.ts";
+import type { Usage } from "../../store/types.ts";
 import type { SettingsCore } from "./settings.ts";
 
 /** The Philippines keeps UTC+8 all year: a month there starts 8 hours before the UTC one. */
@@ -13,7 +13,7 @@ export function manilaMonth(now: number): { month: string; since: number } {
 }
 
 /** The location's own use this month: its messages, their SMS parts, and how many were delivered and failed. */
-export function usageOf(core: Pick<SettingsCore, "messages" | "now">, locationId: string): Usage & { month: string } {
+export async function usageOf(core: Pick<SettingsCore, "messages" | "now">, locationId: string): Promise<Usage & { month: string }> {
   const { month, since } = manilaMonth(core.now());
-  return { month, ...core.messages.usage(locationId, since) };
+  return { month, ...await core.messages.usage(locationId, since) };
 }

@@ -13,9 +13,9 @@ export interface KeyHoldsOptions {
   /** How often the operator is reminded while a key is held. */
   remindEveryMs?: number;
   /** Told of each hold and release, so that other processes (`bridge status`) see them. */
-  record?: { held(apiKey: string, hold: Hold): void; released(apiKey: string): void };
+  record?: { held(apiKey: string, hold: Hold): Promise<void>; released(apiKey: string): Promise<void> };
   /** A key works again: its waiting messages should look now, not at their next look. */
-  wake?: () => void;
+  wake?: () => Promise<void>;
 }
 
 export interface Hold {
@@ -69,9 +69,9 @@ export function createKeyHolds(options: KeyHoldsOptions) {
       if (held?.probe === "send") held.probedAt = options.now() - keys.probeEveryMs;
     },
     /** A send on `apiKey` went through: a hold on it is over. */
-    sent(apiKey: string): void {
+    async sent(apiKey: string): Promise<void> {
       const held = keys.held.get(apiKey);
-      if (held) release(keys, apiKey, held);
+      if (held) await release(keys, apiKey, held);
     },
     /** Keys held now (for status and doctor). */
     list(): (Hold & { apiKey: string })[] {
@@ -127,7 +127,7 @@ async function probeBalance(keys: Keys, apiKey: string, held: Held): Promise<voi
   held.probedAt = keys.options.now();
   try {
     await keys.options.sms.balance(apiKey);
-    release(keys, apiKey, held);
+    await release(keys, apiKey, held);
   } catch (error) {
     // Still refused: the gateway's latest word is the reason; no answer, or another, says nothing of the key.
     if (stillRefused(error)) held.reason = errorMessage(error);
@@ -136,14 +136,14 @@ async function probeBalance(keys: Keys, apiKey: string, held: Held): Promise<voi
   }
 }
 
-function release(keys: Keys, apiKey: string, held: Hold): void {
+async function release(keys: Keys, apiKey: string, held: Hold): Promise<void> {
   const { options } = keys;
   if (keys.held.get(apiKey) !== held) return; // released meanwhile, by a probe of the other kind
   keys.held.delete(apiKey);
   tell(keys, () => options.record?.released(apiKey));
   options.log.info(`SMS gateway key ${maskSecret(apiKey)} works again after ${Math.round((options.now() - held.since) / 1000)} s: its messages go out now`);
   try {
-    options.wake?.();
+    await options.wake?.();
   } catch (error) {
     options.log.warn(`held keys: messages not woken (${errorMessage(error)}); they look again within ${keys.probeEveryMs / 1000} s`);
   }

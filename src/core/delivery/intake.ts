@@ -1,7 +1,7 @@
 import type { KeyObject } from "node:crypto";
 import { z } from "zod";
-import type { Commit } from "../../db/commit.ts";
-import type { JobStore, OutboundMessage } from "../../db/jobs.ts";
+import type { JobStore } from "../../store/contract.ts";
+import type { OutboundMessage } from "../../store/types.ts";
 import { errorMessage } from "../../errors.ts";
 import { ID_PATTERN, ID_RULE } from "../ids.ts";
 import { SIGNATURE_HEADERS, verifyWebhook } from "../signature.ts";
@@ -12,7 +12,6 @@ export { SIGNATURE_HEADERS };
 
 export interface IntakeDeps extends AppEventDeps {
   jobs: Pick<JobStore, "enqueue">;
-  commit: Commit;
   now: () => number;
   webhookKeys: KeyObject[];
   /** A new job was committed: wake the queue. */
@@ -56,7 +55,7 @@ export function createIntake(deps: IntakeDeps) {
     let fresh: boolean;
     try {
       // With no other webhook on its way, nothing would join the batch: commit now.
-      fresh = await deps.commit(() => deps.jobs.enqueue(message, deps.now()), alone);
+      fresh = await deps.jobs.enqueue(message, deps.now(), alone);
     } catch (error) {
       log.error(`could not store message ${message.messageId}: ${errorMessage(error)}`);
       throw notStored("could not store the message");

@@ -1,4 +1,4 @@
-import type { Job, Result } from "../../db/jobs.ts";
+import type { Job, Result } from "../../store/types.ts";
 import { errorMessage } from "../../errors.ts";
 import type { ReadUnsubscribed, Unsubscribed } from "../clients/cast-unsubscribed.ts";
 import type { SendRequest } from "../clients/gateway.ts";

@@ -1,7 +1,6 @@
-import type { Commit } from "../../db/commit.ts";
-import type { JobStore } from "../../db/jobs.ts";
-import type { GatewayKeys } from "../../db/gateway-keys.ts";
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { JobStore } from "../../store/contract.ts";
+import type { GatewayKeys } from "../../store/contract.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import type { SmsGateway } from "../clients/gateway.ts";
 import type { CrmClient } from "../clients/crm.ts";
 import type { Logger } from "../log.ts";
@@ -19,8 +18,6 @@ import type { SharedSending } from "../installs/locations.ts";
 export interface OutboundDeps {
   tokens: LocationRegistry;
   jobs: JobStore;
-  /** Every change of a job's state goes through it: committed before the work it announces. */
-  commit: Commit;
   tokenService: TokenService;
   sms: SmsGateway;
   /** Cast's rate limits: a send goes only with a token of both budgets. */
@@ -63,7 +60,7 @@ export interface OutboundDeps {
   /** Told of each message that waits for an outage of Cast or HighLevel: the outage's lines speak for it. */
   outages?: Pick<Outages, "waited">;
   /** The key of the phone a location sends through (delivery/phones.ts); undefined: it sends through Cast. */
-  phoneFor?: (locationId: string) => string | undefined;
+  phoneFor?: (locationId: string) => Promise<string | undefined>;
   /** How long a send with this key waits for its receipt, when not DLR_WAIT (a phone's). */
   receiptWaitMs?: (apiKey: string) => number | undefined;
   /** Whether a send with this key still without a final receipt at its deadline is delivery unknown (a phone's). */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { Claim, Job, OutboundMessage, Result, SendLater } from "../../db/jobs.ts";
-import type { FailureCode } from "../../db/failures.ts";
+import type { Claim, Job, OutboundMessage, Result, SendLater } from "../../store/types.ts";
+import type { FailureCode } from "../../store/types.ts";
 import type { SendRequest } from "../clients/gateway.ts";
 import { API_KEY } from "../config-values.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
@@ -34,14 +34,14 @@ type Plan = { request: SendRequest; tag: string; fresh?: boolean } | { result: R
  */
 export async function processOutbound(deps: OutboundDeps, job: Job): Promise<number | void> {
   if (job.state === "queued") {
-    let plan = prepare(deps, job);
+    let plan = await prepare(deps, job);
     if ("request" in plan) {
       const held = heldTooLong(deps, job, plan.request.apiKey);
       if (held && "waitMs" in held) {
         // Shown as held in the message log, with the gateway's reason; not due again until a
         // probe may have freed the key (a release wakes it), so that held messages take no
         // turns from their location's reports, nor from the locations of other keys.
-        await deps.commit(() => deps.jobs.markHeld(job.id, held.reason, deps.now() + held.waitMs, deps.now()));
+        await deps.jobs.markHeld(job.id, held.reason, deps.now() + held.waitMs, deps.now());
         return;
       }
       if (held) plan = { result: held };
@@ -61,7 +61,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
     const apiKey = "request" in plan ? plan.request.apiKey : "";
-    if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return;
+    if (claim && !(await deps.jobs.claimForSending(job.id, claimedAt, claim, { masked: maskSecret(apiKey), apiKey }))) return;
     const sending = { ...job, firstSentAt: claim?.fresh ? claimedAt : (job.firstSentAt ?? claimedAt) };
     const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     const result = unlessMaybeSent(job, ending);
@@ -80,7 +80,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };
   }
   if (job.state === "reporting" && job.receiptDeadline !== null) {
-    const settled = await awaitReceipt(deps, job, receiptKey(deps, job));
+    const settled = await awaitReceipt(deps, job, await receiptKey(deps, job));
     if (typeof settled === "number") return settled;
     if (!settled) return;
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
@@ -99,17 +99,11 @@ function notSent(deps: OutboundDeps, plan: Plan, waitMs: number): number {
   return waitMs;
 }
 
-/** Claims the job for its send, its key kept first: a key that cannot be kept leaves the job queued, not "sending". */
-function claimWithKey(deps: OutboundDeps, id: number, at: number, claim: Claim, apiKey: string): boolean {
-  deps.sentKeys.keep(claim.apiKeyTag, maskSecret(apiKey), apiKey);
-  return deps.jobs.claimForSending(id, at, claim);
-}
-
 /** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
-function prepare(deps: OutboundDeps, job: Job): Plan {
+async function prepare(deps: OutboundDeps, job: Job): Promise<Plan> {
   const { message } = job;
   const { locationId } = message;
-  const record = deps.tokens.get(locationId);
+  const record = await deps.tokens.get(locationId);
   if (!record) return { result: failed("no_token", `no token for location: ${locationId}`) };
   if (record.uninstalledAt) {
     return { result: failed("uninstalled", `location ${locationId} has uninstalled the app; reinstall it to send again`) };
@@ -117,7 +111,7 @@ function prepare(deps: OutboundDeps, job: Job): Plan {
   const to = toLocalPH(message.phone);
   // The reason is stored, logged, listed and reported: the webhook's phone in it is masked, then escaped.
   if (!to) return { result: failed("invalid_phone", `not a Philippine mobile number: ${printable(maskPhone(message.phone))}`) };
-  if (deps.optOuts?.has(locationId, message.phone)) return { result: failed("opted_out", OPTED_OUT) };
+  if (await deps.optOuts?.has(locationId, message.phone)) return { result: failed("opted_out", OPTED_OUT) };
   const text = composeText(message);
   if (text.length === 0) return { result: failed("empty_message", "the message has no text") };
   if (text.length > deps.sms.maxMessageLength) {
@@ -127,7 +121,7 @@ function prepare(deps: OutboundDeps, job: Job): Plan {
   // One message must not burn a surprise amount of credit: each part costs one.
   const { parts } = smsParts(text);
   if (parts > deps.maxParts) return { result: failed("too_many_parts", `${parts} parts; at most ${deps.maxParts} allowed`) };
-  const phone = deps.phoneFor?.(locationId);
+  const phone = await deps.phoneFor?.(locationId);
   if (phone) return viaPhone(deps, job, phone, { to, message: text });
   const { apiKey, senderId } = sendingWith(record, deps.defaults);
   const refusal = !record.smsApiKey && deps.defaults.apiKey ? sharedRefusal(record, deps.defaults.allowedCompanyIds) : undefined;
@@ -177,12 +171,12 @@ function attemptKey(deps: OutboundDeps, job: Job, tag: string): { idempotencyKey
  * key and the shared one, else among the keys kept since its send (the configuration
  * changed meanwhile); "" when none is it.
  */
-function receiptKey(deps: OutboundDeps, job: Job): string {
-  const record = deps.tokens.get(job.message.locationId);
+async function receiptKey(deps: OutboundDeps, job: Job): Promise<string> {
+  const record = await deps.tokens.get(job.message.locationId);
   const now = record ? sendingWith(record, deps.defaults).apiKey : "";
   if (job.apiKeyTag === null) return now; // sent by an older bridge, which kept no tag
   const configured = [now, record?.smsApiKey, deps.defaults.apiKey].find((key) => key && keyTag(key) === job.apiKeyTag);
-  return configured ?? deps.sentKeys.sentWith(job.apiKeyTag) ?? "";
+  return configured ?? await deps.sentKeys.sentWith(job.apiKeyTag) ?? "";
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */
@@ -202,7 +196,7 @@ async function send(
     const sent = await deps.sms.send(request);
     // It was a probe, or a probe freed the key meanwhile. A 200 Cast kept from before the
     // hold proves nothing about the key now: only a fresh one lifts it.
-    if (!sent.replayed) deps.holds.sent(request.apiKey);
+    if (!sent.replayed) await deps.holds.sent(request.apiKey);
     deps.log.info(`message ${messageId} of location ${locationId} sent (gateway id ${sent.messageId})`);
     return { outcome: "delivered", gatewayMessageId: sent.messageId, parts: sent.parts };
   } catch (error) {

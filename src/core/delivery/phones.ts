@@ -1,4 +1,5 @@
-import type { PhoneSettings, PhoneStore } from "../../db/phones.ts";
+import type { PhoneStore } from "../../store/contract.ts";
+import type { PhoneSettings } from "../../store/types.ts";
 import { GatewayError } from "../../errors.ts";
 import { createPhoneClient, phoneStatus, type PhoneClient } from "../clients/android.ts";
 import type { CallObserver } from "../clients/observe.ts";
@@ -52,9 +53,9 @@ export function createGateways(options: GatewaysOptions) {
   return {
     gateway,
     /** The key a location's messages go with when it sends through a phone; undefined: through Cast. */
-    phoneFor(locationId: string): string | undefined {
+    async phoneFor(locationId: string): Promise<string | undefined> {
       // Read at every send, so a change applies at once; its secrets are not opened for it.
-      const settings = phones.describe(locationId);
+      const settings = await phones.describe(locationId);
       return settings?.gateway === "android" && settings.deviceId ? phoneKey(settings.deviceId) : undefined;
     },
   };
@@ -65,8 +66,8 @@ function phoneCalls(options: GatewaysOptions) {
   const clients = new Map<string, { settings: PhoneSettings; client: PhoneClient }>();
 
   /** The phone's client, from the settings of a location it serves (one phone may serve several). */
-  function clientOf(key: string, device: string): PhoneClient {
-    const settings = options.phones.byDevice(device)[0];
+  async function clientOf(key: string, device: string): Promise<PhoneClient> {
+    const settings = (await options.phones.byDevice(device))[0];
     if (!settings) throw new GatewayError("rejected", `no location sends through phone ${device} any more (${key})`);
     const known = clients.get(device);
     if (known && same(known.settings, settings)) return known.client;
@@ -78,7 +79,7 @@ function phoneCalls(options: GatewaysOptions) {
   return {
     async send(device: string, req: SendRequest): Promise<SendResult> {
       const ttl = options.sendDeadlineMs / 1000;
-      const sent = await clientOf(req.apiKey, device).send(req.idempotencyKey, toE164(req.to), req.message, ttl);
+      const sent = await (await clientOf(req.apiKey, device)).send(req.idempotencyKey, toE164(req.to), req.message, ttl);
       // The phone's message id is ours: the id it was sent under.
       return { messageId: sent.message.id, parts: smsParts(req.message).parts, ...(sent.replayed && { replayed: true }) };
     },
@@ -88,11 +89,11 @@ function phoneCalls(options: GatewaysOptions) {
      * (the phone may be off, or sent it and could not tell): it waits out its receipt wait.
      */
     async status(device: string, key: string, id: string): Promise<DeliveryStatus> {
-      return phoneStatus(await clientOf(key, device).state(id));
+      return phoneStatus(await (await clientOf(key, device)).state(id));
     },
     /** How a held phone is probed: a call that needs its credentials. */
     async probe(device: string, key: string): Promise<number> {
-      await clientOf(key, device).webhooks();
+      await (await clientOf(key, device)).webhooks();
       return 0;
     },
   };

@@ -1,7 +1,7 @@
 import { setImmediate } from "node:timers/promises";
-import type { GatewayKeys } from "../../db/gateway-keys.ts";
-import type { InboundStore } from "../../db/inbound.ts";
-import type { JobStore } from "../../db/jobs.ts";
+import type { GatewayKeys } from "../../store/contract.ts";
+import type { InboundStore } from "../../store/contract.ts";
+import type { JobStore } from "../../store/contract.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 
@@ -38,8 +38,8 @@ export function createPruner(options: PrunerOptions) {
     try {
       let batch: number;
       do {
-        const jobsBatch = jobs.prune(before, PRUNE_BATCH);
-        const repliesBatch = options.replies?.prune(before, PRUNE_BATCH) ?? 0;
+        const jobsBatch = await jobs.prune(before, PRUNE_BATCH);
+        const repliesBatch = await options.replies?.prune(before, PRUNE_BATCH) ?? 0;
         deleted += jobsBatch;
         replies += repliesBatch;
         batch = Math.max(jobsBatch, repliesBatch);
@@ -50,12 +50,12 @@ export function createPruner(options: PrunerOptions) {
     }
     if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
     if (replies > 0) log.info(`queue: removed ${replies} finished reply(ies) older than ${retentionMs / 86_400_000} days`);
-    forgetKeys();
+    await forgetKeys();
   }
 
-  function forgetKeys(): void {
+  async function forgetKeys(): Promise<void> {
     try {
-      options.keys?.forgetUnused();
+      await options.keys?.forgetUnused();
     } catch (error) {
       log.error(`queue: cannot forget the API keys no message waits for: ${errorMessage(error)}`);
     }

@@ -1,5 +1,5 @@
 import { carrierCode } from "../../db/failures.ts";
-import type { Receipt } from "../../db/jobs.ts";
+import type { Receipt } from "../../store/types.ts";
 import type { DeliveryStatus } from "../clients/gateway.ts";
 import { isFinal } from "./receipt-reads.ts";
 

@@ -1,5 +1,5 @@
-import type { Commit } from "../../db/commit.ts";
-import type { Job, JobStore, Receipt } from "../../db/jobs.ts";
+import type { JobStore } from "../../store/contract.ts";
+import type { Job, Receipt } from "../../store/types.ts";
 import { ms } from "../../db/ms.ts";
 import { UNSENT, type DeliveryStatus, type SmsGateway } from "../clients/gateway.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
@@ -17,7 +17,6 @@ export interface ReceiptDeps {
   /** Each key's log, read in batches: most receipts come from it. */
   receiptBook: ReceiptBook;
   jobs: JobStore;
-  commit: Commit;
   scheduler: Scheduler;
   now: () => number;
   log: Logger;
@@ -92,10 +91,10 @@ export async function awaitReceipt(deps: ReceiptDeps, job: Job, apiKey: string):
   if (last) {
     const listed = deps.receiptBook.statusOf(apiKey, waiting.messageId) !== undefined;
     deps.receiptBook.settled(apiKey, waiting.messageId);
-    return noReceipt(deps, job, asked && unknownWhy(deps, job, apiKey, asked, listed));
+    return noReceipt(deps, job, asked && await unknownWhy(deps, job, apiKey, asked, listed));
   }
   const at = nextLook(now, waiting.sentAt, job.receiptDeadline, look === "ask", deps.receiptPollMs);
-  await deps.commit(() => deps.jobs.receiptLater(job.id, at, deps.now()));
+  await deps.jobs.receiptLater(job.id, at, deps.now());
   // A read that found the receipt while this look was being stored woke the job too
   // early to count (the look above put it off again): it settles now instead.
   const meanwhile = deps.receiptBook.statusOf(apiKey, waiting.messageId);
@@ -127,7 +126,7 @@ async function ask(deps: ReceiptDeps, job: Job, apiKey: string): Promise<Asked |
     const status = await deps.sms.status(apiKey, job.gatewayMessageId ?? "");
     // A phone's `Sent`: the message log shows it left the phone (Cast's "sent" is no news: no commit).
     const phone = deps.unknownWithoutReceipt?.(apiKey) ?? false;
-    if (phone && status.status === "sent") await deps.commit(() => deps.jobs.sentByPhone(job.id, deps.now(), "its state, read from the phone"));
+    if (phone && status.status === "sent") await deps.jobs.sentByPhone(job.id, deps.now(), "its state, read from the phone");
     return status;
   } catch (error) {
     if (error instanceof GatewayError && error.failure === "rate_limited") {
@@ -150,12 +149,12 @@ async function unanswered(deps: ReceiptDeps, job: Job, apiKey: string, why: stri
   const deadline = job.receiptDeadline ?? now;
   const end = deadline + (deps.receiptGraceMs ?? GRACE_MS);
   if (now >= end) {
-    await deps.commit(() => deps.jobs.noteError(job.id, `its delivery status could not be read by the end of DLR_WAIT: ${why}`, deps.now()));
+    await deps.jobs.noteError(job.id, `its delivery status could not be read by the end of DLR_WAIT: ${why}`, deps.now());
     deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
-    return noReceipt(deps, job, unknownWhy(deps, job, apiKey, { failed: why }));
+    return noReceipt(deps, job, await unknownWhy(deps, job, apiKey, { failed: why }));
   }
   const gap = Math.min(MAX_GAP_MS, Math.max(deps.receiptPollMs ?? FIRST_LOOK_MS, now - deadline));
-  await deps.commit(() => deps.jobs.receiptLater(job.id, ms(Math.min(now + gap, end)), deps.now()));
+  await deps.jobs.receiptLater(job.id, ms(Math.min(now + gap, end)), deps.now());
   return undefined;
 }
 
@@ -168,7 +167,7 @@ async function sendAgain(deps: ReceiptDeps, job: Job, apiKey: string, why: strin
   deps.receiptBook.settled(apiKey, job.gatewayMessageId ?? "");
   const reason = `not sent: ${why}; it goes again in ${Math.ceil(waitMs / 1000)} s, its sender slowed down`;
   deps.log.warn(`message ${job.message.messageId} of location ${job.message.locationId}: ${reason}`);
-  await deps.commit(() => deps.jobs.sendAgain(job.id, deps.now() + waitMs, reason, deps.now()));
+  await deps.jobs.sendAgain(job.id, deps.now() + waitMs, reason, deps.now());
   return undefined;
 }
 
@@ -192,9 +191,9 @@ export const KEY_GONE = "its delivery receipt cannot be asked for: the SMS API k
  * come back), and is then taken as without a receipt.
  */
 async function withoutKey(deps: ReceiptDeps, job: Job, deadline: number): Promise<Receipt | undefined> {
-  await deps.commit(() => deps.jobs.noteError(job.id, KEY_GONE, deps.now()));
+  await deps.jobs.noteError(job.id, KEY_GONE, deps.now());
   if (deps.now() >= deadline) return noReceipt(deps, job);
-  await deps.commit(() => deps.jobs.receiptLater(job.id, deadline, deps.now()));
+  await deps.jobs.receiptLater(job.id, deadline, deps.now());
   return undefined;
 }
 
@@ -222,12 +221,12 @@ function noReceipt(deps: ReceiptDeps, job: Job, unknown?: string): Promise<Recei
  * and nothing says it did not (Cast accepted it), so neither delivered nor a carrier's refusal.
  * `listed`: the key's log listed it (Cast submitted it).
  */
-function unknownWhy(deps: ReceiptDeps, job: Job, apiKey: string, asked: Asked, listed = false): string | undefined {
+async function unknownWhy(deps: ReceiptDeps, job: Job, apiKey: string, asked: Asked, listed = false): Promise<string | undefined> {
   const phone = deps.unknownWithoutReceipt?.(apiKey) ?? false;
   if (!phone) return "unknown" in asked && !listed ? "Cast no longer knows the message (404 to its status call) and its log never listed it" : undefined;
   // The phone said it sent it (sms:sent, or a state read): the carrier took it, whatever the
   // last look met (the phone off, its data cleared). Reported failed, it would be sent twice.
-  if (deps.jobs.wasSentByPhone(job.id)) return undefined;
+  if (await deps.jobs.wasSentByPhone(job.id)) return undefined;
   if ("unknown" in asked) return "the phone no longer knows the message (404)";
   if ("failed" in asked) return `its state could not be read from the phone by the end of its wait: ${asked.failed}`;
   // The carrier took it; many phones and carriers never send a delivery report: as Cast's (CONTRACT 7).
@@ -240,5 +239,5 @@ function unknownWhy(deps: ReceiptDeps, job: Job, apiKey: string, asked: Asked, l
  * webhook settled it meanwhile): its stored outcome is reported, at its next turn, not this one.
  */
 async function record(deps: ReceiptDeps, job: Job, receipt: Receipt): Promise<Receipt | undefined> {
-  return (await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()))) ? receipt : undefined;
+  return (await deps.jobs.recordReceipt(job.id, receipt, deps.now())) ? receipt : undefined;
 }

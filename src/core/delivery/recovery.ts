@@ -1,4 +1,4 @@
-import type { JobStore } from "../../db/jobs.ts";
+import type { JobStore } from "../../store/contract.ts";
 import type { Logger } from "../log.ts";
 import { RESEND_WINDOW_MS } from "./outbound.ts";
 
@@ -7,8 +7,8 @@ import { RESEND_WINDOW_MS } from "./outbound.ts";
  * still remembers, they go again with it (Cast answers a repeat from its cache, so no
  * second SMS); without one, their fate is unknown and they are reported failed.
  */
-export function recoverInterrupted(jobs: Pick<JobStore, "recoverInterrupted">, log: Logger, now: number): void {
-  const { resumed, failed } = jobs.recoverInterrupted(now, now - RESEND_WINDOW_MS);
+export async function recoverInterrupted(jobs: Pick<JobStore, "recoverInterrupted">, log: Logger, now: number): Promise<void> {
+  const { resumed, failed } = await jobs.recoverInterrupted(now, now - RESEND_WINDOW_MS);
   if (resumed > 0) {
     log.info(`${resumed} message(s) were being sent when bridge stopped; sending them again with the same idempotency key (the gateway sends each once)`);
   }

@@ -1,4 +1,4 @@
-import type { Job } from "../../db/jobs.ts";
+import type { Job } from "../../store/types.ts";
 import { errorMessage } from "../../errors.ts";
 import type { ReportedStatus } from "../clients/crm.ts";
 import { nextReport, tokenRefused } from "../retry-policy.ts";
@@ -18,7 +18,7 @@ export async function report(deps: OutboundDeps, job: Job): Promise<number | voi
       : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
   if (messageId.startsWith(TEST_MESSAGE_PREFIX)) {
     // The settings page's test SMS: HighLevel knows no such message, so there is nothing to tell it.
-    await deps.commit(() => deps.jobs.reported(job.id, "not reported: a test message", deps.now()));
+    await deps.jobs.reported(job.id, "not reported: a test message", deps.now());
     deps.metrics?.finished(job);
     deps.log.info(`message ${messageId}: ${status.status} (a test message, not reported to HighLevel)`);
     return;
@@ -30,7 +30,7 @@ export async function report(deps: OutboundDeps, job: Job): Promise<number | voi
     if ("waitMs" in valid) return valid.waitMs;
     ({ accessToken } = valid);
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
-    await deps.commit(() => deps.jobs.reported(job.id, status.status, deps.now()));
+    await deps.jobs.reported(job.id, status.status, deps.now());
     deps.metrics?.finished(job);
     deps.log.debug(`message ${messageId}: reported ${status.status}`);
   } catch (error) {
@@ -48,12 +48,12 @@ async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promis
   const { messageId, locationId } = job.message;
   const next = nextReport(error, job.attempts, { maxTries: deps.reportAttempts, backoffMs: deps.reportBackoffMs });
   if (next.verdict === "fail") {
-    await deps.commit(() => deps.jobs.giveUp(job.id, deps.now(), errorMessage(error)));
+    await deps.jobs.giveUp(job.id, deps.now(), errorMessage(error));
     deps.metrics?.finished(job);
     deps.log.error(`message ${messageId} of location ${locationId}: status not reported: ${errorMessage(error)}`);
     return;
   }
   deps.outages?.waited("crm", messageId);
-  await deps.commit(() => deps.jobs.retryLater(job.id, deps.now() + next.inMs, errorMessage(error), deps.now()));
+  await deps.jobs.retryLater(job.id, deps.now() + next.inMs, errorMessage(error), deps.now());
   deps.log.debug(`message ${messageId}: status report failed (${errorMessage(error)}), retry ${job.attempts + 1} in ${next.inMs} ms`);
 }

@@ -1,5 +1,5 @@
-import type { Job, Result, SendLater } from "../../db/jobs.ts";
-import type { FailureCode } from "../../db/failures.ts";
+import type { Job, Result, SendLater } from "../../store/types.ts";
+import type { FailureCode } from "../../store/types.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { SendRequest } from "../clients/gateway.ts";
 import type { OutboundDeps } from "./outbound-deps.ts";

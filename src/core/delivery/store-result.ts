@@ -1,5 +1,5 @@
 import pRetry from "p-retry";
-import type { Job, Result } from "../../db/jobs.ts";
+import type { Job, Result } from "../../store/types.ts";
 import { errorMessage } from "../../errors.ts";
 import { pRetryOptions, RETRY } from "../retry.ts";
 import type { OutboundDeps } from "./outbound-deps.ts";
@@ -15,10 +15,10 @@ export async function storeResult(deps: OutboundDeps, job: Job, result: Result, 
   await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now(), receipt));
 }
 
-/** Commits `write`, trying again while the database refuses it. */
-export async function storeUntilDone(deps: OutboundDeps, what: string, write: () => void): Promise<void> {
+/** Runs `write`, trying again while the store refuses it. */
+export async function storeUntilDone(deps: OutboundDeps, what: string, write: () => Promise<void>): Promise<void> {
   try {
-    await pRetry(() => deps.commit(write), {
+    await pRetry(write, {
       ...pRetryOptions(RETRY.storeResult, deps.storeRetryMs),
       onFailedAttempt: ({ error, retryDelay }) => {
         // No delay: p-retry gives up (a TypeError, such as a closed database).

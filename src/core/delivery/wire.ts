@@ -15,7 +15,7 @@ export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
 /** A queued message's way out: send (through the holds and the scheduler), receipt, report. */
 export function wireDelivery(context: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
   const { config, log, now, tuning } = context;
-  const { tokens, jobs, commit, gatewayKeys, phones, optOutList } = stores;
+  const { tokens, jobs, gatewayKeys, phones, optOutList } = stores;
   const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
   // Cast, and each location's phone by its key: everything below sends and asks through it.
   const gateways = createGateways({
@@ -30,7 +30,6 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
   const deps: OutboundDeps = {
     tokens,
     jobs,
-    commit,
     tokenService: installs.tokenService,
     sms,
     scheduler,
@@ -66,7 +65,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
 }
 
 /** The key holds and the receipt book, both over the gateways. */
-function watchers({ log, now, tuning }: Context, { jobs, commit, gatewayKeys }: Stores, scheduler: Clients["scheduler"], sms: OutboundDeps["sms"]) {
+function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, scheduler: Clients["scheduler"], sms: OutboundDeps["sms"]) {
   const holds = createKeyHolds({
     sms,
     log,
@@ -76,7 +75,7 @@ function watchers({ log, now, tuning }: Context, { jobs, commit, gatewayKeys }: 
       held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
       released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
     },
-    wake: () => jobs.wakeHeld(now()),
+    wake: async () => void (await jobs.wakeHeld(now())),
   });
   const receipts = createReceiptBook({
     sms,
@@ -84,7 +83,7 @@ function watchers({ log, now, tuning }: Context, { jobs, commit, gatewayKeys }: 
     log,
     now,
     freshMs: tuning.receiptBookMs,
-    wake: (jobIds) => commit(() => jobs.receiptsDue(jobIds, now())),
+    wake: (jobIds) => jobs.receiptsDue(jobIds, now()),
   });
   return { holds, receipts };
 }

@@ -1,8 +1,8 @@
-import type { DueJob, Job } from "../../db/jobs.ts";
+import type { DueJob, Job } from "../../store/types.ts";
 import { clip, errorMessage } from "../../errors.ts";
 import { RETRY } from "../retry.ts";
 import type { WorkerOptions } from "./worker-options.ts";
-import { createPauses } from "./worker-pauses.ts";
+import { createPauses, type Pauses } from "./worker-pauses.ts";
 
 /**
  * The worker's look at the queue (worker.ts): starts due jobs, up to `concurrency` at
@@ -18,21 +18,18 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
   // When the queue was last looked at.
   let lastFill = 0;
 
+  // Active from the look that took it: a look meanwhile does not take it again.
   function startJob(due: DueJob): void {
-    const job = jobs.byId(due.id);
-    if (!job) return; // finished and pruned meanwhile
-    const ran = options.run(job).then(
-      (waitMs) => pauses.ran(job.id, waitMs),
-      (error) => noteFailure(options, job, error, pauses.failed(job.id)),
-    );
-    const done = ran.finally(() => {
-      active.delete(job.id);
+    const done = runJob(due).finally(() => {
+      active.delete(due.id);
       settled();
     });
-    active.set(job.id, done);
+    active.set(due.id, done);
   }
 
-  function fill(): void {
+  const runJob = (due: DueJob) => run(options, pauses, due);
+
+  async function fill(): Promise<void> {
     const free = concurrency - active.size;
     if (free <= 0) return;
     // Look past the jobs pausing, so they cannot hold up the rest; but only so far: a
@@ -47,7 +44,7 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
       return ready > at;
     };
     lastFill = at;
-    for (const job of inTurn(jobs.due(now(), free + active.size + extra, options.readyAt && waiting), options.lastServed)) {
+    for (const job of inTurn(await jobs.due(now(), free + active.size + extra, options.readyAt && waiting), options.lastServed)) {
       if (active.size >= concurrency) break;
       if (active.has(job.id)) continue;
       const notBefore = Math.max(pauses.notBefore(job.id), job.state === "queued" ? (options.readyAt?.(job.locationId) ?? 0) : 0);
@@ -68,12 +65,28 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
   };
 }
 
-function noteFailure({ jobs, log, now }: WorkerOptions, job: Job, error: unknown, delay: number): void {
+/** Runs the due job, read whole first; its pause set by how it ended. */
+async function run(options: WorkerOptions, pauses: Pauses, due: DueJob): Promise<void> {
+  let job: Job | undefined;
+  try {
+    job = await options.jobs.byId(due.id);
+  } catch (error) {
+    return options.log.error(`queue: cannot read job ${due.id}: ${errorMessage(error)}`);
+  }
+  if (!job) return; // finished and pruned meanwhile
+  const { id } = job;
+  await options.run(job).then(
+    (waitMs) => pauses.ran(id, waitMs),
+    (error) => noteFailure(options, job, error, pauses.failed(id)),
+  );
+}
+
+async function noteFailure({ jobs, log, now }: WorkerOptions, job: Job, error: unknown, delay: number): Promise<void> {
   log.error(`job for message ${job.message.messageId} failed: ${errorMessage(error)}; trying again in ${delay} ms`);
   // The operator's view shows why the message waits (`bridge messages show`). When the
   // database itself refuses the write, the line above is all there is.
   try {
-    jobs.noteError(job.id, clip(errorMessage(error)), now());
+    await jobs.noteError(job.id, clip(errorMessage(error)), now());
   } catch {}
 }
 

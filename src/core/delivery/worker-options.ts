@@ -1,4 +1,5 @@
-import type { Job, JobStore } from "../../db/jobs.ts";
+import type { JobStore } from "../../store/contract.ts";
+import type { Job } from "../../store/types.ts";
 import type { Logger } from "../log.ts";
 import type { PrunerOptions } from "./prune.ts";
 

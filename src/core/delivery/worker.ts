@@ -36,7 +36,7 @@ export function createWorker(options: WorkerOptions) {
   async function run(): Promise<void> {
     while (running) {
       try {
-        filler.fill();
+        await filler.fill();
       } catch (error) {
         log.error(`queue: cannot read jobs: ${errorMessage(error)}`);
       }
@@ -46,9 +46,9 @@ export function createWorker(options: WorkerOptions) {
 
   return {
     /** Recovers the sends a crash caught mid-way, then starts draining (and pruning, hourly). */
-    start(): void {
+    async start(): Promise<void> {
       if (running) return;
-      recoverInterrupted(jobs, log, now());
+      await recoverInterrupted(jobs, log, now());
       running = true;
       loop = run();
       pruner.start();

@@ -1,5 +1,5 @@
-import type { Commit } from "../../db/commit.ts";
-import type { InboundRow, InboundStore } from "../../db/inbound.ts";
+import type { InboundStore } from "../../store/contract.ts";
+import type { InboundRow } from "../../store/types.ts";
 import { CrmError, errorMessage } from "../../errors.ts";
 import type { CrmClient, InboundMessage } from "../clients/crm.ts";
 import { nextReport, reportRetryable, tokenRefused } from "../retry-policy.ts";
@@ -13,7 +13,6 @@ const STORE_TRIES = 8;
 
 export interface DeliverDeps {
   store: InboundStore;
-  commit: Commit;
   crm: Pick<CrmClient, "upsertContact" | "addInboundMessage" | "findInboundMessages">;
   tokenService: Pick<TokenService, "forJob" | "rejected">;
   /** CRM_PROVIDER_ID */
@@ -41,7 +40,7 @@ const LOOKS = 2;
  * HighLevel's id when found, and posted again only when two lookups did not find it.
  */
 export async function deliverInbound(deps: DeliverDeps, id: number): Promise<void> {
-  const row = deps.store.byId(id);
+  const row = await deps.store.byId(id);
   if (!row || (row.state !== "queued" && row.state !== "posting")) return;
   let token: string | undefined;
   try {
@@ -50,7 +49,7 @@ export async function deliverInbound(deps: DeliverDeps, id: number): Promise<voi
     token = valid.accessToken;
     const reply = { ...row, contactId: row.contactId ?? (await upsert(deps, row, token)) };
     if (row.state === "posting") return await lookUp(deps, reply, token);
-    if (!(await deps.commit(() => deps.store.markPosting(row.id, deps.now())))) return;
+    if (!(await deps.store.markPosting(row.id, deps.now()))) return;
     await post(deps, reply, token);
   } catch (error) {
     if (token && tokenRefused(error)) await deps.tokenService.rejected(row.locationId, token).catch(() => undefined);
@@ -61,7 +60,7 @@ export async function deliverInbound(deps: DeliverDeps, id: number): Promise<voi
 async function upsert(deps: DeliverDeps, row: InboundRow, token: string): Promise<string> {
   const dnd = row.optOut || undefined;
   const contactId = await deps.crm.upsertContact(token, { locationId: row.locationId, phone: row.phone, dnd });
-  await deps.commit(() => deps.store.setContact(row.id, contactId, deps.now()));
+  await deps.store.setContact(row.id, contactId, deps.now());
   return contactId;
 }
 
@@ -92,21 +91,27 @@ async function post(deps: DeliverDeps, row: Reply, token: string): Promise<void>
 async function answerLost(deps: DeliverDeps, row: InboundRow, error: unknown): Promise<void> {
   const why = errorMessage(error);
   if (!reportRetryable(error)) {
-    await deps.commit(() => deps.store.giveUp(row.id, `delivery unknown: ${why}; not posted again`, deps.now()));
+    await deps.store.giveUp(row.id, `delivery unknown: ${why}; not posted again`, deps.now());
     deps.log.error(`reply ${row.inboundId} of location ${row.locationId}: delivery unknown (${why}); not posted again`);
     return;
   }
   const next = nextReport(error, row.attempts, { maxTries: deps.attempts, backoffMs: deps.backoffMs });
   const waitMs = next.verdict === "retry" ? next.inMs : delayMs(RETRY.report, row.attempts, deps.backoffMs);
   const reason = `no clear answer to its post (${why}): looked up in HighLevel before it is posted again`;
-  await deps.commit(() => deps.store.lookLater(row.id, deps.now() + waitMs, reason, deps.now(), true, 0));
+  await deps.store.lookLater(row.id, deps.now() + waitMs, reason, deps.now(), true, 0);
   deps.log.warn(`reply ${row.inboundId} of location ${row.locationId}: ${reason}`);
+}
+
+/** The first of HighLevel's messages `found` that no other reply is settled as. */
+async function firstUnclaimed(deps: DeliverDeps, id: number, found: string[]): Promise<string | undefined> {
+  for (const crmId of found) if (!(await deps.store.claimed(id, crmId))) return crmId;
+  return undefined;
 }
 
 /** A post whose answer was lost: found, it is settled with HighLevel's id; absent at the second look, posted again. */
 async function lookUp(deps: DeliverDeps, row: Reply, token: string): Promise<void> {
   const found = await deps.crm.findInboundMessages(token, { ...message(deps, row), locationId: row.locationId });
-  const messageId = found.find((crmId) => !deps.store.claimed(row.id, crmId));
+  const messageId = await firstUnclaimed(deps, row.id, found);
   if (messageId) {
     deps.log.info(`reply ${row.inboundId}: found in HighLevel, which had taken its post`);
     return storePosted(deps, row, messageId);
@@ -115,16 +120,16 @@ async function lookUp(deps: DeliverDeps, row: Reply, token: string): Promise<voi
   const now = deps.now();
   if (looks < LOOKS) {
     const reason = `not found in HighLevel at lookup ${looks}; looked up again before it is posted again`;
-    await deps.commit(() => deps.store.lookLater(row.id, now + delayMs(RETRY.report, row.attempts, deps.backoffMs), reason, now, false, looks));
+    await deps.store.lookLater(row.id, now + delayMs(RETRY.report, row.attempts, deps.backoffMs), reason, now, false, looks);
     return;
   }
   if (row.attempts >= (deps.attempts ?? RETRY.report.tries)) {
     // Its tries are spent, and HighLevel surely does not hold it: not delivered, and known so.
     const why = `not delivered to HighLevel: no clear answer to ${row.attempts} tries, and not found there`;
-    await deps.commit(() => deps.store.giveUp(row.id, why, now));
+    await deps.store.giveUp(row.id, why, now);
     return deps.log.error(`reply ${row.inboundId} of location ${row.locationId}: ${why}`);
   }
-  await deps.commit(() => deps.store.retryLater(row.id, now, `not found in HighLevel after ${looks} lookups: posted again`, now, false));
+  await deps.store.retryLater(row.id, now, `not found in HighLevel after ${looks} lookups: posted again`, now, false);
   deps.log.warn(`reply ${row.inboundId} of location ${row.locationId}: not found in HighLevel after ${looks} lookups; posted again`);
 }
 
@@ -136,7 +141,7 @@ async function storePosted(deps: DeliverDeps, row: InboundRow, messageId: string
   const posted = `reply ${row.inboundId} from ${maskPhone(row.phone)} posted to location ${row.locationId} as message ${messageId}`;
   for (let attempt = 0; ; attempt++) {
     try {
-      await deps.commit(() => deps.store.posted(row.id, messageId, deps.now()));
+      await deps.store.posted(row.id, messageId, deps.now());
       return deps.log.info(posted);
     } catch (error) {
       if (attempt + 1 >= STORE_TRIES) return deps.log.error(`${posted}, which could not be stored (${errorMessage(error)}): it stays "posting", to be looked up, not posted again`);
@@ -156,7 +161,7 @@ async function failed(deps: DeliverDeps, row: InboundRow, error: unknown): Promi
   if (next.verdict === "fail") {
     // Only while it cannot be looked up is a reply that may be in HighLevel left unknown.
     const why = row.state === "posting" ? `delivery unknown: it could not be looked up in HighLevel (${errorMessage(error)}); not posted again` : errorMessage(error);
-    await deps.commit(() => deps.store.giveUp(row.id, why, deps.now()));
+    await deps.store.giveUp(row.id, why, deps.now());
     deps.log.error(`reply ${row.inboundId} of location ${row.locationId} not delivered to HighLevel: ${why}`);
     return;
   }
@@ -166,7 +171,7 @@ async function failed(deps: DeliverDeps, row: InboundRow, error: unknown): Promi
 /** Tried again at `waitMs`; a reply whose post may have gone stays "posting", to be looked up then. */
 async function later(deps: DeliverDeps, row: InboundRow, waitMs: number, reason: string, counted: boolean): Promise<void> {
   const at = deps.now() + waitMs;
-  if (row.state === "posting") await deps.commit(() => deps.store.lookLater(row.id, at, reason, deps.now(), counted, row.looks));
-  else await deps.commit(() => deps.store.retryLater(row.id, at, reason, deps.now(), counted));
+  if (row.state === "posting") await deps.store.lookLater(row.id, at, reason, deps.now(), counted, row.looks);
+  else await deps.store.retryLater(row.id, at, reason, deps.now(), counted);
   deps.log.debug(`reply ${row.inboundId}: ${reason}; trying again in ${waitMs} ms`);
 }

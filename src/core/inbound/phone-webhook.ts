@@ -1,7 +1,7 @@
-import type { Commit } from "../../db/commit.ts";
-import type { JobStore } from "../../db/jobs.ts";
-import type { PhoneJob, PhoneJobs } from "../../db/phone-jobs.ts";
-import type { PhoneStore } from "../../db/phones.ts";
+import type { JobStore } from "../../store/contract.ts";
+import type { PhoneJobs } from "../../store/contract.ts";
+import type { PhoneJob } from "../../store/types.ts";
+import type { PhoneStore } from "../../store/contract.ts";
 import { phoneStatus } from "../clients/android.ts";
 import { keyTag } from "../key-tag.ts";
 import { phoneKey } from "../phone-key.ts";
@@ -15,7 +15,6 @@ export interface PhoneWebhookDeps {
   phones: Pick<PhoneStore, "byDevice">;
   phoneJobs: Pick<PhoneJobs, "sentAs">;
   jobs: Pick<JobStore, "recordReceipt" | "receiptsDue" | "sentByPhone">;
-  commit: Commit;
   /** Where received texts go; absent: inbound is not configured, and the phone is told to try again later. */
   sink?: InboundSink;
   log: Logger;
@@ -49,7 +48,7 @@ export function createPhoneWebhook(deps: PhoneWebhookDeps) {
   return async function receive(raw: Uint8Array, signature: string | null, timestamp: string | null): Promise<PhoneAnswer> {
     const envelope = readEnvelope(raw);
     // Until the signature checks out, the body is anyone's: only its device is read, to find the key.
-    const keys = envelope ? deps.phones.byDevice(envelope.deviceId).map((p) => p.signingKey) : [];
+    const keys = envelope ? (await deps.phones.byDevice(envelope.deviceId)).map((p) => p.signingKey) : [];
     const check = checkPhoneSignature(raw, signature, timestamp, keys, deps.now());
     if (!envelope || check !== "ok") {
       const device = envelope ? ` from device ${printable(envelope.deviceId.slice(0, 64))}` : "";
@@ -106,11 +105,11 @@ async function received(deps: PhoneWebhookDeps, envelope: Envelope): Promise<Pho
  * job, which then reads the whole message's state (`GET /messages/{id}`).
  */
 async function settle(deps: PhoneWebhookDeps, envelope: Envelope): Promise<PhoneAnswer> {
-  const job = waitingJob(deps, envelope);
+  const job = await waitingJob(deps, envelope);
   if (!job) return { status: 200, body: { ok: true, settled: false } };
   const id = job.key;
   if ((job.parts ?? 1) > 1) {
-    await deps.commit(() => deps.jobs.receiptsDue([job.id], deps.now()));
+    await deps.jobs.receiptsDue([job.id], deps.now());
     deps.log.debug(`message ${job.messageId}: ${envelope.event} for one of its ${job.parts} parts; its whole state is read from the phone`);
     deps.notify();
     return { status: 200, body: { ok: true, settled: false } };
@@ -118,7 +117,7 @@ async function settle(deps: PhoneWebhookDeps, envelope: Envelope): Promise<Phone
   const state = envelope.event === "sms:delivered" ? "Delivered" : "Failed";
   const receipt = readReceipt(phoneStatus({ id, state, reason: text(envelope.payload.reason) }));
   if (!receipt) return { status: 200, body: { ok: true, settled: false } };
-  const settled = await deps.commit(() => deps.jobs.recordReceipt(job.id, receipt, deps.now()));
+  const settled = await deps.jobs.recordReceipt(job.id, receipt, deps.now());
   if (!settled) return { status: 200, body: { ok: true, settled: false } };
   deps.log.debug(`message ${job.messageId}: the phone says ${state}`);
   deps.notify();
@@ -127,15 +126,15 @@ async function settle(deps: PhoneWebhookDeps, envelope: Envelope): Promise<Phone
 
 /** `sms:sent`: the phone sent the message (the carrier took it); recorded for the message log. */
 async function sent(deps: PhoneWebhookDeps, envelope: Envelope): Promise<PhoneAnswer> {
-  const job = waitingJob(deps, envelope);
-  if (job) await deps.commit(() => deps.jobs.sentByPhone(job.id, deps.now(), "sms:sent"));
+  const job = await waitingJob(deps, envelope);
+  if (job) await deps.jobs.sentByPhone(job.id, deps.now(), "sms:sent");
   return { status: 200, body: { ok: true } };
 }
 
 /** The job an event names, if it still waits for its receipt and went through the event's device; undefined otherwise. */
-function waitingJob(deps: PhoneWebhookDeps, envelope: Envelope): (PhoneJob & { key: string }) | undefined {
+async function waitingJob(deps: PhoneWebhookDeps, envelope: Envelope): Promise<(PhoneJob & { key: string }) | undefined> {
   const id = text(envelope.payload.messageId);
-  const job = id ? deps.phoneJobs.sentAs(id) : undefined;
+  const job = id ? await deps.phoneJobs.sentAs(id) : undefined;
   if (!job || !job.waiting) return undefined;
   if (job.apiKeyTag !== keyTag(phoneKey(envelope.deviceId))) {
     const [device, message] = [envelope.deviceId, id].map((s) => printable(s.slice(0, 64)));

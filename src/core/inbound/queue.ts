@@ -1,4 +1,4 @@
-import type { InboundStore } from "../../db/inbound.ts";
+import type { InboundStore } from "../../store/contract.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../log.ts";
 import { sleep } from "../retry.ts";
@@ -30,7 +30,7 @@ export function createInboundQueue(options: InboundQueueOptions) {
   const bell = createBell();
 
   async function drain(): Promise<boolean> {
-    const due = store.due(now(), 16);
+    const due = await store.due(now(), 16);
     for (const id of due) {
       if (!running) break;
       await options.deliver(id);
@@ -48,15 +48,15 @@ export function createInboundQueue(options: InboundQueueOptions) {
         log.error(`inbound queue: ${errorMessage(error)}`); // the database refused a write: look again after a pause
       }
       if (more && !bell.rung()) continue;
-      const next = store.nextDue();
+      const next = await store.nextDue();
       await bell.sleep(next === undefined ? pollMs : Math.max(1, Math.min(pollMs, next - now())));
     }
   }
 
   return {
-    start(): void {
+    async start(): Promise<void> {
       if (running) return;
-      const interrupted = store.counts().posting;
+      const interrupted = (await store.counts()).posting;
       if (interrupted > 0) log.warn(`${interrupted} reply(ies) were being posted to HighLevel when bridge stopped: each is looked up there before it is posted again`);
       running = true;
       loop = run();

@@ -1,14 +1,14 @@
 import { AppError } from "../../errors.ts";
-import type { RoutedBy } from "../../db/inbound.ts";
+import type { RoutedBy } from "../../store/types.ts";
 
 /** What routing asks of the store. */
 export interface RouteLookups {
   /** An installed location (not uninstalled). */
-  installed(locationId: string): boolean;
+  installed(locationId: string): Promise<boolean>;
   /** The locations the phone `deviceId` serves. */
-  locationsOfDevice(deviceId: string): string[];
+  locationsOfDevice(deviceId: string): Promise<string[]>;
   /** The installed location that last sent to this phone (E.164 or local form); with `deviceId`, only through that phone. */
-  lastSentTo(e164: string, local: string, deviceId?: string): string | undefined;
+  lastSentTo(e164: string, local: string, deviceId?: string): Promise<string | undefined>;
 }
 
 export interface Routed {
@@ -25,18 +25,18 @@ export interface Routed {
  * none (unrouted, for an operator to route).
  * A named location that is not installed is refused: the source named the wrong one.
  */
-export function routeReply(reply: { locationId?: string; deviceId?: string; phone: string }, look: RouteLookups): Routed {
+export async function routeReply(reply: { locationId?: string; deviceId?: string; phone: string }, look: RouteLookups): Promise<Routed> {
   if (reply.locationId !== undefined) {
-    if (!look.installed(reply.locationId)) {
+    if (!await look.installed(reply.locationId)) {
       throw new AppError("BAD_INBOUND", `location_id ${reply.locationId} is not a location where the app is installed`);
     }
     return { locationId: reply.locationId, routedBy: "given" };
   }
   if (reply.deviceId) {
-    const served = look.locationsOfDevice(reply.deviceId);
+    const served = await look.locationsOfDevice(reply.deviceId);
     if (served.length === 1 && served[0]) return { locationId: served[0], routedBy: "device" };
   }
-  const last = look.lastSentTo(reply.phone, localForm(reply.phone), reply.deviceId || undefined);
+  const last = await look.lastSentTo(reply.phone, localForm(reply.phone), reply.deviceId || undefined);
   if (last) return { locationId: last, routedBy: "last_sent" };
   return { locationId: "", routedBy: "" };
 }

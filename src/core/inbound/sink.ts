@@ -1,7 +1,6 @@
-import type { Commit } from "../../db/commit.ts";
 import { createHash, randomUUID } from "node:crypto";
-import type { Db } from "../../db/index.ts";
-import type { InboundStore, NewInbound } from "../../db/inbound.ts";
+import type { InboundStore } from "../../store/contract.ts";
+import type { NewInbound } from "../../store/types.ts";
 import { AppError } from "../../errors.ts";
 import { keyTag } from "../key-tag.ts";
 import { toE164PH } from "../phone.ts";
@@ -9,22 +8,16 @@ import { phoneKey } from "../phone-key.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone } from "../mask.ts";
 import { printable } from "../printable.ts";
-import type { InboundReply, InboundSink, OptOutList, Received } from "./reply.ts";
-import { applyOptOut } from "./operator.ts";
+import type { InboundReply, InboundSink, Received } from "./reply.ts";
 import { routeReply, type RouteLookups } from "./route.ts";
 import { optOutWord } from "./stop-words.ts";
 
 export interface SinkDeps {
-  db: Db;
-  /** The group commit: a reply shares its transaction and its fsync with the writes around it. */
-  commit: Commit;
   store: InboundStore;
   /** CRM_PROVIDER_ID: without it HighLevel drops every reply, so none is taken. */
   providerId: string;
   /** The locations a phone serves (the Android room's settings). */
   locationsOfDevice: RouteLookups["locationsOfDevice"];
-  /** The locations' opt-out lists: a stop word adds its sender, a start word takes it off. */
-  optOuts: OptOutList;
   now: () => number;
   log: Logger;
   /** Told after each new reply is committed: the queue looks now. */
@@ -43,35 +36,27 @@ export function e164(phone: string): string | undefined {
 }
 
 /**
- * The InboundSink: each reply deduplicated, routed and committed in one transaction
- * before it settles, so the source answers 200 only for what is on disk. A stop or start
- * word changes the location's opt-out list in that same transaction.
+ * The InboundSink: each reply routed, then deduplicated and committed in one transaction
+ * (the store's `receive`) before it settles, so the source answers 200 only for what is on
+ * disk. A stop or start word changes the location's opt-out list in that same transaction.
  */
 export function createSink(deps: SinkDeps): InboundSink {
-  const { db, store, log } = deps;
+  const { store, log } = deps;
   const lookups: RouteLookups = {
     installed: (locationId) => store.installed(locationId),
     locationsOfDevice: deps.locationsOfDevice,
     // A job sent through a phone holds its key's tag (the key is `android:<device>`): "through that device".
     lastSentTo: (e164, local, deviceId) => store.lastSentTo(e164, local, deviceId === undefined ? undefined : keyTag(phoneKey(deviceId))),
   };
-  const commit = db.transaction((unrouted: Unrouted, reply: InboundReply, now: number): NewInbound | string => {
-    const earlier = store.idOfKey(unrouted.dedupeKey);
-    if (earlier) return earlier;
-    const row = { ...unrouted, ...routeReply({ ...reply, phone: unrouted.phone }, lookups) };
-    store.insert({ ...row, state: row.locationId ? "queued" : "unrouted" }, now);
-    if (row.locationId) applyOptOut(deps.optOuts, row);
-    return row;
-  });
 
   return {
     async receive(reply: InboundReply): Promise<Received> {
       if (!deps.providerId) throw new AppError("INBOUND_OFF", PROVIDER_ID_MISSING);
       const now = deps.now();
       const unrouted = newRow(reply, now);
-      // A transaction of its own inside the group's (a savepoint): all of it or none.
-      const row = await deps.commit(() => commit(unrouted, reply, now));
-      if (typeof row === "string") return { id: row, duplicate: true };
+      const row: NewInbound = { ...unrouted, ...await routeReply({ ...reply, phone: unrouted.phone }, lookups) };
+      const earlier = await store.receive(row, now);
+      if (earlier) return { id: earlier, duplicate: true };
       if (!row.locationId) {
         log.warn(`reply ${row.inboundId} from ${maskPhone(row.phone)} is for no known location: stored unrouted; route it with \`bridge messages route ${row.inboundId} LOCATION\``);
       } else if (row.optOut) {

@@ -1,4 +1,5 @@
-import type { InboundFilter, InboundRow, InboundState, InboundStore } from "../../db/inbound.ts";
+import type { InboundStore } from "../../store/contract.ts";
+import type { InboundFilter, InboundRow, InboundState } from "../../store/types.ts";
 import { iso } from "../duration.ts";
 import { maskPhone } from "../mask.ts";
 
@@ -39,17 +40,17 @@ export interface ReplyDetail extends ReplyView {
 }
 
 /** The reply `bridge messages list` lists under `id`; undefined when there is none. */
-export function showReply(store: InboundStore, id: string): ReplyDetail | undefined {
-  const row = store.get(id);
+export async function showReply(store: InboundStore, id: string): Promise<ReplyDetail | undefined> {
+  const row = await store.get(id);
   if (!row) return undefined;
   const to = row.to ? maskPhone(row.to) : "";
   return { ...replyView(row), to, length: row.text.length, opt_out: row.optOut, received_at_source: row.receivedAt, updated_at: iso(row.updatedAt) };
 }
 
 /** Replies newest first; `status`: only those in it (undefined: all). */
-export function listReplies(store: InboundStore, filter: Omit<InboundFilter, "states"> & { status?: ReplyStatus }): ReplyView[] {
+export async function listReplies(store: InboundStore, filter: Omit<InboundFilter, "states"> & { status?: ReplyStatus }): Promise<ReplyView[]> {
   const states = filter.status && [STATE_OF[filter.status]];
-  return store.list({ ...filter, states }).map(replyView);
+  return (await store.list({ ...filter, states })).map(replyView);
 }
 
 export function isReplyStatus(status: string): status is ReplyStatus {

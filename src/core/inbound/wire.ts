@@ -11,11 +11,10 @@ export type Inbound = Pick<Core, "inbound" | "inboundQueue">;
  * Replies: the sink the sources hand them to (stop words change the opt-out lists there),
  * and the queue that delivers them to HighLevel with the installs' tokens.
  */
-export function wireInbound({ config, db, log, now, tuning }: Context, { commit, replies, optOutList, phones }: Stores, { crm }: Clients, installs: Installs): Inbound {
+export function wireInbound({ config, log, now, tuning }: Context, { replies, phones }: Stores, { crm }: Clients, installs: Installs): Inbound {
   const providerId = config.crm.providerId;
   const deps: DeliverDeps = {
     store: replies,
-    commit,
     crm,
     tokenService: installs.tokenService,
     providerId,
@@ -27,12 +26,9 @@ export function wireInbound({ config, db, log, now, tuning }: Context, { commit,
   };
   const inboundQueue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
   const inbound = createSink({
-    db,
-    commit,
     store: replies,
     providerId,
     locationsOfDevice: (deviceId) => phones.locationsOfDevice(deviceId),
-    optOuts: optOutList,
     now,
     log,
     notify: () => inboundQueue.notify(),

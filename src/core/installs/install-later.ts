@@ -31,13 +31,13 @@ export function createLaterInstaller(deps: LaterInstallDeps) {
   const inflight = new Map<string, Promise<LaterVerdict>>();
 
   /** Stored companies that may install, the named one only when the event names one. */
-  function candidates(companyId: string | undefined): string[] {
-    const ids = companyId ? (companies.get(companyId) ? [companyId] : []) : companies.ids();
+  async function candidates(companyId: string | undefined): Promise<string[]> {
+    const ids = companyId ? (await companies.get(companyId) ? [companyId] : []) : await companies.ids();
     return allowedCompanyIds.length === 0 ? ids : ids.filter((id) => allowedCompanyIds.includes(id));
   }
 
-  function installed(locationId: string): boolean {
-    const record = tokens.get(locationId);
+  async function installed(locationId: string): Promise<boolean> {
+    const record = await tokens.get(locationId);
     return Boolean(record && !record.uninstalledAt && !record.refreshError);
   }
 
@@ -52,13 +52,13 @@ export function createLaterInstaller(deps: LaterInstallDeps) {
       }
     }
     // A repeated INSTALL, or one the OAuth callback already served: nothing to do.
-    if (installed(locationId)) return "already_installed";
-    let companyIds = candidates(companyId);
+    if (await installed(locationId)) return "already_installed";
+    let companyIds = await candidates(companyId);
     if (companyIds.length === 0 && exchanges.active > 0) {
       log.info(`INSTALL of ${what} waits for an install in progress to store its token`);
       await exchanges.settled(waitMs);
-      if (installed(locationId)) return "already_installed";
-      companyIds = candidates(companyId);
+      if (await installed(locationId)) return "already_installed";
+      companyIds = await candidates(companyId);
     }
     if (companyIds.length === 0) {
       const whose = companyId ? `company ${companyId}` : "any agency";
@@ -88,7 +88,7 @@ async function connectThroughAny(deps: LaterInstallDeps, locationId: string, com
       company = await deps.companyTokens.validToken(companyId);
     } catch (error) {
       // Refused for good when the refusal is now on the record; anything else may pass.
-      passing ||= !companies.get(companyId)?.refreshError;
+      passing ||= !(await companies.get(companyId))?.refreshError;
       reasons.push(`company ${companyId}: ${errorMessage(error)}`);
       continue;
     }

@@ -1,5 +1,5 @@
-import type { CompanyStore } from "../../db/companies.ts";
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { CompanyStore } from "../../store/contract.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import type { CrmClient, InstalledLocation, TokenResponse } from "../clients/crm.ts";
 import { AppError, errorMessage } from "../../errors.ts";
 import type { Exchanges } from "./exchanges.ts";
@@ -67,7 +67,7 @@ export async function completeInstall(deps: InstallDeps, code: string): Promise<
   }
   const approved = admitted(deps.allowedCompanyIds, token.companyId);
   try {
-    deps.tokens.save(record(token.locationId, token.companyId, token, deps.now()), deps.now(), approved);
+    await deps.tokens.save(record(token.locationId, token.companyId, token, deps.now()), deps.now(), approved);
   } catch (error) {
     deps.log.error(`failed to save token for location ${token.locationId}: ${errorMessage(error)}`);
     throw new AppError("SAVE_FAILED", "failed to save token", { cause: error });
@@ -89,7 +89,7 @@ async function exchangeAndKeep(deps: InstallDeps, code: string): Promise<TokenRe
   if (!token.companyId) throw new AppError("NO_COMPANY_ID", "GHL company token response did not include a companyId");
   try {
     const { companyId, accessToken, refreshToken, expiresIn } = token;
-    deps.companies.save({ companyId, accessToken, refreshToken, expiresAt: deps.now() + expiresIn * 1000 }, deps.now());
+    await deps.companies.save({ companyId, accessToken, refreshToken, expiresAt: deps.now() + expiresIn * 1000 }, deps.now());
   } catch (error) {
     // Without it the locations added later cannot be followed: say so, the install goes on.
     deps.log.error(`could not store the token of company ${token.companyId}: ${errorMessage(error)}; locations it adds later will need another install from the agency`);
@@ -165,7 +165,7 @@ export async function connectLocation(
     return { reason: errorMessage(error), cause: error };
   }
   try {
-    deps.tokens.save({ ...record(location.id, companyId, token, deps.now()), name: location.name }, deps.now(), approved);
+    await deps.tokens.save({ ...record(location.id, companyId, token, deps.now()), name: location.name }, deps.now(), approved);
     return undefined;
   } catch (error) {
     return { reason: `could not save it: ${errorMessage(error)}`, cause: error };

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import { API_KEY, SENDER_ID, type Rule } from "../config-values.ts";
 import { AppError, notFound } from "../../errors.ts";
 import { getLocationConfig, type LocationConfig } from "./locations.ts";
-import type { PhoneStore } from "../../db/phones.ts";
+import type { PhoneStore } from "../../store/contract.ts";
 import { phoneFields, setPhoneConfig } from "./phone-config.ts";
 import { checkSenderId, keyAfter, type SenderIdCheck } from "./sender-check.ts";
 
@@ -44,12 +44,12 @@ export async function setLocationConfig(
   }
   const { sender_id, sms_api_key, ...phone } = parsed.data;
   if (!phones && Object.values(phone).some((v) => v !== undefined)) throw new AppError("BAD_CONFIG", "gateway settings cannot be changed here");
-  if (tokens.companyOf(locationId) === undefined) throw notFound(locationId);
+  if (await tokens.companyOf(locationId) === undefined) throw notFound(locationId);
   const warning = check && sender_id ? await senderIdWarning(tokens, phones, locationId, { sender_id, sms_api_key, gateway: phone.gateway }, check) : undefined;
   // The phone's settings first: a refusal of them leaves the whole change unmade.
-  if (phones) setPhoneConfig(phones, locationId, phone, now);
-  if (!tokens.setConfig(locationId, { senderId: sender_id, smsApiKey: sms_api_key }, now)) throw notFound(locationId);
-  const config = getLocationConfig(tokens, locationId, phones);
+  if (phones) await setPhoneConfig(phones, locationId, phone, now);
+  if (!await tokens.setConfig(locationId, { senderId: sender_id, smsApiKey: sms_api_key }, now)) throw notFound(locationId);
+  const config = await getLocationConfig(tokens, locationId, phones);
   return warning ? { ...config, warning } : config;
 }
 
@@ -61,8 +61,8 @@ async function senderIdWarning(
   change: { sender_id: string; sms_api_key?: string; gateway?: string },
   check: SenderIdCheck,
 ): Promise<string | undefined> {
-  if ((change.gateway ?? getLocationConfig(tokens, locationId, phones).gateway ?? "cast") !== "cast") return undefined;
-  const record = tokens.get(locationId);
+  if ((change.gateway ?? (await getLocationConfig(tokens, locationId, phones)).gateway ?? "cast") !== "cast") return undefined;
+  const record = await tokens.get(locationId);
   if (!record) throw notFound(locationId);
   return checkSenderId(check, change.sender_id, keyAfter(record, change.sms_api_key, check.shared));
 }

@@ -1,8 +1,9 @@
-import type { LocationListing, TokenRecord, LocationRegistry } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
+import type { LocationListing, TokenRecord } from "../../store/types.ts";
 import { notFound } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
 import { withoutControls } from "../printable.ts";
-import type { PhoneStore } from "../../db/phones.ts";
+import type { PhoneStore } from "../../store/contract.ts";
 import { phoneView, type PhoneView } from "./phone-view.ts";
 
 /** A location as the admin API and `bridge locations list` show it: never a token, the API key masked. */
@@ -84,16 +85,16 @@ export function unconfirmed(record: Pick<SharedGate, "approved" | "approvedBy">,
  * Approved locations the list keeps from the operator's key: what `serve` warns about
  * at start and doctor names. None without a list.
  */
-export function approvedOffList(tokens: LocationRegistry, allowedCompanyIds: readonly string[]): LocationListing[] {
-  return tokens.listings().filter((l) => !l.uninstalledAt && offList(l, allowedCompanyIds));
+export async function approvedOffList(tokens: LocationRegistry, allowedCompanyIds: readonly string[]): Promise<LocationListing[]> {
+  return (await tokens.listings()).filter((l) => !l.uninstalledAt && offList(l, allowedCompanyIds));
 }
 
 /**
  * Without a list, the locations whose approval came from the schema upgrade: pending
  * until an operator confirms them. What `serve` warns about at start and doctor names.
  */
-export function unconfirmedApprovals(tokens: LocationRegistry, allowedCompanyIds: readonly string[]): LocationListing[] {
-  return tokens.listings().filter((l) => !l.uninstalledAt && unconfirmed(l, allowedCompanyIds));
+export async function unconfirmedApprovals(tokens: LocationRegistry, allowedCompanyIds: readonly string[]): Promise<LocationListing[]> {
+  return (await tokens.listings()).filter((l) => !l.uninstalledAt && unconfirmed(l, allowedCompanyIds));
 }
 
 /** The warning `serve` logs and doctor shows for `unconfirmedApprovals`' locations: the exact command to confirm them. */
@@ -114,12 +115,12 @@ export function unconfirmedWarning(locations: readonly LocationListing[]): strin
  * an older bridge may still hold them, so `serve` cleans those at start. Returns how many
  * it cleaned. A name of nothing but controls stays as stored: every output escapes it.
  */
-export function cleanStoredNames(tokens: LocationRegistry): number {
+export async function cleanStoredNames(tokens: LocationRegistry): Promise<number> {
   let cleaned = 0;
-  for (const { locationId, name } of tokens.listings()) {
+  for (const { locationId, name } of await tokens.listings()) {
     const clean = withoutControls(name);
     if (clean === name || !clean) continue;
-    tokens.setName(locationId, clean);
+    await tokens.setName(locationId, clean);
     cleaned++;
   }
   return cleaned;
@@ -137,10 +138,10 @@ export function offListWarning(locations: readonly LocationListing[]): string {
 }
 
 /** With `phones`, each location's gateway and phone settings too (secrets only as "(set)"). */
-export function listLocations(tokens: LocationRegistry, allowedCompanyIds: readonly string[], phones?: PhoneStore): LocationListed[] {
+export async function listLocations(tokens: LocationRegistry, allowedCompanyIds: readonly string[], phones?: PhoneStore): Promise<LocationListed[]> {
   // One read of every location's gateway, not one per location: the listing is a command's start-up.
-  const gateways = phones?.describeAll();
-  return tokens.listings().map((l) => ({ ...view(l, allowedCompanyIds), ...(gateways && phoneView(gateways.get(l.locationId))) }));
+  const gateways = await phones?.describeAll();
+  return (await tokens.listings()).map((l) => ({ ...view(l, allowedCompanyIds), ...(gateways && phoneView(gateways.get(l.locationId))) }));
 }
 
 function view(l: LocationListing, allowedCompanyIds: readonly string[]): LocationView {
@@ -176,28 +177,28 @@ export interface ApprovalChange {
  * `bridge locations approve|unapprove` and `POST …/approve|unapprove`. With
  * ALLOWED_COMPANY_IDS set, an approval counts only for a listed company (`sharedRefusal`).
  */
-export function setApproval(
+export async function setApproval(
   tokens: LocationRegistry,
   locationId: string,
   approved: boolean,
   now: number,
   allowedCompanyIds: readonly string[],
-): ApprovalChange {
-  if (!tokens.setApproved(locationId, approved, now)) throw notFound(locationId);
-  const companyId = tokens.companyOf(locationId) ?? "";
+): Promise<ApprovalChange> {
+  if (!await tokens.setApproved(locationId, approved, now)) throw notFound(locationId);
+  const companyId = await tokens.companyOf(locationId) ?? "";
   return { location_id: locationId, approved, off_list: offList({ approved, companyId }, allowedCompanyIds) };
 }
 
 /** Deletes a location's record (token, settings); its messages stay in the log. */
-export function removeLocation(tokens: LocationRegistry, locationId: string): void {
-  if (!tokens.delete(locationId)) throw notFound(locationId);
+export async function removeLocation(tokens: LocationRegistry, locationId: string): Promise<void> {
+  if (!await tokens.delete(locationId)) throw notFound(locationId);
 }
 
 /** With `phones`, its gateway and phone settings too (secrets only as "(set)"). */
-export function getLocationConfig(tokens: LocationRegistry, locationId: string, phones?: PhoneStore): LocationConfig {
-  const record = tokens.get(locationId);
+export async function getLocationConfig(tokens: LocationRegistry, locationId: string, phones?: PhoneStore): Promise<LocationConfig> {
+  const record = await tokens.get(locationId);
   if (!record) throw notFound(locationId);
-  return { ...configView(record), ...(phones && phoneView(phones.describe(locationId))) };
+  return { ...configView(record), ...(phones && phoneView(await phones.describe(locationId))) };
 }
 
 function configView(record: TokenRecord): LocationConfig {

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import type { PhoneChange, PhoneStore } from "../../db/phones.ts";
+import type { PhoneStore } from "../../store/contract.ts";
+import type { PhoneChange } from "../../store/types.ts";
 import { AppError } from "../../errors.ts";
 
 /**
@@ -23,7 +24,7 @@ export const phoneFields = {
 export type PhoneInput = { [K in keyof typeof phoneFields]?: z.infer<(typeof phoneFields)[K]> };
 
 /** Stores the change, refusing one that would leave a location on "android" without its phone's address, login or device. */
-export function setPhoneConfig(phones: PhoneStore, locationId: string, input: PhoneInput, now: number): boolean {
+export async function setPhoneConfig(phones: PhoneStore, locationId: string, input: PhoneInput, now: number): Promise<boolean> {
   const change: PhoneChange = {
     gateway: input.gateway,
     url: input.android_url?.replace(/\/+$/, ""),
@@ -34,7 +35,7 @@ export function setPhoneConfig(phones: PhoneStore, locationId: string, input: Ph
   };
   const defined = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined)) as PhoneChange;
   if (Object.keys(defined).length === 0) return true;
-  const stored = phones.describe(locationId) ?? { gateway: "cast", url: "", user: "", deviceId: "", passwordSet: false };
+  const stored = await phones.describe(locationId) ?? { gateway: "cast", url: "", user: "", deviceId: "", passwordSet: false };
   const after = { ...stored, ...defined };
   if (after.gateway === "android") {
     const missing = [
@@ -45,7 +46,7 @@ export function setPhoneConfig(phones: PhoneStore, locationId: string, input: Ph
     ].filter(Boolean);
     if (missing.length > 0) throw new AppError("BAD_CONFIG", `gateway android needs the phone's ${missing.join(", ")} (android_url, android_user, android_password, android_device)`);
   }
-  return phones.set(locationId, defined, now);
+  return await phones.set(locationId, defined, now);
 }
 
 function secretLike(name: string, pattern: RegExp, says: string) {

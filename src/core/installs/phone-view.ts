@@ -1,4 +1,4 @@
-import type { PhoneDescription } from "../../db/phones.ts";
+import type { PhoneDescription } from "../../store/types.ts";
 
 /** What a location shows of its gateway: the phone's password and signing key only as whether they are set. */
 export interface PhoneView {

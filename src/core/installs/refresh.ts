@@ -22,10 +22,10 @@ export interface LeasedToken {
 
 /** A table of tokens that can be leased for a refresh (db/tokens.ts, db/companies.ts). */
 export interface LeasedStore<R extends LeasedToken> {
-  get(id: string): R | undefined;
-  tryLease(id: string, serial: number, now: number, until: number): boolean;
-  releaseLease(id: string, serial: number, refreshError?: string): void;
-  updateTokens(id: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): boolean;
+  get(id: string): Promise<R | undefined>;
+  tryLease(id: string, serial: number, now: number, until: number): Promise<boolean>;
+  releaseLease(id: string, serial: number, refreshError?: string): Promise<void>;
+  updateTokens(id: string, accessToken: string, refreshToken: string, expiresAt: number, now: number): Promise<boolean>;
 }
 
 export interface RefresherDeps<R extends LeasedToken> {
@@ -124,8 +124,8 @@ async function refreshOnce<R extends LeasedToken>(
 ): Promise<{ record: R; own: boolean }> {
   const { store, missing, now } = r.deps;
   const giveUpAt = Date.now() + r.waitMs;
-  const first = store.get(id);
-  for (let record = first; ; record = store.get(id)) {
+  const first = await store.get(id);
+  for (let record = first; ; record = await store.get(id)) {
     if (!record) throw missing(id);
     // Someone else refreshed while we waited: their pair is ours to use. The serial, not
     // the refresh token, tells: a location renewed through its company has none.
@@ -136,7 +136,7 @@ async function refreshOnce<R extends LeasedToken>(
     // have been our own client credentials', since mended).
     if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
     // Lease times are wall-clock: they coordinate real processes, not business time.
-    if (store.tryLease(id, record.serial, Date.now(), Date.now() + r.leaseMs)) return refreshHoldingLease(r, id, record, rateLimit);
+    if (await store.tryLease(id, record.serial, Date.now(), Date.now() + r.leaseMs)) return refreshHoldingLease(r, id, record, rateLimit);
     if (ownOnly || rateLimit === "throw") return { record, own: false };
     if (Date.now() > giveUpAt) {
       throw new AppError("REFRESH_FAILED", "refresh token failed: another process is still refreshing this token");
@@ -156,17 +156,17 @@ async function refreshHoldingLease<R extends LeasedToken>(
   try {
     fresh = await grant(record, rateLimit);
   } catch (error) {
-    const latest = store.get(id);
+    const latest = await store.get(id);
     // invalid_grant because another process rotated the token first: use the newer pair.
     if (latest && latest.serial !== record.serial) return { record: latest, own: false };
-    store.releaseLease(id, record.serial, r.refusedForGood(error, record));
+    await store.releaseLease(id, record.serial, r.refusedForGood(error, record));
     log.error(`token refresh failed for ${noun} ${id}: ${errorMessage(error)}`);
     const retryAfterMs = error instanceof AppError ? error.retryAfterMs : undefined;
     throw new AppError("REFRESH_FAILED", `refresh token failed: ${errorMessage(error)}`, { cause: error, retryAfterMs });
   }
   await storeFresh(r, id, record, fresh);
   log.info(`refreshed the access token of ${noun} ${id}`);
-  const stored = store.get(id);
+  const stored = await store.get(id);
   if (!stored) throw missing(id);
   return { record: stored, own: true };
 }
@@ -177,9 +177,9 @@ async function refreshHoldingLease<R extends LeasedToken>(
  */
 async function storeFresh<R extends LeasedToken>(r: Refreshing<R>, id: string, record: R, fresh: TokenResponse): Promise<void> {
   const { store, noun, now, log } = r.deps;
-  const save = () => {
+  const save = async () => {
     const at = now();
-    if (!store.updateTokens(id, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
+    if (!await store.updateTokens(id, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
       // Nothing to retry: gone is gone.
       throw new AbortError(new AppError("STORE_FAILED", `failed to update token in store: the ${noun} was removed meanwhile`));
     }
@@ -192,14 +192,14 @@ async function storeFresh<R extends LeasedToken>(r: Refreshing<R>, id: string, r
       },
     });
   } catch (error) {
-    store.releaseLease(id, record.serial);
+    await store.releaseLease(id, record.serial);
     if (error instanceof AppError) throw error;
     throw new AppError("STORE_FAILED", `failed to update token in store: ${errorMessage(error)}`, { cause: error });
   }
 }
 
 async function validToken<R extends LeasedToken>(r: Refreshing<R>, id: string): Promise<R> {
-  const record = r.deps.store.get(id);
+  const record = await r.deps.store.get(id);
   if (!record) throw r.deps.missing(id);
   if (!needsRefresh(record.expiresAt, r.deps.now())) return record;
   return refresh(r, id, false, "wait");
@@ -214,7 +214,7 @@ async function validToken<R extends LeasedToken>(r: Refreshing<R>, id: string): 
  */
 async function forJob<R extends LeasedToken>(r: Refreshing<R>, id: string): Promise<R | { waitMs: number }> {
   const { store, missing, now } = r.deps;
-  const record = store.get(id);
+  const record = await store.get(id);
   if (!record) throw missing(id);
   if (!needsRefresh(record.expiresAt, now())) return record;
   if (r.inflight.has(id)) return { waitMs: REFRESHING_WAIT_MS };

@@ -1,7 +1,7 @@
 import type { SenderId } from "../clients/gateway.ts";
 import { AppError, errorMessage } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
-import type { TokenRecord } from "../../db/tokens.ts";
+import type { TokenRecord } from "../../store/types.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { sendingWith, type SharedSending } from "./locations.ts";
 

@@ -1,5 +1,5 @@
-import type { CompanyStore } from "../../db/companies.ts";
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { CompanyStore } from "../../store/contract.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import type { CrmClient, InstalledLocation } from "../clients/crm.ts";
 import { errorMessage } from "../../errors.ts";
 import { admitted, connectLocation } from "./install.ts";
@@ -61,7 +61,7 @@ export function createSync(deps: SyncDeps) {
 
   async function run(options: SyncOptions): Promise<CompanySync[]> {
     const results: CompanySync[] = [];
-    for (const companyId of companies.ids()) {
+    for (const companyId of await companies.ids()) {
       if (options.signal?.aborted) break;
       results.push(await syncCompany(deps, companyId, options));
     }
@@ -95,12 +95,12 @@ async function syncCompany(deps: SyncDeps, companyId: string, options: SyncOptio
     return result;
   }
   result.installed = listed.length;
-  const stored = new Map(tokens.ofCompany(companyId).map((l) => [l.locationId, l]));
+  const stored = new Map((await tokens.ofCompany(companyId)).map((l) => [l.locationId, l]));
   const missing = listed.filter((l) => {
     const known = stored.get(l.id);
     return !known || known.uninstalledAt > 0 || known.refreshError !== "";
   });
-  for (const l of listed) tokens.setName(l.id, l.name);
+  for (const l of listed) await tokens.setName(l.id, l.name);
   const approved = admitted(allowedCompanyIds, companyId);
   for (const [done, location] of missing.entries()) {
     if (options.signal?.aborted) return result;
@@ -111,7 +111,7 @@ async function syncCompany(deps: SyncDeps, companyId: string, options: SyncOptio
   }
   const listedIds = new Set(listed.map((l) => l.id));
   for (const known of stored.values()) {
-    if (!known.uninstalledAt && !listedIds.has(known.locationId) && tokens.markUninstalled(known.locationId, deps.now())) {
+    if (!known.uninstalledAt && !listedIds.has(known.locationId) && await tokens.markUninstalled(known.locationId, deps.now())) {
       result.marked_uninstalled.push(known.locationId);
     }
   }

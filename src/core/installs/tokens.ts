@@ -1,5 +1,7 @@
-import type { CompanyRecord, CompanyStore } from "../../db/companies.ts";
-import type { TokenRecord, LocationRegistry } from "../../db/tokens.ts";
+import type { CompanyStore } from "../../store/contract.ts";
+import type { CompanyRecord } from "../../store/types.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
+import type { TokenRecord } from "../../store/types.ts";
 import type { CrmClient, RateLimitMode, TokenResponse } from "../clients/crm.ts";
 import { AppError, errorMessage, noToken } from "../../errors.ts";
 import { refusedAsIs, tokenRefused } from "../retry-policy.ts";
@@ -65,7 +67,7 @@ export function createTokenService(deps: TokenServiceDeps) {
      * every refresh spends the single-use refresh token.
      */
     async rejected(locationId: string, accessToken: string): Promise<void> {
-      const current = tokens.get(locationId);
+      const current = await tokens.get(locationId);
       if (!current || current.accessToken !== accessToken || current.refreshError) return;
       if (now() - (renewedAfter401.get(locationId) ?? -Infinity) < RENEW_401_MS) return;
       renewedAfter401.set(locationId, now());
@@ -92,7 +94,7 @@ async function throughCompany(deps: TokenServiceDeps, record: TokenRecord, rateL
     if (!tokenRefused(error)) throw error;
     log.warn(`the CRM refused company ${companyId}'s access token for location ${locationId} (${errorMessage(error)}); renewing it`);
     // Another caller may have renewed it meanwhile: then that one is used, not spent again.
-    const current = companies.get(companyId);
+    const current = await companies.get(companyId);
     const renewed =
       current && current.accessToken !== company.accessToken
         ? current
@@ -106,7 +108,7 @@ async function companyToken(companies: CompanyStore, companyId: string, get: () 
   try {
     return await get();
   } catch (error) {
-    const stored = companies.get(companyId);
+    const stored = await companies.get(companyId);
     if (!stored || stored.refreshError) throw new AppError("NO_COMPANY_TOKEN", `company ${companyId}: ${errorMessage(error)}`, { cause: error });
     throw error;
   }

@@ -1,5 +1,5 @@
-import type { CompanyStore } from "../../db/companies.ts";
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { CompanyStore } from "../../store/contract.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import type { Logger } from "../log.ts";
 import type { CompanyTokens } from "./tokens.ts";
 import { installCheck, stillInstalledResult, type UninstallResult, type Uninstaller } from "./uninstall.ts";
@@ -31,16 +31,16 @@ export interface CompanyUninstallDeps {
  */
 export function createCompanyUninstaller(deps: CompanyUninstallDeps) {
   const { tokens, companies, companyTokens, uninstall, now, log } = deps;
-  const stillInstalled = installCheck(companyTokens.confirm, (id) => Boolean(companies.get(id)?.refreshError), now);
+  const stillInstalled = installCheck(companyTokens.confirm, async (id) => Boolean((await companies.get(id))?.refreshError), now);
 
   return async function uninstallCompany(companyId: string): Promise<CompanyUninstallResult> {
-    const company = companies.get(companyId);
+    const company = await companies.get(companyId);
     if (!company) return eachLocation(companyId);
     const state = await stillInstalled(companyId, Boolean(company.refreshError));
     if (state.installed) return { ...stillInstalledResult(state), marked: 0 };
-    companies.delete(companyId);
+    await companies.delete(companyId);
     let marked = 0;
-    for (const location of tokens.ofCompany(companyId)) if (tokens.markUninstalled(location.locationId, now())) marked++;
+    for (const location of await tokens.ofCompany(companyId)) if (await tokens.markUninstalled(location.locationId, now())) marked++;
     log.info(`company ${companyId} uninstalled the app: HighLevel no longer accepts its token; its token removed, ${marked} location(s) marked uninstalled (settings kept for a reinstall)`);
     return { verdict: "uninstalled", marked };
   };
@@ -51,7 +51,7 @@ export function createCompanyUninstaller(deps: CompanyUninstallDeps) {
    * again, it finds those marked already and asks only for the rest.
    */
   async function eachLocation(companyId: string): Promise<CompanyUninstallResult> {
-    const installed = tokens.ofCompany(companyId).filter((l) => !l.uninstalledAt);
+    const installed = (await tokens.ofCompany(companyId)).filter((l) => !l.uninstalledAt);
     if (installed.length === 0) return { verdict: "not_installed", marked: 0 };
     let marked = 0;
     let recheckInMs = 0;

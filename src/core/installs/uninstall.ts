@@ -1,4 +1,4 @@
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import type { Logger } from "../log.ts";
 import type { TokenService } from "./tokens.ts";
 
@@ -37,16 +37,16 @@ const BUSY_RECHECK_MS = 5_000;
  */
 export function createUninstaller(deps: UninstallDeps) {
   const { tokens, tokenService, now, log } = deps;
-  const stillInstalled = installCheck(tokenService.confirm, (id) => Boolean(tokens.get(id)?.refreshError), now);
+  const stillInstalled = installCheck(tokenService.confirm, async (id) => Boolean((await tokens.get(id))?.refreshError), now);
 
   return async function uninstall(locationId: string): Promise<UninstallResult> {
-    const record = tokens.get(locationId);
+    const record = await tokens.get(locationId);
     if (!record) return { verdict: "not_installed" };
     if (record.uninstalledAt) return { verdict: "uninstalled" };
     const state = await stillInstalled(locationId, Boolean(record.refreshError));
     if (state.installed) return stillInstalledResult(state);
     // False: another UNINSTALL marked it first, or it was removed meanwhile.
-    if (!tokens.markUninstalled(locationId, now())) return { verdict: tokens.get(locationId) ? "uninstalled" : "not_installed" };
+    if (!await tokens.markUninstalled(locationId, now())) return { verdict: await tokens.get(locationId) ? "uninstalled" : "not_installed" };
     log.info(`location ${locationId} uninstalled: HighLevel no longer accepts its token; its settings are kept for a reinstall`);
     return { verdict: "uninstalled" };
   };
@@ -67,7 +67,7 @@ export function createUninstaller(deps: UninstallDeps) {
  */
 export function installCheck(
   confirm: (id: string) => Promise<unknown>,
-  refused: (id: string) => boolean,
+  refused: (id: string) => Promise<boolean>,
   now: () => number,
 ): (id: string, refusedBefore: boolean) => Promise<InstallState> {
   const installedAt = new Map<string, number>();
@@ -81,7 +81,7 @@ export function installCheck(
         return { installed: true };
       } catch (error) {
         // Refused for good: the refusal is now on the record. Anything else may pass.
-        if (!refused(id)) throw error;
+        if (!await refused(id)) throw error;
       }
     }
     installedAt.delete(id);

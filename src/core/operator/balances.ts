@@ -1,4 +1,4 @@
-import type { GatewayKeys } from "../../db/gateway-keys.ts";
+import type { GatewayKeys } from "../../store/contract.ts";
 import type { SmsGateway } from "../clients/gateway.ts";
 import { errorMessage } from "../../errors.ts";
 import { keyTag } from "../key-tag.ts";
@@ -47,10 +47,10 @@ export function createBalances(options: BalancesOptions) {
       for (let wait = options.turn?.(apiKey) ?? 0; wait > 0; wait = options.turn?.(apiKey) ?? 0) await sleep(wait);
       credits = await sms.balance(apiKey);
     } catch (error) {
-      keys.balance(tag, masked, now(), { error: errorMessage(error) });
+      await keys.balance(tag, masked, now(), { error: errorMessage(error) });
       return;
     }
-    keys.balance(tag, masked, now(), { credits });
+    await keys.balance(tag, masked, now(), { credits });
     if (isLow(credits, lowCredits) && now() - (warnedAt.get(tag) ?? -Infinity) >= warnEveryMs) {
       warnedAt.set(tag, now());
       log.warn(`SMS gateway key ${masked} has ${credits} credits left, below LOW_BALANCE_CREDITS (${lowCredits}): top up before sending stops`);
@@ -63,7 +63,7 @@ export function createBalances(options: BalancesOptions) {
    * had before Cast refused it.
    */
   async function refresh(apiKeys: string[]): Promise<void> {
-    const recorded = new Map(keys.list().map((k) => [k.keyTag, k]));
+    const recorded = new Map((await keys.list()).map((k) => [k.keyTag, k]));
     const stale = [...new Set(apiKeys)].filter((key) => {
       const known = recorded.get(keyTag(key));
       const readAt = known?.balanceAt ?? 0;
@@ -75,8 +75,8 @@ export function createBalances(options: BalancesOptions) {
   return {
     refresh,
     /** Serve: read the keys in use now and every `freshMs`. */
-    start(apiKeys: () => string[]): void {
-      const tick = () => void refresh(apiKeys()).catch((error: unknown) => log.warn(`balances: ${errorMessage(error)}`));
+    start(apiKeys: () => Promise<string[]>): void {
+      const tick = () => void apiKeys().then(refresh).catch((error: unknown) => log.warn(`balances: ${errorMessage(error)}`));
       tick();
       timer = setInterval(tick, freshMs);
       timer.unref();

@@ -1,5 +1,5 @@
 import type { Db } from "../../db/index.ts";
-import type { TokenRecord } from "../../db/tokens.ts";
+import type { TokenRecord } from "../../store/types.ts";
 import { createCastClient } from "../clients/cast.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { errorMessage } from "../../errors.ts";
@@ -43,13 +43,14 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
   const db = checkDatabase(config.databasePath, deps.openDb, checks);
   try {
     const core = db && openCore(config, db, timeoutMs, checks);
-    const records = core ? readLocations(core, checks) : [];
-    if (core) checks.push(...checkApprovals(core.tokens, config.allowedCompanyIds));
+    const records = core ? await readLocations(core, checks) : [];
+    if (core) checks.push(...(await checkApprovals(core.tokens, config.allowedCompanyIds)));
     await checkHighLevelReach(config, timeoutMs, checks);
     if (core) await checkTokens(records, core.tokenService, checks);
     const sms = createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: timeoutMs * 2, retries: 0 });
     // A location on a phone sends with no Cast key: its phone is checked instead.
-    const onCast = core ? records.filter((r) => core.phones.describe(r.locationId)?.gateway !== "android") : records;
+    const phones = core ? await core.phones.describeAll() : undefined;
+    const onCast = records.filter((r) => phones?.get(r.locationId)?.gateway !== "android");
     await checkCast(config, sms, onCast, timeoutMs, checks);
     if (core) checks.push(...(await checkPhones(core.phones, config.baseUrl, timeoutMs).catch((error: unknown) => [fail("phones", errorMessage(error))])));
   } finally {
@@ -73,11 +74,11 @@ function openCore(config: ResolvedConfig, db: Db, timeoutMs: number, checks: Che
   }
 }
 
-function readLocations(core: Core, checks: Check[]): TokenRecord[] {
+async function readLocations(core: Core, checks: Check[]): Promise<TokenRecord[]> {
   const records: TokenRecord[] = [];
-  for (const id of core.tokens.ids()) {
+  for (const id of await core.tokens.ids()) {
     try {
-      const record = core.tokens.get(id);
+      const record = await core.tokens.get(id);
       if (record) records.push(record);
     } catch (error) {
       checks.push(fail(`location ${id}`, `${errorMessage(error)}`));

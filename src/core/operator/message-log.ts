@@ -1,5 +1,6 @@
-import type { InboundStore } from "../../db/inbound.ts";
-import { MESSAGE_STATUSES, type MessageLog } from "../../db/messages.ts";
+import type { InboundStore } from "../../store/contract.ts";
+import { MESSAGE_STATUSES } from "../../db/messages.ts";
+import type { MessageLog } from "../../store/contract.ts";
 import { AppError } from "../../errors.ts";
 import { isReplyStatus, listReplies, REPLY_STATUSES, showReply, type ReplyDetail, type ReplyView } from "../inbound/view.ts";
 import { listMessages, messageFilter, showMessage, type MessageDetail, type MessageQuery, type MessageView } from "./messages.ts";
@@ -20,23 +21,23 @@ export interface LogPage {
  * come, newest first up to `limit`, on the first page only (no `cursor`): a script that
  * follows `next_cursor` through the messages meets each reply once.
  */
-export function listLog(log: MessageLog, replies: InboundStore, query: MessageQuery, now: number): LogPage {
+export async function listLog(log: MessageLog, replies: InboundStore, query: MessageQuery, now: number): Promise<LogPage> {
   const { status } = query;
   if (status !== undefined && !STATUSES.includes(status)) throw new AppError("BAD_QUERY", `status: must be one of ${STATUSES.join(", ")}`);
   const messagesToo = status === undefined || (MESSAGE_STATUSES as readonly string[]).includes(status);
   const filter = messageFilter({ ...query, status: messagesToo ? status : undefined }, now);
-  const page = messagesToo ? listMessages(log, filter) : { messages: [], next_cursor: null };
+  const page = messagesToo ? await listMessages(log, filter) : { messages: [], next_cursor: null };
   const replyStatus = status !== undefined && isReplyStatus(status) ? status : undefined;
   const repliesToo = query.cursor === undefined && (status === undefined || replyStatus !== undefined);
   const { locationId, since, limit } = filter;
-  return { ...page, replies: repliesToo ? listReplies(replies, { locationId, since, limit, status: replyStatus }) : [] };
+  return { ...page, replies: repliesToo ? await listReplies(replies, { locationId, since, limit, status: replyStatus }) : [] };
 }
 
 /**
  * A message sent, or a reply received, by the id the log lists it under (docs/http.md,
  * `GET /api/admin/messages/{id}`); neither is MESSAGE_NOT_FOUND.
  */
-export function showLogEntry(log: MessageLog, replies: InboundStore, id: string): MessageDetail | ReplyDetail {
-  if (log.get(id)) return showMessage(log, id);
-  return showReply(replies, id) ?? showMessage(log, id);
+export async function showLogEntry(log: MessageLog, replies: InboundStore, id: string): Promise<MessageDetail | ReplyDetail> {
+  if (await log.get(id)) return showMessage(log, id);
+  return await showReply(replies, id) ?? await showMessage(log, id);
 }

@@ -1,4 +1,4 @@
-import type { LoggedMessage, MessageEvent } from "../../db/messages.ts";
+import type { LoggedMessage, MessageEvent } from "../../store/types.ts";
 import { iso } from "../duration.ts";
 
 /** One line of a message's timeline, as the operator reads it. */

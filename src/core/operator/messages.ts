@@ -1,4 +1,6 @@
-import { MESSAGE_STATUSES, type LoggedMessage, type MessageFilter, type MessageLog, type MessageStatus } from "../../db/messages.ts";
+import { MESSAGE_STATUSES } from "../../db/messages.ts";
+import type { MessageLog } from "../../store/contract.ts";
+import type { LoggedMessage, MessageFilter, MessageStatus } from "../../store/types.ts";
 import { iso, pointInTime } from "../duration.ts";
 import { AppError } from "../../errors.ts";
 import { ID_RULE, isId } from "../ids.ts";
@@ -58,18 +60,18 @@ export function messageNotFound(messageId: string): AppError {
 }
 
 /** A page of messages, newest first, and the cursor of the next page (null: no more). */
-export function listMessages(log: MessageLog, filter: MessageFilter): { messages: MessageView[]; next_cursor: string | null } {
-  const found = log.list({ ...filter, limit: filter.limit + 1 });
+export async function listMessages(log: MessageLog, filter: MessageFilter): Promise<{ messages: MessageView[]; next_cursor: string | null }> {
+  const found = await log.list({ ...filter, limit: filter.limit + 1 });
   const page = found.slice(0, filter.limit);
   const last = page.at(-1);
   const more = found.length > filter.limit && last !== undefined;
   return { messages: page.map(messageView), next_cursor: more ? encodeCursor(last) : null };
 }
 
-export function showMessage(log: MessageLog, messageId: string): MessageDetail {
-  const message = log.get(messageId);
+export async function showMessage(log: MessageLog, messageId: string): Promise<MessageDetail> {
+  const message = await log.get(messageId);
   if (!message) throw messageNotFound(messageId);
-  return { ...messageView(message), idempotency_key: message.idempotencyKey, timeline: timeline(message, log.events(message.id)) };
+  return { ...messageView(message), idempotency_key: message.idempotencyKey, timeline: timeline(message, await log.events(message.id)) };
 }
 
 /**
@@ -94,39 +96,39 @@ export function retryRefusal(message: LoggedMessage): string | undefined {
 }
 
 /** Queues the named messages again where `retryRefusal` allows; says why for the others. */
-export function retryMessages(log: MessageLog, messageIds: string[], now: number): RetryOutcome {
+export async function retryMessages(log: MessageLog, messageIds: string[], now: number): Promise<RetryOutcome> {
   const outcome: RetryOutcome = { queued: [], refused: [] };
   for (const messageId of new Set(messageIds)) {
-    const message = log.get(messageId);
+    const message = await log.get(messageId);
     if (!message) outcome.refused.push({ message_id: messageId, reason: `message not found: ${messageId}` });
-    else retryOne(log, message, now, outcome);
+    else await retryOne(log, message, now, outcome);
   }
   return outcome;
 }
 
 /** `--failed`: every failed message (of a location, since a time) that may be retried. */
-export function retryFailed(log: MessageLog, filter: Omit<MessageFilter, "status" | "limit" | "before">, now: number): RetryOutcome {
+export async function retryFailed(log: MessageLog, filter: Omit<MessageFilter, "status" | "limit" | "before">, now: number): Promise<RetryOutcome> {
   const outcome: RetryOutcome = { queued: [], refused: [] };
   const failed: LoggedMessage[] = [];
   // Read every page first: a message queued again leaves `failed`, which would shift the pages.
   for (let before: MessageFilter["before"]; ; ) {
-    const page = log.list({ ...filter, status: "failed", before, limit: MAX_PAGE });
+    const page = await log.list({ ...filter, status: "failed", before, limit: MAX_PAGE });
     failed.push(...page);
     const last = page.at(-1);
     if (page.length < MAX_PAGE || !last) break;
     before = { createdAt: last.createdAt, id: last.id };
   }
-  for (const message of failed) retryOne(log, message, now, outcome);
+  for (const message of failed) await retryOne(log, message, now, outcome);
   return outcome;
 }
 
-function retryOne(log: MessageLog, message: LoggedMessage, now: number, outcome: RetryOutcome): void {
+async function retryOne(log: MessageLog, message: LoggedMessage, now: number, outcome: RetryOutcome): Promise<void> {
   const messageId = message.message.messageId;
   const refusal = retryRefusal(message);
   if (refusal) return void outcome.refused.push({ message_id: messageId, reason: refusal });
   const was = `${message.errorCode ?? "failed"}: ${message.errorMessage ?? ""}`;
   const told = message.reportedAt ? `; HighLevel had been told ${message.reportedStatus} at ${iso(message.reportedAt)}` : "";
-  if (log.requeue(message, now, `queued again by an operator; it had failed (${was})${told}`)) outcome.queued.push(messageId);
+  if (await log.requeue(message, now, `queued again by an operator; it had failed (${was})${told}`)) outcome.queued.push(messageId);
   else outcome.refused.push({ message_id: messageId, reason: "it changed while being retried; look at it again" });
 }
 

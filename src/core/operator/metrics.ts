@@ -1,18 +1,18 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Job, JobState } from "../../db/jobs.ts";
+import type { Job, JobState } from "../../store/types.ts";
 import { OPT_OUT_BY, type OptOutBy } from "../../db/optouts.ts";
 import type { CallRecord } from "../clients/observe.ts";
 import { maskSecret } from "../mask.ts";
 
 export interface MetricsDeps {
   /** Jobs by state, and when the oldest queued one was accepted (read at each scrape). */
-  jobs: { counts(): Partial<Record<JobState, number>>; oldestQueuedAt(): number | undefined };
+  jobs: { counts(): Promise<Partial<Record<JobState, number>>>; oldestQueuedAt(): Promise<number | undefined> };
   /** Replies by state (read at each scrape). */
-  replies?: { counts(): Record<string, number> };
+  replies?: { counts(): Promise<Record<string, number>> };
   /** How many API keys Cast refused and are held now. */
   heldKeys: () => number;
   /** Numbers on the locations' opt-out lists, by who listed them (read at each scrape). */
-  optOuts?: { counts(): Record<OptOutBy, number> };
+  optOuts?: { counts(): Promise<Record<OptOutBy, number>> };
   now: () => number;
   /** Node's own process metrics (memory, CPU, event loop, GC) as well: serve with /metrics on. */
   processMetrics?: boolean;
@@ -110,8 +110,8 @@ function queueGauges(deps: MetricsDeps, registers: Registry[]): void {
     help: "Messages in the queue by state: queued (waiting to be sent), sending, reporting (awaiting a receipt or the report to HighLevel)",
     labelNames: ["state"] as const,
     registers,
-    collect() {
-      const counts = deps.jobs.counts();
+    async collect() {
+      const counts = await deps.jobs.counts();
       for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
     },
   });
@@ -119,8 +119,8 @@ function queueGauges(deps: MetricsDeps, registers: Registry[]): void {
     name: "bridge_queue_oldest_waiting_seconds",
     help: "Age of the oldest message still waiting to be sent (0 when none waits)",
     registers,
-    collect() {
-      const at = deps.jobs.oldestQueuedAt();
+    async collect() {
+      const at = await deps.jobs.oldestQueuedAt();
       this.set(at === undefined ? 0 : Math.max(0, deps.now() - at) / 1000);
     },
   });
@@ -129,8 +129,8 @@ function queueGauges(deps: MetricsDeps, registers: Registry[]): void {
     help: "Replies bridge took, by state: unrouted, queued, posting, done (posted to HighLevel), dead (not posted, or delivery unknown)",
     labelNames: ["state"] as const,
     registers,
-    collect() {
-      for (const [state, n] of Object.entries(deps.replies?.counts() ?? {})) this.set({ state }, n);
+    async collect() {
+      for (const [state, n] of Object.entries((await deps.replies?.counts()) ?? {})) this.set({ state }, n);
     },
   });
   new Gauge({
@@ -138,8 +138,8 @@ function queueGauges(deps: MetricsDeps, registers: Registry[]): void {
     help: "Numbers on the locations' opt-out lists, by who put them there (reply: a stop word; operator; page: a location admin on the settings page)",
     labelNames: ["by"] as const,
     registers,
-    collect() {
-      const counts = deps.optOuts?.counts();
+    async collect() {
+      const counts = await deps.optOuts?.counts();
       for (const by of OPT_OUT_BY) this.set({ by }, counts?.[by] ?? 0);
     },
   });

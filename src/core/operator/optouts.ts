@@ -1,5 +1,6 @@
-import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { OptOutStore } from "../../store/contract.ts";
+import type { OptOutBy } from "../../store/types.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import { AppError, clip, notFound } from "../../errors.ts";
 import { toE164PH } from "../phone.ts";
 import { iso } from "../duration.ts";
@@ -32,25 +33,25 @@ export interface OptOutDeps {
 }
 
 /** The location's list, the newest first. */
-export function listOptOuts(deps: OptOutDeps, locationId: string): { location_id: string; opt_outs: OptOutView[] } {
-  known(deps, locationId);
-  const optOuts = deps.optOuts.list(locationId).map((o) => ({ phone: maskPhone(o.phone), by: o.by, opted_out_at: iso(o.at) }));
+export async function listOptOuts(deps: OptOutDeps, locationId: string): Promise<{ location_id: string; opt_outs: OptOutView[] }> {
+  await known(deps, locationId);
+  const optOuts = (await deps.optOuts.list(locationId)).map((o) => ({ phone: maskPhone(o.phone), by: o.by, opted_out_at: iso(o.at) }));
   return { location_id: locationId, opt_outs: optOuts };
 }
 
 /** Puts the number on the list as `by`'s (the operator's, or a location admin's on the page); one listed already keeps who listed it and when. */
-export function addOptOut(deps: OptOutDeps, locationId: string, phone: unknown, now: number, by: OptOutBy = "operator"): OptOutChange & { added: boolean } {
-  known(deps, locationId);
+export async function addOptOut(deps: OptOutDeps, locationId: string, phone: unknown, now: number, by: OptOutBy = "operator"): Promise<OptOutChange & { added: boolean }> {
+  await known(deps, locationId);
   const number = optOutPhone(phone);
-  const added = deps.optOuts.add({ locationId, phone: number, by, at: now });
+  const added = await deps.optOuts.add({ locationId, phone: number, by, at: now });
   return { location_id: locationId, phone: maskPhone(number), added };
 }
 
 /** Takes the number off the list, whoever put it there: the location's messages reach it again. */
-export function removeOptOut(deps: OptOutDeps, locationId: string, phone: unknown): OptOutChange & { removed: boolean } {
-  known(deps, locationId);
+export async function removeOptOut(deps: OptOutDeps, locationId: string, phone: unknown): Promise<OptOutChange & { removed: boolean }> {
+  await known(deps, locationId);
   const number = optOutPhone(phone);
-  return { location_id: locationId, phone: maskPhone(number), removed: deps.optOuts.remove(locationId, number) };
+  return { location_id: locationId, phone: maskPhone(number), removed: await deps.optOuts.remove(locationId, number) };
 }
 
 /** A Philippine mobile number in any form, as the list keys it (E.164); anything else is refused. */
@@ -62,6 +63,6 @@ export function optOutPhone(phone: unknown): string {
   return number;
 }
 
-function known(deps: OptOutDeps, locationId: string): void {
-  if (deps.tokens.companyOf(locationId) === undefined) throw notFound(locationId);
+async function known(deps: OptOutDeps, locationId: string): Promise<void> {
+  if (await deps.tokens.companyOf(locationId) === undefined) throw notFound(locationId);
 }

@@ -1,4 +1,4 @@
-import type { OutageRecords } from "../../db/outages.ts";
+import type { OutageRecords } from "../../store/contract.ts";
 import { errorMessage } from "../../errors.ts";
 import type { CallRecord, Remote } from "../clients/observe.ts";
 import type { FailureKind } from "../clients/network.ts";
@@ -45,32 +45,32 @@ export function createOutages(options: OutagesOptions) {
   const { record, stillWaiting, recordTo } = createRecorder(log, now);
 
   return {
+    /** A call's outcome; the outage's record is written meanwhile (best effort, never awaited by the call). */
     observe(call: CallRecord): void {
       const outage = current.get(call.remote);
       const { name, waits, resume } = describeRemote(call.remote);
       if (call.ok) {
         if (!outage) return;
         current.delete(call.remote);
-        record(undefined, call.remote);
+        void record(undefined, call.remote);
         // The messages that met a failure, or (serve's count) every message still waiting:
         // one that arrived during the outage and was never tried waited too.
-        const messages = Math.max(waiting.get(call.remote)?.size ?? 0, stillWaiting(call.remote));
+        const met = waiting.get(call.remote)?.size ?? 0;
         waiting.delete(call.remote);
-        const counts = [plural(outage.failedCalls, "failed call"), ...(messages > 0 ? [`${plural(messages, "message")} waited`] : [])].join(", ");
-        log.info(`${name} reachable again after ${formatDuration(now() - outage.since)} (${counts}): ${resume}`);
-        return;
+        const said = (stored: number) => `${name} reachable again after ${formatDuration(now() - outage.since)} (${outageCounts(outage, Math.max(met, stored))}): ${resume}`;
+        return sayOnce(stillWaiting(call.remote), (stored) => log.info(said(stored)));
       }
       const kind = call.error ?? "other";
       const reason = call.message ?? `${call.operation} failed`;
       if (outage) {
         Object.assign(outage, { kind, reason, failedCalls: outage.failedCalls + 1 });
-        record(outage, call.remote);
+        void record(outage, call.remote);
         log.debug(`${name} still unreachable (${kind}): ${reason}`);
         return;
       }
       const started: Outage = { remote: call.remote, since: now(), kind, reason, failedCalls: 1, waitingMessages: 0 };
       current.set(call.remote, started);
-      record(started, call.remote);
+      void record(started, call.remote);
       // A Cast outage stops every SMS; a HighLevel one only delays what the CRM shows; a phone, its locations'.
       const level = call.remote === "cast" ? log.error : log.warn;
       level(`${name} unreachable (${kind}): ${reason}; ${waits} until it answers`);
@@ -100,6 +100,17 @@ export function createOutages(options: OutagesOptions) {
 
 export type Outages = ReturnType<typeof createOutages>;
 
+/** `say` with the count, at once when it is known, else once it is read. */
+function sayOnce(count: number | Promise<number>, say: (count: number) => void): void {
+  if (typeof count === "number") say(count);
+  else void count.then(say);
+}
+
+/** An ended outage's counts: its failed calls, and the messages that waited. */
+function outageCounts(outage: Outage, messages: number): string {
+  return [plural(outage.failedCalls, "failed call"), ...(messages > 0 ? [`${plural(messages, "message")} waited`] : [])].join(", ");
+}
+
 /**
  * What serve records of its outages for `bridge status`, another process: an outage when it
  * starts, again at most every RECORD_EVERY_MS while it goes on, and its end. Best effort: a
@@ -109,30 +120,27 @@ function createRecorder(log: Logger, now: () => number) {
   const recorded = new Map<Remote, number>();
   let records: Pick<OutageRecords, "save" | "end" | "waits"> | undefined;
   return {
-    record(outage: Outage | undefined, remote: Remote): void {
+    /** Never rejects: a refused write is logged. */
+    async record(outage: Outage | undefined, remote: Remote): Promise<void> {
       try {
-        if (!outage) return void (recorded.delete(remote), records?.end(remote));
+        if (!outage) return void (recorded.delete(remote), await records?.end(remote));
         if (now() - (recorded.get(remote) ?? -Infinity) < RECORD_EVERY_MS) return;
         recorded.set(remote, now());
-        records?.save({ ...outage, lastFailedAt: now() });
+        await records?.save({ ...outage, lastFailedAt: now() });
       } catch (error) {
         log.debug(`the outage of ${describeRemote(remote).name} could not be recorded for bridge status: ${errorMessage(error)}`);
       }
     },
-    /** Serve's count of the messages waiting on `remote` now; 0 where nothing is recorded. */
-    stillWaiting(remote: Remote): number {
-      try {
-        return records?.waits(remote) ?? 0;
-      } catch {
-        return 0;
-      }
+    /** Serve's count of the messages waiting on `remote` now (never rejects); 0 at once where nothing is recorded. */
+    stillWaiting(remote: Remote): number | Promise<number> {
+      return records ? records.waits(remote).catch(() => 0) : 0;
     },
     /**
      * From now on, each outage is recorded where `bridge status`, another process, reads it.
      * Only serve records (createRun's start), after clearing what a stopped serve left.
      */
-    recordTo(store: Pick<OutageRecords, "save" | "end" | "clear" | "waits">): void {
-      store.clear();
+    async recordTo(store: Pick<OutageRecords, "save" | "end" | "clear" | "waits">): Promise<void> {
+      await store.clear();
       records = store;
     },
   };

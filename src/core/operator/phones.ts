@@ -1,4 +1,5 @@
-import type { PhoneSettings, PhoneStore } from "../../db/phones.ts";
+import type { PhoneStore } from "../../store/contract.ts";
+import type { PhoneSettings } from "../../store/types.ts";
 import { AppError, errorMessage } from "../../errors.ts";
 import { createPhoneClient, type PhoneWebhook } from "../clients/android.ts";
 import { fail, ok, warn, type Check } from "./doctor/check.ts";
@@ -35,7 +36,7 @@ export async function registerPhone(settings: PhoneSettings, baseUrl: string, ti
 export async function checkPhones(phones: PhoneStore, baseUrl: string, timeoutMs: number): Promise<Check[]> {
   const checks: Check[] = [];
   const byDevice = new Map<string, PhoneSettings[]>();
-  for (const settings of phones.android()) byDevice.set(settings.deviceId, [...(byDevice.get(settings.deviceId) ?? []), settings]);
+  for (const settings of await phones.android()) byDevice.set(settings.deviceId, [...(byDevice.get(settings.deviceId) ?? []), settings]);
   for (const [device, served] of byDevice) checks.push(await checkPhone(served, device, baseUrl, timeoutMs));
   return checks;
 }
@@ -45,7 +46,7 @@ export async function checkPhones(phones: PhoneStore, baseUrl: string, timeoutMs
  * naming the other locations a shared phone serves); undefined when it sends through Cast.
  */
 export async function checkLocationPhone(phones: PhoneStore, locationId: string, baseUrl: string, timeoutMs: number): Promise<Check | undefined> {
-  const settings = phones.get(locationId);
+  const settings = await phones.get(locationId);
   if (settings.gateway !== "android" || !settings.url || !settings.deviceId) return undefined;
   return checkPhone([settings], settings.deviceId, baseUrl, timeoutMs);
 }
@@ -74,8 +75,8 @@ async function checkPhone(served: PhoneSettings[], device: string, baseUrl: stri
 }
 
 /** The phone a location sends through; a clear error when it has none. */
-export function phoneOf(phones: PhoneStore, locationId: string): PhoneSettings {
-  const settings = phones.get(locationId);
+export async function phoneOf(phones: PhoneStore, locationId: string): Promise<PhoneSettings> {
+  const settings = await phones.get(locationId);
   if (settings.gateway !== "android" || !settings.url || !settings.deviceId) {
     throw new AppError("BAD_CONFIG", `location ${locationId} does not send through a phone: \`bridge config set ${locationId} --gateway android --android-url …\` first`);
   }

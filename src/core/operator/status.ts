@@ -1,11 +1,13 @@
-import type { GatewayKeys } from "../../db/gateway-keys.ts";
-import type { InboundStore } from "../../db/inbound.ts";
-import type { PhoneStore } from "../../db/phones.ts";
-import type { MessageLog, MessageStatus } from "../../db/messages.ts";
-import type { OptOutBy, OptOutStore } from "../../db/optouts.ts";
-import type { OutageRecords } from "../../db/outages.ts";
+import type { GatewayKeys } from "../../store/contract.ts";
+import type { InboundStore } from "../../store/contract.ts";
+import type { PhoneStore } from "../../store/contract.ts";
+import type { MessageLog } from "../../store/contract.ts";
+import type { MessageStatus } from "../../store/types.ts";
+import type { OptOutStore } from "../../store/contract.ts";
+import type { OptOutBy } from "../../store/types.ts";
+import type { OutageRecords } from "../../store/contract.ts";
 import { MEND_SEALED } from "../../db/sealer.ts";
-import type { LocationRegistry } from "../../db/tokens.ts";
+import type { LocationRegistry } from "../../store/contract.ts";
 import type { Remote } from "../clients/observe.ts";
 import { iso } from "../duration.ts";
 import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
@@ -65,28 +67,28 @@ export interface StatusDeps {
   now: number;
 }
 
-export function bridgeStatus(deps: StatusDeps): StatusView {
+export async function bridgeStatus(deps: StatusDeps): Promise<StatusView> {
   const { now } = deps;
-  const keys = deps.gatewayKeys.list();
+  const keys = await deps.gatewayKeys.list();
   return {
     generated_at: iso(now),
-    queue: deps.messages.counts(),
-    inbound: inboundCounts(deps.replies),
-    backlog: deps.messages.backlog().map((b) => ({
+    queue: await deps.messages.counts(),
+    inbound: await inboundCounts(deps.replies),
+    backlog: (await deps.messages.backlog()).map((b) => ({
       location_id: b.locationId,
       waiting: b.waiting,
       oldest_received_at: iso(b.oldest),
       oldest_wait_seconds: Math.max(0, Math.round((now - b.oldest) / 1000)),
     })),
-    outages: outagesOf(deps.outageRecords, now),
+    outages: await outagesOf(deps.outageRecords, now),
     held_keys: keys.flatMap((k) =>
       k.heldSince === null ? [] : [{ key: k.keyMasked, status: k.heldStatus, reason: k.heldReason, since: iso(k.heldSince) }],
     ),
-    needs_attention: deps.tokens.listings().flatMap((l) => {
+    needs_attention: (await Promise.all((await deps.tokens.listings()).map(async (l) => {
       if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
       if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
       if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
-      if (l.smsApiKey || deps.phones?.describe(l.locationId)?.gateway === "android") return [];
+      if (l.smsApiKey || (await deps.phones?.describe(l.locationId))?.gateway === "android") return [];
       if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
       if (unconfirmed(l, deps.allowedCompanyIds)) {
         const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
@@ -96,7 +98,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
         return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
       }
       return [];
-    }),
+    }))).flat(),
     balances: keys.flatMap((k) =>
       k.balanceAt === null
         ? []
@@ -110,15 +112,13 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
             },
           ],
     ),
-    opt_outs: deps.optOuts.counts(),
+    opt_outs: await deps.optOuts.counts(),
   };
 }
 
-function outagesOf(records: StatusDeps["outageRecords"], now: number): OutageView[] {
-  return records
-    .list()
-    .filter((o): o is typeof o & { remote: Remote } => o.remote === "cast" || o.remote === "crm" || o.remote.startsWith("phone:"))
-    .map((o) => ({
+async function outagesOf(records: StatusDeps["outageRecords"], now: number): Promise<OutageView[]> {
+  const outages = (await records.list()).filter((o): o is typeof o & { remote: Remote } => o.remote === "cast" || o.remote === "crm" || o.remote.startsWith("phone:"));
+  return Promise.all(outages.map(async (o) => ({
       remote: o.remote,
       name: describeRemote(o.remote).name,
       since: iso(o.since),
@@ -127,19 +127,19 @@ function outagesOf(records: StatusDeps["outageRecords"], now: number): OutageVie
       reason: o.reason,
       failed_calls: o.failedCalls,
       last_failed_at: iso(o.lastFailedAt),
-      waiting_messages: records.waits(o.remote),
-    }));
+      waiting_messages: await records.waits(o.remote),
+    })));
 }
 
-function inboundCounts(replies: StatusDeps["replies"]): StatusView["inbound"] {
-  const c = replies.counts();
+async function inboundCounts(replies: StatusDeps["replies"]): Promise<StatusView["inbound"]> {
+  const c = await replies.counts();
   const received = c.unrouted + c.queued + c.posting + c.done + c.dead;
   return { received, posted: c.done, waiting: c.queued + c.posting, unrouted: c.unrouted, failed: c.dead };
 }
 
 /** The gateway keys messages go out with now: the operator's, and each location's own. */
-export function apiKeysInUse(tokens: LocationRegistry, defaultKey: string): string[] {
-  return [...keyUsers(defaultKey, tokens.listings()).keys()];
+export async function apiKeysInUse(tokens: LocationRegistry, defaultKey: string): Promise<string[]> {
+  return [...keyUsers(defaultKey, await tokens.listings()).keys()];
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { TokenRecord } from "../../../db/tokens.ts";
+import type { TokenRecord } from "../../../store/types.ts";
 import { sendingWith, unconfirmed } from "../../installs/locations.ts";
 import type { SenderId, SmsGateway } from "../../clients/gateway.ts";
 import { reach } from "../../clients/probe.ts";

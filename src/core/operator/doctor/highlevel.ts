@@ -1,4 +1,4 @@
-import type { TokenRecord } from "../../../db/tokens.ts";
+import type { TokenRecord } from "../../../store/types.ts";
 import { reach } from "../../clients/probe.ts";
 import type { ResolvedConfig } from "../../config.ts";
 import { errorMessage } from "../../../errors.ts";
