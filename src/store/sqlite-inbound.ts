@@ -5,7 +5,11 @@ import type { OptOutStore } from "../db/optouts.ts";
 import type { AssignRefusal, InboundStore } from "./contract.ts";
 import { facade } from "./facade.ts";
 
-const WRITES = ["insert", "route", "setContact", "markPosting", "posted", "retryLater", "lookLater", "giveUp", "prune"] as const;
+// A reply's moves share commits; a stored row as it is, an operator's routing and pruning commit at once.
+const WRITES = {
+  batched: ["setContact", "markPosting", "posted", "retryLater", "lookLater", "giveUp"],
+  alone: ["insert", "route", "prune"],
+} as const;
 
 /** The replies over SQLite (src/db/inbound.ts), with a reply's opt-out word applied in its own transaction. */
 export function sqliteInbound(db: Db, commit: Commit, optOuts: Pick<OptOutStore, "add" | "remove">): InboundStore {

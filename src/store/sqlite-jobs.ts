@@ -8,10 +8,14 @@ import { facade } from "./facade.ts";
 
 type Composed = "enqueue" | "enqueueLimited" | "claimForSending";
 
-const WRITES = [
-  "noteError", "sendLater", "sendAgain", "recordResult", "markHeld", "wakeHeld", "receiptLater", "sentByPhone", "receiptsDue",
-  "recordReceipt", "reported", "giveUp", "retryLater", "recoverInterrupted", "prune",
-] as const;
+// A job's moves share commits; the queue's own upkeep (a held key woken, recovery, pruning) commits at once.
+const WRITES = {
+  batched: [
+    "noteError", "sendLater", "sendAgain", "recordResult", "markHeld", "receiptLater", "sentByPhone", "receiptsDue",
+    "recordReceipt", "reported", "giveUp", "retryLater",
+  ],
+  alone: ["wakeHeld", "recoverInterrupted", "prune"],
+} as const;
 
 /** The job store over SQLite (src/db/jobs.ts); the writes core once composed are one method each here. */
 export function sqliteJobs(db: Db, commit: Commit, keys: Pick<GatewayKeys, "keep">): JobStore {

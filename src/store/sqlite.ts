@@ -24,22 +24,23 @@ const TOKEN_WRITES = ["updateTokens", "delete", "tryLease", "releaseLease", "sav
 /**
  * The store contract (contract.ts) over the one SQLite connection: the synchronous stores
  * of src/db/ behind an async facade. Every write goes through one group commit
- * (src/db/commit.ts), so the webhooks' new jobs and the worker's state changes share a
- * transaction and an fsync; reads run at once.
+ * (src/db/commit.ts): the webhooks' new jobs, the worker's state changes and the replies'
+ * share a transaction and an fsync (batched); the rare writes (settings, tokens, keys,
+ * outages) commit at once, with whatever waits. Reads run at once.
  */
 export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions = {}): Store {
   const commit = createGroupCommit(db, options.commitWindowMs);
   return lazily<Store>({
-    tokens: () => facade<LocationRegistry>(createLocationRegistry(db, sealer), commit, [...TOKEN_WRITES, "setName", "setApproved", "markUninstalled", "setConfig"]),
-    companies: () => facade<CompanyStore>(createCompanyStore(db, sealer), commit, TOKEN_WRITES),
+    tokens: () => facade<LocationRegistry>(createLocationRegistry(db, sealer), commit, { alone: [...TOKEN_WRITES, "setName", "setApproved", "markUninstalled", "setConfig"] }),
+    companies: () => facade<CompanyStore>(createCompanyStore(db, sealer), commit, { alone: TOKEN_WRITES }),
     jobs: () => sqliteJobs(db, commit, createGatewayKeys(db, sealer)),
-    messages: () => facade<MessageLog>(createMessageLog(db), commit, ["requeue"]),
-    gatewayKeys: () => facade<GatewayKeys>(createGatewayKeys(db, sealer), commit, ["keep", "forgetUnused", "held", "released", "clearHolds", "balance"]),
-    optOuts: () => facade<OptOutStore>(createOptOutStore(db), commit, ["add", "remove"]),
+    messages: () => facade<MessageLog>(createMessageLog(db), commit, { alone: ["requeue"] }),
+    gatewayKeys: () => facade<GatewayKeys>(createGatewayKeys(db, sealer), commit, { alone: ["keep", "forgetUnused", "held", "released", "clearHolds", "balance"] }),
+    optOuts: () => facade<OptOutStore>(createOptOutStore(db), commit, { alone: ["add", "remove"] }),
     replies: () => sqliteInbound(db, commit, createOptOutStore(db)),
-    phones: () => facade<PhoneStore>(createPhoneStore(db, sealer), commit, ["set"]),
-    phoneJobs: () => facade<PhoneJobs>(createPhoneJobs(db), commit, []),
-    outageRecords: () => facade<OutageRecords>(createOutageRecords(db), commit, ["save", "end", "clear"]),
+    phones: () => facade<PhoneStore>(createPhoneStore(db, sealer), commit, { alone: ["set"] }),
+    phoneJobs: () => facade<PhoneJobs>(createPhoneJobs(db), commit, {}),
+    outageRecords: () => facade<OutageRecords>(createOutageRecords(db), commit, { alone: ["save", "end", "clear"] }),
   });
 }
 
