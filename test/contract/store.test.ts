@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { openStore } from "../../src/store/open.ts";
-import { storeCases, type StoreFactory } from "./store-cases.ts";
+import { message, storeCases, type StoreFactory } from "./store-cases.ts";
 
 // The store contract's cases (store-cases.ts), run on each implementation of it.
 
@@ -23,3 +24,25 @@ const sqlite: StoreFactory = {
 };
 
 storeCases(sqlite);
+
+test("sqlite: a rare write commits at once; a job's move waits out the window for company", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "bridge-store-"));
+  const db = openDb(join(dir, "bridge.db"));
+  try {
+    // A window no test waits out: a write that needed it would time the test out.
+    const store = openStore({ encryptionKey: undefined }, db, undefined, { commitWindowMs: 60_000 });
+    await store.tokens.save({ locationId: "loc-1", companyId: "co-1", accessToken: "a", refreshToken: "r", expiresAt: 1 }, 1);
+    await store.jobs.enqueue(message(1), 1, true);
+    const { id } = (await store.jobs.get("msg-1"))!;
+    let settled = false;
+    const move = store.jobs.reported(id, "delivered", 2).then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(settled).toBe(false);
+    await store.gatewayKeys.clearHolds(); // commits at once, and the move waiting with it
+    await move;
+    expect(settled).toBe(true);
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
