@@ -105,7 +105,7 @@ function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
   app.post("/api/admin/messages/:messageId/retry", async (event) => {
     auth(event);
     const messageId = idParam(event, "messageId", "message");
-    if (!await core.messages.get(messageId)) throw messageNotFound(messageId);
+    if (!(await core.messages.get(messageId))) throw messageNotFound(messageId);
     const refusal = (await retryMessages(core.messages, [messageId], core.now())).refused[0];
     if (refusal) throw httpError(409, `message ${messageId} may not be retried: ${refusal.reason}`);
     worker?.notify();

@@ -176,7 +176,7 @@ async function receiptKey(deps: OutboundDeps, job: Job): Promise<string> {
   const now = record ? sendingWith(record, deps.defaults).apiKey : "";
   if (job.apiKeyTag === null) return now; // sent by an older bridge, which kept no tag
   const configured = [now, record?.smsApiKey, deps.defaults.apiKey].find((key) => key && keyTag(key) === job.apiKeyTag);
-  return configured ?? await deps.sentKeys.sentWith(job.apiKeyTag) ?? "";
+  return configured ?? (await deps.sentKeys.sentWith(job.apiKeyTag)) ?? "";
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */

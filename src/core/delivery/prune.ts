@@ -39,7 +39,7 @@ export function createPruner(options: PrunerOptions) {
       let batch: number;
       do {
         const jobsBatch = await jobs.prune(before, PRUNE_BATCH);
-        const repliesBatch = await options.replies?.prune(before, PRUNE_BATCH) ?? 0;
+        const repliesBatch = (await options.replies?.prune(before, PRUNE_BATCH)) ?? 0;
         deleted += jobsBatch;
         replies += repliesBatch;
         batch = Math.max(jobsBatch, repliesBatch);

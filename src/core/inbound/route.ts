@@ -27,7 +27,7 @@ export interface Routed {
  */
 export async function routeReply(reply: { locationId?: string; deviceId?: string; phone: string }, look: RouteLookups): Promise<Routed> {
   if (reply.locationId !== undefined) {
-    if (!await look.installed(reply.locationId)) {
+    if (!(await look.installed(reply.locationId))) {
       throw new AppError("BAD_INBOUND", `location_id ${reply.locationId} is not a location where the app is installed`);
     }
     return { locationId: reply.locationId, routedBy: "given" };

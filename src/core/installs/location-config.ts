@@ -48,7 +48,7 @@ export async function setLocationConfig(
   const warning = check && sender_id ? await senderIdWarning(tokens, phones, locationId, { sender_id, sms_api_key, gateway: phone.gateway }, check) : undefined;
   // The phone's settings first: a refusal of them leaves the whole change unmade.
   if (phones) await setPhoneConfig(phones, locationId, phone, now);
-  if (!await tokens.setConfig(locationId, { senderId: sender_id, smsApiKey: sms_api_key }, now)) throw notFound(locationId);
+  if (!(await tokens.setConfig(locationId, { senderId: sender_id, smsApiKey: sms_api_key }, now))) throw notFound(locationId);
   const config = await getLocationConfig(tokens, locationId, phones);
   return warning ? { ...config, warning } : config;
 }

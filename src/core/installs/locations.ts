@@ -184,14 +184,14 @@ export async function setApproval(
   now: number,
   allowedCompanyIds: readonly string[],
 ): Promise<ApprovalChange> {
-  if (!await tokens.setApproved(locationId, approved, now)) throw notFound(locationId);
-  const companyId = await tokens.companyOf(locationId) ?? "";
+  if (!(await tokens.setApproved(locationId, approved, now))) throw notFound(locationId);
+  const companyId = (await tokens.companyOf(locationId)) ?? "";
   return { location_id: locationId, approved, off_list: offList({ approved, companyId }, allowedCompanyIds) };
 }
 
 /** Deletes a location's record (token, settings); its messages stay in the log. */
 export async function removeLocation(tokens: LocationRegistry, locationId: string): Promise<void> {
-  if (!await tokens.delete(locationId)) throw notFound(locationId);
+  if (!(await tokens.delete(locationId))) throw notFound(locationId);
 }
 
 /** With `phones`, its gateway and phone settings too (secrets only as "(set)"). */

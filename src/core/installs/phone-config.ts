@@ -35,7 +35,7 @@ export async function setPhoneConfig(phones: PhoneStore, locationId: string, inp
   };
   const defined = Object.fromEntries(Object.entries(change).filter(([, v]) => v !== undefined)) as PhoneChange;
   if (Object.keys(defined).length === 0) return true;
-  const stored = await phones.describe(locationId) ?? { gateway: "cast", url: "", user: "", deviceId: "", passwordSet: false };
+  const stored = (await phones.describe(locationId)) ?? { gateway: "cast", url: "", user: "", deviceId: "", passwordSet: false };
   const after = { ...stored, ...defined };
   if (after.gateway === "android") {
     const missing = [

@@ -179,7 +179,7 @@ async function storeFresh<R extends LeasedToken>(r: Refreshing<R>, id: string, r
   const { store, noun, now, log } = r.deps;
   const save = async () => {
     const at = now();
-    if (!await store.updateTokens(id, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at)) {
+    if (!(await store.updateTokens(id, fresh.accessToken, fresh.refreshToken, at + fresh.expiresIn * 1000, at))) {
       // Nothing to retry: gone is gone.
       throw new AbortError(new AppError("STORE_FAILED", `failed to update token in store: the ${noun} was removed meanwhile`));
     }

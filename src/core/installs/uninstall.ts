@@ -46,7 +46,7 @@ export function createUninstaller(deps: UninstallDeps) {
     const state = await stillInstalled(locationId, Boolean(record.refreshError));
     if (state.installed) return stillInstalledResult(state);
     // False: another UNINSTALL marked it first, or it was removed meanwhile.
-    if (!await tokens.markUninstalled(locationId, now())) return { verdict: await tokens.get(locationId) ? "uninstalled" : "not_installed" };
+    if (!(await tokens.markUninstalled(locationId, now()))) return { verdict: (await tokens.get(locationId)) ? "uninstalled" : "not_installed" };
     log.info(`location ${locationId} uninstalled: HighLevel no longer accepts its token; its settings are kept for a reinstall`);
     return { verdict: "uninstalled" };
   };
@@ -81,7 +81,7 @@ export function installCheck(
         return { installed: true };
       } catch (error) {
         // Refused for good: the refusal is now on the record. Anything else may pass.
-        if (!await refused(id)) throw error;
+        if (!(await refused(id))) throw error;
       }
     }
     installedAt.delete(id);

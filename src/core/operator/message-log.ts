@@ -39,5 +39,5 @@ export async function listLog(log: MessageLog, replies: InboundStore, query: Mes
  */
 export async function showLogEntry(log: MessageLog, replies: InboundStore, id: string): Promise<MessageDetail | ReplyDetail> {
   if (await log.get(id)) return showMessage(log, id);
-  return await showReply(replies, id) ?? await showMessage(log, id);
+  return (await showReply(replies, id)) ?? await showMessage(log, id);
 }
