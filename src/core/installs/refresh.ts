@@ -91,10 +91,20 @@ function refresh<R extends LeasedToken>(r: Refreshing<R>, id: string, force: boo
   const running = r.inflight.get(id);
   if (running) return running;
   const started = refreshOnce(r, id, force, false, rateLimit)
-    .then(({ record }) => record)
+    .then(({ record }) => record, (error: unknown) => cooling(r, id, rateLimit, error))
     .finally(() => r.inflight.delete(id));
   r.inflight.set(id, started);
   return started;
+}
+
+/**
+ * A job's refresh the CRM asked to wait (429): the jobs wait until then, noted before the
+ * refresh stops running, so that no job looking meanwhile asks again. Rethrows `error`.
+ */
+function cooling<R extends LeasedToken>(r: Refreshing<R>, id: string, rateLimit: RateLimitMode, error: unknown): never {
+  const asked = error instanceof AppError ? error.retryAfterMs : undefined;
+  if (rateLimit === "throw" && asked) r.coolingUntil.set(id, r.deps.now() + asked);
+  throw error;
 }
 
 /**
@@ -221,14 +231,8 @@ async function forJob<R extends LeasedToken>(r: Refreshing<R>, id: string): Prom
   const cooling = (r.coolingUntil.get(id) ?? 0) - now();
   if (cooling > 0) return { waitMs: cooling };
   r.coolingUntil.delete(id);
-  try {
-    const fresh = await refresh(r, id, false, "throw");
-    return needsRefresh(fresh.expiresAt, now()) ? { waitMs: REFRESHING_WAIT_MS } : fresh;
-  } catch (error) {
-    const asked = error instanceof AppError ? error.retryAfterMs : undefined;
-    if (asked) r.coolingUntil.set(id, now() + asked);
-    throw error;
-  }
+  const fresh = await refresh(r, id, false, "throw");
+  return needsRefresh(fresh.expiresAt, now()) ? { waitMs: REFRESHING_WAIT_MS } : fresh;
 }
 
 /** Why a refresh token will not work again, "" when it may: the CRM refused it (core/retry-policy.ts, isDeadGrant). */
