@@ -11,7 +11,7 @@ import type { LocationRegistry } from "../db/tokens.ts";
 import type { PhoneStore } from "../db/phones.ts";
 import type { GatewayOptions } from "./clients/cast.ts";
 import type { ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
-import type { SmsGateway } from "./clients/gateway.ts";
+import type { GatewayDriver, Gateways } from "./clients/gateway.ts";
 import type { CrmClient, CrmOptions } from "./clients/crm.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
@@ -65,7 +65,9 @@ export interface Core {
 
   // The clients of the remote systems.
   crm: CrmClient;
-  sms: SmsGateway;
+  sms: GatewayDriver;
+  /** Every gateway driver by kind (Cast's, the phones'), and one SmsGateway routing each call to the driver of its key. */
+  gateways: Gateways;
   /** Cast's unsubscribed list of a key's account. */
   castUnsubscribed: ReadUnsubscribed;
 
@@ -155,4 +157,4 @@ export interface Context {
 }
 
 export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords">;
-export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
+export type Clients = Pick<Core, "crm" | "sms" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;

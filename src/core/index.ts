@@ -11,7 +11,9 @@ import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createLocationRegistry } from "../db/tokens.ts";
 import { createPhoneStore } from "../db/phones.ts";
+import { createAndroidDriver } from "./clients/android-driver.ts";
 import { createCastClient } from "./clients/cast.ts";
+import { createGatewayRegistry } from "./clients/registry.ts";
 import { createUnsubscribedClient } from "./clients/cast-unsubscribed.ts";
 import { createCrmClient } from "./clients/crm.ts";
 import type { CallObserver } from "./clients/observe.ts";
@@ -24,7 +26,6 @@ import { createSealer, MEND_SEALED } from "../db/sealer.ts";
 
 import { wireDelivery } from "./delivery/wire.ts";
 import { createOptOutList } from "./opt-out-list.ts";
-import { deviceOf } from "./phone-key.ts";
 import { wireInstalls } from "./installs/wire.ts";
 import { createInboundStore } from "../db/inbound.ts";
 import { wireInbound } from "./inbound/wire.ts";
@@ -72,8 +73,8 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords };
 }
 
-/** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies }: Stores, heldKeys: () => number): Clients {
+/** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */
+function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies, phones }: Stores, heldKeys: () => number): Clients {
   const outages = createOutages({ log, now: Date.now });
   const metrics = createMetrics({ jobs, heldKeys, optOuts, replies, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
@@ -98,8 +99,7 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     requestBurst: Math.max(1, Math.round((config.sms.requestsPerSecond * 5) / 3) - 2),
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
-    // A phone sends one message at a time, at its own pace: carriers cut off a SIM that bursts.
-    ownBudget: (key) => (deviceOf(key) === undefined ? undefined : { perSecond: config.android.messagesPerMinute / 60, burst: 1, perHour: config.android.messagesPerHour }),
+    ownBudget: (key) => gateways.driverOf(key).budget,
     limitedMs: tuning.phoneLimitedMs,
   });
   const sms = createCastClient({
@@ -110,6 +110,9 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
     ...tuning.sms,
   });
+  const android = createAndroidDriver({ ...config.android, phones, dlrWaitMs: config.sms.dlrWaitMs, timeoutMs: tuning.sms?.timeoutMs, observe });
+  // Each gateway driver by kind: a key goes to the driver it names, any other to Cast.
+  const gateways = createGatewayRegistry(sms, [android]);
   const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
-  return { crm, sms, castUnsubscribed, scheduler, outages, metrics };
+  return { crm, sms, gateways, castUnsubscribed, scheduler, outages, metrics };
 }

@@ -21,12 +21,6 @@ export function neverSent(error: unknown): boolean {
   return causes(error).some((e) => typeof e.code === "string" && NOT_SENT_CODES.has(e.code));
 }
 
-/**
- * Cast remembers an idempotency key for 24 h: a retry within that is answered from its
- * cache if the first attempt went. bridge stops retrying well before.
- */
-export const RESEND_WINDOW_MS = 20 * 60 * 60_000;
-
 /** A back-off: the first wait, doubling up to `maxMs`; `tries`, when bounded: how many in all. */
 export interface Backoff {
   firstMs: number;

@@ -2,7 +2,7 @@ import type { Commit } from "../../db/commit.ts";
 import type { JobStore } from "../../db/jobs.ts";
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { LocationRegistry } from "../../db/tokens.ts";
-import type { SmsGateway } from "../clients/gateway.ts";
+import type { Gateways } from "../clients/gateway.ts";
 import type { CrmClient } from "../clients/crm.ts";
 import type { Logger } from "../log.ts";
 import type { KeyHolds } from "./holds.ts";
@@ -22,7 +22,8 @@ export interface OutboundDeps {
   /** Every change of a job's state goes through it: committed before the work it announces. */
   commit: Commit;
   tokenService: TokenService;
-  sms: SmsGateway;
+  /** Every gateway driver, each call routed to the driver of its key (clients/registry.ts). */
+  sms: Gateways;
   /** Cast's rate limits: a send goes only with a token of both budgets. */
   scheduler: Scheduler;
   /** API keys Cast refused (401, 402, 403): their messages wait. */
