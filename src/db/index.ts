@@ -123,13 +123,15 @@ function refuseForeign(path: string, existing: boolean, options: Database.Option
 function refuseForeignOn(db: Db, path: string, existing: boolean, options: Database.Options): void {
   const problem = foreignProblem(db, existing);
   if (!problem) return;
-  const keeper = new Database(path, { ...options, readonly: true, fileMustExist: true });
+  let keeper: Db | undefined;
   try {
+    keeper = new Database(path, { ...options, readonly: true, fileMustExist: true });
     keeper.prepare("SELECT count(*) FROM sqlite_schema").get();
-    db.close();
-  } finally {
-    keeper.close();
+  } catch {
+    // No reader to hold it: SQLite may copy the WAL in as it closes. The refusal stands.
   }
+  db.close();
+  keeper?.close();
   throw new Error(problem);
 }
 
