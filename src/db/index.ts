@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync, readSync } from "node:fs";
 import Database from "better-sqlite3";
 import { errorMessage } from "../errors.ts";
 import { AddonError, nativeBinding } from "../sea/addon.ts";
@@ -144,12 +144,23 @@ function foreignProblem(db: Db, existing: boolean): string | undefined {
   return undefined;
 }
 
-/** The file is an SQLite database in WAL mode: its header's read and write versions are 2. */
+/**
+ * The file is an SQLite database in WAL mode: its header's read and write versions are 2.
+ * False for whatever cannot be read here (a directory, a FIFO: NONBLOCK, so it does not
+ * hang us): the read-only probe then lets SQLite say what is wrong, as it always did.
+ */
 function inWalMode(path: string): boolean {
   const header = Buffer.alloc(20);
-  const fd = openSync(path, "r");
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return false;
+  }
   try {
     if (readSync(fd, header, 0, 20, 0) < 20) return false;
+  } catch {
+    return false;
   } finally {
     closeSync(fd);
   }
