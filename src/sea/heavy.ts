@@ -18,6 +18,7 @@ export { addOptOut, listOptOuts, optOutPhone, removeOptOut } from "../core/opera
 export { phoneOf, registerPhone } from "../core/operator/phones.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { createRun } from "../core/run.ts";
+export { sendTestAlert } from "../core/alerts/test-alert.ts";
 export { PROVIDER_ID_MISSING } from "../core/inbound/sink.ts";
 export { routeStoredReply } from "../core/inbound/operator.ts";
 export { createApp } from "../server/app.ts";

@@ -1,0 +1,16 @@
+import type { AlertStore } from "../../../db/alerts.ts";
+import { alertChannel, describeChannel } from "../../alerts/channel.ts";
+import type { ResolvedConfig } from "../../config.ts";
+import { ok, warn, type Check } from "./check.ts";
+
+/**
+ * The alert channel (docs/alerts.md): unset is a warning, as nobody is told when
+ * something needs a person; so is a channel whose latest try failed. Doctor posts
+ * nothing itself: `bridge alerts test` does.
+ */
+export function checkAlerts(config: Pick<ResolvedConfig, "alertWebhookUrl">, alerts: Pick<AlertStore, "health">): Check {
+  const channel = alertChannel(config, alerts);
+  const detail = describeChannel(channel);
+  if (!channel.configured || channel.last_error) return warn("alerts", `${detail}; \`bridge alerts test\` posts one now`);
+  return ok("alerts", detail);
+}
