@@ -62,14 +62,14 @@ export function createAlertStore(db: Db) {
     open(): OpenCondition[] {
       return s.open.all().map((r) => ({ condition: r.condition, title: r.title, startedAt: r.started_at, repeatedAt: r.repeated_at }));
     },
-    /** A condition starts: it is open, and its alert waits to be sent. */
-    start: db.transaction((condition: string, title: string, text: string, at: number): void => {
-      s.openCondition.run({ condition, title, at: ms(at) });
+    /** A condition, there `since`, is alerted at `at`: it is open, and its alert waits to be sent. */
+    start: db.transaction((condition: string, title: string, text: string, at: number, since = at): void => {
+      s.openCondition.run({ condition, title, since: ms(since), at: ms(at) });
       insert(condition, "started", text, at);
     }),
     /** A condition alerted while the database refused to keep it: open from now on, no second alert. */
     adopt(condition: string, title: string, startedAt: number): void {
-      s.openCondition.run({ condition, title, at: ms(startedAt) });
+      s.openCondition.run({ condition, title, since: ms(startedAt), at: ms(startedAt) });
     },
     /** A condition still holds: its hourly reminder waits to be sent. */
     repeat: db.transaction((condition: string, text: string, at: number): void => {
@@ -130,8 +130,8 @@ function createQueue(s: ReturnType<typeof statements>) {
 function statements(db: Db) {
   return {
     open: db.prepare<[], { condition: string; title: string; started_at: number; repeated_at: number }>("SELECT * FROM alert_conditions ORDER BY started_at"),
-    openCondition: db.prepare<[{ condition: string; title: string; at: number }]>(
-      "INSERT OR REPLACE INTO alert_conditions (condition, title, started_at, repeated_at) VALUES (@condition, @title, @at, @at)",
+    openCondition: db.prepare<[{ condition: string; title: string; since: number; at: number }]>(
+      "INSERT OR REPLACE INTO alert_conditions (condition, title, started_at, repeated_at) VALUES (@condition, @title, @since, @at)",
     ),
     repeated: db.prepare<[{ condition: string; at: number }]>("UPDATE alert_conditions SET repeated_at = @at WHERE condition = @condition"),
     closeCondition: db.prepare<[string]>("DELETE FROM alert_conditions WHERE condition = ?"),

@@ -80,7 +80,7 @@ export function attentionConditions(locations: readonly { location_id: string; r
 export function unroutedConditions(unrouted: number): Condition[] {
   if (unrouted === 0) return [];
   const text =
-    `${unrouted} ${unrouted === 1 ? "reply" : "replies"} could not be routed to a location and wait. ` +
+    `${unrouted === 1 ? "1 reply" : `${unrouted} replies`} could not be routed to a location and ${unrouted === 1 ? "waits" : "wait"}. ` +
     "List them with `bridge messages list --status unrouted`, then `bridge messages route ID LOCATION` posts each to HighLevel.";
   return [{ key: "inbound:unrouted", title: "unrouted replies", text }];
 }

@@ -44,9 +44,9 @@ export function createEvaluator(options: EvaluatorOptions) {
     }
   }
 
-  function start(c: Condition, t: number): void {
+  function start(c: Condition, since: number, t: number): void {
     const text = say(c.text);
-    if (!keep(() => store.start(c.key, c.title, text, t), text)) unrecorded.set(c.key, { condition: c.key, title: c.title, startedAt: t, repeatedAt: t });
+    if (!keep(() => store.start(c.key, c.title, text, t, since), text)) unrecorded.set(c.key, { condition: c.key, title: c.title, startedAt: since, repeatedAt: t });
   }
 
   function goOn(c: Condition, open: OpenCondition, t: number): void {
@@ -72,9 +72,10 @@ export function createEvaluator(options: EvaluatorOptions) {
       const open = new Map([...store.open().map((o) => [o.condition, o] as const), ...unrecorded]);
       for (const c of current.values()) {
         const known = open.get(c.key);
-        if (!firstSeen.has(c.key)) firstSeen.set(c.key, t);
+        const since = firstSeen.get(c.key) ?? t;
+        firstSeen.set(c.key, since);
         if (known) goOn(c, known, t);
-        else if (t - (firstSeen.get(c.key) ?? t) >= (c.graceMs ?? 0)) start(c, t);
+        else if (t - since >= (c.graceMs ?? 0)) start(c, since, t);
       }
       // A source that failed to look says nothing of its conditions: none of them ends on that.
       if (complete) for (const o of open.values()) if (!current.has(o.condition)) end(o, t);
