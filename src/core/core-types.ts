@@ -154,6 +154,8 @@ export interface Tuning {
   phoneLimitedMs?: number;
   /** First wait after the alert webhook did not take an alert. */
   alertBackoffMs?: number;
+  /** How long after start no alerted condition ends. */
+  alertWarmUpMs?: number;
 }
 
 /** The small context each room is wired from. */

@@ -51,7 +51,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const { sms } = clients;
   const turn = clients.scheduler.tryLowest;
   const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
-  const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs });
+  const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
   return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, alerts };
 }
 

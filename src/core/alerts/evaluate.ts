@@ -29,20 +29,11 @@ export interface EvaluatorOptions {
 export function createEvaluator(options: EvaluatorOptions) {
   const { store, log, now } = options;
   const firstSeen = new Map<string, number>();
+  let endsFrom = -Infinity;
   /** Conditions alerted while the database refused to record them. */
   const unrecorded = new Map<string, OpenCondition>();
   const say = (text: string) => `${options.name}: ${text}`;
-  function keep(write: () => void, text: string): boolean {
-    try {
-      write();
-      options.recorded();
-      return true;
-    } catch (error) {
-      log.warn(`alerts: cannot record an alert (${errorMessage(error)}); it is sent from memory, and lost if bridge stops first`);
-      options.recorded(text);
-      return false;
-    }
-  }
+  const keep = (write: () => void, text: string): boolean => record(options, write, text);
 
   function start(c: Condition, since: number, t: number): void {
     const text = say(c.text);
@@ -64,6 +55,13 @@ export function createEvaluator(options: EvaluatorOptions) {
   }
 
   return {
+    /**
+     * No condition ends before `at`: a new process knows no outage or hold yet (both live
+     * in memory, and a restart clears their records) until its calls find them again.
+     */
+    endsFrom(at: number): void {
+      endsFrom = at;
+    },
     /** Looks once; returns the keys of the conditions found (started or not yet). */
     look(): string[] {
       const t = now();
@@ -78,10 +76,23 @@ export function createEvaluator(options: EvaluatorOptions) {
         else if (t - since >= (c.graceMs ?? 0)) start(c, since, t);
       }
       // A source that failed to look says nothing of its conditions: none of them ends on that.
-      if (complete) for (const o of open.values()) if (!current.has(o.condition)) end(o, t);
+      if (complete && t >= endsFrom) for (const o of open.values()) if (!current.has(o.condition)) end(o, t);
       return [...current.keys()];
     },
   };
+}
+
+/** Records an alert; when the database refuses it, hands it to the sender to go from memory. */
+function record(options: EvaluatorOptions, write: () => void, text: string): boolean {
+  try {
+    write();
+    options.recorded();
+    return true;
+  } catch (error) {
+    options.log.warn(`alerts: cannot record an alert (${errorMessage(error)}); it is sent from memory, and lost if bridge stops first`);
+    options.recorded(text);
+    return false;
+  }
 }
 
 /** A condition alerted from memory, now recorded as open; false while the database still refuses. */

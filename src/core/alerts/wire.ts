@@ -17,6 +17,8 @@ import type { WriteWatch } from "./write-watch.ts";
 
 /** How often serve looks for what needs a person. */
 export const LOOK_EVERY_MS = 30_000;
+/** After serve starts, no condition ends for this long: its outages and holds are found again by then (a hold's probe: a minute). */
+export const WARM_UP_MS = 3 * 60_000;
 /** Delivered alerts are kept this long (what waits is kept until delivered). */
 const KEEP_DELIVERED_MS = 30 * 86_400_000;
 
@@ -33,6 +35,8 @@ export interface AlertsDeps {
   writes: Pick<WriteWatch, "refusal">;
   /** First wait after a failed post (tests). */
   backoffMs?: number;
+  /** No condition ends this long after start (default WARM_UP_MS; tests). */
+  warmUpMs?: number;
 }
 
 export type Alerts = ReturnType<typeof wireAlerts>;
@@ -71,6 +75,7 @@ export function wireAlerts(deps: AlertsDeps) {
     /** Serve: looks now and every `everyMs`, and starts the alert loop; nothing without ALERT_WEBHOOK_URL. */
     start(everyMs = LOOK_EVERY_MS): void {
       if (!url || timer) return;
+      evaluator.endsFrom(now() + (deps.warmUpMs ?? WARM_UP_MS));
       sender.start();
       look();
       timer = setInterval(look, everyMs);
