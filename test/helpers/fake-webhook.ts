@@ -5,20 +5,22 @@ import { startFake } from "./http.ts";
  *
  * - Mattermost, "Incoming webhooks" (developers.mattermost.com/integrate/webhooks/incoming/):
  *   "A successful request will get the following response: HTTP/1.1 200 OK,
- *   Content-Type: text/plain … ok". Slack answers a posted message the same way, 200 "ok",
- *   and Discord's "Execute Slack-Compatible Webhook" (`POST …/webhooks/{id}/{token}/slack`)
- *   takes the same body.
+ *   Content-Type: text/plain … ok". The fake answers every taken alert so.
  * - Slack, "Improving error conditions for Incoming Webhooks" (api.slack.com/changelog/
  *   2016-05-17-changes-to-errors-for-incoming-webhooks): "HTTP 400 Bad Request:
  *   invalid_payload - the data sent in your request cannot be understood as presented";
  *   "HTTP 403 Forbidden: action_prohibited"; "HTTP 404 Not Found: channel_not_found";
- *   "HTTP 410 Gone: channel_is_archived"; "HTTP 500 Server Error: rollup_error", each
+ *   "HTTP 410 Gone: channel_is_archived"; "HTTP 500 Server Error: rollup_error", each one of
  *   "the simple strings we'll return to you in the response body"; and "interpret a HTTP
  *   200 response as success and any other response code as a failure of some kind".
- *   A removed or disabled webhook answers 404 `no_service` (Slack's "Handling errors" of
- *   incoming webhooks, as Slack's error decoders list it).
- * - Slack, "Rate limits" (api.slack.com/docs/rate-limits): posting messages, "1 per second"
- *   with short bursts; past it, HTTP 429 Too Many Requests with a Retry-After header.
+ * - Slack's webhook error vocabulary as its error decoders list it (routeforms.com,
+ *   "Slack webhook error decoder"): `no_service` (a webhook removed or disabled),
+ *   `rate_limited`; the statuses given them here (404, 429) are those decoders', not a
+ *   Slack page's. Slack's "Rate limits" (api.slack.com/docs/rate-limits): posting
+ *   messages, "1 per second", short bursts allowed.
+ * - Discord's "Execute Slack-Compatible Webhook" (`POST /webhooks/{id}/{token}/slack`,
+ *   discord.com/developers/docs/resources/webhook) takes the same `{"text"}` body; its answer
+ *   body was not found in the docs at hand, so the client takes any 2xx and nothing more.
  */
 export const ANSWERS = {
   ok: { status: 200, body: "ok" },
