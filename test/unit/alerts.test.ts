@@ -67,6 +67,16 @@ describe("each condition's key and text say what is wrong and what to do", () =>
   });
 });
 
+test.each([
+  [7_999, []],
+  [8_000, ["cap80:loc-1"]],
+  [10_000, ["cap80:loc-1", "cap100:loc-1"]],
+])("a location that used %i of its 10000-part cap holds %j", (used, keys) => {
+  const found = c.capConditions([{ locationId: "loc-1", cap: 10_000, used }]);
+  expect(found.map((f) => f.key)).toEqual(keys);
+  for (const f of found) expect(f.text).toContain("`bridge config set loc-1 --monthly-cap PARTS`");
+});
+
 describe("ALERT_WEBHOOK_URL", () => {
   const env = { BASE_URL: "https://bridge.example.com", CRM_CLIENT_ID: "0123456789abcdef01234567-mhq8v1x2", CRM_CLIENT_SECRET: "s" };
   const load = (url: string) => loadConfig({ ...env, ALERT_WEBHOOK_URL: url }, "serve");

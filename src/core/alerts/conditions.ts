@@ -93,6 +93,35 @@ export function writeConditions(refusal: WriteRefusal | undefined): Condition[] 
   return [{ key: "database:write", title, text }];
 }
 
+/** A location's monthly cap and what it used this month, in SMS parts (the usage room's figures). */
+export interface CapUse {
+  locationId: string;
+  cap: number;
+  used: number;
+}
+
+/**
+ * Locations at 80 % and at 100 % of their monthly cap: two conditions, so reaching 100 %
+ * does not end the 80 % one; both end when the month turns or the cap is raised. Ready for
+ * the usage room to add as a source: `core.alerts.addSource(() => capConditions(uses()))`.
+ */
+export function capConditions(uses: readonly CapUse[]): Condition[] {
+  return uses.flatMap(({ locationId: id, cap, used }) => {
+    if (cap <= 0) return [];
+    const raise = `raise it with \`bridge config set ${id} --monthly-cap PARTS\``;
+    const found: Condition[] = [];
+    if (used >= cap * 0.8) {
+      const title = `location ${id} at 80 % of its monthly cap`;
+      found.push({ key: `cap80:${id}`, title, text: `${capital(title)}: ${used} of ${cap} SMS parts used; at ${cap} its messages are refused. If that is too soon, ${raise}.` });
+    }
+    if (used >= cap) {
+      const title = `location ${id} reached its monthly cap`;
+      found.push({ key: `cap100:${id}`, title, text: `${capital(title)} of ${cap} SMS parts: its messages are refused until the month turns. To send more, ${raise}.` });
+    }
+    return found;
+  });
+}
+
 /** Each key tag in use and who uses it, for the texts: "SMS_API_KEY" or location ids. */
 export function usersByTag(users: ReadonlyMap<string, string[]>): Map<string, string[]> {
   return new Map([...users].map(([apiKey, who]) => [keyTag(apiKey), who]));
