@@ -4,6 +4,8 @@ import { describeConfig } from "../../src/core/config-describe.ts";
 import { loadConfig } from "../../src/core/config.ts";
 import { ConfigError } from "../../src/errors.ts";
 import type { GatewayKey } from "../../src/db/gateway-keys.ts";
+import type { AlertHealth } from "../../src/db/alerts.ts";
+import { checkAlerts } from "../../src/core/operator/doctor/alerts.ts";
 
 const key = (fields: Partial<GatewayKey>): GatewayKey => ({
   keyTag: "0123456789abcdef",
@@ -100,5 +102,23 @@ describe("ALERT_WEBHOOK_URL", () => {
     const described = describeConfig(load("https://hooks.slack.com/services/T000/B000/secret-token"));
     expect(described.ALERT_WEBHOOK_URL).toBe("(set: alerts to hooks.slack.com)");
     expect(describeConfig(loadConfig(env, "serve")).ALERT_WEBHOOK_URL).toBe("(unset: no alerts)");
+  });
+});
+
+describe("doctor's alerts line", () => {
+  const health = (h: Partial<AlertHealth>) => ({ health: (): AlertHealth => ({ waiting: 0, lastDeliveredAt: null, lastError: null, lastErrorAt: null, ...h }) });
+  const url = "https://hooks.slack.com/services/T000/B000/secret-token";
+
+  test.each([
+    ["", {}, "warn", "ALERT_WEBHOOK_URL not set: nobody is told when something needs a person (docs/alerts.md)"],
+    [url, { lastDeliveredAt: 0 }, "ok", "to hooks.slack.com: 0 waiting, last delivered 1970-01-01T00:00:00.000Z"],
+    [
+      url,
+      { waiting: 2, lastError: "hooks.slack.com:443 answered 404: no_service", lastErrorAt: 0 },
+      "warn",
+      "to hooks.slack.com: 2 waiting, last delivered never, last error at 1970-01-01T00:00:00.000Z: hooks.slack.com:443 answered 404: no_service; `bridge alerts test` tries the webhook now",
+    ],
+  ] as const)("%j %j: %s", (alertWebhookUrl, h, status, detail) => {
+    expect(checkAlerts({ alertWebhookUrl }, health(h))).toEqual({ check: "alerts", status, detail });
   });
 });

@@ -11,6 +11,7 @@ import { ok, warn, type Check } from "./check.ts";
 export function checkAlerts(config: Pick<ResolvedConfig, "alertWebhookUrl">, alerts: Pick<AlertStore, "health">): Check {
   const channel = alertChannel(config, alerts);
   const detail = describeChannel(channel);
-  if (!channel.configured || channel.last_error) return warn("alerts", `${detail}; \`bridge alerts test\` posts one now`);
+  if (!channel.configured) return warn("alerts", "ALERT_WEBHOOK_URL not set: nobody is told when something needs a person (docs/alerts.md)");
+  if (channel.last_error) return warn("alerts", `${detail}; \`bridge alerts test\` tries the webhook now`);
   return ok("alerts", detail);
 }
