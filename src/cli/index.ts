@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage } from "../errors.ts";
+import { alertsCommand } from "./alerts.ts";
 import { androidCommand } from "./android.ts";
 import { backupCommand } from "./backup.ts";
 import { configCommand } from "./config.ts";
@@ -31,6 +32,7 @@ const COMMANDS: Record<string, Register> = {
   token: tokenCommand,
   "install-url": installUrlCommand,
   android: androidCommand,
+  alerts: alertsCommand,
   // The operator's commands on the database as a whole: upgrades, backups, checks, key rotation.
   migrate: migrateCommand,
   backup: backupCommand,

@@ -67,6 +67,22 @@ export const httpUrl: Kind<string> = (value) => {
   return trimmed.replace(/\/+$/, "");
 };
 
+/**
+ * An incoming webhook's whole URL (ALERT_WEBHOOK_URL): https, as it carries a secret
+ * in its path or query; http only to this machine (a relay beside bridge, a test's
+ * receiver), like a phone's BASE_URL (docs/android.md).
+ */
+export const webhookUrl: Kind<string> = (value) => {
+  const url = URL.parse(value.trim());
+  if (!url || !url.hostname || (url.protocol !== "https:" && url.protocol !== "http:")) throw new Invalid("must be an https:// URL");
+  if (url.protocol === "http:" && !isLoopback(url.hostname)) throw new Invalid("must be an https:// URL (http:// only to 127.0.0.1, ::1 or localhost)");
+  return url.href;
+};
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
 export function oneOf<T extends string>(allowed: readonly T[]): Kind<T> {
   return (value) => {
     const found = allowed.find((a) => a === value);

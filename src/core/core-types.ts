@@ -30,6 +30,9 @@ import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import type { OptOutList } from "./opt-out-list.ts";
 import type { InboundStore } from "../db/inbound.ts";
+import type { AlertStore } from "../db/alerts.ts";
+import type { Alerts } from "./alerts/wire.ts";
+import type { WriteWatch } from "./alerts/write-watch.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
 import type { InboundSink } from "./inbound/reply.ts";
 
@@ -62,6 +65,10 @@ export interface Core {
   optOutList: OptOutList;
   /** Each location's gateway: Cast, or a phone running SMS Gateway for Android. */
   phones: PhoneStore;
+  /** Alerts to a person, kept until delivered, and the conditions they were raised for. */
+  alertStore: AlertStore;
+  /** Whether the database refuses writes now (the group commit's failures). */
+  writes: WriteWatch;
 
   // The clients of the remote systems.
   crm: CrmClient;
@@ -116,6 +123,8 @@ export interface Core {
   outageRecords: OutageRecords;
   /** Prometheus metrics of this core (GET /metrics). */
   metrics: Metrics;
+  /** Alerts to a person (ALERT_WEBHOOK_URL): serve starts them with its running parts. */
+  alerts: Alerts;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -145,6 +154,10 @@ export interface Tuning {
   resultStoreRetryMs?: number;
   /** First wait of a phone that hit its send limit (the scheduler's; doubles). */
   phoneLimitedMs?: number;
+  /** First wait after the alert webhook did not take an alert. */
+  alertBackoffMs?: number;
+  /** How long after start no alerted condition ends. */
+  alertWarmUpMs?: number;
 }
 
 /** The small context each room is wired from. */
@@ -156,5 +169,5 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords" | "alertStore" | "writes">;
 export type Clients = Pick<Core, "crm" | "sms" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;

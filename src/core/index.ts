@@ -28,6 +28,9 @@ import { wireDelivery } from "./delivery/wire.ts";
 import { createOptOutList } from "./opt-out-list.ts";
 import { wireInstalls } from "./installs/wire.ts";
 import { createInboundStore } from "../db/inbound.ts";
+import { createAlertStore } from "../db/alerts.ts";
+import { wireAlerts } from "./alerts/wire.ts";
+import { watchWrites } from "./alerts/write-watch.ts";
 import { wireInbound } from "./inbound/wire.ts";
 import type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
 
@@ -49,7 +52,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const { sms } = clients;
   const turn = clients.scheduler.tryLowest;
   const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
-  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances };
+  const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
+  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, alerts };
 }
 
 /** The store, with the secrets it cannot open warned about and old seals renewed. */
@@ -63,14 +67,17 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
   const jobs = createJobStore(db);
-  const commit = createGroupCommit(db, tuning.commitWindowMs);
+  // Watched: a database that refuses writes is an alert (core/alerts/conditions.ts).
+  const writes = watchWrites(createGroupCommit(db, tuning.commitWindowMs), now);
+  const commit = writes.commit;
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
   const optOuts = createOptOutStore(db);
   const replies = createInboundStore(db);
   const phones = createPhoneStore(db, sealer);
   const outageRecords = createOutageRecords(db);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords };
+  const alertStore = createAlertStore(db);
+  return { tokens, companies, jobs, messages, commit, writes, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords, alertStore };
 }
 
 /** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */

@@ -47,6 +47,8 @@ export const RETRY = {
   storeToken: { firstMs: 250, maxMs: 30_000, tries: 5 },
   /** A job that threw (the database refused a write, say): it pauses instead of running again at once. */
   job: { firstMs: 1000, maxMs: 60_000 },
+  /** An alert the webhook did not take (or a 429: at least its Retry-After): until it does, as it is kept until then. */
+  alert: { firstMs: 5_000, maxMs: 10 * 60_000 },
 } as const satisfies Record<string, Backoff>;
 
 /** The wait before retry number `retry` of `policy`; `firstMs` overrides the policy's (tests). */

@@ -283,4 +283,28 @@ export const MIGRATIONS: readonly string[] = [
   -- A message HighLevel holds is the post of one reply only.
   CREATE INDEX inbound_by_crm_message ON inbound (crm_message_id) WHERE crm_message_id IS NOT NULL;
   `,
+  `
+  -- Alerts to a person (ALERT_WEBHOOK_URL, docs/alerts.md): each kept until the webhook
+  -- took it, so one survives a restart and an outage of the receiver. \`alert_conditions\`
+  -- holds the conditions an alert was raised for and not yet cleared: their "ended" is due.
+  CREATE TABLE alerts (
+    id INTEGER PRIMARY KEY,
+    condition TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('started', 'repeat', 'ended', 'test')),
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    delivered_at INTEGER,
+    last_error TEXT,
+    last_attempt_at INTEGER
+  ) STRICT;
+  CREATE INDEX alerts_waiting ON alerts (id) WHERE delivered_at IS NULL;
+  CREATE TABLE alert_conditions (
+    condition TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    repeated_at INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

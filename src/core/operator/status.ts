@@ -10,6 +10,9 @@ import type { Remote } from "../clients/observe.ts";
 import { iso } from "../duration.ts";
 import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
 import { describeRemote } from "./outages.ts";
+import type { AlertStore } from "../../db/alerts.ts";
+import type { ResolvedConfig } from "../config.ts";
+import { alertChannel, type AlertChannelView } from "../alerts/channel.ts";
 
 /** `bridge status` and `GET /api/admin/status` (docs/cli.md, "Commands"; docs/http.md, "Endpoints"). Times are ISO 8601. */
 export interface StatusView {
@@ -30,6 +33,8 @@ export interface StatusView {
   balances: { key: string; credits: number | null; checked_at: string | null; low: boolean; error: string | null }[];
   /** Numbers on the locations' opt-out lists together, by who put them there. */
   opt_outs: Record<OptOutBy, number>;
+  /** Alerts to a person (ALERT_WEBHOOK_URL): configured or not, delivered, waiting, the last error. */
+  alerts: AlertChannelView;
 }
 
 export interface OutageView {
@@ -62,6 +67,9 @@ export interface StatusDeps {
   allowedCompanyIds: readonly string[];
   /** LOW_BALANCE_CREDITS; 0: never low. */
   lowCredits: number;
+  /** ALERT_WEBHOOK_URL, and the alerts serve recorded. */
+  config: Pick<ResolvedConfig, "alertWebhookUrl">;
+  alertStore: Pick<AlertStore, "health">;
   now: number;
 }
 
@@ -82,21 +90,7 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
     held_keys: keys.flatMap((k) =>
       k.heldSince === null ? [] : [{ key: k.keyMasked, status: k.heldStatus, reason: k.heldReason, since: iso(k.heldSince) }],
     ),
-    needs_attention: deps.tokens.listings().flatMap((l) => {
-      if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
-      if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
-      if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
-      if (l.smsApiKey || deps.phones?.describe(l.locationId)?.gateway === "android") return [];
-      if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
-      if (unconfirmed(l, deps.allowedCompanyIds)) {
-        const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
-        return [{ location_id: l.locationId, reason }];
-      }
-      if (sharedRefusal(l, deps.allowedCompanyIds)) {
-        return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
-      }
-      return [];
-    }),
+    needs_attention: needsAttention(deps),
     balances: keys.flatMap((k) =>
       k.balanceAt === null
         ? []
@@ -111,7 +105,27 @@ export function bridgeStatus(deps: StatusDeps): StatusView {
           ],
     ),
     opt_outs: deps.optOuts.counts(),
+    alerts: alertChannel(deps.config, deps.alertStore),
   };
+}
+
+/** Locations whose messages cannot be sent or reported until someone acts, and why (status and alerts). */
+export function needsAttention(deps: { tokens: Pick<LocationRegistry, "listings">; phones?: StatusDeps["phones"]; allowedCompanyIds: readonly string[] }): StatusView["needs_attention"] {
+  return deps.tokens.listings().flatMap((l) => {
+    if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
+    if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
+    if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
+    if (l.smsApiKey || deps.phones?.describe(l.locationId)?.gateway === "android") return [];
+    if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+    if (unconfirmed(l, deps.allowedCompanyIds)) {
+      const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
+      return [{ location_id: l.locationId, reason }];
+    }
+    if (sharedRefusal(l, deps.allowedCompanyIds)) {
+      return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
+    }
+    return [];
+  });
 }
 
 function outagesOf(records: StatusDeps["outageRecords"], now: number): OutageView[] {

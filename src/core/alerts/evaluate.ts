@@ -1,0 +1,120 @@
+import type { AlertStore, OpenCondition } from "../../db/alerts.ts";
+import { errorMessage } from "../../errors.ts";
+import type { Logger } from "../log.ts";
+import { formatDuration } from "../operator/outages.ts";
+import type { Condition, ConditionSource } from "./conditions.ts";
+
+/** While a condition lasts, it is said again at most this often. */
+export const REPEAT_EVERY_MS = 60 * 60_000;
+
+export interface EvaluatorOptions {
+  store: Pick<AlertStore, "open" | "start" | "adopt" | "repeat" | "end" | "waiting">;
+  sources: readonly ConditionSource[];
+  log: Logger;
+  now: () => number;
+  /** Names this bridge in every text: an agency may run several. */
+  name: string;
+  /** An alert was recorded (or could only be kept in memory: `text`): the sender looks now. */
+  recorded: (unstored?: string) => void;
+}
+
+/**
+ * One look at what needs a person: the conditions every source finds now, set against
+ * the conditions alerted and not yet cleared (the `alert_conditions` table). A new one
+ * that has lasted its grace starts (one alert), one that is gone ends (one alert), one
+ * that goes on is said again at most hourly, and not while its last alert still waits.
+ * Each is recorded with its alert in one transaction, so a restart neither repeats a start
+ * nor loses an end. A database that refuses the record: the alert is sent from memory.
+ */
+export function createEvaluator(options: EvaluatorOptions) {
+  const { store, log, now } = options;
+  const firstSeen = new Map<string, number>();
+  let endsFrom = -Infinity;
+  /** Conditions alerted while the database refused to record them. */
+  const unrecorded = new Map<string, OpenCondition>();
+  const say = (text: string) => `${options.name}: ${text}`;
+  const keep = (write: () => void, text: string): boolean => record(options, write, text);
+
+  function start(c: Condition, since: number, t: number): void {
+    const text = say(c.text);
+    if (!keep(() => store.start(c.key, c.title, text, t, since), text)) unrecorded.set(c.key, { condition: c.key, title: c.title, startedAt: since, repeatedAt: t });
+  }
+
+  function goOn(c: Condition, open: OpenCondition, t: number): void {
+    if (unrecorded.has(c.key) && !adopt(store, open)) return; // still refused: it stays in memory
+    unrecorded.delete(c.key);
+    if (t - open.repeatedAt < REPEAT_EVERY_MS || store.waiting(c.key)) return;
+    const text = say(`still, for ${formatDuration(t - open.startedAt)}: ${c.text}`);
+    keep(() => store.repeat(c.key, text, t), text);
+  }
+
+  function end(open: OpenCondition, t: number): void {
+    const text = say(`resolved after ${formatDuration(t - open.startedAt)}: ${open.title}.`);
+    keep(() => store.end(open.condition, text, t), text);
+    unrecorded.delete(open.condition);
+  }
+
+  return {
+    /**
+     * No condition ends before `at`: a new process knows no outage or hold yet (both live
+     * in memory, and a restart clears their records) until its calls find them again.
+     */
+    endsFrom(at: number): void {
+      endsFrom = at;
+    },
+    /** Looks once; returns the keys of the conditions found (started or not yet). */
+    look(): string[] {
+      const t = now();
+      const { current, complete } = gather(options.sources, log);
+      for (const key of firstSeen.keys()) if (!current.has(key)) firstSeen.delete(key);
+      const open = new Map([...store.open().map((o) => [o.condition, o] as const), ...unrecorded]);
+      for (const c of current.values()) {
+        const known = open.get(c.key);
+        const since = firstSeen.get(c.key) ?? t;
+        firstSeen.set(c.key, since);
+        if (known) goOn(c, known, t);
+        else if (t - since >= (c.graceMs ?? 0)) start(c, since, t);
+      }
+      // A source that failed to look says nothing of its conditions: none of them ends on that.
+      if (complete && t >= endsFrom) for (const o of open.values()) if (!current.has(o.condition)) end(o, t);
+      return [...current.keys()];
+    },
+  };
+}
+
+/** Records an alert; when the database refuses it, hands it to the sender to go from memory. */
+function record(options: EvaluatorOptions, write: () => void, text: string): boolean {
+  try {
+    write();
+    options.recorded();
+    return true;
+  } catch (error) {
+    options.log.warn(`alerts: cannot record an alert (${errorMessage(error)}); it is sent from memory, and lost if bridge stops first`);
+    options.recorded(text);
+    return false;
+  }
+}
+
+/** A condition alerted from memory, now recorded as open; false while the database still refuses. */
+function adopt(store: EvaluatorOptions["store"], open: OpenCondition): boolean {
+  try {
+    store.adopt(open.condition, open.title, open.startedAt);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function gather(sources: readonly ConditionSource[], log: Logger): { current: Map<string, Condition>; complete: boolean } {
+  const current = new Map<string, Condition>();
+  let complete = true;
+  for (const source of sources) {
+    try {
+      for (const c of source()) current.set(c.key, c);
+    } catch (error) {
+      complete = false;
+      log.warn(`alerts: a condition could not be looked at: ${errorMessage(error)}`);
+    }
+  }
+  return { current, complete };
+}
