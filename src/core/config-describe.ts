@@ -37,6 +37,7 @@ export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARI
     RETENTION_DAYS: config.retentionMs / 86_400_000,
     LOW_BALANCE_CREDITS: config.lowBalanceCredits || "0 (no warning)",
     METRICS_TOKEN: config.metricsToken ? "(set: /metrics enabled)" : "(unset: no /metrics)",
+    USAGE_TIME_ZONE: config.usageTimeZone,
   };
 }
 

@@ -1,3 +1,4 @@
+// long: the variables are one table, each once, with the configuration they resolve to.
 import type { KeyObject } from "node:crypto";
 import { ConfigError } from "../errors.ts";
 import * as kind from "./config-values.ts";
@@ -69,6 +70,8 @@ export interface ResolvedConfig {
   lowBalanceCredits: number;
   /** Bearer of GET /metrics (METRICS_TOKEN); "" : no /metrics. */
   metricsToken: string;
+  /** The IANA time zone whose months usage is counted in (USAGE_TIME_ZONE). */
+  usageTimeZone: string;
 }
 
 export const LOG_LEVELS = ["silent", "error", "warn", "info", "debug", "trace"] as const;
@@ -159,7 +162,8 @@ export const VARIABLES = {
   PORT: { kind: kind.port, about: "port serve listens on", default: "3000" },
   LOG_LEVEL: { kind: kind.oneOf(LOG_LEVELS), about: LOG_LEVELS.join("|"), default: "info" },
   LOG_FORMAT: { kind: kind.oneOf(LOG_FORMATS), about: "text|json: json writes one JSON object per line", default: "text" },
-  RETENTION_DAYS: { kind: kind.wholeNumber(1, 3650), about: "how long the message log keeps a finished message", default: "30" },
+  RETENTION_DAYS: { kind: kind.wholeNumber(1, 3650), about: "how long the message log keeps a finished message (usage is kept apart, for ever)", default: "30" },
+  USAGE_TIME_ZONE: { kind: kind.timeZone, about: "the IANA time zone whose calendar months usage and monthly caps count in", default: "Asia/Manila" },
   LOW_BALANCE_CREDITS: {
     kind: kind.wholeNumber(0, 1_000_000_000),
     about: "warn when a Cast key's balance is below this; 0: never",
@@ -244,5 +248,6 @@ function resolve(env: Values): ResolvedConfig {
     retentionMs: env.RETENTION_DAYS * 86_400_000,
     lowBalanceCredits: env.LOW_BALANCE_CREDITS,
     metricsToken: env.METRICS_TOKEN ?? "",
+    usageTimeZone: env.USAGE_TIME_ZONE,
   };
 }

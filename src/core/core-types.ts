@@ -9,6 +9,8 @@ import type { OutageRecords } from "../db/outages.ts";
 import type { Balances } from "./operator/balances.ts";
 import type { LocationRegistry } from "../db/tokens.ts";
 import type { PhoneStore } from "../db/phones.ts";
+import type { UsageStore } from "../db/usage-store.ts";
+import type { MonthOf } from "../db/usage-month.ts";
 import type { GatewayOptions } from "./clients/cast.ts";
 import type { ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
 import type { SmsGateway } from "./clients/gateway.ts";
@@ -62,6 +64,10 @@ export interface Core {
   optOutList: OptOutList;
   /** Each location's gateway: Cast, or a phone running SMS Gateway for Android. */
   phones: PhoneStore;
+  /** What each location used per month, and the monthly caps (docs/usage.md). */
+  usage: UsageStore;
+  /** The month (`YYYY-MM`, in USAGE_TIME_ZONE) a time counts in, in usage. */
+  monthOf: MonthOf;
 
   // The clients of the remote systems.
   crm: CrmClient;
@@ -154,5 +160,5 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords" | "usage" | "monthOf">;
 export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;

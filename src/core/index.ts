@@ -27,6 +27,8 @@ import { createOptOutList } from "./opt-out-list.ts";
 import { deviceOf } from "./phone-key.ts";
 import { wireInstalls } from "./installs/wire.ts";
 import { createInboundStore } from "../db/inbound.ts";
+import { monthIn } from "../db/usage-month.ts";
+import { createUsageStore } from "../db/usage-store.ts";
 import { wireInbound } from "./inbound/wire.ts";
 import type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
 
@@ -61,15 +63,18 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   const companies = createCompanyStore(db, sealer);
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
-  const jobs = createJobStore(db);
+  // The month a message or a reply counts in, in usage: the one place it is chosen.
+  const monthOf = monthIn(config.usageTimeZone);
+  const jobs = createJobStore(db, monthOf);
   const commit = createGroupCommit(db, tuning.commitWindowMs);
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
   const optOuts = createOptOutStore(db);
-  const replies = createInboundStore(db);
+  const replies = createInboundStore(db, monthOf);
   const phones = createPhoneStore(db, sealer);
   const outageRecords = createOutageRecords(db);
-  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords };
+  const usage = createUsageStore(db);
+  return { tokens, companies, jobs, messages, commit, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords, usage, monthOf };
 }
 
 /** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */

@@ -53,10 +53,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     plan = checked;
     const wait = "request" in plan ? deps.scheduler.trySend(plan.request.apiKey, job.message.locationId) : 0;
     if (wait > 0) return notSent(deps, plan, wait);
-    const claim: Claim | undefined =
-      "request" in plan
-        ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId, fresh: plan.fresh, gateway: gatewayOf(plan.request.apiKey) }
-        : undefined;
+    const claim = "request" in plan ? claimOf(plan) : undefined;
     const claimedAt = deps.now();
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
@@ -86,6 +83,13 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
   if (job.state === "reporting") return report(deps, job);
+}
+
+/** What the send is claimed with; its parts are reserved against the location's monthly cap (over it, the claim fails the message). */
+function claimOf(plan: { request: SendRequest; tag: string; fresh?: boolean }): Claim {
+  const { request } = plan;
+  const parts = smsParts(request.message).parts;
+  return { idempotencyKey: request.idempotencyKey, apiKeyTag: plan.tag, senderId: request.senderId, fresh: plan.fresh, gateway: gatewayOf(request.apiKey), parts };
 }
 
 /** The gateway a key sends through, as the message log records it: a phone's key names its device. */
