@@ -5,6 +5,10 @@ import { OUTCOME_COLUMNS, type OutcomeColumn } from "./usage-count.ts";
 /** One location's usage in one month through one gateway (docs/usage.md). */
 export type UsageRow = {
   locationId: string;
+  /** The location's name in HighLevel; "" when not known (or no longer stored). */
+  name: string;
+  /** Its monthly cap now; null: none. */
+  cap: number | null;
   month: string;
   /** 'cast', 'android', or 'api' (replies taken by POST /api/inbound). */
   gateway: string;
@@ -96,9 +100,11 @@ const USED = `(SELECT coalesce(sum(parts), 0) FROM usage WHERE location_id = @lo
 function prepareStatements(db: Db) {
   return {
     list: db.prepare<[{ location: string | null; from: string | null; to: string | null }], UsageRow>(`
-      SELECT location_id AS locationId, month, gateway, messages, parts, replies, ${OUTCOME_COLUMNS.join(", ")} FROM usage
-      WHERE (@location IS NULL OR location_id = @location) AND (@from IS NULL OR month >= @from) AND (@to IS NULL OR month <= @to)
-      ORDER BY month, location_id, gateway`),
+      SELECT u.location_id AS locationId, coalesce(t.location_name, '') AS name, c.monthly_cap AS cap, month, gateway,
+        messages, parts, replies, ${OUTCOME_COLUMNS.join(", ")}
+      FROM usage AS u LEFT JOIN tokens AS t USING (location_id) LEFT JOIN usage_caps AS c USING (location_id)
+      WHERE (@location IS NULL OR u.location_id = @location) AND (@from IS NULL OR month >= @from) AND (@to IS NULL OR month <= @to)
+      ORDER BY month, u.location_id, gateway`),
     capOf: db.prepare<[string], number>("SELECT monthly_cap FROM usage_caps WHERE location_id = ?").pluck(),
     known: db.prepare<[string], number>("SELECT 1 FROM tokens WHERE location_id = ?").pluck(),
     setCap: db.prepare<[{ location: string; cap: number; now: number }]>(`
