@@ -77,9 +77,9 @@ export function prepareUsageCount(db: Db) {
     INSERT INTO usage (location_id, month, gateway, messages, parts, ${OUTCOME_COLUMNS.join(", ")})
     SELECT location_id, month, gw, @sign, @sign * p, ${OUTCOME_COLUMNS.map((c) => `@sign * (k = '${c}')`).join(", ")} FROM j WHERE true
     ON CONFLICT (location_id, month, gateway) DO UPDATE SET ${ADD}`);
-  const release = db.prepare<[number]>(`
-    UPDATE usage_reserved SET parts = parts - (SELECT reserved_parts FROM jobs WHERE id = ?1)
-    WHERE (location_id, month) = (SELECT location_id, usage_month FROM jobs WHERE id = ?1 AND counted = 0 AND reserved_parts > 0)`);
+  const release = db.prepare<[{ id: number }]>(`
+    UPDATE usage_reserved SET parts = parts - (SELECT reserved_parts FROM jobs WHERE id = @id)
+    WHERE (location_id, month) = (SELECT location_id, usage_month FROM jobs WHERE id = @id AND counted = 0 AND reserved_parts > 0)`);
   const mark = db.prepare<[{ id: number; month: string }]>(`
     UPDATE jobs SET counted = 1, reserved_parts = 0, usage_month = coalesce(usage_month, @month) WHERE id = @id AND counted = 0`);
   const reply = db.prepare<[{ location: string; month: string; gateway: string }]>(`
@@ -89,7 +89,7 @@ export function prepareUsageCount(db: Db) {
     /** The job settled (done or dead) in `month` (used when no claim or refusal set its own): counted once. */
     settled(id: number, month: string): void {
       add.run({ id, month, sign: 1, counted: 0 });
-      release.run(id);
+      release.run({ id });
       mark.run({ id, month });
     },
     /** The settled job is queued again: what it counted is taken back, to be counted as it settles anew. */
