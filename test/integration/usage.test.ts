@@ -24,9 +24,13 @@ describe("monthly caps", () => {
 
   test("a cap stops exactly at its limit under concurrent sends: nothing sent past it, the rest reported failed with the cap's reason", async () => {
     const bridge = await start({ env: { CRM_SHARED_SECRET: SHARED_SECRET } }, "loc-1");
-    // A slow gateway: the sends are all in flight together, none settled while the others claim.
+    // A slow gateway: the sends are in flight together, none settled while the others claim.
+    let inFlight = 0;
+    let most = 0;
     bridge.gateway.on(SEND, async () => {
+      most = Math.max(most, ++inFlight);
       await new Promise((r) => setTimeout(r, 150));
+      inFlight--;
       return bridge.gateway.accept();
     });
     expect((await runCli(bridge, "config", "set", "loc-1", "--monthly-cap", "5")).code).toBe(0);
@@ -34,6 +38,7 @@ describe("monthly caps", () => {
     await sendAll(bridge, ids);
 
     expect(bridge.gateway.sent()).toHaveLength(5);
+    expect(most).toBeGreaterThanOrEqual(2);
     const told = reports(bridge);
     const failed = ids.filter((id) => told.get(id)?.status === "failed");
     expect(failed).toHaveLength(7);
