@@ -1,8 +1,8 @@
 import type { CarrierCode, FailureCode } from "./failures.ts";
-import type { Db } from "./index.ts";
+import type { Db } from "./db.ts";
 
 /**
- * What a settled message counts as in usage (docs/usage.md, "What is counted"): delivered,
+ * What a settled message counts as in usage (docs/usage.md, "What is counted, and when"): delivered,
  * one of the failed classes, or refused (the location's opt-out list, its monthly cap). They
  * add up to messages. Every code of failures.ts has its class here (the type holds it to
  * that); a carrier's code is `rejected` for REJECTD and `undelivered` for any other.

@@ -125,7 +125,7 @@ function reply(inboundId: string, at: number, expected: Map<string, Expected>): 
   entry(expected, `loc-a|${monthOf(at)}|android`).replies += 1;
 }
 
-/** What the log says a message became, as usage's columns (docs/usage.md, "What is counted"). */
+/** What the log says a message became, as usage's columns (docs/usage.md, "What is counted, and when"). */
 const COLUMN: Record<Fate | "capped", string> = {
   delivered: "delivered",
   no_receipt: "delivered",
