@@ -81,7 +81,7 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(set.code).toBe(0);
     expect(set.stdout).not.toContain("loc1-secret-api-key-xyz");
     const got = await bridge("config", "get", "loc-1", "--json");
-    expect(JSON.parse(got.stdout)).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "loc1-secret-..." });
+    expect(JSON.parse(got.stdout)).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "loc1-secret-...", monthly_cap: null });
 
     expect((await webhook(outbound("e2e-1"))).status).toBe(200);
     await waitFor(() => e2e.crm.statusReports().some((r) => r.messageId === "e2e-1"));
