@@ -73,7 +73,7 @@ describe("dist/bridge, as an operator runs it", () => {
     child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.stdin?.end("stdin-api-key-0123456789\n");
     expect(await exited(child)).toBe(0);
-    expect(JSON.parse(out)).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "stdin-api-ke..." });
+    expect(JSON.parse(out)).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "stdin-api-ke...", monthly_cap: null });
   });
 
   test("config set takes effect on the running server's next message, without a restart", async () => {
