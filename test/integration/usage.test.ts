@@ -42,7 +42,11 @@ describe("monthly caps", () => {
     const told = reports(bridge);
     const failed = ids.filter((id) => told.get(id)?.status === "failed");
     expect(failed).toHaveLength(7);
-    for (const id of failed) expect(told.get(id)).toEqual({ status: "failed", error: { code: "monthly_cap", type: "saas", message: CAPPED } });
+    for (const id of failed) {
+      expect(told.get(id)).toEqual({ status: "failed", error: { code: "monthly_cap", type: "saas", message: CAPPED } });
+      // Logged at warn, as every failed message is.
+      expect(bridge.logs.join("")).toContain(`[warn] message ${id} of location loc-1 not sent: ${CAPPED}`);
+    }
     const [row] = ((await (await bridge.admin("/api/admin/usage")).json()) as { locations: unknown[] }).locations;
     expect(row).toMatchObject({ location_id: "loc-1", messages: 12, parts: 5, delivered: 5, refused_cap: 7, failed: 0, monthly_cap: 5 });
 
@@ -146,6 +150,22 @@ describe("usage", () => {
       expect((await bridge.admin(`/api/admin/usage?${query}`)).status, query).toBe(400);
     }
     expect((await bridge.fetch("/api/admin/usage")).status).toBe(401);
+  });
+
+  test("the locations at or over a share of their cap this month, for the alerts: 80 % and 100 %, a cap of 0 reached at once", async () => {
+    const bridge = await start({}, "loc-1", "loc-2", "loc-3");
+    const now = Date.now();
+    bridge.core.usage.setCap("loc-1", 5, now);
+    bridge.core.usage.setCap("loc-2", 50, now);
+    bridge.core.usage.setCap("loc-3", 0, now);
+    await sendAll(bridge, ["s-1", "s-2", "s-3", "s-4"]);
+    await sendAll(bridge, ["t-1"], { locationId: "loc-2" });
+    const month = bridge.core.monthOf(now);
+    expect(bridge.core.usage.atOrOver(month, 80)).toEqual([
+      { locationId: "loc-1", cap: 5, used: 4 },
+      { locationId: "loc-3", cap: 0, used: 0 },
+    ]);
+    expect(bridge.core.usage.atOrOver(month, 100)).toEqual([{ locationId: "loc-3", cap: 0, used: 0 }]);
   });
 
   test("the settings page's usage is read from the usage table: its cap and what is left, sends under way taken", async () => {

@@ -58,7 +58,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
     const apiKey = "request" in plan ? plan.request.apiKey : "";
-    if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return;
+    if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return notClaimed(deps, job, apiKey);
     const sending = { ...job, firstSentAt: claim?.fresh ? claimedAt : (job.firstSentAt ?? claimedAt) };
     const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     const result = unlessMaybeSent(job, ending);
@@ -90,6 +90,17 @@ function claimOf(plan: { request: SendRequest; tag: string; fresh?: boolean }): 
   const { request } = plan;
   const parts = smsParts(request.message).parts;
   return { idempotencyKey: request.idempotencyKey, apiKeyTag: plan.tag, senderId: request.senderId, fresh: plan.fresh, gateway: gatewayOf(request.apiKey), parts };
+}
+
+/**
+ * Another worker took the job, or its location's monthly cap refused it in the claim (failed
+ * there, `monthly_cap`, to be reported next): logged like any refusal, and a held key's probe it was is not spent.
+ */
+function notClaimed(deps: OutboundDeps, job: Job, apiKey: string): void {
+  const now = deps.jobs.byId(job.id);
+  if (now?.errorCode !== "monthly_cap") return;
+  deps.holds.notProbed(apiKey);
+  refused(deps, job.message, { outcome: "failed", errorCode: now.errorCode, errorMessage: now.errorMessage ?? "" });
 }
 
 /** The gateway a key sends through, as the message log records it: a phone's key names its device. */
