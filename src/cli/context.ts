@@ -9,6 +9,7 @@ import { resealV1 } from "../db/reseal.ts";
 import { upgradeDb } from "../db/upgrade.ts";
 import { createLocationRegistry, type LocationRegistry } from "../db/tokens.ts";
 import { createPhoneStore, type PhoneStore } from "../db/phones.ts";
+import { createUsageStore, type UsageStore } from "../db/usage-store.ts";
 import { readEnvFile } from "./env-file.ts";
 import { UsageError, type Io } from "./io.ts";
 
@@ -79,13 +80,17 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 }
 
 /** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
-export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore) => T): T {
+export function withStore<T>(
+  io: Io,
+  options: GlobalOptions,
+  fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore, usage: UsageStore) => T,
+): T {
   return withDb(io, options, (db, config) => {
     const sealer = createSealer(config.encryptionKey);
     checkSealed(db, sealer); // the values it cannot open are refused where they are used, naming their place
     const tokens = createLocationRegistry(db, sealer);
     if (config.encryptionKey) resealV1(db, sealer);
-    return fn(tokens, config, createPhoneStore(db, sealer));
+    return fn(tokens, config, createPhoneStore(db, sealer), createUsageStore(db));
   });
 }
 

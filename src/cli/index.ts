@@ -16,6 +16,7 @@ import { optoutsCommand } from "./optouts.ts";
 import { rekeyCommand } from "./rekey.ts";
 import { statusCommand } from "./status.ts";
 import { tokenCommand } from "./token.ts";
+import { usageCommand } from "./usage.ts";
 import { versionText } from "./version.ts";
 
 /** Adds a command to `program`; `exit` sets the exit code for one that ends without throwing. */
@@ -28,6 +29,7 @@ const COMMANDS: Record<string, Register> = {
   messages: messagesCommand,
   optouts: optoutsCommand,
   status: statusCommand,
+  usage: usageCommand,
   config: configCommand,
   token: tokenCommand,
   "install-url": installUrlCommand,

@@ -2,6 +2,7 @@ import type { KeyObject } from "node:crypto";
 import { durationMs } from "./duration.ts";
 import { ID_RULE, isId } from "./ids.ts";
 import { parseEncryptionKey } from "../db/sealer.ts";
+import { isTimeZone } from "../db/usage-month.ts";
 
 // The kinds of value an environment variable holds: each turns the variable's text into
 // what bridge uses, or throws Invalid saying what is wrong (completing "<VARIABLE>: …").
@@ -50,6 +51,12 @@ export function obeying(rule: Rule): Kind<string> {
     return value;
   };
 }
+
+/** An IANA time zone the runtime knows (Asia/Manila, UTC, America/New_York). */
+export const timeZone: Kind<string> = (value) => {
+  if (!isTimeZone(value)) throw new Invalid("must be an IANA time zone, such as Asia/Manila or UTC");
+  return value;
+};
 
 export function matching(pattern: RegExp, says: string): Kind<string> {
   return (value) => {

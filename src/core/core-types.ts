@@ -9,6 +9,8 @@ import type { OutageRecords } from "../db/outages.ts";
 import type { Balances } from "./operator/balances.ts";
 import type { LocationRegistry } from "../db/tokens.ts";
 import type { PhoneStore } from "../db/phones.ts";
+import type { UsageStore } from "../db/usage-store.ts";
+import type { MonthOf } from "../db/usage-month.ts";
 import type { GatewayOptions } from "./clients/cast.ts";
 import type { ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
 import type { GatewayDriver, Gateways } from "./clients/gateway.ts";
@@ -69,6 +71,10 @@ export interface Core {
   alertStore: AlertStore;
   /** Whether the database refuses writes now (the group commit's failures). */
   writes: WriteWatch;
+  /** What each location used per month, and the monthly caps (docs/usage.md). */
+  usage: UsageStore;
+  /** The month (`YYYY-MM`, in USAGE_TIME_ZONE) a time counts in, in usage. */
+  monthOf: MonthOf;
 
   // The clients of the remote systems.
   crm: CrmClient;
@@ -169,5 +175,5 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords" | "alertStore" | "writes">;
+export type Stores = Pick<Core, "tokens" | "companies" | "jobs" | "messages" | "commit" | "gatewayKeys" | "optOuts" | "optOutList" | "replies" | "phones" | "outageRecords" | "alertStore" | "writes" | "usage" | "monthOf">;
 export type Clients = Pick<Core, "crm" | "sms" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;

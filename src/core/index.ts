@@ -31,6 +31,8 @@ import { createInboundStore } from "../db/inbound.ts";
 import { createAlertStore } from "../db/alerts.ts";
 import { wireAlerts } from "./alerts/wire.ts";
 import { watchWrites } from "./alerts/write-watch.ts";
+import { monthIn } from "../db/usage-month.ts";
+import { createUsageStore } from "../db/usage-store.ts";
 import { wireInbound } from "./inbound/wire.ts";
 import type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
 
@@ -66,18 +68,21 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
   const companies = createCompanyStore(db, sealer);
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
-  const jobs = createJobStore(db);
+  // The month a message or a reply counts in, in usage: the one place it is chosen.
+  const monthOf = monthIn(config.usageTimeZone);
+  const jobs = createJobStore(db, monthOf);
   // Watched: a database that refuses writes is an alert (core/alerts/conditions.ts).
   const writes = watchWrites(createGroupCommit(db, tuning.commitWindowMs), now);
   const commit = writes.commit;
   const messages = createMessageLog(db);
   const gatewayKeys = createGatewayKeys(db, sealer);
   const optOuts = createOptOutStore(db);
-  const replies = createInboundStore(db);
+  const replies = createInboundStore(db, monthOf);
   const phones = createPhoneStore(db, sealer);
   const outageRecords = createOutageRecords(db);
   const alertStore = createAlertStore(db);
-  return { tokens, companies, jobs, messages, commit, writes, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords, alertStore };
+  const usage = createUsageStore(db);
+  return { tokens, companies, jobs, messages, commit, writes, gatewayKeys, optOuts, optOutList: createOptOutList(optOuts, now), replies, phones, outageRecords, alertStore, usage, monthOf };
 }
 
 /** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */

@@ -44,7 +44,7 @@ export function pageApiRoutes(app: H3, { core, guard, calls, notify }: PageApiDe
   });
   app.get("/app/api/sender-ids", (event) => fromGateway(() => senderIdsOf(page, sessionOf(event).locationId)));
   app.get("/app/api/balance", (event) => balanceOf(page, sessionOf(event).locationId));
-  app.get("/app/api/usage", (event) => usageOf(page, sessionOf(event).locationId));
+  app.get("/app/api/usage", (event) => usageOf(core, sessionOf(event).locationId));
   app.get("/app/api/phone", (event) => phoneOf(page, sessionOf(event).locationId));
   app.post("/app/api/test-sms", async (event) => {
     const { locationId } = adminSessionOf(event);

@@ -49,15 +49,12 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     plan = checked;
     const wait = "request" in plan ? deps.scheduler.trySend(plan.request.apiKey, job.message.locationId) : 0;
     if (wait > 0) return notSent(deps, plan, wait);
-    const claim: Claim | undefined =
-      "request" in plan
-        ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId, fresh: plan.fresh, gateway: gatewayOf(deps, plan.request.apiKey) }
-        : undefined;
+    const claim = "request" in plan ? claimOf(deps, plan) : undefined;
     const claimedAt = deps.now();
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
     const apiKey = "request" in plan ? plan.request.apiKey : "";
-    if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return;
+    if (claim && !(await deps.commit(() => claimWithKey(deps, job.id, claimedAt, claim, apiKey)))) return notClaimed(deps, job, apiKey);
     const sending = { ...job, firstSentAt: claim?.fresh ? claimedAt : (job.firstSentAt ?? claimedAt) };
     const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     const result = unlessMaybeSent(job, ending);
@@ -82,6 +79,24 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
   if (job.state === "reporting") return report(deps, job);
+}
+
+/** What the send is claimed with; its parts are reserved against the location's monthly cap (over it, the claim fails the message). */
+function claimOf(deps: OutboundDeps, plan: { request: SendRequest; tag: string; fresh?: boolean }): Claim {
+  const { request } = plan;
+  const parts = smsParts(request.message).parts;
+  return { idempotencyKey: request.idempotencyKey, apiKeyTag: plan.tag, senderId: request.senderId, fresh: plan.fresh, gateway: gatewayOf(deps, request.apiKey), parts };
+}
+
+/**
+ * Another worker took the job, or its location's monthly cap refused it in the claim (failed
+ * there, `monthly_cap`, to be reported next): logged like any refusal, and a held key's probe it was is not spent.
+ */
+function notClaimed(deps: OutboundDeps, job: Job, apiKey: string): void {
+  const now = deps.jobs.byId(job.id);
+  if (now?.errorCode !== "monthly_cap") return;
+  deps.holds.notProbed(apiKey);
+  refused(deps, job.message, { outcome: "failed", errorCode: now.errorCode, errorMessage: now.errorMessage ?? "" });
 }
 
 /** The gateway a key sends through, as the message log records it: a phone's key names its device. */
