@@ -273,3 +273,31 @@ test("a key held before a restart is not said resolved by the next serve before 
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/resolved after 3 min \d+ s: Cast key [0-9a-f]{16} on hold \(no credit\)\.$/);
 });
+
+test("a location at 80 % and at 100 % of its monthly cap is alerted once each, and both end when the cap is raised", async () => {
+  const { bridge, webhook } = await start({ balances: false });
+  expect((await runCli(bridge, "config", "set", "loc-1", "--monthly-cap", "5")).code).toBe(0);
+  for (const id of ["c-1", "c-2", "c-3", "c-4"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
+  await waitFor(() => bridge.gateway.sent().length === 4);
+  bridge.core.alerts.look();
+  bridge.core.alerts.look();
+  await waitFor(() => webhook.delivered.length === 1);
+  expect(webhook.delivered[0]).toMatch(/Location loc-1 at 80 % of its monthly cap: 4 of 5 SMS parts used; .*`bridge config set loc-1 --monthly-cap PARTS`/);
+
+  expect((await bridge.webhook(outbound("c-5"))).status).toBe(200);
+  await waitFor(() => bridge.gateway.sent().length === 5);
+  bridge.core.alerts.look();
+  bridge.core.alerts.look();
+  await waitFor(() => webhook.delivered.length === 2);
+  expect(webhook.delivered[1]).toMatch(/Location loc-1 reached its monthly cap of 5 SMS parts/);
+
+  expect((await runCli(bridge, "config", "set", "loc-1", "--monthly-cap", "100")).code).toBe(0);
+  bridge.core.alerts.look();
+  await waitFor(() => webhook.delivered.length === 4);
+  expect(webhook.delivered.slice(2).sort()).toEqual([
+    expect.stringMatching(/resolved after .*: location loc-1 at 80 % of its monthly cap\.$/),
+    expect.stringMatching(/resolved after .*: location loc-1 reached its monthly cap\.$/),
+  ].sort());
+  await new Promise((r) => setTimeout(r, 100));
+  expect(webhook.delivered).toHaveLength(4);
+});

@@ -102,8 +102,7 @@ export interface CapUse {
 
 /**
  * Locations at 80 % and at 100 % of their monthly cap: two conditions, so reaching 100 %
- * does not end the 80 % one; both end when the month turns or the cap is raised. Ready for
- * the usage room to add as a source: `core.alerts.addSource(() => capConditions(uses()))`.
+ * does not end the 80 % one; both end when the month turns or the cap is raised.
  */
 export function capConditions(uses: readonly CapUse[]): Condition[] {
   return uses.flatMap(({ locationId: id, cap, used }) => {

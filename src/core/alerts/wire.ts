@@ -2,6 +2,8 @@ import type { AlertStore } from "../../db/alerts.ts";
 import type { GatewayKeys } from "../../db/gateway-keys.ts";
 import type { InboundStore } from "../../db/inbound.ts";
 import type { PhoneStore } from "../../db/phones.ts";
+import type { MonthOf } from "../../db/usage-month.ts";
+import type { UsageStore } from "../../db/usage-store.ts";
 import type { LocationRegistry } from "../../db/tokens.ts";
 import { errorMessage } from "../../errors.ts";
 import { postAlert } from "../clients/alert-webhook.ts";
@@ -33,6 +35,8 @@ export interface AlertsDeps {
   phones: Pick<PhoneStore, "describe">;
   replies: Pick<InboundStore, "counts">;
   writes: Pick<WriteWatch, "refusal">;
+  usage: Pick<UsageStore, "atOrOver">;
+  monthOf: MonthOf;
   /** First wait after a failed post (tests). */
   backoffMs?: number;
   /** No condition ends this long after start (default WARM_UP_MS; tests). */
@@ -45,7 +49,7 @@ export type Alerts = ReturnType<typeof wireAlerts>;
  * Alerts to a person (docs/alerts.md): the conditions' sources, the evaluator that turns
  * them into started/ended alerts, and the loop that posts them to ALERT_WEBHOOK_URL.
  * Nothing runs without the URL. The sources are a list: `addSource` is the hook for one
- * more (a location at 80 % and 100 % of its monthly cap is such a source).
+ * more.
  */
 export function wireAlerts(deps: AlertsDeps) {
   const { config, log, now } = deps;
@@ -89,7 +93,7 @@ export function wireAlerts(deps: AlertsDeps) {
   };
 }
 
-/** Every condition bridge alerts on, but a cap's (added by its own room through `addSource`). */
+/** Every condition bridge alerts on. */
 function defaultSources(deps: AlertsDeps): conditions.ConditionSource[] {
   const { config } = deps;
   const users = () => conditions.usersByTag(keyUsers(config.sms.apiKey, deps.tokens.listings()));
@@ -100,5 +104,7 @@ function defaultSources(deps: AlertsDeps): conditions.ConditionSource[] {
     () => conditions.attentionConditions(needsAttention({ tokens: deps.tokens, phones: deps.phones, allowedCompanyIds: config.allowedCompanyIds })),
     () => conditions.unroutedConditions(deps.replies.counts().unrouted),
     () => conditions.writeConditions(deps.writes.refusal()),
+    // `used` counts the parts of sends claimed and not settled yet: the cap's own figure.
+    () => conditions.capConditions(deps.usage.atOrOver(deps.monthOf(deps.now()), 80)),
   ];
 }
