@@ -12,8 +12,13 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .description("show a location's configuration (API key masked)")
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
-      const [{ withStore }, { getLocationConfig }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      print(io, await withStore(io, globals(), (tokens, _, phones) => getLocationConfig(tokens, locationArg(locationId), phones)), options.json);
+      const [{ withStore }, { getLocationConfig }, { withCap }] = await Promise.all([
+        import("./context.ts"),
+        import("../core/installs/locations.ts"),
+        import("../core/operator/usage.ts"),
+      ]);
+      const found = await withStore(io, globals(), async (tokens, _, phones, usage) => withCap(await getLocationConfig(tokens, locationArg(locationId), phones), usage));
+      print(io, found, options.json);
     });
 
   config
@@ -34,19 +39,20 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--android-password <value>", '"-" (recommended) reads it from standard input')
     .option("--android-device <id>", "the phone's device id (the app's Settings; cloud: GET /devices)")
     .option("--android-signing-key <value>", 'the app\'s webhook signing key; "-" (recommended) reads it from standard input')
+    .option("--monthly-cap <parts>", 'at most this many SMS parts a month (USAGE_TIME_ZONE\'s); "none" removes the cap (docs/usage.md)')
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: SetOptions) => {
       locationArg(locationId);
       const change = await changeOf(io, options);
       if (Object.values(change).every((v) => v === undefined)) {
-        throw new UsageError("config set needs --sender-id, --sms-api-key and/or the gateway's options (--gateway, --android-…)");
+        throw new UsageError("config set needs --sender-id, --sms-api-key, --monthly-cap and/or the gateway's options (--gateway, --android-…)");
       }
       const [{ withStore }, heavy] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
-      const changed = await withStore(io, globals(), (tokens, config, phones) => {
+      const changed = await withStore(io, globals(), (tokens, config, phones, usage) => {
         // A sender ID is checked at Cast against the key the location sends with; offline, it is saved with a warning.
         const cast = heavy.createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: CHECK_TIMEOUT_MS, retries: 0 });
         const check = heavy.senderIdCheck(config, (key) => cast.senderIds(key));
-        return heavy.setLocationConfig(tokens, locationId, change, Date.now(), phones, check);
+        return heavy.setLocationConfig(tokens, locationId, change, Date.now(), phones, check, usage);
       });
       if (changed.warning) io.err(`bridge: warning: ${printable(changed.warning)}\n`);
       print(io, changed, options.json);
@@ -65,11 +71,12 @@ interface SetOptions {
   androidPassword?: string;
   androidDevice?: string;
   androidSigningKey?: string;
+  monthlyCap?: string;
   json?: boolean;
 }
 
 /** The change as the admin API takes it; a secret given as "-" read from standard input. */
-async function changeOf(io: Io, options: SetOptions): Promise<Record<string, string | undefined>> {
+async function changeOf(io: Io, options: SetOptions): Promise<Record<string, string | number | null | undefined>> {
   const fromStdin = (["smsApiKey", "androidPassword", "androidSigningKey"] as const).filter((k) => options[k] === "-");
   // Standard input is read in one go: a second "-" would find the first one's read took its line too.
   if (fromStdin.length > 1) throw new UsageError("only one secret can be read from standard input per command: run config set once for each");
@@ -84,7 +91,16 @@ async function changeOf(io: Io, options: SetOptions): Promise<Record<string, str
     android_password: await read(options.androidPassword, "--android-password", "the phone's password"),
     android_device: options.androidDevice,
     android_signing_key: await read(options.androidSigningKey, "--android-signing-key", "the phone's webhook signing key"),
+    monthly_cap: capOf(options.monthlyCap),
   };
+}
+
+/** `--monthly-cap`: a whole number of SMS parts, or "none" (null: the cap removed). */
+function capOf(value: string | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === "none") return null;
+  if (!/^\d{1,10}$/.test(value)) throw new UsageError('--monthly-cap: a whole number of SMS parts, or "none" to remove the cap');
+  return Number(value);
 }
 
 /** A phone's secret from standard input: an empty line is refused (an unset variable piped in). */
@@ -107,10 +123,11 @@ async function keyFromStdin(io: Io): Promise<string> {
   return key;
 }
 
-function print(io: Io, config: LocationConfig, asJson: boolean | undefined): void {
+function print(io: Io, config: LocationConfig & { monthly_cap?: number | null }, asJson: boolean | undefined): void {
   if (asJson) return io.out(json(config));
   io.out(`location_id  ${config.location_id}\nsender_id    ${printable(config.sender_id) || "(global default)"}\n`);
   io.out(`sms_api_key  ${config.sms_api_key || "(global default)"}\n`);
+  if (config.monthly_cap !== undefined) io.out(`monthly_cap  ${config.monthly_cap === null ? "(none)" : `${config.monthly_cap} SMS parts`}\n`);
   if (config.gateway) io.out(`gateway      ${config.gateway}\n`);
   if (config.gateway !== "android") return;
   io.out(`android_url  ${printable(config.android_url ?? "")}\nandroid_user ${printable(config.android_user ?? "")}\n`);

@@ -4,7 +4,7 @@ import type { Core, Tuning } from "../core/index.ts";
 import { openDb, type Db } from "../db/index.ts";
 import { lockDb, type LockHolder } from "../db/lock.ts";
 import { upgradeDb } from "../db/upgrade.ts";
-import type { LocationRegistry, PhoneStore } from "../store/contract.ts";
+import type { LocationRegistry, PhoneStore, UsageStore } from "../store/contract.ts";
 import { readEnvFile } from "./env-file.ts";
 import { UsageError, type Io } from "./io.ts";
 
@@ -75,11 +75,15 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
 }
 
 /** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
-export function withStore<T>(io: Io, options: GlobalOptions, fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore) => T | Promise<T>): Promise<T> {
+export function withStore<T>(
+  io: Io,
+  options: GlobalOptions,
+  fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore, usage: UsageStore) => T | Promise<T>,
+): Promise<T> {
   return withDb(io, options, async (db, config) => {
     // The values it cannot open are refused where they are used, naming their place.
-    const { tokens, phones } = (await import("../store/open.ts")).openStore(config, db);
-    return fn(tokens, config, phones);
+    const { tokens, phones, usage } = (await import("../store/open.ts")).openStore(config, db);
+    return fn(tokens, config, phones, usage);
   });
 }
 

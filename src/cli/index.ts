@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage } from "../errors.ts";
+import { alertsCommand } from "./alerts.ts";
 import { androidCommand } from "./android.ts";
 import { backupCommand } from "./backup.ts";
 import { configCommand } from "./config.ts";
@@ -15,6 +16,7 @@ import { optoutsCommand } from "./optouts.ts";
 import { rekeyCommand } from "./rekey.ts";
 import { statusCommand } from "./status.ts";
 import { tokenCommand } from "./token.ts";
+import { usageCommand } from "./usage.ts";
 import { versionText } from "./version.ts";
 
 /** Adds a command to `program`; `exit` sets the exit code for one that ends without throwing. */
@@ -27,10 +29,12 @@ const COMMANDS: Record<string, Register> = {
   messages: messagesCommand,
   optouts: optoutsCommand,
   status: statusCommand,
+  usage: usageCommand,
   config: configCommand,
   token: tokenCommand,
   "install-url": installUrlCommand,
   android: androidCommand,
+  alerts: alertsCommand,
   // The operator's commands on the database as a whole: upgrades, backups, checks, key rotation.
   migrate: migrateCommand,
   backup: backupCommand,

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { describeChannel } from "../core/alerts/channel.ts";
 import type { StatusView } from "../core/operator/status.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, table, type Io } from "./io.ts";
@@ -10,7 +11,7 @@ const BALANCE_TIMEOUT_MS = 5_000;
 export function statusCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   program
     .command("status")
-    .description("the queue by status, each location's backlog, outages in progress, held gateway keys, locations that need attention, balances")
+    .description("the queue by status, each location's backlog, outages in progress, held gateway keys, locations that need attention, balances, the alert channel")
     .option("--json", "machine-readable output, as GET /api/admin/status")
     .addHelpText("after", "\nBalances older than 5 minutes are read from Cast again (SMS_API_URL) before they are shown.")
     .action(async (options: { json?: boolean }) => {
@@ -52,6 +53,7 @@ function describe(s: StatusView): string {
   );
   const { reply, operator, page } = s.opt_outs;
   out.push(`opt-outs: ${reply + operator + page} numbers on the locations' lists (${reply} by reply, ${operator} by an operator, ${page} by a location admin)\n`);
+  out.push(`alerts: ${describeChannel(s.alerts)}\n`);
   return out.join("\n");
 }
 

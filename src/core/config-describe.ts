@@ -37,6 +37,8 @@ export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARI
     RETENTION_DAYS: config.retentionMs / 86_400_000,
     LOW_BALANCE_CREDITS: config.lowBalanceCredits || "0 (no warning)",
     METRICS_TOKEN: config.metricsToken ? "(set: /metrics enabled)" : "(unset: no /metrics)",
+    ALERT_WEBHOOK_URL: config.alertWebhookUrl ? `(set: alerts to ${new URL(config.alertWebhookUrl).host})` : "(unset: no alerts)",
+    USAGE_TIME_ZONE: config.usageTimeZone,
   };
 }
 

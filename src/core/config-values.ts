@@ -2,6 +2,7 @@ import type { KeyObject } from "node:crypto";
 import { durationMs } from "./duration.ts";
 import { ID_RULE, isId } from "./ids.ts";
 import { parseEncryptionKey } from "../db/sealer.ts";
+import { isTimeZone } from "../db/usage-month.ts";
 
 // The kinds of value an environment variable holds: each turns the variable's text into
 // what bridge uses, or throws Invalid saying what is wrong (completing "<VARIABLE>: …").
@@ -51,6 +52,12 @@ export function obeying(rule: Rule): Kind<string> {
   };
 }
 
+/** An IANA time zone the runtime knows (Asia/Manila, UTC, America/New_York). */
+export const timeZone: Kind<string> = (value) => {
+  if (!isTimeZone(value)) throw new Invalid("must be an IANA time zone, such as Asia/Manila or UTC");
+  return value;
+};
+
 export function matching(pattern: RegExp, says: string): Kind<string> {
   return (value) => {
     if (!pattern.test(value)) throw new Invalid(says);
@@ -66,6 +73,22 @@ export const httpUrl: Kind<string> = (value) => {
   if (/[?#]/.test(trimmed)) throw new Invalid("must be an http(s) URL without a query or fragment");
   return trimmed.replace(/\/+$/, "");
 };
+
+/**
+ * An incoming webhook's whole URL (ALERT_WEBHOOK_URL): https, as it carries a secret
+ * in its path or query; http only to this machine (a relay beside bridge, a test's
+ * receiver), like a phone's BASE_URL (docs/android.md).
+ */
+export const webhookUrl: Kind<string> = (value) => {
+  const url = URL.parse(value.trim());
+  if (!url || !url.hostname || (url.protocol !== "https:" && url.protocol !== "http:")) throw new Invalid("must be an https:// URL");
+  if (url.protocol === "http:" && !isLoopback(url.hostname)) throw new Invalid("must be an https:// URL (http:// only to 127.0.0.1, ::1 or localhost)");
+  return url.href;
+};
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
 
 export function oneOf<T extends string>(allowed: readonly T[]): Kind<T> {
   return (value) => {

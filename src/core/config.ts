@@ -1,3 +1,4 @@
+// long: the variables are one table, each once, with the configuration they resolve to.
 import type { KeyObject } from "node:crypto";
 import { ConfigError } from "../errors.ts";
 import * as kind from "./config-values.ts";
@@ -69,6 +70,10 @@ export interface ResolvedConfig {
   lowBalanceCredits: number;
   /** Bearer of GET /metrics (METRICS_TOKEN); "" : no /metrics. */
   metricsToken: string;
+  /** Where alerts to a person are posted, Slack-style (ALERT_WEBHOOK_URL); "": no alerts. A secret. */
+  alertWebhookUrl: string;
+  /** The IANA time zone whose months usage is counted in (USAGE_TIME_ZONE). */
+  usageTimeZone: string;
 }
 
 export const LOG_LEVELS = ["silent", "error", "warn", "info", "debug", "trace"] as const;
@@ -159,13 +164,11 @@ export const VARIABLES = {
   PORT: { kind: kind.port, about: "port serve listens on", default: "3000" },
   LOG_LEVEL: { kind: kind.oneOf(LOG_LEVELS), about: LOG_LEVELS.join("|"), default: "info" },
   LOG_FORMAT: { kind: kind.oneOf(LOG_FORMATS), about: "text|json: json writes one JSON object per line", default: "text" },
-  RETENTION_DAYS: { kind: kind.wholeNumber(1, 3650), about: "how long the message log keeps a finished message", default: "30" },
-  LOW_BALANCE_CREDITS: {
-    kind: kind.wholeNumber(0, 1_000_000_000),
-    about: "warn when a Cast key's balance is below this; 0: never",
-    default: "500",
-  },
+  RETENTION_DAYS: { kind: kind.wholeNumber(1, 3650), about: "how long the message log keeps a finished message (usage is kept apart, for ever)", default: "30" },
+  USAGE_TIME_ZONE: { kind: kind.timeZone, about: "the IANA time zone whose calendar months usage and monthly caps count in", default: "Asia/Manila" },
+  LOW_BALANCE_CREDITS: { kind: kind.wholeNumber(0, 1_000_000_000), about: "warn when a Cast key's balance is below this; 0: never", default: "500" },
   METRICS_TOKEN: { kind: kind.bearer, about: "bearer of GET /metrics, at least 24 characters; unset: no /metrics" },
+  ALERT_WEBHOOK_URL: { kind: kind.webhookUrl, about: "incoming webhook (Slack, Mattermost, Discord's …/slack) told when something needs a person and when it is over; https; unset: no alerts" },
   BRIDGE_ENCRYPTION_KEY: { kind: kind.encryptionKey, about: "32-byte key (64 hex or base64): encrypt tokens and API keys at rest" },
 } as const satisfies Record<string, Variable>;
 
@@ -244,5 +247,7 @@ function resolve(env: Values): ResolvedConfig {
     retentionMs: env.RETENTION_DAYS * 86_400_000,
     lowBalanceCredits: env.LOW_BALANCE_CREDITS,
     metricsToken: env.METRICS_TOKEN ?? "",
+    alertWebhookUrl: env.ALERT_WEBHOOK_URL ?? "",
+    usageTimeZone: env.USAGE_TIME_ZONE,
   };
 }

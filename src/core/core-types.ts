@@ -2,9 +2,10 @@ import type { Store } from "../store/contract.ts";
 import type { Db } from "../db/index.ts";
 import type { Job } from "../store/types.ts";
 import type { Balances } from "./operator/balances.ts";
+import type { MonthOf } from "../db/usage-month.ts";
 import type { GatewayOptions } from "./clients/cast.ts";
 import type { ReadUnsubscribed } from "./clients/cast-unsubscribed.ts";
-import type { SmsGateway } from "./clients/gateway.ts";
+import type { GatewayDriver, Gateways } from "./clients/gateway.ts";
 import type { CrmClient, CrmOptions } from "./clients/crm.ts";
 import type { ResolvedConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
@@ -22,6 +23,8 @@ import type { CompanyTokens, TokenService } from "./installs/tokens.ts";
 import type { Uninstaller } from "./installs/uninstall.ts";
 import type { CompanyUninstaller } from "./installs/uninstall-company.ts";
 import type { OptOutList } from "./opt-out-list.ts";
+import type { Alerts } from "./alerts/wire.ts";
+import type { WriteWatch } from "./alerts/write-watch.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
 import type { InboundSink } from "./inbound/reply.ts";
 
@@ -41,10 +44,16 @@ export interface Core extends Store {
   // optOuts, replies, phones, phoneJobs, outageRecords; and over it:
   /** The opt-out lists as the inbound room and delivery use them: any form of a number is one number. */
   optOutList: OptOutList;
+  /** Whether the database refuses writes now (the group commit's failures). */
+  writes: WriteWatch;
+  /** The month (`YYYY-MM`, in USAGE_TIME_ZONE) a time counts in, in usage. */
+  monthOf: MonthOf;
 
   // The clients of the remote systems.
   crm: CrmClient;
-  sms: SmsGateway;
+  sms: GatewayDriver;
+  /** Every gateway driver by kind (Cast's, the phones'), and one SmsGateway routing each call to the driver of its key. */
+  gateways: Gateways;
   /** Cast's unsubscribed list of a key's account. */
   castUnsubscribed: ReadUnsubscribed;
 
@@ -89,6 +98,8 @@ export interface Core extends Store {
   outages: Outages;
   /** Prometheus metrics of this core (GET /metrics). */
   metrics: Metrics;
+  /** Alerts to a person (ALERT_WEBHOOK_URL): serve starts them with its running parts. */
+  alerts: Alerts;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -118,6 +129,10 @@ export interface Tuning {
   resultStoreRetryMs?: number;
   /** First wait of a phone that hit its send limit (the scheduler's; doubles). */
   phoneLimitedMs?: number;
+  /** First wait after the alert webhook did not take an alert. */
+  alertBackoffMs?: number;
+  /** How long after start no alerted condition ends. */
+  alertWarmUpMs?: number;
 }
 
 /** The small context each room is wired from. */
@@ -129,5 +144,5 @@ export interface Context {
   tuning: Tuning;
 }
 
-export type Stores = Store & Pick<Core, "optOutList">;
-export type Clients = Pick<Core, "crm" | "sms" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
+export type Stores = Store & Pick<Core, "optOutList" | "writes" | "monthOf">;
+export type Clients = Pick<Core, "crm" | "sms" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;

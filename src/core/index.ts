@@ -1,7 +1,9 @@
 import type { Db } from "../db/index.ts";
 import { openStore } from "../store/open.ts";
 import { createBalances } from "./operator/balances.ts";
+import { createAndroidDriver } from "./clients/android-driver.ts";
 import { createCastClient } from "./clients/cast.ts";
+import { createGatewayRegistry } from "./clients/registry.ts";
 import { createUnsubscribedClient } from "./clients/cast-unsubscribed.ts";
 import { createCrmClient } from "./clients/crm.ts";
 import type { CallObserver } from "./clients/observe.ts";
@@ -13,8 +15,10 @@ import { createScheduler } from "./delivery/scheduler.ts";
 
 import { wireDelivery } from "./delivery/wire.ts";
 import { createOptOutList } from "./opt-out-list.ts";
-import { deviceOf } from "./phone-key.ts";
 import { wireInstalls } from "./installs/wire.ts";
+import { wireAlerts } from "./alerts/wire.ts";
+import { watchWrites, type WriteWatch } from "./alerts/write-watch.ts";
+import { monthIn } from "../db/usage-month.ts";
 import { wireInbound } from "./inbound/wire.ts";
 import type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
 
@@ -36,17 +40,22 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const { sms } = clients;
   const turn = clients.scheduler.tryLowest;
   const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
-  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances };
+  const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
+  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, alerts };
 }
 
 /** The store (src/store/open.ts), with the opt-out lists as the rooms use them. */
 function openStores({ config, db, log, now, tuning }: Context): Stores {
-  const store = openStore(config, db, log, { commitWindowMs: tuning.commitWindowMs });
-  return { ...store, optOutList: createOptOutList(store.optOuts, now) };
+  // The month a message or a reply counts in, in usage: the one place it is chosen.
+  const monthOf = monthIn(config.usageTimeZone);
+  // Watched: a database that refuses writes is an alert (core/alerts/conditions.ts).
+  let writes: WriteWatch | undefined;
+  const store = openStore(config, db, log, { commitWindowMs: tuning.commitWindowMs, monthOf, watch: (commit) => (writes = watchWrites(commit, now)).commit });
+  return { ...store, optOutList: createOptOutList(store.optOuts, now), writes: writes as WriteWatch, monthOf };
 }
 
-/** HighLevel's and Cast's clients, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies }: Stores, heldKeys: () => number): Clients {
+/** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */
+function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies, phones }: Stores, heldKeys: () => number): Clients {
   const outages = createOutages({ log, now: Date.now });
   const metrics = createMetrics({ jobs, heldKeys, optOuts, replies, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
@@ -71,8 +80,7 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     requestBurst: Math.max(1, Math.round((config.sms.requestsPerSecond * 5) / 3) - 2),
     messagesPerSecond: config.sms.messagesPerSecond * 0.97,
     messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
-    // A phone sends one message at a time, at its own pace: carriers cut off a SIM that bursts.
-    ownBudget: (key) => (deviceOf(key) === undefined ? undefined : { perSecond: config.android.messagesPerMinute / 60, burst: 1, perHour: config.android.messagesPerHour }),
+    ownBudget: (key) => gateways.driverOf(key).budget,
     limitedMs: tuning.phoneLimitedMs,
   });
   const sms = createCastClient({
@@ -83,6 +91,9 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
     ...tuning.sms,
   });
+  const android = createAndroidDriver({ ...config.android, phones, dlrWaitMs: config.sms.dlrWaitMs, timeoutMs: tuning.sms?.timeoutMs, observe });
+  // Each gateway driver by kind: a key goes to the driver it names, any other to Cast.
+  const gateways = createGatewayRegistry(sms, [android]);
   const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
-  return { crm, sms, castUnsubscribed, scheduler, outages, metrics };
+  return { crm, sms, gateways, castUnsubscribed, scheduler, outages, metrics };
 }

@@ -1,6 +1,6 @@
 import type { FailureCode } from "../store/types.ts";
 import { AppError, CrmError, GatewayError, type ErrorCode, type GatewayFailure } from "../errors.ts";
-import { delayMs, RESEND_WINDOW_MS, RETRY } from "./retry.ts";
+import { delayMs, RETRY } from "./retry.ts";
 
 /**
  * Whether to retry, hold or fail, decided in one place from what a client said happened
@@ -30,6 +30,8 @@ export interface SendLimits {
   holdLookMs: number;
   /** First wait before a send is tried again (RETRY.send; tests shorten it). */
   sendBackoffMs?: number;
+  /** The gateway driver's idempotency window (`GatewayDriver.idempotencyWindowMs`): no retry past it since the first attempt. */
+  resendWindowMs: number;
 }
 
 /**
@@ -93,7 +95,7 @@ function tryAgain(error: GatewayError, job: SendAttempt, limits: SendLimits): Se
   // A 429 is waited out in the queue: no worker sleeps through the gateway's Retry-After.
   const at = now + Math.max(error.retryAfterMs ?? 0, delayMs(RETRY.send, job.attempts, limits.sendBackoffMs));
   // SMS_HOLD_MAX counts from the message's arrival: a new key must not start it anew.
-  if (at - (job.requeuedAt ?? job.createdAt) <= limits.holdMaxMs && at - first <= RESEND_WINDOW_MS) {
+  if (at - (job.requeuedAt ?? job.createdAt) <= limits.holdMaxMs && at - first <= limits.resendWindowMs) {
     const unclear = error.failure === "unknown" && !error.keySpent;
     return { verdict: "retry", at, freshKey: error.keySpent, unclear, paced: error.failure === "rate_limited" };
   }

@@ -21,12 +21,6 @@ export function neverSent(error: unknown): boolean {
   return causes(error).some((e) => typeof e.code === "string" && NOT_SENT_CODES.has(e.code));
 }
 
-/**
- * Cast remembers an idempotency key for 24 h: a retry within that is answered from its
- * cache if the first attempt went. bridge stops retrying well before.
- */
-export const RESEND_WINDOW_MS = 20 * 60 * 60_000;
-
 /** A back-off: the first wait, doubling up to `maxMs`; `tries`, when bounded: how many in all. */
 export interface Backoff {
   firstMs: number;
@@ -53,6 +47,8 @@ export const RETRY = {
   storeToken: { firstMs: 250, maxMs: 30_000, tries: 5 },
   /** A job that threw (the database refused a write, say): it pauses instead of running again at once. */
   job: { firstMs: 1000, maxMs: 60_000 },
+  /** An alert the webhook did not take (or a 429: at least its Retry-After): until it does, as it is kept until then. */
+  alert: { firstMs: 5_000, maxMs: 10 * 60_000 },
 } as const satisfies Record<string, Backoff>;
 
 /** The wait before retry number `retry` of `policy`; `firstMs` overrides the policy's (tests). */

@@ -1,3 +1,4 @@
+import { shortestWindowMs } from "./clients/registry.ts";
 import { createWorker, type Worker } from "./delivery/worker.ts";
 import type { Core } from "./index.ts";
 import { scheduleSync } from "./installs/sync.ts";
@@ -17,6 +18,8 @@ export interface RunOptions {
   balances?: boolean;
   /** Reconcile with HighLevel's installed locations on this schedule; false: never (default hourly). */
   sync?: { everyMs: number; firstMs: number } | false;
+  /** How often alerts look for what needs a person (default every 30 s; nothing without ALERT_WEBHOOK_URL). */
+  alertEveryMs?: number;
 }
 
 export interface Run {
@@ -30,7 +33,8 @@ export interface Run {
 
 /**
  * bridge's running parts around a core: the queue worker (with crash recovery and
- * pruning), the gateway keys' holds and balances, the receipt book and reconciliation.
+ * pruning), the gateway keys' holds and balances, the receipt book, reconciliation and
+ * the alerts to a person (their own loop: a slow webhook never holds a send).
  * `serve` and the integration tests' bridge both run through this, so the tests run
  * what production runs; they differ only by `options`.
  */
@@ -47,6 +51,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     retentionMs: config.retentionMs,
     keys: core.gatewayKeys,
     replies: core.replies,
+    resendWindowMs: shortestWindowMs(core.gateways),
   });
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;
@@ -61,9 +66,11 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
       await core.outages.recordTo(core.outageRecords);
       if (options.balances !== false) core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
       if (sync) reconciliation = scheduleSync(core.sync, log, sync.everyMs, sync.firstMs);
+      core.alerts.start(options.alertEveryMs);
     },
     async stop(graceMs) {
       core.balances.stop();
+      await core.alerts.stop();
       await reconciliation?.stop();
       const [left] = await Promise.all([worker.stop(graceMs), core.inboundQueue.stop(graceMs)]);
       core.receipts.stop();

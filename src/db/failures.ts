@@ -15,6 +15,8 @@ export type FailureCode =
   | "invalid_api_key"
   // The number is on the location's opt-out list, or on Cast's unsubscribed list for the sender ID.
   | "opted_out"
+  // The location's monthly cap of SMS parts would be passed (usage-store.ts): refused at the claim.
+  | "monthly_cap"
   // Held past SMS_HOLD_MAX: the gateway kept refusing the location's API key.
   | "gateway_key_refused"
   // A send that threw something other than a gateway's error.

@@ -1,5 +1,7 @@
 import type { Db } from "./index.ts";
 import { ms } from "./ms.ts";
+import { prepareUsageCount, type UsageCount } from "./usage-count.ts";
+import { DEFAULT_USAGE_ZONE, monthIn, type MonthOf } from "./usage-month.ts";
 
 export type InboundState = "unrouted" | "queued" | "posting" | "done" | "dead";
 /** How a reply found its location: named by its source, by the phone that took it, by the last send to its sender, or by an operator. */
@@ -54,25 +56,37 @@ const COLUMNS = `id, inbound_id AS inboundId, source, dedupe_key AS dedupeKey, p
 
 /**
  * The inbound table (schema 11) and the lookups that route a reply. Every write is one
- * statement: the sink runs its own in one transaction, the queue's through the group commit.
+ * statement (a routed reply's with its count in usage, in the month `monthOf` names): the
+ * sink runs its own in one transaction, the queue's through the group commit.
  */
-export function createInboundStore(db: Db) {
+export function createInboundStore(db: Db, monthOf: MonthOf = monthIn(DEFAULT_USAGE_ZONE)) {
   const s = prepareStatements(db);
-  return { ...inboundWrites(s), ...inboundReads(db, s) };
+  return { ...inboundWrites(db, s, prepareUsageCount(db), monthOf), ...inboundReads(db, s) };
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
 
-/** Each write is one statement. */
-function inboundWrites(s: Statements) {
+/** Each write is one statement; a reply that finds its location is counted in usage with it. */
+function inboundWrites(db: Db, s: Statements, usage: UsageCount, monthOf: MonthOf) {
+  const counted = (locationId: string, source: string, now: number) => usage.reply(locationId, monthOf(now), source === "android" ? "android" : "api");
+  const insert = db.transaction((row: NewInbound & { state: "unrouted" | "queued" }, now: number): boolean => {
+    if (s.insert.run({ ...row, receivedMs: ms(row.receivedMs), now }).changes === 0) return false;
+    if (row.locationId) counted(row.locationId, row.source, now);
+    return true;
+  });
+  const route = db.transaction((inboundId: string, locationId: string, now: number): boolean => {
+    if (s.route.run({ inboundId, locationId, now }).changes === 0) return false;
+    counted(locationId, s.byInboundId.get(inboundId)?.source ?? "api", now);
+    return true;
+  });
   return {
     /** Stores a reply; false when its dedupe key was stored before (nothing written). */
     insert(row: NewInbound & { state: "unrouted" | "queued" }, now: number): boolean {
-      return s.insert.run({ ...row, receivedMs: ms(row.receivedMs), now: ms(now) }).changes > 0;
+      return insert(row, ms(now));
     },
     /** An operator's routing of an unrouted reply; false when it is not unrouted. */
     route(inboundId: string, locationId: string, now: number): boolean {
-      return s.route.run({ inboundId, locationId, now: ms(now) }).changes > 0;
+      return route(inboundId, locationId, ms(now));
     },
     setContact(id: number, contactId: string, now: number): void {
       s.contact.run(contactId, ms(now), id);

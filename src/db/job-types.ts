@@ -34,6 +34,8 @@ export interface Claim {
    * key, `android:<device id>` (phones.ts). Set with the key's tag, once.
    */
   gateway?: string;
+  /** Its SMS parts, as bridge counts them: the first claim reserves them against the location's monthly cap. */
+  parts?: number;
 }
 
 export interface Result {

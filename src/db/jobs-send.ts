@@ -3,11 +3,13 @@ import type { Claim, Result, SendLater } from "./job-types.ts";
 import { failureDetail, type JobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 import type { Timeline } from "./timeline.ts";
+import type { MonthOf } from "./usage-month.ts";
+import { capReached, prepareReservation } from "./usage-store.ts";
 
 const FRESH = "no earlier attempt reached the gateway: sent with the API key configured now, under a new idempotency key";
 
 /** The job store's steps of a send (jobs.ts): claimed, sent later, held, its result. */
-export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) {
+export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline, monthOf: MonthOf) {
   // A wait is logged when its reason changes, not at every try of a long outage.
   const sendLater = db.transaction((id: number, at: number, reason: string, now: number, how: SendLater) => {
     const before = sql.lastReason.get(id);
@@ -22,16 +24,14 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
     if (sql.recordResult.run(row).changes === 0) return;
     if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
   });
-  const claimForSending = db.transaction((row: Parameters<typeof sql.claimForSending.run>[0]) => {
-    const claimed = sql.claimForSending.run(row).changes > 0;
-    if (claimed && row.fresh) timeline.add(row.id, row.now, "retry", FRESH);
-    return claimed;
-  });
+  const claimForSending = createClaim(db, sql, timeline, monthOf, recordResult);
   return {
     /**
      * Marks the job as being sent, with the attempt's idempotency key (kept from the first
-     * attempt on). Committed before the gateway call; false if another worker took it.
-     * No claim: nothing goes to the gateway (the job is failed without a send).
+     * attempt on). Committed before the gateway call; false if another worker took it, or
+     * when its `parts` would pass the location's monthly cap: then it is failed,
+     * `monthly_cap`, in the same transaction, to be reported. With `parts`, its first claim
+     * reserves them in the month's usage. No claim: nothing goes to the gateway (the job is failed without a send).
      */
     claimForSending(id: number, now: number, claim?: Claim): boolean {
       const row = {
@@ -42,7 +42,7 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
         sender: claim?.senderId ?? null,
         gateway: claim?.gateway ?? "cast",
       };
-      return claimForSending({ ...row, fresh: claim?.fresh ? 1 : 0 });
+      return claimForSending({ ...row, fresh: claim?.fresh ? 1 : 0 }, claim?.parts ?? 0);
     },
     /**
      * Queued again for `at`: with the same idempotency key after an unclear answer; with
@@ -62,10 +62,29 @@ export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline) 
     },
     /** The send's result; with `receipt`, the report waits for the carrier's receipt (first look at `receipt.at`). */
     recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }): void {
-      recordResult(resultRow(id, result, now, receipt));
+      recordResult(resultRow(id, result, now, monthOf, receipt));
     },
     ...createHolds(db, sql, timeline),
   };
+}
+
+/**
+ * The claim's transaction. The cap is checked and the parts reserved in it: with any number
+ * of sends in flight, each sees the others' reservations (docs/usage.md, "Caps"). Over the
+ * cap, the job is failed here, `monthly_cap`, and is not claimed.
+ */
+function createClaim(db: Db, sql: JobStatements, timeline: Timeline, monthOf: MonthOf, recordResult: (row: ReturnType<typeof resultRow>) => void) {
+  const reserve = prepareReservation(db);
+  return db.transaction((row: Parameters<typeof sql.claimForSending.run>[0], parts: number) => {
+    const capped = parts > 0 ? reserve(row.id, parts, monthOf(row.now)) : undefined;
+    if (capped) {
+      recordResult(resultRow(row.id, { outcome: "failed", errorCode: "monthly_cap", errorMessage: capReached(capped.cap) }, row.now, monthOf));
+      return false;
+    }
+    const claimed = sql.claimForSending.run(row).changes > 0;
+    if (claimed && row.fresh) timeline.add(row.id, row.now, "retry", FRESH);
+    return claimed;
+  });
 }
 
 function createHolds(db: Db, sql: JobStatements, timeline: Timeline) {
@@ -89,10 +108,12 @@ function createHolds(db: Db, sql: JobStatements, timeline: Timeline) {
   };
 }
 
-function resultRow(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }) {
+/** The result's row; `month`, the month it counts in when no claim reserved its parts (a refusal). */
+function resultRow(id: number, result: Result, now: number, monthOf: MonthOf, receipt?: { at: number; deadline: number }) {
   return {
     id,
     now: ms(now),
+    month: monthOf(ms(now)),
     at: ms(receipt?.at ?? now),
     deadline: receipt ? ms(receipt.deadline) : null,
     outcome: result.outcome,

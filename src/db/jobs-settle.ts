@@ -3,27 +3,12 @@ import type { Receipt } from "./job-types.ts";
 import { failureDetail, type JobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 import type { Timeline } from "./timeline.ts";
+import type { UsageCount } from "./usage-count.ts";
+import type { MonthOf } from "./usage-month.ts";
 
 /** The job store's steps after the send (jobs.ts): the carrier's receipt, then the report to HighLevel. */
-export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline) {
-  const tx = {
-    receiptsDue: db.transaction((ids: number[], now: number) => {
-      for (const id of ids) sql.receiptDue.run({ id, now });
-    }),
-    recordReceipt: db.transaction((row: Parameters<typeof sql.recordReceipt.run>[0]): boolean => {
-      if (sql.recordReceipt.run(row).changes === 0) return false;
-      if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
-      return true;
-    }),
-    giveUp: db.transaction((id: number, now: number, reason: string) => {
-      sql.giveUp.run(now, id);
-      timeline.add(id, now, "report_failed", `status not reported: ${reason}`);
-    }),
-    retryLater: db.transaction((id: number, at: number, reason: string, now: number) => {
-      sql.retryLater.run(at, reason, now, id);
-      if (timeline.last(id, "report_retry") !== reason) timeline.add(id, now, "report_retry", reason);
-    }),
-  };
+export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline, usage: UsageCount, monthOf: MonthOf) {
+  const tx = settleTransactions(db, sql, timeline, usage, monthOf);
   return {
     /** No final receipt yet: look again at `at`. */
     receiptLater: (id: number, at: number, now: number): void => void sql.receiptLater.run(ms(at), ms(now), id),
@@ -50,7 +35,7 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     },
     /** HighLevel took the status: the job is done. */
     reported(id: number, status: string, now: number): void {
-      sql.reported.run({ id, status, now: ms(now) });
+      tx.reported(id, status, ms(now));
     },
     /** The status report is given up (`reason`): the job is dead. */
     giveUp(id: number, now: number, reason: string): void {
@@ -60,5 +45,33 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     retryLater(id: number, at: number, reason: string, now: number): void {
       tx.retryLater(id, ms(at), reason, ms(now));
     },
+  };
+}
+
+/** The settle steps' writes of more than one statement, each one transaction. */
+function settleTransactions(db: Db, sql: JobStatements, timeline: Timeline, usage: UsageCount, monthOf: MonthOf) {
+  return {
+    receiptsDue: db.transaction((ids: number[], now: number) => {
+      for (const id of ids) sql.receiptDue.run({ id, now });
+    }),
+    recordReceipt: db.transaction((row: Parameters<typeof sql.recordReceipt.run>[0]): boolean => {
+      if (sql.recordReceipt.run(row).changes === 0) return false;
+      if (row.outcome === "failed") timeline.add(row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
+      return true;
+    }),
+    // The job's final state change and its count in usage: one commit, so they never disagree.
+    reported: db.transaction((id: number, status: string, now: number) => {
+      sql.reported.run({ id, status, now });
+      usage.settled(id, monthOf(now));
+    }),
+    giveUp: db.transaction((id: number, now: number, reason: string) => {
+      sql.giveUp.run(now, id);
+      timeline.add(id, now, "report_failed", `status not reported: ${reason}`);
+      usage.settled(id, monthOf(now));
+    }),
+    retryLater: db.transaction((id: number, at: number, reason: string, now: number) => {
+      sql.retryLater.run(at, reason, now, id);
+      if (timeline.last(id, "report_retry") !== reason) timeline.add(id, now, "report_retry", reason);
+    }),
   };
 }

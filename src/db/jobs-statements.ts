@@ -141,7 +141,7 @@ function sendStatements(db: Db) {
     WHERE state = 'queued' AND held = 1 AND next_attempt_at > @now`),
     recordResult: db.prepare<
       [
-        { id: number; now: number; at: number; deadline: number | null; parts: number | null; outcome: Outcome } & {
+        { id: number; now: number; at: number; deadline: number | null; parts: number | null; outcome: Outcome; month: string } & {
           errorCode: FailureCode | "";
           errorMessage: string;
           gatewayMessageId: string;
@@ -152,6 +152,7 @@ function sendStatements(db: Db) {
       error_message = nullif(@errorMessage, ''), gateway_message_id = nullif(@gatewayMessageId, ''),
       attempts = 0, next_attempt_at = @at, updated_at = @now, receipt_deadline = @deadline, held = 0,
       sent_at = CASE WHEN @gatewayMessageId <> '' THEN @now END, parts = coalesce(@parts, parts),
+      usage_month = coalesce(usage_month, @month),
       unclear = max(unclear, @errorCode IN (${sqlCode("gateway_unknown")}, ${sqlCode("delivery_unknown")}))
     WHERE id = @id AND state IN ('queued', 'sending')`),
   };
@@ -178,6 +179,7 @@ function settleStatements(db: Db) {
       error_code = coalesce(nullif(@errorCode, ''), error_code), error_message = coalesce(nullif(@errorMessage, ''), error_message),
       attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE id = @id AND ${AWAITS_RECEIPT}`),
+    // Settled: counted into usage in the same transaction (usage-count.ts).
     reported: db.prepare<[{ id: number; status: string; now: number }]>(`
     UPDATE jobs SET state = 'done', reported_status = @status, reported_at = @now, updated_at = @now WHERE id = @id`),
     giveUp: db.prepare<[number, number]>("UPDATE jobs SET state = 'dead', updated_at = ? WHERE id = ?"),

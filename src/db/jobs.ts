@@ -6,6 +6,8 @@ import { createSettleSteps } from "./jobs-settle.ts";
 import { prepareJobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 import { createTimeline } from "./timeline.ts";
+import { prepareUsageCount } from "./usage-count.ts";
+import { DEFAULT_USAGE_ZONE, monthIn, type MonthOf } from "./usage-month.ts";
 
 export type { Job, JobState, OutboundMessage, Outcome } from "./job-rows.ts";
 export type { Claim, DueJob, Receipt, Result, SendLater } from "./job-types.ts";
@@ -19,9 +21,10 @@ export type JobStore = ReturnType<typeof createJobStore>;
  * through the group commit (commit.ts); only the recovery at start-up commits on its own.
  * Every time it writes goes through ms(): whole milliseconds, whatever the caller computed.
  * Its steps come in groups over the same statements: the queue (jobs-queue.ts), a send
- * (jobs-send.ts), its receipt and report (jobs-settle.ts).
+ * (jobs-send.ts), its receipt and report (jobs-settle.ts). `monthOf`: the month a message
+ * counts in, in usage (usage-month.ts).
  */
-export function createJobStore(db: Db) {
+export function createJobStore(db: Db, monthOf: MonthOf = monthIn(DEFAULT_USAGE_ZONE)) {
   const sql = prepareJobStatements(db);
   const timeline = createTimeline(db);
   const noteError = db.transaction((id: number, reason: string, now: number) => {
@@ -29,8 +32,8 @@ export function createJobStore(db: Db) {
   });
   return {
     ...createQueueSteps(db, sql),
-    ...createSendSteps(db, sql, timeline),
-    ...createSettleSteps(db, sql, timeline),
+    ...createSendSteps(db, sql, timeline, monthOf),
+    ...createSettleSteps(db, sql, timeline, prepareUsageCount(db), monthOf),
     /** A run of the job threw `reason`: on its timeline once, until the reason changes. */
     noteError(id: number, reason: string, now: number): void {
       noteError(id, reason, ms(now));

@@ -2,6 +2,7 @@ import type { Db } from "./index.ts";
 import { JOB_COLUMNS, jobFromRow, type Job, type JobRow } from "./job-rows.ts";
 import { SENT_BY_PHONE, THROUGH_A_PHONE } from "./jobs-statements.ts";
 import { createTimeline, type MessageEvent } from "./timeline.ts";
+import { prepareUsageCount } from "./usage-count.ts";
 
 /** A message's status as the operator sees it (docs/cli.md, "The message log"). */
 export const MESSAGE_STATUSES = ["queued", "held", "sending", "on_phone", "sent", "delivered", "failed"] as const;
@@ -94,19 +95,7 @@ export function createMessageLog(db: Db) {
   const backlog = db.prepare<[], { location_id: string; waiting: number; oldest: number }>(`
     SELECT location_id, count(*) AS waiting, min(created_at) AS oldest FROM jobs
     WHERE state IN ('queued', 'sending') GROUP BY location_id ORDER BY oldest`);
-  // Guarded by `updated_at`: a job the server changed since the operator's look is left alone.
-  const requeue = db.prepare<{ id: number; now: number; seen: number }>(`
-    UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
-      next_attempt_at = @now, idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, sender_id = NULL, gateway = 'cast',
-      parts = NULL, receipt_deadline = NULL, receipt = NULL, receipt_at = NULL, sent_at = NULL, held = 0,
-      reported_status = NULL, reported_at = NULL, requeued_at = @now, updated_at = @now
-    WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
-  const requeueLogged = db.transaction((message: LoggedMessage, now: number, detail: string): boolean => {
-    if (requeue.run({ id: message.id, now, seen: message.updatedAt }).changes === 0) return false;
-    timeline.add(message.id, now, "requeued", detail);
-    return true;
-  });
-
+  const requeueLogged = createRequeue(db, timeline);
   return {
     ...locationCounts(db),
     list(filter: MessageFilter): LoggedMessage[] {
@@ -141,6 +130,29 @@ export function createMessageLog(db: Db) {
       return requeueLogged(message, now, detail);
     },
   };
+}
+
+/** An operator's retry of a settled message: queued again as new, what it counted in usage taken back. */
+function createRequeue(db: Db, timeline: ReturnType<typeof createTimeline>) {
+  // Guarded by `updated_at`: a job the server changed since the operator's look is left alone.
+  const requeue = db.prepare<{ id: number; now: number; seen: number }>(`
+    UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
+      next_attempt_at = @now, idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, sender_id = NULL, gateway = 'cast',
+      parts = NULL, receipt_deadline = NULL, receipt = NULL, receipt_at = NULL, sent_at = NULL, held = 0,
+      reported_status = NULL, reported_at = NULL, requeued_at = @now, updated_at = @now,
+      usage_month = NULL, reserved_parts = 0, counted = 0
+    WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
+  const unchanged = db.prepare<[number, number], number>("SELECT 1 FROM jobs WHERE id = ? AND updated_at = ? AND state IN ('done', 'dead')").pluck();
+  const usage = prepareUsageCount(db);
+  // What it counted in usage is taken back with it: it counts again as it settles anew.
+  return db.transaction((message: LoggedMessage, now: number, detail: string): boolean => {
+    if (unchanged.get(message.id, message.updatedAt) === undefined) return false;
+    usage.unsettled(message.id);
+    requeue.run({ id: message.id, now, seen: message.updatedAt });
+    timeline.add(message.id, now, "requeued", detail);
+    return true;
+  });
+
 }
 
 /** What the settings page counts of its location's messages. */

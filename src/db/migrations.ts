@@ -1,4 +1,6 @@
 // long: the numbered migrations are one list, applied in order; cut, its history would be read across files.
+import { BILLED_PARTS_SQL, COUNTED_AS_SQL, GATEWAY_SQL, OUTCOME_COLUMNS } from "./usage-count.ts";
+
 /**
  * Numbered schema migrations: entry N takes the schema from version N to N+1.
  * Never edit a shipped entry; append a new one. Times are milliseconds since the epoch.
@@ -282,5 +284,89 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX inbound_waiting_by_contact ON inbound (location_id, phone, id) WHERE state IN ('queued', 'posting');
   -- A message HighLevel holds is the post of one reply only.
   CREATE INDEX inbound_by_crm_message ON inbound (crm_message_id) WHERE crm_message_id IS NOT NULL;
+  `,
+  `
+  -- Usage (docs/usage.md): what each location used, per month (USAGE_TIME_ZONE's) and gateway
+  -- ('cast', 'android'; 'api' holds the replies POST /api/inbound took). Counted in the
+  -- transaction that settles a message (done, dead) or commits a routed reply; never pruned
+  -- with the message log. The failed classes and the refusals add up, with delivered, to messages.
+  CREATE TABLE usage (
+    location_id TEXT NOT NULL CHECK (location_id <> ''),
+    month TEXT NOT NULL CHECK (month GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]'),
+    gateway TEXT NOT NULL CHECK (gateway IN ('cast', 'android', 'api')),
+    messages INTEGER NOT NULL DEFAULT 0,
+    -- SMS parts the gateway took (a message it never sent, or refunded, counts none)
+    parts INTEGER NOT NULL DEFAULT 0,
+    delivered INTEGER NOT NULL DEFAULT 0,
+    failed_invalid INTEGER NOT NULL DEFAULT 0,
+    failed_not_sent INTEGER NOT NULL DEFAULT 0,
+    failed_rejected INTEGER NOT NULL DEFAULT 0,
+    failed_undelivered INTEGER NOT NULL DEFAULT 0,
+    failed_unknown INTEGER NOT NULL DEFAULT 0,
+    refused_opt_out INTEGER NOT NULL DEFAULT 0,
+    refused_cap INTEGER NOT NULL DEFAULT 0,
+    replies INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (location_id, month, gateway)
+  ) STRICT, WITHOUT ROWID;
+  -- A location's monthly limit of SMS parts (bridge config set LOC --monthly-cap PARTS).
+  CREATE TABLE usage_caps (
+    location_id TEXT PRIMARY KEY REFERENCES tokens (location_id) ON DELETE CASCADE,
+    monthly_cap INTEGER NOT NULL CHECK (monthly_cap >= 0),
+    updated_at INTEGER NOT NULL
+  ) STRICT;
+  -- Parts claimed for a send and not yet settled, per location and month: the cap is
+  -- checked against usage.parts plus these, in the claim's own transaction.
+  CREATE TABLE usage_reserved (
+    location_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    parts INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (location_id, month)
+  ) STRICT, WITHOUT ROWID;
+  -- The month a job counts in (of its first claim, else of its refusal), the parts its
+  -- claim reserved until it settles, and whether its settling was counted in usage.
+  ALTER TABLE jobs ADD COLUMN usage_month TEXT;
+  ALTER TABLE jobs ADD COLUMN reserved_parts INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE jobs ADD COLUMN counted INTEGER NOT NULL DEFAULT 0 CHECK (counted IN (0, 1));
+  -- The messages settled before usage was kept are counted from the log, in Manila's month
+  -- (UTC+8 all year) of their first attempt, else of their creation; the replies routed, in
+  -- the month bridge took them. (The counting expressions are usage-count.ts's; a change
+  -- there does not run again on a database past this step.)
+  UPDATE jobs SET counted = 1,
+    usage_month = strftime('%Y-%m', coalesce(first_sent_at, created_at) / 1000 + 28800, 'unixepoch')
+    WHERE state IN ('done', 'dead');
+  INSERT INTO usage (location_id, month, gateway, messages, parts, ${OUTCOME_COLUMNS.join(", ")})
+    SELECT location_id, usage_month, gw, count(*), sum(p), ${OUTCOME_COLUMNS.map((c) => `sum(k = '${c}')`).join(", ")}
+    FROM (SELECT location_id, usage_month, ${GATEWAY_SQL} AS gw, ${COUNTED_AS_SQL} AS k, ${BILLED_PARTS_SQL} AS p
+      FROM jobs WHERE counted = 1)
+    GROUP BY location_id, usage_month, gw;
+  INSERT INTO usage (location_id, month, gateway, replies)
+    SELECT location_id, strftime('%Y-%m', created_at / 1000 + 28800, 'unixepoch'),
+      CASE source WHEN 'android' THEN 'android' ELSE 'api' END AS gw, count(*)
+    FROM inbound WHERE location_id <> '' GROUP BY 1, 2, 3
+    ON CONFLICT (location_id, month, gateway) DO UPDATE SET replies = replies + excluded.replies;
+  `,
+  `
+  -- Alerts to a person (ALERT_WEBHOOK_URL, docs/alerts.md): each kept until the webhook
+  -- took it, so one survives a restart and an outage of the receiver. \`alert_conditions\`
+  -- holds the conditions an alert was raised for and not yet cleared: their "ended" is due.
+  CREATE TABLE alerts (
+    id INTEGER PRIMARY KEY,
+    condition TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('started', 'repeat', 'ended', 'test')),
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    delivered_at INTEGER,
+    last_error TEXT,
+    last_attempt_at INTEGER
+  ) STRICT;
+  CREATE INDEX alerts_waiting ON alerts (id) WHERE delivered_at IS NULL;
+  CREATE TABLE alert_conditions (
+    condition TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    repeated_at INTEGER NOT NULL
+  ) STRICT;
   `,
 ];

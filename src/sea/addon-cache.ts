@@ -5,13 +5,15 @@
 // code as bridge (as root, for a service started as root). So the cache is never
 // in a shared directory such as /tmp: every directory on its path must be owned
 // by us or root and writable by nobody else, the file is opened without following
-// symlinks, its bytes are compared with the embedded ones, and the file compared
-// is the file loaded.
+// symlinks, it is known for the embedded addon (see isOurs), and the file checked is
+// the file loaded.
 import {
   closeSync,
   constants,
   existsSync,
   fstatSync,
+  fsyncSync,
+  futimesSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -40,10 +42,19 @@ export const FIX = `set XDG_CACHE_HOME to a private directory (it and every dire
 export function privateDir(path: string, uid: number): string {
   const absolute = resolve(path);
   walk(absolute, absolute, uid);
-  const real = realpathSync(absolute);
+  const real = realpathSync.native(absolute);
   if (real !== absolute) walk(real, absolute, uid);
   return real;
 }
+
+/**
+ * The modification time (seconds since the epoch) of every addon file bridge writes or
+ * has compared. Any other write to the file sets its time to now, so a file of the
+ * embedded size with this time is the one bridge wrote (synced before it was renamed in);
+ * setting the time back takes the file's owner (us) or root, whom privateDir already
+ * trusts with the directory.
+ */
+const STAMP = 1_000_000_000;
 
 /**
  * Loads the addon `bytes` from `dir` (made by privateDir), first writing it there if
@@ -135,7 +146,7 @@ function openIfSame(file: string, bytes: Uint8Array, uid: number): number | unde
     const st = fstatSync(fd);
     const problem = fileProblem(st, uid);
     if (problem) throw new Error(`refusing to load the SQLite addon ${file}: it ${problem}; remove it`);
-    same = holds(fd, st.size, bytes);
+    same = isOurs(fd, st, bytes);
   } finally {
     if (!same) closeSync(fd);
   }
@@ -148,9 +159,26 @@ function fileProblem(st: Stats, uid: number): string | undefined {
   return writableByOthers(st, false);
 }
 
+/**
+ * One fstat when the file has the embedded size and bridge's time (STAMP): every start
+ * after the first. Otherwise (a file an older bridge wrote, or one written by anything
+ * else) byte for byte, and a file that holds the addon is given the time.
+ */
+function isOurs(fd: number, st: Stats, bytes: Uint8Array): boolean {
+  if (st.size !== bytes.byteLength) return false;
+  if (st.mtimeMs === STAMP * 1000) return true;
+  if (!holds(fd, st.size, bytes)) return false;
+  try {
+    futimesSync(fd, STAMP, STAMP);
+  } catch {
+    // A root-owned file, and we are not root: compared again at each start, as it is.
+  }
+  return true;
+}
+
 // Byte for byte against the embedded copy (the one build.mjs hashed) rather than
-// by sha256: as strict, and it spares every command loading node:crypto. Read in
-// small pieces: a buffer for the whole file costs more to fault in than the reads.
+// by sha256: as strict, and it spares loading node:crypto. Read in small pieces:
+// a buffer for the whole file costs more to fault in than the reads.
 function holds(fd: number, size: number, bytes: Uint8Array): boolean {
   if (size !== bytes.byteLength) return false;
   const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, size));
@@ -164,14 +192,17 @@ function holds(fd: number, size: number, bytes: Uint8Array): boolean {
 }
 
 // Write aside, then rename: rename is atomic, so a process starting at the same
-// moment sees the old file or the whole new one, never a partial one. No fsync:
-// a file a crash left short is found different at the next start and written again.
+// moment sees the old file or the whole new one, never a partial one. Synced before
+// the rename: the name then never shows a file of bridge's time that a crash left
+// with pages missing (isOurs trusts the size and the time).
 function writeAside(file: string, bytes: Uint8Array): void {
   const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
   try {
     const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o700);
     try {
       writeFileSync(fd, bytes);
+      futimesSync(fd, STAMP, STAMP);
+      fsyncSync(fd);
     } finally {
       closeSync(fd);
     }

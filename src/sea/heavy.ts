@@ -1,5 +1,5 @@
 // Everything that only `serve`, `token refresh`, `config set`, `locations sync`, `status`,
-// `optouts` and `doctor` use: the HTTP stack, the CRM and gateway clients, zod and consola, about nine
+// `optouts`, `doctor` and `alerts test` use: the HTTP stack, the CRM and gateway clients, zod and consola, about nine
 // tenths of bridge's code. Commands load it with `await import("../sea/heavy.ts")`. In
 // dist/bridge it is a second script that is compiled only then (build.mjs), so
 // `locations list` and `config get` start without it.
@@ -18,6 +18,7 @@ export { addOptOut, listOptOuts, optOutPhone, removeOptOut } from "../core/opera
 export { phoneOf, registerPhone } from "../core/operator/phones.ts";
 export { createLogger, writesToJournal } from "../core/log.ts";
 export { createRun } from "../core/run.ts";
+export { sendTestAlert } from "../core/alerts/test-alert.ts";
 export { PROVIDER_ID_MISSING } from "../core/inbound/sink.ts";
 export { routeStoredReply } from "../core/inbound/operator.ts";
 export { createApp } from "../server/app.ts";

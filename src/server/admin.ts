@@ -8,6 +8,7 @@ import { listLog, showLogEntry } from "../core/operator/message-log.ts";
 import { messageNotFound, retryMessages } from "../core/operator/messages.ts";
 import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.ts";
 import { bridgeStatus } from "../core/operator/status.ts";
+import { usageReport, withCap } from "../core/operator/usage.ts";
 import type { Core } from "../core/index.ts";
 import type { Worker } from "../core/delivery/worker.ts";
 import { httpError } from "./http-error.ts";
@@ -16,7 +17,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "sms">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "sms" | "usage" | "monthOf">;
   /** Woken when a message is queued again. */
   worker?: Pick<Worker, "notify">;
 }
@@ -44,13 +45,14 @@ function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
 
   app.get("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
-    return await getLocationConfig(core.tokens, locationParam(event), core.phones);
+    return await withCap(await getLocationConfig(core.tokens, locationParam(event), core.phones), core.usage);
   });
 
   app.put("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
     const body = parseJson(await readLimitedBody(event));
-    return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones, senderIdCheck(core.config, (key) => core.sms.senderIds(key)));
+    const check = senderIdCheck(core.config, (key) => core.sms.senderIds(key));
+    return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones, check, core.usage);
   });
 
   for (const [action, approved] of [["approve", true], ["unapprove", false]] as const) {
@@ -88,6 +90,13 @@ function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
   app.get("/api/admin/status", async (event) => {
     auth(event);
     return await bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: core.now() });
+  });
+
+  app.get("/api/admin/usage", async (event) => {
+    auth(event);
+    const q = event.url.searchParams;
+    const query = { month: q.get("month") ?? undefined, location: q.get("location") ?? undefined };
+    return usageReport(core.usage, query, core.monthOf, core.now());
   });
 
   app.get("/api/admin/messages", async (event) => {

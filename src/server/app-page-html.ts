@@ -48,6 +48,8 @@ export const PAGE_HTML = `<!doctype html>
 <div><dt>SMS parts</dt><dd id="usage-parts"></dd></div>
 <div><dt>Delivered</dt><dd id="usage-delivered"></dd></div>
 <div><dt>Failed</dt><dd id="usage-failed"></dd></div>
+<div class="cap" hidden><dt>Monthly limit (SMS parts)</dt><dd id="usage-cap"></dd></div>
+<div class="cap" hidden><dt>Left this month</dt><dd id="usage-left"></dd></div>
 </dl>
 </section>
 <section aria-labelledby="test-h" class="admin-only">

@@ -174,6 +174,9 @@ export const PAGE_SCRIPT = `"use strict";
       var month = /^(\\d{4})-(\\d{2})$/.exec(u.month || "");
       $("usage-month").textContent = month ? new Date(Date.UTC(+month[1], +month[2] - 1, 1)).toLocaleDateString("en-US", { month: "long", year: "numeric", timeZone: "UTC" }) : "this month";
       ["messages", "parts", "delivered", "failed"].forEach(function (k) { $("usage-" + k).textContent = count(u[k]); });
+      var capped = typeof u.monthly_cap === "number";
+      document.querySelectorAll("#usage-section .cap").forEach(function (el) { el.hidden = !capped; });
+      if (capped) { $("usage-cap").textContent = count(u.monthly_cap); $("usage-left").textContent = count(u.left); }
       $("usage-section").hidden = false;
     }).catch(function (error) { if (error.status !== 404) failed("The usage")(error); });
   }

@@ -44,7 +44,7 @@ export function pageApiRoutes(app: H3, { core, guard, calls, notify }: PageApiDe
   });
   app.get("/app/api/sender-ids", (event) => fromGateway(async () => senderIdsOf(page, (await sessionOf(event)).locationId)));
   app.get("/app/api/balance", async (event) => balanceOf(page, (await sessionOf(event)).locationId));
-  app.get("/app/api/usage", async (event) => usageOf(page, (await sessionOf(event)).locationId));
+  app.get("/app/api/usage", async (event) => usageOf(core, (await sessionOf(event)).locationId));
   app.get("/app/api/phone", async (event) => phoneOf(page, (await sessionOf(event)).locationId));
   app.post("/app/api/test-sms", async (event) => {
     const { locationId } = await adminSessionOf(event);

@@ -1,5 +1,6 @@
 import type { InboundStore } from "./contract-inbound.ts";
 import type { JobStore, MessageLog, PhoneJobs } from "./contract-jobs.ts";
+import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type {
   CompanyLocation, CompanyRecord, GatewayKey, KeyHoldRecord, LocationListing, NewCompanyToken, NewToken, OptOut, OptOutBy,
   OutageRecord, PhoneChange, PhoneDescription, PhoneSettings, TokenRecord,
@@ -7,6 +8,7 @@ import type {
 
 export type { AssignRefusal, InboundStore } from "./contract-inbound.ts";
 export type { EnqueueLimit, JobStore, KeptKey, MessageLog, PhoneJobs } from "./contract-jobs.ts";
+export type { AlertStore, UsageStore } from "./contract-usage.ts";
 
 /**
  * The store contract: what core may ask of the database, whichever holds it (SQLite now,
@@ -33,6 +35,10 @@ export interface Store {
   phoneJobs: PhoneJobs;
   /** The outages serve recorded, for `bridge status` in another process. */
   outageRecords: OutageRecords;
+  /** What each location used per month, and the monthly caps. */
+  usage: UsageStore;
+  /** Alerts to a person, kept until delivered. */
+  alertStore: AlertStore;
 }
 
 /** A token pair with a refresh lease, kept per row (a location's, a company's). */

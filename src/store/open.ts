@@ -2,6 +2,7 @@ import type { Db } from "../db/index.ts";
 import { checkSealed } from "../db/key-check.ts";
 import { resealV1 } from "../db/reseal.ts";
 import { createSealer, MEND_SEALED } from "../db/sealer.ts";
+import { monthIn } from "../db/usage-month.ts";
 import type { Store } from "./contract.ts";
 import { openSqliteStore, type SqliteOptions } from "./sqlite.ts";
 
@@ -10,6 +11,8 @@ export type { Store } from "./contract.ts";
 /** What the store is opened with: the configuration's key for the secrets at rest. */
 export interface StoreConfig {
   encryptionKey: Buffer | undefined;
+  /** The IANA zone whose months usage counts in (USAGE_TIME_ZONE); Asia/Manila when not given. */
+  usageTimeZone?: string;
 }
 
 /** Where opening the store says what it found: secrets it cannot open, old seals renewed. */
@@ -30,5 +33,5 @@ export function openStore(config: StoreConfig, db: Db, log?: StoreLog, options: 
   }
   const resealed = config.encryptionKey ? resealV1(db, sealer) : 0;
   if (resealed > 0) log?.info(`secrets of ${resealed} location(s) sealed again, now bound to their row and column`);
-  return openSqliteStore(db, sealer, options);
+  return openSqliteStore(db, sealer, { monthOf: monthIn(config.usageTimeZone ?? "Asia/Manila"), ...options });
 }

@@ -1,6 +1,7 @@
 import type { Commit } from "../db/commit.ts";
 import type { Db } from "../db/index.ts";
 import { createInboundStore, type NewInbound } from "../db/inbound.ts";
+import type { MonthOf } from "../db/usage-month.ts";
 import type { OptOutStore } from "../db/optouts.ts";
 import type { AssignRefusal, InboundStore } from "./contract.ts";
 import { facade } from "./facade.ts";
@@ -12,8 +13,8 @@ const WRITES = {
 } as const;
 
 /** The replies over SQLite (src/db/inbound.ts), with a reply's opt-out word applied in its own transaction. */
-export function sqliteInbound(db: Db, commit: Commit, optOuts: Pick<OptOutStore, "add" | "remove">): InboundStore {
-  const sync = createInboundStore(db);
+export function sqliteInbound(db: Db, commit: Commit, optOuts: Pick<OptOutStore, "add" | "remove">, monthOf: MonthOf): InboundStore {
+  const sync = createInboundStore(db, monthOf);
   function applyOptOut(row: Pick<NewInbound, "optOut" | "locationId" | "phone">, now: number): void {
     if (!row.optOut || !row.locationId) return;
     if (row.optOut === "stop") optOuts.add({ locationId: row.locationId, phone: row.phone, by: "reply", at: now });

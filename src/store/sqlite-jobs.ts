@@ -3,6 +3,7 @@ import type { GatewayKeys } from "../db/gateway-keys.ts";
 import type { Db } from "../db/index.ts";
 import { createJobStore } from "../db/jobs.ts";
 import { createMessageLog } from "../db/messages.ts";
+import type { MonthOf } from "../db/usage-month.ts";
 import type { JobStore } from "./contract.ts";
 import { facade } from "./facade.ts";
 
@@ -18,8 +19,8 @@ const WRITES = {
 } as const;
 
 /** The job store over SQLite (src/db/jobs.ts); the writes core once composed are one method each here. */
-export function sqliteJobs(db: Db, commit: Commit, keys: Pick<GatewayKeys, "keep">): JobStore {
-  const sync = createJobStore(db);
+export function sqliteJobs(db: Db, commit: Commit, keys: Pick<GatewayKeys, "keep">, monthOf: MonthOf): JobStore {
+  const sync = createJobStore(db, monthOf);
   const messages = createMessageLog(db);
   return {
     ...facade<Omit<JobStore, Composed>>(sync, commit, WRITES),

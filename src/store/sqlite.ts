@@ -1,4 +1,4 @@
-import { createGroupCommit } from "../db/commit.ts";
+import { createGroupCommit, type Commit } from "../db/commit.ts";
 import { createCompanyStore } from "../db/companies.ts";
 import type { Db } from "../db/index.ts";
 import { createGatewayKeys } from "../db/gateway-keys.ts";
@@ -9,6 +9,10 @@ import { createPhoneJobs } from "../db/phone-jobs.ts";
 import { createPhoneStore } from "../db/phones.ts";
 import type { Sealer } from "../db/sealer.ts";
 import { createLocationRegistry } from "../db/tokens.ts";
+import { createAlertStore } from "../db/alerts.ts";
+import { monthIn, type MonthOf } from "../db/usage-month.ts";
+import { createUsageStore } from "../db/usage-store.ts";
+import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type { CompanyStore, GatewayKeys, LocationRegistry, MessageLog, OptOutStore, OutageRecords, PhoneJobs, PhoneStore, Store } from "./contract.ts";
 import { facade } from "./facade.ts";
 import { sqliteInbound } from "./sqlite-inbound.ts";
@@ -17,6 +21,10 @@ import { sqliteJobs } from "./sqlite-jobs.ts";
 export interface SqliteOptions {
   /** How long a write waits for others to share its commit (docs/PERFORMANCE.md). */
   commitWindowMs?: number;
+  /** The month a message or a reply counts in, in usage (USAGE_TIME_ZONE's; Asia/Manila's by default). */
+  monthOf?: MonthOf;
+  /** Wraps the group commit (the alerts watch it for a database that refuses writes). */
+  watch?: (commit: Commit) => Commit;
 }
 
 const TOKEN_WRITES = ["updateTokens", "delete", "tryLease", "releaseLease", "save"] as const;
@@ -29,18 +37,22 @@ const TOKEN_WRITES = ["updateTokens", "delete", "tryLease", "releaseLease", "sav
  * outages) commit at once, with whatever waits. Reads run at once.
  */
 export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions = {}): Store {
-  const commit = createGroupCommit(db, options.commitWindowMs);
+  const grouped = createGroupCommit(db, options.commitWindowMs);
+  const commit = options.watch ? options.watch(grouped) : grouped;
+  const monthOf = options.monthOf ?? monthIn("Asia/Manila");
   return lazily<Store>({
     tokens: () => facade<LocationRegistry>(createLocationRegistry(db, sealer), commit, { alone: [...TOKEN_WRITES, "setName", "setApproved", "markUninstalled", "setConfig"] }),
     companies: () => facade<CompanyStore>(createCompanyStore(db, sealer), commit, { alone: TOKEN_WRITES }),
-    jobs: () => sqliteJobs(db, commit, createGatewayKeys(db, sealer)),
+    jobs: () => sqliteJobs(db, commit, createGatewayKeys(db, sealer), monthOf),
     messages: () => facade<MessageLog>(createMessageLog(db), commit, { alone: ["requeue"] }),
     gatewayKeys: () => facade<GatewayKeys>(createGatewayKeys(db, sealer), commit, { alone: ["keep", "forgetUnused", "held", "released", "clearHolds", "balance"] }),
     optOuts: () => facade<OptOutStore>(createOptOutStore(db), commit, { alone: ["add", "remove"] }),
-    replies: () => sqliteInbound(db, commit, createOptOutStore(db)),
+    replies: () => sqliteInbound(db, commit, createOptOutStore(db), monthOf),
     phones: () => facade<PhoneStore>(createPhoneStore(db, sealer), commit, { alone: ["set"] }),
     phoneJobs: () => facade<PhoneJobs>(createPhoneJobs(db), commit, {}),
     outageRecords: () => facade<OutageRecords>(createOutageRecords(db), commit, { alone: ["save", "end", "clear"] }),
+    usage: () => facade<UsageStore>(createUsageStore(db), commit, { alone: ["setCap"] }),
+    alertStore: () => facade<AlertStore>(createAlertStore(db), commit, { alone: ["start", "adopt", "repeat", "end", "test", "delivered", "failed", "prune"] }),
   });
 }
 

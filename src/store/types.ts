@@ -16,3 +16,5 @@ export type { InboundFilter, InboundRow, InboundState, NewInbound, OptOutWord, R
 export type { GatewayKind, PhoneChange, PhoneDescription, PhoneSettings } from "../db/phones.ts";
 export type { OutageRecord } from "../db/outages.ts";
 export type { PhoneJob } from "../db/phone-jobs.ts";
+export type { CapStanding, UsageFilter, UsageRow } from "../db/usage-store.ts";
+export type { Alert, AlertHealth, AlertKind, OpenCondition } from "../db/alerts.ts";

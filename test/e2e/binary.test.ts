@@ -73,7 +73,7 @@ describe("dist/bridge, as an operator runs it", () => {
     child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.stdin?.end("stdin-api-key-0123456789\n");
     expect(await exited(child)).toBe(0);
-    expect(JSON.parse(out)).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "stdin-api-ke..." });
+    expect(JSON.parse(out)).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "stdin-api-ke...", monthly_cap: null });
   });
 
   test("config set takes effect on the running server's next message, without a restart", async () => {
@@ -81,7 +81,7 @@ describe("dist/bridge, as an operator runs it", () => {
     expect(set.code).toBe(0);
     expect(set.stdout).not.toContain("loc1-secret-api-key-xyz");
     const got = await bridge("config", "get", "loc-1", "--json");
-    expect(JSON.parse(got.stdout)).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "loc1-secret-..." });
+    expect(JSON.parse(got.stdout)).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "loc1-secret-...", monthly_cap: null });
 
     expect((await webhook(outbound("e2e-1"))).status).toBe(200);
     await waitFor(() => e2e.crm.statusReports().some((r) => r.messageId === "e2e-1"));

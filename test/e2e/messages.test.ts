@@ -43,6 +43,16 @@ afterAll(async () => {
 });
 
 describe("dist/bridge messages, status", () => {
+  test("usage --csv beside a running serve: the month's row of the location, each message in its class", async () => {
+    const row = async () => (await bridge("usage", "--csv", "--location", "loc-1")).stdout.split("\r\n")[1] ?? "";
+    // The CSV's columns (docs/usage.md): messages, parts, delivered, failed, then the failed classes, the refusals, replies.
+    let found = await row();
+    // A message counts as it is settled, just after its report: the last may be a moment behind.
+    for (let tries = 0; tries < 50 && !found.includes(",3,"); tries++) found = await row();
+    expect(found).toMatch(/^\d{4}-\d{2},loc-1,[^,]*,3,1,1,2,1,0,1,0,0,0,0,0,1,0,$/);
+    expect((await bridge("usage", "--csv")).stdout.split("\r\n")[0]).toMatch(/^month,location_id,location_name,messages,parts,/);
+  });
+
   test("messages list: newest first, phones masked, failures with their reason; --json like the admin API", async () => {
     const table = await bridge("messages", "list");
     expect(table.code).toBe(0);

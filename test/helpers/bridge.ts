@@ -32,6 +32,8 @@ export interface BridgeOptions {
   balances?: RunOptions["balances"];
   /** Reconciliation's schedule (default serve's: the first a minute after start, then hourly). */
   sync?: RunOptions["sync"];
+  /** How often alerts look (default serve's 30 s); tests call `core.alerts.look()` themselves. */
+  alertEveryMs?: RunOptions["alertEveryMs"];
   /** The server's connection timeouts (default: serve's). */
   timeouts?: Timeouts;
   /** Where replies received by phones go (default: none, inbound not configured). */
@@ -107,7 +109,7 @@ async function startTestBridge(options: BridgeOptions = {}) {
     ...options.tuning,
   });
   // serve's running parts, through serve's own function; only the worker looks more often.
-  const run = createRun(core, { pollMs: 20, worker: options.worker, balances: options.balances, sync: options.sync });
+  const run = createRun(core, { pollMs: 20, worker: options.worker, balances: options.balances, sync: options.sync, alertEveryMs: options.alertEveryMs });
   const { worker } = run;
   const unhandled: unknown[] = [];
   const bodyBudget = createBodyBudget();

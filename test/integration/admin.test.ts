@@ -189,14 +189,14 @@ describe("GET /api/admin/locations/{id}/config", () => {
 
     const res = await bridge.admin("/api/admin/locations/loc-1/config");
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "CASTPH", sms_api_key: masked });
+    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "CASTPH", sms_api_key: masked, monthly_cap: null });
   });
 
   test("a location with nothing set shows empty values", async () => {
     const bridge = await start({ worker: false });
     await bridge.install("loc-1");
     const res = await bridge.admin("/api/admin/locations/loc-1/config");
-    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "" });
+    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "", monthly_cap: null });
   });
 });
 
@@ -208,11 +208,11 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     await bridge.install("loc-1");
     const res = await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "k-1234567890..." });
+    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "k-1234567890...", monthly_cap: null });
     expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "BRIDGE", smsApiKey: "k-123456789012345" });
 
     const get = await bridge.admin("/api/admin/locations/loc-1/config");
-    expect(await get.json()).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "k-1234567890..." });
+    expect(await get.json()).toEqual({ location_id: "loc-1", sender_id: "BRIDGE", sms_api_key: "k-1234567890...", monthly_cap: null });
 
     expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
     await waitFor(() => bridge.crm.statusReports().length === 1);
@@ -226,9 +226,9 @@ describe("PUT /api/admin/locations/{id}/config", () => {
     await put(bridge, "loc-1", { sender_id: "BRIDGE", sms_api_key: "k-123456789012345" });
 
     let res = await put(bridge, "loc-1", { sender_id: "OTHER" });
-    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "OTHER", sms_api_key: "k-1234567890..." });
+    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "OTHER", sms_api_key: "k-1234567890...", monthly_cap: null });
     res = await put(bridge, "loc-1", { sms_api_key: "k-999999999999999" });
-    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "OTHER", sms_api_key: "k-9999999999..." });
+    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "OTHER", sms_api_key: "k-9999999999...", monthly_cap: null });
     res = await put(bridge, "loc-1", {});
     expect(res.status).toBe(200);
     expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "OTHER", smsApiKey: "k-999999999999999" });
@@ -241,7 +241,7 @@ describe("PUT /api/admin/locations/{id}/config", () => {
 
     const res = await put(bridge, "loc-1", { sender_id: "", sms_api_key: "" });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "" });
+    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "", monthly_cap: null });
     expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ senderId: "", smsApiKey: "" });
 
     expect((await bridge.webhook(outbound("m-2"))).status).toBe(200);

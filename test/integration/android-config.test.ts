@@ -34,7 +34,7 @@ describe("the admin API", () => {
     await bridge.install("loc-1");
     const res = await put(bridge, PHONE);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "", ...SHOWN });
+    expect(await res.json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "", monthly_cap: null, ...SHOWN });
     expect(await bridge.core.phones.get("loc-1")).toMatchObject({ gateway: "android", password: "pw-0123", signingKey: "signing-key-0123" });
     const listed = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: Record<string, unknown>[] };
     expect(listed.locations[0]).toMatchObject(SHOWN);
@@ -66,7 +66,7 @@ describe("the admin API", () => {
   test("a location never set shows as before (Cast)", async () => {
     const bridge = await start({ worker: false });
     await bridge.install("loc-1");
-    expect(await (await bridge.admin("/api/admin/locations/loc-1/config")).json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "" });
+    expect(await (await bridge.admin("/api/admin/locations/loc-1/config")).json()).toEqual({ location_id: "loc-1", sender_id: "", sms_api_key: "", monthly_cap: null });
   });
 });
 

@@ -147,7 +147,7 @@ describe("the settings page as a tenant's view", () => {
     await waitFor(async () => (await Promise.all(["m-1", "m-2", "m-3", "m-other"].map((id) => bridge.core.messages.get(id)))).every((found) => found?.state === "done"));
     const api = await signInPage(bridge);
     const usage = await (await api("/usage")).json();
-    expect(usage).toEqual({ month: expect.stringMatching(/^\d{4}-\d{2}$/), messages: 3, parts: 2, delivered: 2, failed: 1 });
+    expect(usage).toEqual({ month: expect.stringMatching(/^\d{4}-\d{2}$/), messages: 3, parts: 2, delivered: 2, failed: 1, monthly_cap: null, left: null });
   });
 
   it("shows the location's name", async () => {

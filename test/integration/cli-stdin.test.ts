@@ -25,7 +25,7 @@ test("--sms-api-key - stores the line read from standard input, and shows it mas
   const result = await cli("key-from-stdin-123456", "config", "set", "loc-1", "--sms-api-key", "-", "--sender-id", "BRIDGE");
   expect(result).toEqual({
     code: 0,
-    out: "location_id  loc-1\nsender_id    BRIDGE\nsms_api_key  key-from-std...\n",
+    out: "location_id  loc-1\nsender_id    BRIDGE\nsms_api_key  key-from-std...\nmonthly_cap  (none)\n",
     err: "",
     prompts: ["SMS API key (not shown): "],
   });

@@ -1,6 +1,7 @@
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import { openDb, type Db } from "../../src/db/index.ts";
@@ -67,6 +68,20 @@ describe("files of ours that other users may read or write", () => {
     chmodSync(path, 0o644);
     expect(() => openDb(path, { existing: true })).toThrow(`cannot open database ${path}`);
     expect(mode(path)).toBe(0o644);
+  });
+
+  test("another program's database in WAL mode is refused with its file and its WAL as they were", () => {
+    const other = join(dir, "other.sqlite");
+    const writer = new Database(other);
+    writer.pragma("journal_mode = WAL");
+    writer.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('someone')");
+    // As that program leaves them when it stops without closing: its table only in the WAL yet.
+    for (const suffix of ["", "-wal"]) copyFileSync(other + suffix, path + suffix);
+    writer.close();
+    const before = ["", "-wal"].map((suffix) => readFileSync(path + suffix));
+
+    expect(() => openDb(path, { existing: true })).toThrow(`cannot open database ${path}: not a bridge database (it holds other tables: users)`);
+    expect(["", "-wal"].map((suffix) => readFileSync(path + suffix))).toEqual(before);
   });
 });
 

@@ -68,3 +68,20 @@ test("finished jobs older than the retention are removed at start, a batch at a 
   expect(logs.join("")).toContain("queue: removed 2501 finished job(s) older than 30 days");
   expect(db.prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 3 });
 });
+
+test("at start, a send a crash left 'sending' goes again only within the window it is given (the gateway drivers' shortest)", async () => {
+  const { jobs } = t;
+  const HOUR = 3_600_000;
+  const now = 1000 * HOUR;
+  const message = (id: string) => ({ messageId: id, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] });
+  for (const [id, firstSentAt] of [["within", now - HOUR / 2], ["past", now - 2 * HOUR]] as const) {
+    jobs.enqueue(message(id), firstSentAt);
+    expect(jobs.claimForSending(jobs.get(id)!.id, firstSentAt, { idempotencyKey: `key-${id}`, apiKeyTag: "tag" })).toBe(true);
+  }
+  const logs: string[] = [];
+  const worker = createWorker({ jobs, run: async () => {}, now: () => now, resendWindowMs: HOUR, pollMs: 60_000, log: createLogger("info", captureStream(logs)) });
+  worker.start();
+  await worker.stop(1000);
+  expect(jobs.get("within")).toMatchObject({ state: "queued", idempotencyKey: "key-within" });
+  expect(jobs.get("past")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
+});

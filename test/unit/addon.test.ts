@@ -161,6 +161,15 @@ describe("loadAddon", () => {
     expect(statSync(file).ino).toBe(ino);
   });
 
+  test("the file it writes, and one it found the same, carry bridge's time: the next start checks size and time alone", () => {
+    loadAddon(cache, ADDON, uid);
+    expect(statSync(file).mtimeMs).toBe(1_000_000_000_000);
+    rmSync(file);
+    writeFileSync(file, ADDON, { mode: 0o700 });
+    loadAddon(cache, ADDON, uid);
+    expect(statSync(file).mtimeMs).toBe(1_000_000_000_000);
+  });
+
   test.each<[string, Buffer]>([
     ["tampered with", Buffer.concat([ADDON.subarray(0, 1000), Buffer.from("evil"), ADDON.subarray(1004)])],
     ["cut short (a crash mid-write)", ADDON.subarray(0, 4096)],

@@ -1,17 +1,7 @@
 import { expect, test } from "vitest";
 import { createPageCalls } from "../../src/core/app/page-calls.ts";
 import { createSessions } from "../../src/core/app/sessions.ts";
-import { manilaMonth } from "../../src/core/app/usage.ts";
 import { AppError } from "../../src/errors.ts";
-
-test.each([
-  ["2026-03-31T15:59:59.999Z", "2026-03", "2026-02-28T16:00:00.000Z"],
-  ["2026-03-31T16:00:00.000Z", "2026-04", "2026-03-31T16:00:00.000Z"],
-  ["2026-12-31T16:00:00.000Z", "2027-01", "2026-12-31T16:00:00.000Z"],
-  ["2026-01-01T00:00:00.000Z", "2026-01", "2025-12-31T16:00:00.000Z"],
-])("the month in Manila at %s is %s, begun at %s", (at, month, since) => {
-  expect(manilaMonth(Date.parse(at))).toEqual({ month, since: Date.parse(since) });
-});
 
 test("the page's calls: one remote call per name while it is kept, shared by callers at once, and none without a turn", async () => {
   let clock = 0;

@@ -1,7 +1,7 @@
 import { expect, test } from "vitest";
 import { commandsFor, run } from "../../src/cli/index.ts";
 
-const NAMES = ["serve", "locations", "messages", "optouts", "status", "config", "token", "install-url", "android", "migrate", "backup", "doctor", "rekey"];
+const NAMES = ["serve", "locations", "messages", "optouts", "status", "usage", "config", "token", "install-url", "android", "alerts", "migrate", "backup", "doctor", "rekey"];
 
 async function output(...args: string[]) {
   let text = "";

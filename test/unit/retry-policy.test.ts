@@ -78,7 +78,7 @@ describe("what HighLevel's answer means", () => {
 describe("a failed send (nextSend)", () => {
   const now = 1_000_000_000;
   const job: SendAttempt = { attempts: 0, createdAt: now - 1000, requeuedAt: null, firstSentAt: now - 1000, unclear: false };
-  const limits = { now, holdMaxMs: 3_600_000, holdLookMs: 60_000, sendBackoffMs: 1000 };
+  const limits = { now, holdMaxMs: 3_600_000, holdLookMs: 60_000, sendBackoffMs: 1000, resendWindowMs: 20 * 3_600_000 };
   const gw = (kind: GatewayFailure, options: { keySpent?: boolean; retryAfterMs?: number } = {}) => new GatewayError(kind, kind, options);
 
   test.each<[string, unknown, Partial<SendAttempt>, object]>([
@@ -100,6 +100,14 @@ describe("a failed send (nextSend)", () => {
     ["past the gateway's memory of the key", gw("unreachable"), { firstSentAt: now - 21 * 3_600_000, createdAt: now }, { verdict: "fail", code: "gateway_unreachable" }],
   ])("%s", (_, error, attempt, verdict) => {
     expect(nextSend(error, { ...job, ...attempt }, limits)).toMatchObject(verdict);
+  });
+
+  test("the window is the gateway driver's: a driver without idempotency (0) never repeats an attempt that may have sent", () => {
+    expect(nextSend(gw("unknown"), job, { ...limits, resendWindowMs: 0 })).toMatchObject({ verdict: "fail", code: "gateway_unknown", gaveUp: true });
+    // A window of 2 h: the same failure an hour and a half in is tried again, three hours in it is not.
+    const twoHours = { ...limits, resendWindowMs: 2 * 3_600_000 };
+    expect(nextSend(gw("unknown"), { ...job, firstSentAt: now - 90 * 60_000 }, twoHours)).toMatchObject({ verdict: "retry", freshKey: false });
+    expect(nextSend(gw("unknown"), { ...job, firstSentAt: now - 3 * 3_600_000 }, twoHours)).toMatchObject({ verdict: "fail", code: "gateway_unknown" });
   });
 });
 

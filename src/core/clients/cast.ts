@@ -4,7 +4,7 @@ import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter } from
 import { callFailure, hostOf } from "./network.ts";
 import { observed, type CallObserver } from "./observe.ts";
 import { parseBody, rateLimited, readAnswer, readLogPage, readStatus, refused, replayed, type CastAnswer } from "./cast-answers.ts";
-import type { DeliveryStatus, LogPage, LogQuery, SenderId, SendRequest, SendResult, SmsGateway } from "./gateway.ts";
+import type { DeliveryStatus, GatewayDriver, LogPage, LogQuery, SenderId, SendRequest, SendResult } from "./gateway.ts";
 import { callRemote } from "./transport.ts";
 
 export interface GatewayOptions {
@@ -35,11 +35,25 @@ interface CastRequest {
   query?: Record<string, number>;
 }
 
-/** Cast.ph, the Philippine SMS gateway: the SmsGateway driver bridge sends through. */
-export function createCastClient(options: GatewayOptions): SmsGateway {
+/**
+ * Cast remembers an idempotency key for 24 h (docs/services/cast-api.md): a retry within that
+ * is answered from its cache if the first attempt went. bridge stops retrying well before.
+ */
+const IDEMPOTENCY_WINDOW_MS = 20 * 60 * 60_000;
+
+/** Cast.ph, the Philippine SMS gateway: the driver of every API key (an account's), the default. */
+export function createCastClient(options: GatewayOptions): GatewayDriver {
   const cast = castCalls(options);
   return {
+    kind: "cast",
     maxMessageLength: MAX_MESSAGE_LENGTH,
+    // The scheduler's shared budgets are Cast's own limits: per address and per key.
+    budget: undefined,
+    receipts: { source: "log", waitMs: undefined, unknownWithoutReceipt: false },
+    idempotencyWindowMs: IDEMPOTENCY_WINDOW_MS,
+    account: { credits: true, senderIds: true, unsubscribedList: true },
+    // Its keys are secrets: the message log records the gateway's name.
+    gatewayOf: () => "cast",
     balance: (apiKey) => balance(cast, apiKey),
     senderIds: (apiKey) => senderIds(cast, apiKey),
     status: (apiKey, messageId) => status(cast, apiKey, messageId),

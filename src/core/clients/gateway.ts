@@ -1,7 +1,8 @@
 /**
- * What bridge asks of an SMS gateway, whichever it is. Cast.ph's client (cast.ts) is the
- * one driver; another (such as a phone running SMS Gateway for Android) implements the
- * same, and the core, which imports only this module, does not change.
+ * What bridge asks of an SMS gateway, whichever it is. Each driver implements it in its
+ * own module (Cast.ph: cast.ts; a phone running SMS Gateway for Android: android-driver.ts)
+ * and declares what differs between gateways as properties (`GatewayDriver`); the registry
+ * (registry.ts) picks the driver that owns a key, and the core reads only this module.
  *
  * Every method throws GatewayError. Its `failure` says what happened, decided by the
  * driver that saw the answer; the core decides on it alone (core/retry-policy.ts), never
@@ -101,4 +102,69 @@ export interface SenderId {
   label: string;
   /** "sms" or "sim": the channel it sends on. */
   channel: string;
+}
+
+/**
+ * A driver: the calls, and what core reads of the gateway instead of asking which it is.
+ * Each property is read in one place (docs/architecture.md, "Adding a gateway").
+ */
+export interface GatewayDriver extends SmsGateway {
+  /** The kind a location's settings name (`cast`, `android`); a key of a driver that names its keys starts `<kind>:` (phone-key.ts). */
+  readonly kind: string;
+  /**
+   * Its sends' own budget per key (the scheduler's): taken instead of Cast's shared budgets
+   * (the process's requests a second, each key's messages a second). Undefined: Cast's.
+   */
+  readonly budget: DriverBudget | undefined;
+  /** How its delivery receipts arrive, and how long a sent message waits for one. */
+  readonly receipts: DriverReceipts;
+  /**
+   * How long after a message's first attempt the gateway still answers a repeat under the
+   * same idempotency key without sending again, with bridge's margin: within it an attempt
+   * that got no clear answer is repeated with its key (retry policy, crash recovery); past
+   * it the message is "delivery unknown". 0: the gateway has no idempotency, and an attempt
+   * that may have sent is never repeated.
+   */
+  readonly idempotencyWindowMs: number;
+  /** What the gateway keeps per account: each false is a call that answers nothing of it. */
+  readonly account: DriverAccount;
+  /** The gateway a send with `key` went through, as the message log records it (`jobs.gateway`): never a secret. */
+  gatewayOf(key: string): string;
+}
+
+/** A key's own pace: `perSecond` with `burst`; `perHour`, at most so many sends in any hour. */
+export interface DriverBudget {
+  perSecond: number;
+  burst: number;
+  perHour?: number;
+}
+
+export interface DriverReceipts {
+  /**
+   * "log": read in batches from the key's log (`logs`), a message the log cannot tell of
+   * asked alone (`status`). "pushed": the gateway posts them to bridge's webhook; it keeps
+   * no log (`logs` fails), and a message still waiting at its deadline is asked alone.
+   */
+  source: "log" | "pushed";
+  /** How long a sent message waits for its receipt; undefined: DLR_WAIT. */
+  waitMs: number | undefined;
+  /** A message without a final receipt at its deadline is "delivery unknown", not taken as delivered. */
+  unknownWithoutReceipt: boolean;
+}
+
+export interface DriverAccount {
+  /** `balance` is the account's credits; false: it only proves the credentials (and answers 0). */
+  credits: boolean;
+  /** `senderIds` lists the account's approved sender IDs; false: it answers none, and a send goes without one. */
+  senderIds: boolean;
+  /** The account keeps an unsubscribed list (Cast's, per sender ID) that each send is checked against first. */
+  unsubscribedList: boolean;
+}
+
+/** One SmsGateway over every driver, each call going to the driver that owns its key; and the drivers (registry.ts). */
+export interface Gateways extends SmsGateway {
+  /** The driver that owns `key`. */
+  driverOf(key: string): GatewayDriver;
+  /** Every driver, by its kind. */
+  readonly drivers: ReadonlyMap<string, GatewayDriver>;
 }

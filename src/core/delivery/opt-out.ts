@@ -1,12 +1,11 @@
 import type { Job, Result } from "../../store/types.ts";
 import { errorMessage } from "../../errors.ts";
 import type { ReadUnsubscribed, Unsubscribed } from "../clients/cast-unsubscribed.ts";
-import type { SendRequest } from "../clients/gateway.ts";
+import type { Gateways, SendRequest } from "../clients/gateway.ts";
 import { optOutKey } from "../opt-out-list.ts";
 import type { Logger } from "../log.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
 import { sleep } from "../retry.ts";
-import { deviceOf } from "../phone-key.ts";
 
 /** What a message to an opted-out number fails with, and HighLevel is told (docs/cli.md, "Opt-outs"). */
 export const OPTED_OUT = "recipient opted out";
@@ -127,14 +126,14 @@ type Plan = { request: SendRequest } | { result: Result };
  * `waitMs`: the key's list is not read yet; the job looks again then.
  */
 export function unlessUnsubscribed<P extends Plan>(
-  deps: { unsubscribed?: UnsubscribedLists; log: Logger },
+  deps: { unsubscribed?: UnsubscribedLists; log: Logger; sms: Pick<Gateways, "driverOf"> },
   job: Job,
   plan: P,
 ): P | { result: Result } | { waitMs: number } {
   if (!("request" in plan) || !deps.unsubscribed) return plan;
   const { apiKey, senderId, to } = plan.request;
   // A phone sends with its SIM, not a Cast account: Cast's list is not its list.
-  if (deviceOf(apiKey) !== undefined) return plan;
+  if (!deps.sms.driverOf(apiKey).account.unsubscribedList) return plan;
   const listed = deps.unsubscribed.check(apiKey, senderId, to);
   // The list is being read: the job stays queued and looks again, holding no worker.
   if (typeof listed === "number") return { waitMs: listed };

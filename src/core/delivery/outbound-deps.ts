@@ -1,7 +1,7 @@
 import type { JobStore } from "../../store/contract.ts";
 import type { GatewayKeys } from "../../store/contract.ts";
 import type { LocationRegistry } from "../../store/contract.ts";
-import type { SmsGateway } from "../clients/gateway.ts";
+import type { Gateways } from "../clients/gateway.ts";
 import type { CrmClient } from "../clients/crm.ts";
 import type { Logger } from "../log.ts";
 import type { KeyHolds } from "./holds.ts";
@@ -19,7 +19,8 @@ export interface OutboundDeps {
   tokens: LocationRegistry;
   jobs: JobStore;
   tokenService: TokenService;
-  sms: SmsGateway;
+  /** Every gateway driver, each call routed to the driver of its key (clients/registry.ts). */
+  sms: Gateways;
   /** Cast's rate limits: a send goes only with a token of both budgets. */
   scheduler: Scheduler;
   /** API keys Cast refused (401, 402, 403): their messages wait. */

@@ -8,9 +8,7 @@ import { awaitReceipt, firstLook } from "./receipts.ts";
 import { composeText, smsParts } from "../parts.ts";
 import { keyTag } from "../key-tag.ts";
 import { toLocalPH } from "../phone.ts";
-import { deviceOf } from "../phone-key.ts";
 import { printable } from "../printable.ts";
-import { RESEND_WINDOW_MS } from "../retry.ts";
 import { afterFailure, heldTooLong, unlessMaybeSent } from "./send-failure.ts";
 import { report } from "./report.ts";
 import { storeResult, storeUntilDone } from "./store-result.ts";
@@ -20,8 +18,6 @@ import { OPTED_OUT, unlessUnsubscribed } from "./opt-out.ts";
 import type { OutboundDeps } from "./outbound-deps.ts";
 
 export type { OutboundDeps };
-
-export { RESEND_WINDOW_MS } from "../retry.ts";
 
 /** What to send (`fresh`: with a new idempotency key in place of the job's), or why it cannot be sent. */
 type Plan = { request: SendRequest; tag: string; fresh?: boolean } | { result: Result };
@@ -53,15 +49,12 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     plan = checked;
     const wait = "request" in plan ? deps.scheduler.trySend(plan.request.apiKey, job.message.locationId) : 0;
     if (wait > 0) return notSent(deps, plan, wait);
-    const claim: Claim | undefined =
-      "request" in plan
-        ? { idempotencyKey: plan.request.idempotencyKey, apiKeyTag: plan.tag, senderId: plan.request.senderId, fresh: plan.fresh, gateway: gatewayOf(plan.request.apiKey) }
-        : undefined;
+    const claim = "request" in plan ? claimOf(deps, plan) : undefined;
     const claimedAt = deps.now();
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
     const apiKey = "request" in plan ? plan.request.apiKey : "";
-    if (claim && !(await deps.jobs.claimForSending(job.id, claimedAt, claim, { masked: maskSecret(apiKey), apiKey }))) return;
+    if (claim && !(await deps.jobs.claimForSending(job.id, claimedAt, claim, { masked: maskSecret(apiKey), apiKey }))) return await notClaimed(deps, job, apiKey);
     const sending = { ...job, firstSentAt: claim?.fresh ? claimedAt : (job.firstSentAt ?? claimedAt) };
     const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     const result = unlessMaybeSent(job, ending);
@@ -88,9 +81,27 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
   if (job.state === "reporting") return report(deps, job);
 }
 
+/** What the send is claimed with; its parts are reserved against the location's monthly cap (over it, the claim fails the message). */
+function claimOf(deps: OutboundDeps, plan: { request: SendRequest; tag: string; fresh?: boolean }): Claim {
+  const { request } = plan;
+  const parts = smsParts(request.message).parts;
+  return { idempotencyKey: request.idempotencyKey, apiKeyTag: plan.tag, senderId: request.senderId, fresh: plan.fresh, gateway: gatewayOf(deps, request.apiKey), parts };
+}
+
+/**
+ * Another worker took the job, or its location's monthly cap refused it in the claim (failed
+ * there, `monthly_cap`, to be reported next): logged like any refusal, and a held key's probe it was is not spent.
+ */
+async function notClaimed(deps: OutboundDeps, job: Job, apiKey: string): Promise<void> {
+  const now = await deps.jobs.byId(job.id);
+  if (now?.errorCode !== "monthly_cap") return;
+  deps.holds.notProbed(apiKey);
+  refused(deps, job.message, { outcome: "failed", errorCode: now.errorCode, errorMessage: now.errorMessage ?? "" });
+}
+
 /** The gateway a key sends through, as the message log records it: a phone's key names its device. */
-function gatewayOf(apiKey: string): string {
-  return deviceOf(apiKey) === undefined ? "cast" : apiKey;
+function gatewayOf(deps: OutboundDeps, apiKey: string): string {
+  return deps.sms.driverOf(apiKey).gatewayOf(apiKey);
 }
 
 /** The send waits `waitMs`; let through as a held key's send probe, it did not go: the probe is not spent. */
@@ -134,7 +145,7 @@ async function prepare(deps: OutboundDeps, job: Job): Promise<Plan> {
   // Keys are checked when set; one stored before that check could not travel in a header.
   if (!API_KEY.pattern.test(apiKey)) return { result: failed("invalid_api_key", `the SMS gateway API key ${API_KEY.says}: set it again`) };
   const tag = keyTag(apiKey);
-  const key = attemptKey(deps, job, tag);
+  const key = attemptKey(deps, job, apiKey);
   if ("lost" in key) return { result: failed("delivery_unknown", key.lost) };
   return { request: { apiKey, to, message: text, senderId, idempotencyKey: key.idempotencyKey }, tag, fresh: key.fresh };
 }
@@ -142,27 +153,29 @@ async function prepare(deps: OutboundDeps, job: Job): Promise<Plan> {
 /** A location that sends through its phone: the phone's key, no sender ID; the job's key is the message's id there. */
 function viaPhone(deps: OutboundDeps, job: Job, apiKey: string, sms: { to: string; message: string }): Plan {
   const tag = keyTag(apiKey);
-  const key = attemptKey(deps, job, tag);
+  const key = attemptKey(deps, job, apiKey);
   if ("lost" in key) return { result: failed("delivery_unknown", key.lost) };
   return { request: { apiKey, ...sms, senderId: "", idempotencyKey: key.idempotencyKey }, tag, fresh: key.fresh };
 }
 
 /**
  * The idempotency key of this attempt: the job's own while the gateway keeps it under this
- * API key. It is scoped to the API key it went with, and Cast forgets it after 24 h: past
- * either, after an attempt that got no clear answer (`unclear`: its SMS may have left), a
- * new attempt could send a second SMS, so the message's fate is unknown. When every attempt
- * provably did not reach the gateway (a 429, an unreachable gateway), nothing can go twice:
- * it goes with a new key (`fresh`), under the API key it has now.
+ * API key. It is scoped to the API key it went with, and the gateway forgets it after its
+ * driver's idempotency window (Cast: 24 h): past either, after an attempt that got no clear
+ * answer (`unclear`: its SMS may have left), a new attempt could send a second SMS, so the
+ * message's fate is unknown. When every attempt provably did not reach the gateway (a 429,
+ * an unreachable gateway), nothing can go twice: it goes with a new key (`fresh`), under
+ * the API key it has now.
  */
-function attemptKey(deps: OutboundDeps, job: Job, tag: string): { idempotencyKey: string; fresh: boolean } | { lost: string } {
+function attemptKey(deps: OutboundDeps, job: Job, apiKey: string): { idempotencyKey: string; fresh: boolean } | { lost: string } {
   if (job.idempotencyKey === null) return { idempotencyKey: randomUUID(), fresh: false };
-  const otherApiKey = job.apiKeyTag !== null && job.apiKeyTag !== tag;
-  const forgotten = job.firstSentAt !== null && deps.now() - job.firstSentAt > RESEND_WINDOW_MS;
+  const otherApiKey = job.apiKeyTag !== null && job.apiKeyTag !== keyTag(apiKey);
+  const windowMs = deps.sms.driverOf(apiKey).idempotencyWindowMs;
+  const forgotten = job.firstSentAt !== null && deps.now() - job.firstSentAt > windowMs;
   if (!otherApiKey && !forgotten) return { idempotencyKey: job.idempotencyKey, fresh: false };
   if (!job.unclear) return { idempotencyKey: randomUUID(), fresh: true };
   if (otherApiKey) return { lost: "the SMS API key changed after an attempt that got no clear answer; delivery unknown" };
-  return { lost: "no clear answer from the gateway within 20 hours; delivery unknown" };
+  return { lost: `no clear answer from the gateway within ${Math.round(windowMs / 3_600_000)} hours; delivery unknown` };
 }
 
 /**

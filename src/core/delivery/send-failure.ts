@@ -16,7 +16,7 @@ type Later = { retryAt: number; reason: string } & SendLater;
 export function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error: unknown): Result | Later {
   const { messageId, locationId } = job.message;
   const reason = errorMessage(error);
-  const now = limits(deps);
+  const now = limits(deps, request.apiKey);
   const next = nextSend(error, job, now);
   if (error instanceof GatewayError) {
     // The gateway says how long its budget is spent: no send on this key before then.
@@ -50,7 +50,7 @@ export function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest,
 export function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: number; reason: string } | Result | undefined {
   const hold = deps.holds.check(apiKey);
   if (!hold) return undefined;
-  const waitMs = heldWaitMs(job, limits(deps));
+  const waitMs = heldWaitMs(job, limits(deps, apiKey));
   if (waitMs > 0) return { waitMs, reason: hold.reason };
   // After an earlier attempt that may have sent it, "delivery unknown" (unlessMaybeSent).
   return failed("gateway_key_refused", `the SMS gateway refused this location's API key for longer than SMS_HOLD_MAX: ${hold.reason}`);
@@ -71,8 +71,10 @@ export function unlessMaybeSent<T extends Result | Later>(job: Job, ending: T): 
   return { ...ending, errorCode: "delivery_unknown", errorMessage: `${said}; an earlier attempt got no clear answer, delivery unknown` };
 }
 
-function limits(deps: OutboundDeps): SendLimits {
-  return { now: deps.now(), holdMaxMs: deps.holdMaxMs, holdLookMs: deps.holds.lookAgainMs, sendBackoffMs: deps.sendBackoffMs };
+/** The retry policy's limits for a send with `apiKey`: its driver's idempotency window among them. */
+function limits(deps: OutboundDeps, apiKey: string): SendLimits {
+  const resendWindowMs = deps.sms.driverOf(apiKey).idempotencyWindowMs;
+  return { now: deps.now(), holdMaxMs: deps.holdMaxMs, holdLookMs: deps.holds.lookAgainMs, sendBackoffMs: deps.sendBackoffMs, resendWindowMs };
 }
 
 function failed(errorCode: FailureCode, errorMessage: string): Result {

@@ -6,8 +6,7 @@ import { keyTag } from "../key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";
-import { deviceOf } from "../phone-key.ts";
-import { createGateways } from "./phones.ts";
+import { createPhoneFor } from "./phones.ts";
 
 /** What the delivery room gives the core. */
 export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
@@ -18,14 +17,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
   const { tokens, jobs, gatewayKeys, phones, optOutList } = stores;
   const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
   // Cast, and each location's phone by its key: everything below sends and asks through it.
-  const gateways = createGateways({
-    cast: clients.sms,
-    phones,
-    sendDeadlineMs: config.android.sendDeadlineMs,
-    timeoutMs: tuning.sms?.timeoutMs,
-    observe: (call) => (outages.observe(call), metrics.call(call)),
-  });
-  const sms = gateways.gateway;
+  const sms = clients.gateways;
   const { holds, receipts } = watchers(context, stores, scheduler, sms);
   const deps: OutboundDeps = {
     tokens,
@@ -55,11 +47,9 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
     unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, tryRead: () => scheduler.tryPoll(), log, now: Date.now }),
     metrics,
     outages,
-    phoneFor: gateways.phoneFor,
-    // A phone's message is waited for at least until it must have left it (ANDROID_SEND_DEADLINE).
-    receiptWaitMs: (apiKey) => (deviceOf(apiKey) === undefined ? undefined : Math.max(config.sms.dlrWaitMs, config.android.sendDeadlineMs)),
-    // A phone's message may stay `Sent` for ever: without its final state it is not taken as delivered.
-    unknownWithoutReceipt: (apiKey) => deviceOf(apiKey) !== undefined,
+    phoneFor: createPhoneFor(phones),
+    receiptWaitMs: (apiKey) => sms.driverOf(apiKey).receipts.waitMs,
+    unknownWithoutReceipt: (apiKey) => sms.driverOf(apiKey).receipts.unknownWithoutReceipt,
   };
   return { processOutbound: (job) => processOutbound(deps, job), receipts, holds };
 }

@@ -24,6 +24,11 @@ export interface WorkerOptions {
   retentionMs?: number;
   /** The API keys kept for receipts (pruned with the finished jobs). */
   keys?: PrunerOptions["keys"];
+  /**
+   * A send a crash caught is sent again at start only within this of its first attempt:
+   * the gateway drivers' shortest idempotency window (recovery.ts). Absent: none is.
+   */
+  resendWindowMs?: number;
   /** Replies (their finished ones pruned with the finished jobs). */
   replies?: PrunerOptions["replies"];
 }

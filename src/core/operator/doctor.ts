@@ -5,6 +5,7 @@ import type { ResolvedConfig } from "../config.ts";
 import { errorMessage } from "../../errors.ts";
 import { createCore, type Core } from "../index.ts";
 import { createLogger } from "../log.ts";
+import { checkAlerts } from "./doctor/alerts.ts";
 import { checkApprovals } from "./doctor/approvals.ts";
 import { checkCast } from "./doctor/cast.ts";
 import { fail, type Check } from "./doctor/check.ts";
@@ -44,7 +45,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
   try {
     const core = db && openCore(config, db, timeoutMs, checks);
     const records = core ? await readLocations(core, checks) : [];
-    if (core) checks.push(...(await checkApprovals(core.tokens, config.allowedCompanyIds)));
+    if (core) checks.push(...(await checkApprovals(core.tokens, config.allowedCompanyIds)), await checkAlerts(config, core.alertStore));
     await checkHighLevelReach(config, timeoutMs, checks);
     if (core) await checkTokens(records, core.tokenService, checks);
     const sms = createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: timeoutMs * 2, retries: 0 });

@@ -12,6 +12,9 @@ import type { Remote } from "../clients/observe.ts";
 import { iso } from "../duration.ts";
 import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
 import { describeRemote } from "./outages.ts";
+import type { AlertStore } from "../../store/contract.ts";
+import type { ResolvedConfig } from "../config.ts";
+import { alertChannel, type AlertChannelView } from "../alerts/channel.ts";
 
 /** `bridge status` and `GET /api/admin/status` (docs/cli.md, "Commands"; docs/http.md, "Endpoints"). Times are ISO 8601. */
 export interface StatusView {
@@ -32,6 +35,8 @@ export interface StatusView {
   balances: { key: string; credits: number | null; checked_at: string | null; low: boolean; error: string | null }[];
   /** Numbers on the locations' opt-out lists together, by who put them there. */
   opt_outs: Record<OptOutBy, number>;
+  /** Alerts to a person (ALERT_WEBHOOK_URL): configured or not, delivered, waiting, the last error. */
+  alerts: AlertChannelView;
 }
 
 export interface OutageView {
@@ -64,6 +69,9 @@ export interface StatusDeps {
   allowedCompanyIds: readonly string[];
   /** LOW_BALANCE_CREDITS; 0: never low. */
   lowCredits: number;
+  /** ALERT_WEBHOOK_URL, and the alerts serve recorded. */
+  config: Pick<ResolvedConfig, "alertWebhookUrl">;
+  alertStore: Pick<AlertStore, "health">;
   now: number;
 }
 
@@ -84,21 +92,7 @@ export async function bridgeStatus(deps: StatusDeps): Promise<StatusView> {
     held_keys: keys.flatMap((k) =>
       k.heldSince === null ? [] : [{ key: k.keyMasked, status: k.heldStatus, reason: k.heldReason, since: iso(k.heldSince) }],
     ),
-    needs_attention: (await Promise.all((await deps.tokens.listings()).map(async (l) => {
-      if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
-      if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
-      if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
-      if (l.smsApiKey || (await deps.phones?.describe(l.locationId))?.gateway === "android") return [];
-      if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
-      if (unconfirmed(l, deps.allowedCompanyIds)) {
-        const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
-        return [{ location_id: l.locationId, reason }];
-      }
-      if (sharedRefusal(l, deps.allowedCompanyIds)) {
-        return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
-      }
-      return [];
-    }))).flat(),
+    needs_attention: await needsAttention(deps),
     balances: keys.flatMap((k) =>
       k.balanceAt === null
         ? []
@@ -113,7 +107,28 @@ export async function bridgeStatus(deps: StatusDeps): Promise<StatusView> {
           ],
     ),
     opt_outs: await deps.optOuts.counts(),
+    alerts: await alertChannel(deps.config, deps.alertStore),
   };
+}
+
+/** Locations whose messages cannot be sent or reported until someone acts, and why (status and alerts). */
+export async function needsAttention(deps: { tokens: Pick<LocationRegistry, "listings">; phones?: StatusDeps["phones"]; allowedCompanyIds: readonly string[] }): Promise<StatusView["needs_attention"]> {
+  const found = await Promise.all((await deps.tokens.listings()).map(async (l) => {
+    if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
+    if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
+    if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
+    if (l.smsApiKey || (await deps.phones?.describe(l.locationId))?.gateway === "android") return [];
+    if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
+    if (unconfirmed(l, deps.allowedCompanyIds)) {
+      const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
+      return [{ location_id: l.locationId, reason }];
+    }
+    if (sharedRefusal(l, deps.allowedCompanyIds)) {
+      return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
+    }
+    return [];
+  }));
+  return found.flat();
 }
 
 async function outagesOf(records: StatusDeps["outageRecords"], now: number): Promise<OutageView[]> {
