@@ -20,7 +20,7 @@ const changedIn = process.argv[3];
 const changedOut = process.argv[4] ?? "await-store.json";
 const cfg = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
 const changed = new Set(changedIn && fs.existsSync(changedIn) ? JSON.parse(fs.readFileSync(changedIn, "utf8")) : []);
-const contractFiles = ["src/store/contract.ts", "src/store/contract-jobs.ts", "src/store/contract-inbound.ts"].map((f) => path.join(root, f));
+const contractFiles = ["src/store/contract.ts", "src/store/contract-jobs.ts", "src/store/contract-inbound.ts", "src/store/contract-usage.ts"].map((f) => path.join(root, f));
 const editable = (f) => editPrefixes.some((p) => f.startsWith(p)) && !f.includes("/src/store/") && !f.includes("/src/db/");
 let program;
 

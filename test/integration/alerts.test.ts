@@ -41,23 +41,23 @@ test("a Cast outage is alerted once after its minute of grace, and its end once"
   await expect(bridge.core.sms.balance(GLOBAL_SMS_KEY)).rejects.toThrow();
   expect(bridge.core.outages.list()).toHaveLength(1);
 
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   clock.skew += 30_000;
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await new Promise((r) => setTimeout(r, 100));
   expect(webhook.delivered).toEqual([]); // a blip of under a minute needs no one
 
   clock.skew += 31_000;
-  bridge.core.alerts.look();
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
   expect(webhook.delivered[0]).toMatch(/^bridge \(bridge\.test\): Cast\.ph unreachable \(http: .*\): sends wait\. `bridge status` shows the outage/);
 
   down = false;
   await bridge.core.sms.balance(GLOBAL_SMS_KEY);
   expect(bridge.core.outages.list()).toEqual([]);
-  bridge.core.alerts.look();
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/^bridge \(bridge\.test\): resolved after 1 min \d+ s: Cast\.ph unreachable\.$/);
   await new Promise((r) => setTimeout(r, 100));
@@ -72,9 +72,9 @@ test("a key held for no credit is alerted with why and what to do, and cleared o
     credits > 0 ? bridge.gateway.accept() : jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402),
   );
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => bridge.core.gatewayKeys.list().some((k) => k.heldSince !== null));
+  await waitFor(async () => (await bridge.core.gatewayKeys.list()).some((k) => k.heldSince !== null));
 
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
   const [started = ""] = webhook.delivered;
   expect(started).toMatch(/Cast key [0-9a-f]{16} on hold \(no credit\): Cast refused it/);
@@ -83,7 +83,7 @@ test("a key held for no credit is alerted with why and what to do, and cleared o
 
   credits = 500;
   await waitFor(() => bridge.crm.statusReports().length === 1, 10_000);
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/resolved after \d+ s: Cast key [0-9a-f]{16} on hold \(no credit\)\.$/);
   expectNoSecret(webhook.delivered);
@@ -94,26 +94,26 @@ test("a low balance is said again at most once an hour while it lasts, and not w
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 120, currency: "PHP" }));
   await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
 
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
   expect(webhook.delivered[0]).toMatch(/Cast key [0-9a-f]{16} low on credit: 120 credits left, below LOW_BALANCE_CREDITS \(500\)/);
   for (const minutes of [1, 30, 59]) {
     clock.skew = minutes * 60_000;
-    bridge.core.alerts.look();
+    await bridge.core.alerts.look();
   }
   clock.skew = 61 * 60_000;
-  bridge.core.alerts.look();
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/: still, for 1 h 1 min: Cast key [0-9a-f]{16} low on credit: 120 credits/);
 
   webhook.answer("rollupError"); // the next reminder cannot go: none is queued behind it
   clock.skew = 122 * 60_000;
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.requests.length >= 4);
   clock.skew = 183 * 60_000;
-  bridge.core.alerts.look();
-  expect(bridge.core.alertStore.health().waiting).toBe(1);
+  await bridge.core.alerts.look();
+  expect((await bridge.core.alertStore.health()).waiting).toBe(1);
   await new Promise((r) => setTimeout(r, 100));
   expect(webhook.delivered).toHaveLength(2);
 });
@@ -123,7 +123,7 @@ test("an alert waits out the receiver's outage, shown in status, and is delivere
   webhook.answer("rollupError");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
   await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.requests.length >= 3, 5_000); // 50 ms doubling
 
   const status = await runCli(bridge, "status", "--json");
@@ -136,7 +136,7 @@ test("an alert waits out the receiver's outage, shown in status, and is delivere
   await waitFor(() => webhook.delivered.length === 1, 5_000);
   await new Promise((r) => setTimeout(r, 200));
   expect(webhook.delivered).toHaveLength(1);
-  expect(bridge.core.alertStore.health()).toMatchObject({ waiting: 0, lastError: null });
+  expect(await bridge.core.alertStore.health()).toMatchObject({ waiting: 0, lastError: null });
   expect((await runCli(bridge, "status")).stdout).toMatch(/^alerts: to 127\.0\.0\.1:\d+: 0 waiting, last delivered \d{4}-/m);
 });
 
@@ -147,14 +147,14 @@ test("an alert recorded while the receiver is down survives a restart of bridge 
   const { bridge: first } = await start({ env: { LOW_BALANCE_CREDITS: "500" } }, webhook);
   first.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
   await first.core.balances.refresh([GLOBAL_SMS_KEY]);
-  first.core.alerts.look();
+  await first.core.alerts.look();
   await waitFor(() => webhook.requests.length >= 1);
   await first.close();
 
   webhook.answer("ok");
   const { bridge: second } = await start({ env: { LOW_BALANCE_CREDITS: "500", DATABASE_PATH: first.env.DATABASE_PATH ?? "" } }, webhook);
   second.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
-  second.core.alerts.look(); // the condition still holds: no second "started"
+  await second.core.alerts.look(); // the condition still holds: no second "started"
   await waitFor(() => webhook.delivered.length === 1, 5_000);
   await new Promise((r) => setTimeout(r, 200));
   expect(webhook.delivered).toHaveLength(1);
@@ -166,14 +166,14 @@ test("a webhook that hangs never holds a send: messages go while the alert waits
   webhook.answer("hang");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
   await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.requests.length === 1);
 
   const sentAt = Date.now();
   for (const id of ["m-1", "m-2", "m-3"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
   await waitFor(() => bridge.crm.statusReports().length === 3, 5_000);
   expect(Date.now() - sentAt).toBeLessThan(3_000);
-  expect(bridge.core.alertStore.health().waiting).toBe(1);
+  expect((await bridge.core.alertStore.health()).waiting).toBe(1);
 });
 
 test("a 429 from the receiver is waited out for its Retry-After before the alert is posted again", async () => {
@@ -181,7 +181,7 @@ test("a 429 from the receiver is waited out for its Retry-After before the alert
   webhook.answer("rateLimited", "2");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
   await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.requests.length === 1);
   const refusedAt = Date.now();
   webhook.answer("ok");
@@ -193,38 +193,38 @@ test("a database that refuses writes is alerted from memory, and its end once it
   const { bridge, webhook } = await start({ balances: false });
   bridge.core.db.pragma("query_only = ON"); // SQLite refuses every write: SQLITE_READONLY
   expect((await bridge.webhook(outbound("m-1"))).status).not.toBe(200); // HighLevel is asked to try again
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
   expect(webhook.delivered[0]).toMatch(/The database refuses writes \(.*readonly.*\): new messages are refused and sends wait\. Free disk space/);
 
   bridge.core.db.pragma("query_only = OFF");
   expect((await bridge.webhook(outbound("m-2"))).status).toBe(200);
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/resolved after \d+ s: the database refuses writes\.$/);
 });
 
 test("a location waiting for approval and unrouted replies are each alerted with the command that helps", async () => {
   const { bridge, webhook } = await start({ balances: false, env: { CRM_PROVIDER_ID: "provider-1" } });
-  bridge.core.tokens.setApproved("loc-1", false, Date.now());
-  bridge.core.alerts.look();
+  await bridge.core.tokens.setApproved("loc-1", false, Date.now());
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
   expect(webhook.delivered[0]).toContain("Location loc-1 waiting for approval: pending: not approved to use SMS_API_KEY and has no key of its own. Approve it once you know whose it is: `bridge locations approve loc-1`.");
 
-  bridge.core.tokens.setApproved("loc-1", true, Date.now());
-  bridge.core.alerts.look();
+  await bridge.core.tokens.setApproved("loc-1", true, Date.now());
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/resolved after \d+ s: location loc-1 waiting for approval\.$/);
 
   const reply = await bridge.admin("/api/inbound", { method: "POST", body: JSON.stringify({ from: "+639171234567", text: "who is this?" }) });
   const { id } = (await reply.json()) as { id: string };
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 3);
   expect(webhook.delivered[2]).toContain(
     "1 reply could not be routed to a location and waits. List them with `bridge messages list --status unrouted`, then `bridge messages route ID LOCATION` posts each to HighLevel.",
   );
-  routeInbound(bridge.core.db, bridge.core.replies, bridge.core.optOutList, id, "loc-1", Date.now());
-  bridge.core.alerts.look();
+  await routeInbound(bridge.core.replies, id, "loc-1", Date.now());
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 4);
   expect(webhook.delivered[3]).toMatch(/resolved after \d+ s: unrouted replies\.$/);
   expectNoSecret(webhook.delivered);
@@ -256,20 +256,20 @@ test("a key held before a restart is not said resolved by the next serve before 
   const { bridge: first } = await start({ balances: false }, webhook);
   first.gateway.on(SEND, () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402));
   expect((await first.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => first.core.gatewayKeys.list().some((k) => k.heldSince !== null));
-  first.core.alerts.look();
+  await waitFor(async () => (await first.core.gatewayKeys.list()).some((k) => k.heldSince !== null));
+  await first.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
   await first.close();
 
   // serve's own warm-up: holds live in memory, so the new process knows of none yet.
   const { bridge: second, clock } = await start({ balances: false, worker: false, tuning: { alertWarmUpMs: undefined }, env: { DATABASE_PATH: first.env.DATABASE_PATH ?? "" } }, webhook);
-  second.core.alerts.look();
+  await second.core.alerts.look();
   clock.skew = 2 * 60_000;
-  second.core.alerts.look();
+  await second.core.alerts.look();
   await new Promise((r) => setTimeout(r, 200));
   expect(webhook.delivered).toHaveLength(1);
   clock.skew = 3 * 60_000;
-  second.core.alerts.look();
+  await second.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/resolved after 3 min \d+ s: Cast key [0-9a-f]{16} on hold \(no credit\)\.$/);
 });
@@ -279,20 +279,20 @@ test("a location at 80 % and at 100 % of its monthly cap is alerted once each, a
   expect((await runCli(bridge, "config", "set", "loc-1", "--monthly-cap", "5")).code).toBe(0);
   for (const id of ["c-1", "c-2", "c-3", "c-4"]) expect((await bridge.webhook(outbound(id))).status).toBe(200);
   await waitFor(() => bridge.gateway.sent().length === 4);
-  bridge.core.alerts.look();
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
   expect(webhook.delivered[0]).toMatch(/Location loc-1 at 80 % of its monthly cap: 4 of 5 SMS parts used; .*`bridge config set loc-1 --monthly-cap PARTS`/);
 
   expect((await bridge.webhook(outbound("c-5"))).status).toBe(200);
   await waitFor(() => bridge.gateway.sent().length === 5);
-  bridge.core.alerts.look();
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
   expect(webhook.delivered[1]).toMatch(/Location loc-1 reached its monthly cap of 5 SMS parts/);
 
   expect((await runCli(bridge, "config", "set", "loc-1", "--monthly-cap", "100")).code).toBe(0);
-  bridge.core.alerts.look();
+  await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 4);
   expect(webhook.delivered.slice(2).sort()).toEqual([
     expect.stringMatching(/resolved after .*: location loc-1 at 80 % of its monthly cap\.$/),

@@ -74,7 +74,7 @@ const DRIVERS: DriverEntry[] = [
       // The location's settings as the store gives them: read at every call.
       let settings: PhoneSettings = { locationId: "loc-1", gateway: "android", url: phone.url, user: PHONE_USER, password: PHONE_PASSWORD, deviceId: DEVICE, signingKey: "" };
       const driver = (at: () => PhoneSettings) =>
-        createAndroidDriver({ phones: { byDevice: () => [at()] }, sendDeadlineMs: 600_000, dlrWaitMs: 1_800_000, messagesPerMinute: 20, messagesPerHour: 100, timeoutMs: 2000 });
+        createAndroidDriver({ phones: { byDevice: async () => [at()] }, sendDeadlineMs: 600_000, dlrWaitMs: 1_800_000, messagesPerMinute: 20, messagesPerHour: 100, timeoutMs: 2000 });
       return {
         driver: driver(() => settings),
         key: phoneKey(DEVICE),

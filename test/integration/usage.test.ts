@@ -12,7 +12,7 @@ const CAPPED = "monthly SMS limit of 5 reached; your agency can raise it";
 async function sendAll(bridge: Bridge, ids: string[], fields: Record<string, unknown> = {}): Promise<void> {
   const answers = await Promise.all(ids.map((id) => bridge.webhook(outbound(id, fields))));
   expect(answers.map((r) => r.status)).toEqual(ids.map(() => 200));
-  await waitFor(() => ids.every((id) => bridge.core.messages.get(id)?.state === "done"), 15_000);
+  await waitFor(async () => (await Promise.all(ids.map((id) => bridge.core.messages.get(id)))).every((m) => m?.state === "done"), 15_000);
 }
 
 function reports(bridge: Bridge) {
@@ -69,21 +69,21 @@ describe("monthly caps", () => {
 
     // Lowered below what was sent: what was sent stays delivered, and is still counted.
     await bridge.admin("/api/admin/locations/loc-1/config", { method: "PUT", body: JSON.stringify({ monthly_cap: 0 }) });
-    expect(bridge.core.messages.get("two-a")).toMatchObject({ status: "delivered" });
+    expect(await bridge.core.messages.get("two-a")).toMatchObject({ status: "delivered" });
     await bridge.admin("/api/admin/locations/loc-1/config", { method: "PUT", body: JSON.stringify({ monthly_cap: null }) });
     await sendAll(bridge, ["after"]);
     expect(bridge.gateway.sent()).toHaveLength(2);
-    expect(bridge.core.usage.capOf("loc-1")).toBeUndefined();
+    expect(await bridge.core.usage.capOf("loc-1")).toBeUndefined();
   });
 
   test("an operator's retry of a capped message counts it once, as it settles again", async () => {
     const bridge = await start({}, "loc-1");
-    bridge.core.usage.setCap("loc-1", 0, Date.now());
+    await bridge.core.usage.setCap("loc-1", 0, Date.now());
     await sendAll(bridge, ["again"]);
     expect((await runCli(bridge, "config", "set", "loc-1", "--monthly-cap", "none")).code).toBe(0);
     expect((await bridge.admin("/api/admin/messages/again/retry", { method: "POST" })).status).toBe(200);
-    await waitFor(() => bridge.core.messages.get("again")?.reportedStatus === "delivered");
-    const [row] = bridge.core.usage.list({});
+    await waitFor(async () => (await bridge.core.messages.get("again"))?.reportedStatus === "delivered");
+    const [row] = await bridge.core.usage.list({});
     expect(row).toMatchObject({ messages: 1, delivered: 1, refused_cap: 0, parts: 1 });
   });
 
@@ -95,7 +95,7 @@ describe("monthly caps", () => {
     }
     const api = await signInPage(bridge);
     expect((await api("/settings", "PUT", { monthly_cap: 100 })).status).toBe(400);
-    expect(bridge.core.usage.capOf("loc-1")).toBeUndefined();
+    expect(await bridge.core.usage.capOf("loc-1")).toBeUndefined();
     const cli = await runCli(bridge, "config", "set", "loc-1", "--monthly-cap", "lots");
     expect(cli.code).toBe(2);
     expect(cli.stderr).toContain("--monthly-cap");
@@ -109,20 +109,20 @@ describe("usage", () => {
     const bridge = await start({}, "loc-1");
     await sendAll(bridge, ["kept-1", "kept-2"]);
     await sendAll(bridge, ["bad"], { phone: "12345" });
-    const before = bridge.core.usage.list({});
-    expect(bridge.core.jobs.prune(Date.now() + 1, 1000)).toBe(3);
-    expect(bridge.core.messages.get("kept-1")).toBeUndefined();
-    expect(bridge.core.usage.list({})).toEqual(before);
+    const before = await bridge.core.usage.list({});
+    expect(await bridge.core.jobs.prune(Date.now() + 1, 1000)).toBe(3);
+    expect(await bridge.core.messages.get("kept-1")).toBeUndefined();
+    expect(await bridge.core.usage.list({})).toEqual(before);
     expect(before).toMatchObject([{ locationId: "loc-1", gateway: "cast", messages: 3, parts: 2, delivered: 2, failed_invalid: 1 }]);
   });
 
   test("bridge usage --csv: one row per location and month, the documented headers; --json and the admin API give the same report", async () => {
     const bridge = await start({}, "loc-1", "loc-2");
-    bridge.core.tokens.setName("loc-1", 'Acme, "Dental"');
+    await bridge.core.tokens.setName("loc-1", 'Acme, "Dental"');
     await sendAll(bridge, ["a-1", "a-2"]);
     await sendAll(bridge, ["a-3"], { phone: "12345" });
     const month = bridge.core.monthOf(Date.now());
-    bridge.core.usage.setCap("loc-1", 100, Date.now());
+    await bridge.core.usage.setCap("loc-1", 100, Date.now());
 
     const csv = await runCli(bridge, "usage", "--csv");
     expect(csv.code).toBe(0);
@@ -155,22 +155,22 @@ describe("usage", () => {
   test("the locations at or over a share of their cap this month, for the alerts: 80 % and 100 %, a cap of 0 reached at once", async () => {
     const bridge = await start({}, "loc-1", "loc-2", "loc-3");
     const now = Date.now();
-    bridge.core.usage.setCap("loc-1", 5, now);
-    bridge.core.usage.setCap("loc-2", 50, now);
-    bridge.core.usage.setCap("loc-3", 0, now);
+    await bridge.core.usage.setCap("loc-1", 5, now);
+    await bridge.core.usage.setCap("loc-2", 50, now);
+    await bridge.core.usage.setCap("loc-3", 0, now);
     await sendAll(bridge, ["s-1", "s-2", "s-3", "s-4"]);
     await sendAll(bridge, ["t-1"], { locationId: "loc-2" });
     const month = bridge.core.monthOf(now);
-    expect(bridge.core.usage.atOrOver(month, 80)).toEqual([
+    expect(await bridge.core.usage.atOrOver(month, 80)).toEqual([
       { locationId: "loc-1", cap: 5, used: 4 },
       { locationId: "loc-3", cap: 0, used: 0 },
     ]);
-    expect(bridge.core.usage.atOrOver(month, 100)).toEqual([{ locationId: "loc-3", cap: 0, used: 0 }]);
+    expect(await bridge.core.usage.atOrOver(month, 100)).toEqual([{ locationId: "loc-3", cap: 0, used: 0 }]);
   });
 
   test("the settings page's usage is read from the usage table: its cap and what is left, sends under way taken", async () => {
     const bridge = await start({ env: { CRM_SHARED_SECRET: SHARED_SECRET } }, "loc-1");
-    bridge.core.usage.setCap("loc-1", 10, Date.now());
+    await bridge.core.usage.setCap("loc-1", 10, Date.now());
     await sendAll(bridge, ["p-1"]);
     const api = await signInPage(bridge);
     expect(await (await api("/usage")).json()).toEqual({

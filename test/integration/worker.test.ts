@@ -70,18 +70,18 @@ test("finished jobs older than the retention are removed at start, a batch at a 
 });
 
 test("at start, a send a crash left 'sending' goes again only within the window it is given (the gateway drivers' shortest)", async () => {
-  const { jobs } = t;
+  const { jobs } = t.store;
   const HOUR = 3_600_000;
   const now = 1000 * HOUR;
   const message = (id: string) => ({ messageId: id, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] });
   for (const [id, firstSentAt] of [["within", now - HOUR / 2], ["past", now - 2 * HOUR]] as const) {
-    jobs.enqueue(message(id), firstSentAt);
-    expect(jobs.claimForSending(jobs.get(id)!.id, firstSentAt, { idempotencyKey: `key-${id}`, apiKeyTag: "tag" })).toBe(true);
+    await jobs.enqueue(message(id), firstSentAt);
+    expect(await jobs.claimForSending((await jobs.get(id))!.id, firstSentAt, { idempotencyKey: `key-${id}`, apiKeyTag: "tag" })).toBe(true);
   }
   const logs: string[] = [];
   const worker = createWorker({ jobs, run: async () => {}, now: () => now, resendWindowMs: HOUR, pollMs: 60_000, log: createLogger("info", captureStream(logs)) });
   worker.start();
   await worker.stop(1000);
-  expect(jobs.get("within")).toMatchObject({ state: "queued", idempotencyKey: "key-within" });
-  expect(jobs.get("past")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
+  expect(await jobs.get("within")).toMatchObject({ state: "queued", idempotencyKey: "key-within" });
+  expect(await jobs.get("past")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
 });

@@ -106,7 +106,7 @@ describe("ALERT_WEBHOOK_URL", () => {
 });
 
 describe("doctor's alerts line", () => {
-  const health = (h: Partial<AlertHealth>) => ({ health: (): AlertHealth => ({ waiting: 0, lastDeliveredAt: null, lastError: null, lastErrorAt: null, ...h }) });
+  const health = (h: Partial<AlertHealth>) => ({ health: async (): Promise<AlertHealth> => ({ waiting: 0, lastDeliveredAt: null, lastError: null, lastErrorAt: null, ...h }) });
   const url = "https://hooks.slack.com/services/T000/B000/secret-token";
 
   test.each([
@@ -118,7 +118,7 @@ describe("doctor's alerts line", () => {
       "warn",
       "to hooks.slack.com: 2 waiting, last delivered never, last error at 1970-01-01T00:00:00.000Z: hooks.slack.com:443 answered 404: no_service; `bridge alerts test` tries the webhook now",
     ],
-  ] as const)("%j %j: %s", (alertWebhookUrl, h, status, detail) => {
-    expect(checkAlerts({ alertWebhookUrl }, health(h))).toEqual({ check: "alerts", status, detail });
+  ] as const)("%j %j: %s", async (alertWebhookUrl, h, status, detail) => {
+    expect(await checkAlerts({ alertWebhookUrl }, health(h))).toEqual({ check: "alerts", status, detail });
   });
 });

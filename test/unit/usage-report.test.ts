@@ -21,12 +21,12 @@ const ROW: UsageRow = {
   refused_cap: 0,
 };
 
-const report = (rows: UsageRow[]) => usageReport({ list: () => rows }, { month: "2026-03" }, () => "2026-04", 0).locations;
+const report = async (rows: UsageRow[]) => (await usageReport({ list: async () => rows }, { month: "2026-03" }, () => "2026-04", 0)).locations;
 
-test("a location's gateways add up to its row, and the CSV splits their parts", () => {
-  const [row] = report([ROW, { ...ROW, gateway: "android", messages: 1, parts: 2, delivered: 1, failed_rejected: 0, refused_opt_out: 0 }, { ...ROW, gateway: "api", messages: 0, parts: 0, delivered: 0, failed_rejected: 0, refused_opt_out: 0, replies: 3 }]);
+test("a location's gateways add up to its row, and the CSV splits their parts", async () => {
+  const [row] = await report([ROW, { ...ROW, gateway: "android", messages: 1, parts: 2, delivered: 1, failed_rejected: 0, refused_opt_out: 0 }, { ...ROW, gateway: "api", messages: 0, parts: 0, delivered: 0, failed_rejected: 0, refused_opt_out: 0, replies: 3 }]);
   expect(row).toMatchObject({ messages: 5, parts: 7, delivered: 3, failed: 1, failed_rejected: 1, refused_opt_out: 1, replies: 3 });
-  expect(usageCsv(report([ROW, { ...ROW, gateway: "android", parts: 2 }])).split("\r\n")[1]).toBe("2026-03,loc-1,Acme,8,7,4,2,0,0,2,0,0,2,0,0,5,2,");
+  expect(usageCsv(await report([ROW, { ...ROW, gateway: "android", parts: 2 }])).split("\r\n")[1]).toBe("2026-03,loc-1,Acme,8,7,4,2,0,0,2,0,0,2,0,0,5,2,");
 });
 
 test.each([
@@ -35,8 +35,8 @@ test.each([
   ["+63 clinic", "'+63 clinic"],
   ["line\nbreak", '"line\nbreak"'],
   ["", ""],
-])("a location name %j is written %j", (name, field) => {
-  expect(usageCsv(report([{ ...ROW, name }])).split("\r\n")[1]).toBe(`2026-03,loc-1,${field},4,5,2,1,0,0,1,0,0,1,0,0,5,0,`);
+])("a location name %j is written %j", async (name, field) => {
+  expect(usageCsv(await report([{ ...ROW, name }])).split("\r\n")[1]).toBe(`2026-03,loc-1,${field},4,5,2,1,0,0,1,0,0,1,0,0,5,0,`);
 });
 
 test("the CSV's header is the documented one", () => {
@@ -46,8 +46,8 @@ test("the CSV's header is the documented one", () => {
   );
 });
 
-test("no month: this one; a bad month or location id is a BAD_QUERY", () => {
-  expect(usageReport({ list: () => [] }, {}, () => "2026-04", 0).month).toBe("2026-04");
-  expect(() => usageReport({ list: () => [] }, { month: "2026-4" }, () => "", 0)).toThrow(/month: must be YYYY-MM/);
-  expect(() => usageReport({ list: () => [] }, { location: "a b" }, () => "2026-04", 0)).toThrow(/location: not a location id/);
+test("no month: this one; a bad month or location id is a BAD_QUERY", async () => {
+  expect((await usageReport({ list: async () => [] }, {}, () => "2026-04", 0)).month).toBe("2026-04");
+  await expect(usageReport({ list: async () => [] }, { month: "2026-4" }, () => "", 0)).rejects.toThrow(/month: must be YYYY-MM/);
+  await expect(usageReport({ list: async () => [] }, { location: "a b" }, () => "2026-04", 0)).rejects.toThrow(/location: not a location id/);
 });

@@ -35,7 +35,6 @@ export function createEvaluator(options: EvaluatorOptions) {
   const unrecorded = new Map<string, OpenCondition>();
   const say = (text: string) => `${options.name}: ${text}`;
   const keep = (write: () => Promise<void>, text: string): Promise<boolean> => record(options, write, text);
-  let looking: Promise<string[]> | undefined;
 
   async function start(c: Condition, since: number, t: number): Promise<void> {
     const text = say(c.text);
@@ -82,15 +81,17 @@ export function createEvaluator(options: EvaluatorOptions) {
       endsFrom = at;
     },
     /** Looks once (after the look in progress, if any); returns the keys of the conditions found (started or not yet). */
-    async look(): Promise<string[]> {
-      const before = looking;
-      const mine = (async () => {
-        await before?.catch(() => undefined);
-        return lookOnce();
-      })();
-      looking = mine;
-      return mine;
-    },
+    look: oneAtATime(lookOnce),
+  };
+}
+
+/** `run` made to wait for its call before: two looks never interleave their reads and records. */
+function oneAtATime<T>(run: () => Promise<T>): () => Promise<T> {
+  let last: Promise<unknown> = Promise.resolve();
+  return () => {
+    const next = last.catch(() => undefined).then(run);
+    last = next;
+    return next;
   };
 }
 
