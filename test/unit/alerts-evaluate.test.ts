@@ -1,0 +1,45 @@
+import { expect, test } from "vitest";
+import type { Condition } from "../../src/core/alerts/conditions.ts";
+import { createEvaluator } from "../../src/core/alerts/evaluate.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { useTempDb } from "../helpers/db.ts";
+
+/** The evaluator over the real alert store, through the async store contract. */
+
+const ctx = useTempDb("bridge-alerts-evaluate-");
+
+function evaluator(sources: (() => Promise<Condition[]>)[], now: () => number) {
+  return createEvaluator({ store: ctx.store.alertStore, sources, log: createLogger("silent"), now, name: "bridge", recorded: () => {} });
+}
+
+const kinds = () => ctx.db.prepare("SELECT condition, kind FROM alerts ORDER BY id").all();
+const LOW: Condition = { key: "balance:x", title: "Cast key x low on credit", text: "Cast key x low on credit: 1 credit left." };
+
+test("two looks at once record a new condition's start once: the second waits for the first", async () => {
+  const look = evaluator([async () => [LOW]], () => 1_000).look;
+  await Promise.all([look(), look(), look()]);
+  expect(kinds()).toEqual([{ condition: "balance:x", kind: "started" }]);
+});
+
+test("a source that throws ends none of the open conditions; the others are still looked at", async () => {
+  let fails = false;
+  let t = 1_000;
+  const look = evaluator(
+    [
+      async () => {
+        if (fails) throw new Error("database is locked");
+        return [LOW];
+      },
+      async () => [{ key: "inbound:unrouted", title: "unrouted replies", text: "1 reply could not be routed." }],
+    ],
+    () => t,
+  ).look;
+  await look();
+  fails = true;
+  t += 60_000;
+  expect(await look()).toEqual(["inbound:unrouted"]);
+  expect(kinds()).toEqual([
+    { condition: "balance:x", kind: "started" },
+    { condition: "inbound:unrouted", kind: "started" },
+  ]);
+});
