@@ -6,6 +6,8 @@ import { ConfigError } from "../../src/errors.ts";
 import type { GatewayKey } from "../../src/db/gateway-keys.ts";
 import type { AlertHealth } from "../../src/db/alerts.ts";
 import { checkAlerts } from "../../src/core/operator/doctor/alerts.ts";
+import { postAlert } from "../../src/core/clients/alert-webhook.ts";
+import { startFakeWebhook } from "../helpers/fake-webhook.ts";
 
 const key = (fields: Partial<GatewayKey>): GatewayKey => ({
   keyTag: "0123456789abcdef",
@@ -121,4 +123,17 @@ describe("doctor's alerts line", () => {
   ] as const)("%j %j: %s", async (alertWebhookUrl, h, status, detail) => {
     expect(await checkAlerts({ alertWebhookUrl }, health(h))).toEqual({ check: "alerts", status, detail });
   });
+});
+
+test("outside words in an alert reach the receiver inert: no channel mention, no link", async () => {
+  const webhook = await startFakeWebhook();
+  try {
+    const quoted = 'Cast key x on hold: Cast refused it ("<!channel> <https://evil.example|top up here> @everyone [click](https://evil.example) <users/all>")';
+    expect(await postAlert(webhook.url, quoted)).toEqual({ ok: true });
+    const [text = ""] = webhook.delivered;
+    expect(text).not.toMatch(/[<>]|@(everyone|here|channel|all)\b|\]\(/i);
+    expect(text).toBe('Cast key x on hold: Cast refused it ("\u2039!channel\u203a \u2039https://evil.example|top up here\u203a @\u200beveryone [click]\u200b(https://evil.example) \u2039users/all\u203a")');
+  } finally {
+    await webhook.close();
+  }
 });

@@ -23,7 +23,7 @@ export async function postAlert(url: string, text: string, now: () => number = D
     res = await callRemote(url, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ text }),
+      body: JSON.stringify({ text: inert(text) }),
       timeout: timeoutMs,
     });
   } catch (error) {
@@ -34,4 +34,21 @@ export async function postAlert(url: string, text: string, now: () => number = D
   const reason = `${host} answered ${res.status}${said ? `: ${said}` : ""}`;
   if (res.status === 429) return { ok: false, reason, retryAfterMs: retryAfterMs(res.headers.get("retry-after"), now(), 60 * 60_000) ?? 60_000 };
   return { ok: false, reason };
+}
+
+/**
+ * The text with nothing a receiver would obey: an alert quotes outside words (Cast's and
+ * HighLevel's error answers, a phone's) that must not ping a whole channel or show a link.
+ * `<` and `>` open Slack's and Google Chat's control sequences (`<!channel>`,
+ * `<https://evil|click>`, `<users/all>`): shown as `‹` and `›`. `@everyone`, `@here`,
+ * `@channel` and `@all` notify in Discord and Mattermost, and `[text](url)` is a link
+ * there: a zero-width space after the `@`, and between `]` and `(`, makes them text.
+ * bridge's own texts use none of these.
+ */
+export function inert(text: string): string {
+  return text
+    .replaceAll("<", "\u2039")
+    .replaceAll(">", "\u203a")
+    .replace(/@(?=(everyone|here|channel|all)\b)/gi, "@\u200b")
+    .replaceAll("](", "]\u200b(");
 }
