@@ -43,3 +43,23 @@ test("a source that throws ends none of the open conditions; the others are stil
     { condition: "inbound:unrouted", kind: "started" },
   ]);
 });
+
+test("a condition that flaps is started once and ended once, and started again only once it lasts five minutes", async () => {
+  let t = 1_000;
+  let present = true;
+  const look = evaluator([async () => (present ? [LOW] : [])], () => t).look;
+  for (let i = 0; i < 8; i++) {
+    await look();
+    present = !present;
+    t += 30_000;
+  }
+  expect(kinds()).toEqual([
+    { condition: "balance:x", kind: "started" },
+    { condition: "balance:x", kind: "ended" },
+  ]);
+  present = true;
+  for (let i = 0; i < 10; i++, t += 30_000) await look(); // 4 min 30 s of it
+  expect(kinds()).toHaveLength(2);
+  await look();
+  expect(kinds().map((k) => k.kind)).toEqual(["started", "ended", "started"]);
+});
