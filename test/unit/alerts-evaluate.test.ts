@@ -12,7 +12,7 @@ function evaluator(sources: (() => Promise<Condition[]>)[], now: () => number) {
   return createEvaluator({ store: ctx.store.alertStore, sources, log: createLogger("silent"), now, name: "bridge", recorded: () => {} });
 }
 
-const kinds = () => ctx.db.prepare("SELECT condition, kind FROM alerts ORDER BY id").all();
+const kinds = () => ctx.db.prepare("SELECT condition, kind FROM alerts ORDER BY id").all() as { condition: string; kind: string }[];
 const LOW: Condition = { key: "balance:x", title: "Cast key x low on credit", text: "Cast key x low on credit: 1 credit left." };
 
 test("two looks at once record a new condition's start once: the second waits for the first", async () => {

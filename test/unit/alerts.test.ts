@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, test } from "vitest";
 import * as c from "../../src/core/alerts/conditions.ts";
 import { describeConfig } from "../../src/core/config-describe.ts";
@@ -135,5 +137,27 @@ test("outside words in an alert reach the receiver inert: no channel mention, no
     expect(text).toBe('Cast key x on hold: Cast refused it ("\u2039!channel\u203a \u2039https://evil.example|top up here\u203a @\u200beveryone [click]\u200b(https://evil.example) \u2039users/all\u203a")');
   } finally {
     await webhook.close();
+  }
+});
+
+test("a receiver's endless answer is read no further than its first bytes: the alert is taken at once", async () => {
+  const chunk = Buffer.alloc(64 * 1024, "o");
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/plain" });
+    const more = () => {
+      while (!res.destroyed && res.write(chunk));
+      if (!res.destroyed) res.once("drain", more);
+    };
+    more();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/services/T/B/secret`;
+    const started = Date.now();
+    expect(await postAlert(url, "a test alert", Date.now, 3_000)).toEqual({ ok: true });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  } finally {
+    server.closeAllConnections();
+    server.close();
   }
 });

@@ -5,6 +5,8 @@ import { callRemote } from "./transport.ts";
 
 /** Each post gets this long: a webhook that hangs holds only the alert loop, and only this long. */
 export const ALERT_TIMEOUT_MS = 10_000;
+/** What of a webhook's answer is read: its status and a few words say all (Slack's "ok", `invalid_payload`). */
+const ALERT_ANSWER_BYTES = 4096;
 
 /** What a post of an alert came to: taken, or not, with why and (a 429) when to try again. */
 export type AlertPost = { ok: true } | { ok: false; reason: string; retryAfterMs?: number };
@@ -25,6 +27,7 @@ export async function postAlert(url: string, text: string, now: () => number = D
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ text: inert(text) }),
       timeout: timeoutMs,
+      maxBodyBytes: ALERT_ANSWER_BYTES,
     });
   } catch (error) {
     return { ok: false, reason: callFailure(error, host, timeoutMs).message };
