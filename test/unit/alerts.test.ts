@@ -161,3 +161,19 @@ test("a receiver's endless answer is read no further than its first bytes: the a
     server.close();
   }
 });
+
+test("a receiver that echoes its URL in a refusal shows none of its token in the reason", async () => {
+  const server = http.createServer((req, res) => {
+    res.writeHead(404, { "content-type": "text/plain" });
+    res.end(`no_service: ${req.url}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/spaces/AAAA/messages?key=secret-chat-key&token=secret-chat-token`;
+    const post = await postAlert(url, "a test alert");
+    expect(post).toMatchObject({ ok: false, reason: expect.stringMatching(/^127\.0\.0\.1:\d+ answered 404: no_service: \/v1\/spaces\/AAAA\/\*\*\*\?key=\*\*\*&token=\*\*\*$/) });
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});

@@ -33,10 +33,21 @@ export async function postAlert(url: string, text: string, now: () => number = D
     return { ok: false, reason: callFailure(error, host, timeoutMs).message };
   }
   if (res.ok) return { ok: true };
-  const said = printable((res._data ?? "").trim().slice(0, 200));
+  const said = printable(withoutUrlSecrets((res._data ?? "").trim(), url).slice(0, 200));
   const reason = `${host} answered ${res.status}${said ? `: ${said}` : ""}`;
   if (res.status === 429) return { ok: false, reason, retryAfterMs: retryAfterMs(res.headers.get("retry-after"), now(), 60 * 60_000) ?? 60_000 };
   return { ok: false, reason };
+}
+
+/**
+ * The receiver's words with the URL's secret parts (its path's segments and query values
+ * of 8 characters or more: Slack's and Discord's token, Google Chat's key and token) as
+ * `***`: a receiver that echoes the URL it was called at shows nothing of it in a reason.
+ */
+function withoutUrlSecrets(text: string, url: string): string {
+  const { pathname, searchParams } = new URL(url);
+  const parts = [...pathname.split("/"), ...searchParams.values()].filter((p) => p.length >= 8);
+  return parts.sort((a, b) => b.length - a.length).reduce((t, p) => t.replaceAll(p, "***"), text);
 }
 
 /**
