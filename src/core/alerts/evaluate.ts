@@ -36,10 +36,7 @@ export interface EvaluatorOptions {
 export function createEvaluator(options: EvaluatorOptions) {
   const { store, log, now } = options;
   const firstSeen = new Map<string, number>();
-  /** When each condition last ended (this process): one back soon after waits FLAP_GRACE_MS. */
-  const endedAt = new Map<string, number>();
-  const graceOf = (c: Condition, t: number): number =>
-    t - (endedAt.get(c.key) ?? -Infinity) < REPEAT_EVERY_MS ? Math.max(c.graceMs ?? 0, FLAP_GRACE_MS) : (c.graceMs ?? 0);
+  const endedAt = new Map<string, number>(); // when each condition last ended: see graceOf
   let endsFrom = -Infinity;
   /** Conditions alerted while the database refused to record them. */
   const unrecorded = new Map<string, OpenCondition>();
@@ -77,7 +74,7 @@ export function createEvaluator(options: EvaluatorOptions) {
       const since = firstSeen.get(c.key) ?? t;
       firstSeen.set(c.key, since);
       if (known) await goOn(c, known, t);
-      else if (t - since >= graceOf(c, t)) await start(c, since, t);
+      else if (t - since >= graceOf(c, endedAt.get(c.key), t)) await start(c, since, t);
     }
     // A source that failed to look says nothing of its conditions: none of them ends on that.
     if (complete && t >= endsFrom) for (const o of open.values()) if (!current.has(o.condition)) await end(o, t);
@@ -95,6 +92,12 @@ export function createEvaluator(options: EvaluatorOptions) {
     /** Looks once (after the look in progress, if any); returns the keys of the conditions found (started or not yet). */
     look: oneAtATime(lookOnce),
   };
+}
+
+/** How long `c` must last before it starts: its own grace, and FLAP_GRACE_MS when it ended within the hour. */
+function graceOf(c: Condition, endedAt: number | undefined, t: number): number {
+  const grace = c.graceMs ?? 0;
+  return endedAt !== undefined && t - endedAt < REPEAT_EVERY_MS ? Math.max(grace, FLAP_GRACE_MS) : grace;
 }
 
 /** `run` made to wait for its call before: two looks never interleave their reads and records. */
