@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, test } from "vitest";
 import * as c from "../../src/core/alerts/conditions.ts";
 import { describeConfig } from "../../src/core/config-describe.ts";
@@ -6,6 +8,8 @@ import { ConfigError } from "../../src/errors.ts";
 import type { GatewayKey } from "../../src/db/gateway-keys.ts";
 import type { AlertHealth } from "../../src/db/alerts.ts";
 import { checkAlerts } from "../../src/core/operator/doctor/alerts.ts";
+import { postAlert } from "../../src/core/clients/alert-webhook.ts";
+import { startFakeWebhook } from "../helpers/fake-webhook.ts";
 
 const key = (fields: Partial<GatewayKey>): GatewayKey => ({
   keyTag: "0123456789abcdef",
@@ -121,4 +125,55 @@ describe("doctor's alerts line", () => {
   ] as const)("%j %j: %s", async (alertWebhookUrl, h, status, detail) => {
     expect(await checkAlerts({ alertWebhookUrl }, health(h))).toEqual({ check: "alerts", status, detail });
   });
+});
+
+test("outside words in an alert reach the receiver inert: no channel mention, no link", async () => {
+  const webhook = await startFakeWebhook();
+  try {
+    const quoted = 'Cast key x on hold: Cast refused it ("<!channel> <https://evil.example|top up here> @everyone [click](https://evil.example) <users/all>")';
+    expect(await postAlert(webhook.url, quoted)).toEqual({ ok: true });
+    const [text = ""] = webhook.delivered;
+    expect(text).not.toMatch(/[<>]|@(everyone|here|channel|all)\b|\]\(/i);
+    expect(text).toBe('Cast key x on hold: Cast refused it ("\u2039!channel\u203a \u2039https://evil.example|top up here\u203a @\u200beveryone [click]\u200b(https://evil.example) \u2039users/all\u203a")');
+  } finally {
+    await webhook.close();
+  }
+});
+
+test("a receiver's endless answer is read no further than its first bytes: the alert is taken at once", async () => {
+  const chunk = Buffer.alloc(64 * 1024, "o");
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/plain" });
+    const more = () => {
+      while (!res.destroyed && res.write(chunk));
+      if (!res.destroyed) res.once("drain", more);
+    };
+    more();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/services/T/B/secret`;
+    const started = Date.now();
+    expect(await postAlert(url, "a test alert", Date.now, 3_000)).toEqual({ ok: true });
+    expect(Date.now() - started).toBeLessThan(2_000);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+test("a receiver that echoes its URL in a refusal shows none of its token in the reason", async () => {
+  const server = http.createServer((req, res) => {
+    res.writeHead(404, { "content-type": "text/plain" });
+    res.end(`no_service: ${req.url}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/spaces/AAAA/messages?key=secret-chat-key&token=secret-chat-token`;
+    const post = await postAlert(url, "a test alert");
+    expect(post).toMatchObject({ ok: false, reason: expect.stringMatching(/^127\.0\.0\.1:\d+ answered 404: no_service: \/v1\/spaces\/AAAA\/\*\*\*\?key=\*\*\*&token=\*\*\*$/) });
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });

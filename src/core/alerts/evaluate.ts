@@ -7,6 +7,12 @@ import type { Condition, ConditionSource } from "./conditions.ts";
 
 /** While a condition lasts, it is said again at most this often. */
 export const REPEAT_EVERY_MS = 60 * 60_000;
+/**
+ * A condition back within REPEAT_EVERY_MS of its end is started again only once it has
+ * lasted this long: one that flaps (a cap's use dipping under 80 % as a reserved send
+ * fails, a key's probe working once) is one start and one end, not a pair per look.
+ */
+export const FLAP_GRACE_MS = 5 * 60_000;
 
 export interface EvaluatorOptions {
   store: Pick<AlertStore, "open" | "start" | "adopt" | "repeat" | "end" | "waiting">;
@@ -30,6 +36,7 @@ export interface EvaluatorOptions {
 export function createEvaluator(options: EvaluatorOptions) {
   const { store, log, now } = options;
   const firstSeen = new Map<string, number>();
+  const endedAt = new Map<string, number>(); // when each condition last ended: see graceOf
   let endsFrom = -Infinity;
   /** Conditions alerted while the database refused to record them. */
   const unrecorded = new Map<string, OpenCondition>();
@@ -53,19 +60,21 @@ export function createEvaluator(options: EvaluatorOptions) {
     const text = say(`resolved after ${formatDuration(t - open.startedAt)}: ${open.title}.`);
     await keep(() => store.end(open.condition, text, t), text);
     unrecorded.delete(open.condition);
+    endedAt.set(open.condition, t);
   }
 
   async function lookOnce(): Promise<string[]> {
     const t = now();
     const { current, complete } = await gather(options.sources, log);
     for (const key of firstSeen.keys()) if (!current.has(key)) firstSeen.delete(key);
+    for (const [key, at] of endedAt) if (t - at >= REPEAT_EVERY_MS) endedAt.delete(key);
     const open = new Map([...(await store.open()).map((o) => [o.condition, o] as const), ...unrecorded]);
     for (const c of current.values()) {
       const known = open.get(c.key);
       const since = firstSeen.get(c.key) ?? t;
       firstSeen.set(c.key, since);
       if (known) await goOn(c, known, t);
-      else if (t - since >= (c.graceMs ?? 0)) await start(c, since, t);
+      else if (t - since >= graceOf(c, endedAt.get(c.key), t)) await start(c, since, t);
     }
     // A source that failed to look says nothing of its conditions: none of them ends on that.
     if (complete && t >= endsFrom) for (const o of open.values()) if (!current.has(o.condition)) await end(o, t);
@@ -83,6 +92,12 @@ export function createEvaluator(options: EvaluatorOptions) {
     /** Looks once (after the look in progress, if any); returns the keys of the conditions found (started or not yet). */
     look: oneAtATime(lookOnce),
   };
+}
+
+/** How long `c` must last before it starts: its own grace, and FLAP_GRACE_MS when it ended within the hour. */
+function graceOf(c: Condition, endedAt: number | undefined, t: number): number {
+  const grace = c.graceMs ?? 0;
+  return endedAt !== undefined && t - endedAt < REPEAT_EVERY_MS ? Math.max(grace, FLAP_GRACE_MS) : grace;
 }
 
 /** `run` made to wait for its call before: two looks never interleave their reads and records. */

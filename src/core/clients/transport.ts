@@ -25,6 +25,8 @@ export interface CallInit {
   body?: string;
   query?: Record<string, string | number>;
   timeout: number;
+  /** Reads at most this many bytes of the answer's body, the rest left unread (nodeFetch). */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -43,17 +45,18 @@ export function callRemote(path: string, init: CallInit) {
  * `cause` is the socket's error when the request fails (a NetworkError, whose message
  * names the kind of failure and the host). Unlike fetch's default, it
  * follows no redirects: bridge's remotes answer where they are asked, and a redirected
- * POST comes back as the 3xx it is.
+ * POST comes back as the 3xx it is. With `maxBodyBytes`, an answer is read no further
+ * than that: its status and the body's first bytes, the connection then closed.
  */
 export function nodeFetch(
   input: string | URL | Request,
-  init: RequestInit = {},
+  init: RequestInit & { maxBodyBytes?: number } = {},
   connectTimeoutMs = CONNECT_TIMEOUT_MS,
 ): Promise<Response> {
   const url = new URL(input instanceof Request ? input.url : input);
   const send = { "http:": http.request, "https:": https.request }[url.protocol];
   if (!send) return Promise.reject(new TypeError(`unsupported URL scheme: ${url.protocol}`));
-  const { signal } = init;
+  const { signal, maxBodyBytes = Infinity } = init;
   if (signal?.aborted) return Promise.reject(signal.reason);
   const body = bodyOf(init.body);
   const headers = Object.fromEntries(new Headers(init.headers));
@@ -76,15 +79,23 @@ export function nodeFetch(
     });
     req.on("response", (res) => {
       const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("error", fail);
-      res.on("end", () => {
+      let read = 0;
+      const finish = () => {
         try {
-          resolve(toResponse(res, Buffer.concat(chunks)));
+          resolve(toResponse(res, Buffer.concat(chunks).subarray(0, maxBodyBytes)));
         } catch (error) {
           fail(error as Error); // a status fetch does not allow, say
         }
+      };
+      res.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        read += chunk.byteLength;
+        if (read <= maxBodyBytes) return;
+        finish();
+        res.destroy();
       });
+      res.on("error", fail);
+      res.on("end", finish);
     });
     req.end(body);
   });
