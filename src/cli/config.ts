@@ -12,11 +12,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .description("show a location's configuration (API key masked)")
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
-      const [{ withStore }, { getLocationConfig }, { withCap }] = await Promise.all([
-        import("./context.ts"),
-        import("../core/installs/locations.ts"),
-        import("../core/operator/usage.ts"),
-      ]);
+      const [{ withStore }, { getLocationConfig, withCap }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
       const found = await withStore(io, globals(), async (tokens, _, phones, usage) => withCap(await getLocationConfig(tokens, locationArg(locationId), phones), usage));
       print(io, found, options.json);
     });

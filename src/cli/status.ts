@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { describeChannel } from "../core/alerts/channel.ts";
+import { describeChannel } from "../core/alert-channel.ts";
 import type { StatusView } from "../core/operator/status.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, table, type Io } from "./io.ts";

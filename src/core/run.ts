@@ -1,4 +1,4 @@
-import { shortestWindowMs } from "./clients/registry.ts";
+import { resendWindows } from "./clients/registry.ts";
 import { createWorker, type Worker } from "./delivery/worker.ts";
 import type { Core } from "./index.ts";
 import { scheduleSync } from "./installs/sync.ts";
@@ -51,7 +51,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     retentionMs: config.retentionMs,
     keys: core.gatewayKeys,
     replies: core.replies,
-    resendWindowMs: shortestWindowMs(core.gateways),
+    resendWindows: resendWindows(core.gateways),
   });
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;

@@ -11,9 +11,12 @@ export function createQueueSteps(db: Db, sql: JobStatements) {
     if (sql.remember.run(message.messageId).changes === 0) return false;
     return sql.enqueue.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
   });
-  const recoverInterrupted = db.transaction((now: number, since: number) => {
-    sql.logResumed.run({ now, since });
-    const resumed = sql.resumeInterrupted.run({ now, since }).changes;
+  const recoverInterrupted = db.transaction((now: number, since: [string, number][]) => {
+    let resumed = 0;
+    for (const [kind, cutoff] of since) {
+      sql.logResumed.run({ now, since: cutoff, kind });
+      resumed += sql.resumeInterrupted.run({ now, since: cutoff, kind }).changes;
+    }
     const failed = sql.stillSending.all();
     sql.logInterrupted.run({ now });
     sql.failInterrupted.run({ now });
@@ -37,11 +40,12 @@ export function createQueueSteps(db: Db, sql: JobStatements) {
       return dueInTurns(sql, now, limit, waiting);
     },
     /**
-     * Jobs a crash caught mid-send: sent again with their key when it was first used
-     * after `since` (Cast still remembers it); else reported failed, never resent.
+     * Jobs a crash caught mid-send: sent again with their key when it was first used at
+     * or after the cutoff of their gateway's kind (`since`, by kind: the gateway still
+     * remembers it); else reported failed, never resent.
      */
-    recoverInterrupted(now: number, since: number): { resumed: number; failed: { messageId: string; locationId: string }[] } {
-      return recoverInterrupted(ms(now), ms(since));
+    recoverInterrupted(now: number, since: Readonly<Record<string, number>>): { resumed: number; failed: { messageId: string; locationId: string }[] } {
+      return recoverInterrupted(ms(now), Object.entries(since).map(([kind, cutoff]) => [kind, ms(cutoff)]));
     },
     /** Deletes up to `limit` finished jobs (done, dead) last changed before `before`; how many it deleted. */
     prune(before: number, limit: number): number {

@@ -30,16 +30,18 @@ export const SENT_BY_PHONE = "EXISTS (SELECT 1 FROM job_events WHERE job_id = jo
 const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
 
 /**
- * Caught mid-send by a crash: with a key Cast still remembers, the same send again is
- * safe (a replay if it went); without one (a job of an older bridge), its fate is unknown.
+ * Caught mid-send by a crash: with a key its gateway still remembers (the cutoff of its
+ * gateway's kind, the kind of `gateway` before any `:`), the same send again is safe (a
+ * replay if it went); without one (a job of an older bridge, or past it), its fate is unknown.
  */
 function recoveryStatements(db: Db) {
-  const resumable = "state = 'sending' AND idempotency_key IS NOT NULL AND first_sent_at >= @since";
+  const kind = "CASE WHEN instr(gateway, ':') > 0 THEN substr(gateway, 1, instr(gateway, ':') - 1) ELSE gateway END";
+  const resumable = `state = 'sending' AND idempotency_key IS NOT NULL AND ${kind} = @kind AND first_sent_at >= @since`;
   return {
-    logResumed: db.prepare<[{ now: number; since: number }]>(`
+    logResumed: db.prepare<[{ now: number; since: number; kind: string }]>(`
     ${INSERT_EVENT}
     SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`),
-    resumeInterrupted: db.prepare<[{ now: number; since: number }]>(`
+    resumeInterrupted: db.prepare<[{ now: number; since: number; kind: string }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`),
     stillSending: db.prepare<[], { messageId: string; locationId: string }>(
       "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",

@@ -31,8 +31,12 @@ export interface JobStore {
   enqueueLimited(message: OutboundMessage, now: number, limit: EnqueueLimit): Promise<number>;
   /** Due jobs in turns between locations; `waiting`: locations whose sends wait for a budget (only their reports are read). */
   due(now: number, limit: number, waiting?: (locationId: string) => boolean): Promise<DueJob[]>;
-  /** Jobs a crash caught mid-send: resent with their key when first used after `since`; else failed, never resent. */
-  recoverInterrupted(now: number, since: number): Promise<{ resumed: number; failed: { messageId: string; locationId: string }[] }>;
+  /**
+   * Jobs a crash caught mid-send: resent with their key when first used at or after the
+   * cutoff of their gateway's kind (`since`, by kind: `cast`, `android`; the kind of
+   * `jobs.gateway`, before any `:`); else failed, never resent. A kind not named: none is resent.
+   */
+  recoverInterrupted(now: number, since: Readonly<Record<string, number>>): Promise<{ resumed: number; failed: { messageId: string; locationId: string }[] }>;
   /** Deletes up to `limit` finished jobs last changed before `before`; how many it deleted. */
   prune(before: number, limit: number): Promise<number>;
   /** The whole job, to run it. */

@@ -62,6 +62,19 @@ export function storeCases(factory: StoreFactory): void {
     expect(await store.gatewayKeys.sentWith("tag-1")).toBe("key-1");
   });
 
+  it("interrupted sends go again within their own gateway's cutoff; the rest fail", async (store) => {
+    const sends = [[1, "cast", T0 + 10], [2, "cast", T0], [3, "android:dev-1", T0 + 10], [4, "other", T0 + 10]] as const;
+    for (const [n, gateway, at] of sends) {
+      await store.jobs.enqueue(message(n), at);
+      expect(await store.jobs.claimForSending((await store.jobs.get(`msg-${n}`))!.id, at, { idempotencyKey: `idem-${n}`, apiKeyTag: "tag", gateway })).toBe(true);
+    }
+    const { resumed, failed } = await store.jobs.recoverInterrupted(T0 + 20, { cast: T0 + 5, android: T0 + 5 });
+    expect(resumed).toBe(2);
+    expect(failed.map((f) => f.messageId).sort()).toEqual(["msg-2", "msg-4"]);
+    expect(await store.jobs.get("msg-3")).toMatchObject({ state: "queued", idempotencyKey: "idem-3" });
+    expect(await store.jobs.get("msg-2")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
+  });
+
   it("a result then its report settle the job", async (store) => {
     await store.jobs.enqueue(message(1), T0);
     const { id } = (await store.jobs.get("msg-1"))!;

@@ -17,9 +17,9 @@ afterEach(async () => {
  * A bridge on a clock the test moves, loc-1 on the phone; its wait for a receipt:
  * max(DLR_WAIT, ANDROID_SEND_DEADLINE) = 2 min, and a minute's grace for a state that cannot be read.
  */
-async function onPhone() {
+async function onPhone(more: Record<string, string> = {}) {
   const clock = { now: Date.now() };
-  const env = { DLR_WAIT: "1m", ANDROID_SEND_DEADLINE: "2m" };
+  const env = { DLR_WAIT: "1m", ANDROID_SEND_DEADLINE: "2m", ...more };
   const bridge = await start({ now: () => clock.now, env, tuning: { receiptGraceMs: 60_000 } }, "loc-1");
   const phone = await startFakePhone({ now: () => clock.now });
   phones.push(phone);
@@ -119,4 +119,17 @@ test("Delivered before the end of its wait is still reported delivered", async (
   clock.now += 10_000; // its next look, well within its wait
   await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
   expect(reports(bridge)).toEqual([{ status: "delivered" }]);
+});
+
+test("a phone's receipt is asked of the phone alone: its key is never read as a log first", async () => {
+  // A phone pushes its receipts and keeps no log (its driver's receipts.source, "pushed"):
+  // the receipt book never tries one, and the message is asked for at its first look.
+  const { bridge, phone, clock } = await onPhone({ LOG_LEVEL: "debug" });
+  const id = await sendOne(bridge, phone);
+  phone.advance(id, "Delivered");
+  clock.now += 10_000; // past the first look
+  await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
+  expect(reports(bridge)).toEqual([{ status: "delivered" }]);
+  expect(phone.received("GET /messages/").length).toBe(1);
+  expect(bridge.logs.filter((l) => l.includes("has no log of messages"))).toEqual([]);
 });

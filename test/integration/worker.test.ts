@@ -69,7 +69,7 @@ test("finished jobs older than the retention are removed at start, a batch at a 
   expect(db.prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 3 });
 });
 
-test("at start, a send a crash left 'sending' goes again only within the window it is given (the gateway drivers' shortest)", async () => {
+test("at start, a send a crash left 'sending' goes again only within the window it is given (its gateway's)", async () => {
   const { jobs } = t.store;
   const HOUR = 3_600_000;
   const now = 1000 * HOUR;
@@ -79,9 +79,33 @@ test("at start, a send a crash left 'sending' goes again only within the window 
     expect(await jobs.claimForSending((await jobs.get(id))!.id, firstSentAt, { idempotencyKey: `key-${id}`, apiKeyTag: "tag" })).toBe(true);
   }
   const logs: string[] = [];
-  const worker = createWorker({ jobs, run: async () => {}, now: () => now, resendWindowMs: HOUR, pollMs: 60_000, log: createLogger("info", captureStream(logs)) });
+  const worker = createWorker({ jobs, run: async () => {}, now: () => now, resendWindows: { cast: HOUR }, pollMs: 60_000, log: createLogger("info", captureStream(logs)) });
   worker.start();
   await worker.stop(1000);
   expect(await jobs.get("within")).toMatchObject({ state: "queued", idempotencyKey: "key-within" });
   expect(await jobs.get("past")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
+});
+
+test("at start, each gateway's interrupted sends go again within its own window: a driver without idempotency fails none of Cast's", async () => {
+  const { jobs } = t.store;
+  const HOUR = 3_600_000;
+  const now = 1000 * HOUR;
+  const message = (id: string) => ({ messageId: id, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] });
+  const sends = [
+    ["cast-recent", "cast", now - HOUR / 2],
+    ["cast-old", "cast", now - 3 * HOUR],
+    ["phone-recent", "android:device-1", now - HOUR / 2],
+  ] as const;
+  for (const [id, gateway, firstSentAt] of sends) {
+    await jobs.enqueue(message(id), firstSentAt);
+    expect(await jobs.claimForSending((await jobs.get(id))!.id, firstSentAt, { idempotencyKey: `key-${id}`, apiKeyTag: "tag", gateway })).toBe(true);
+  }
+  const logs: string[] = [];
+  const resendWindows = { cast: 2 * HOUR, android: 0 };
+  const worker = createWorker({ jobs, run: async () => {}, now: () => now, resendWindows, pollMs: 60_000, log: createLogger("info", captureStream(logs)) });
+  await worker.start();
+  await worker.stop(1000);
+  expect(await jobs.get("cast-recent")).toMatchObject({ state: "queued", idempotencyKey: "key-cast-recent" });
+  expect(await jobs.get("cast-old")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
+  expect(await jobs.get("phone-recent")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
 });

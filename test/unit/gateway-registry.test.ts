@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import type { GatewayDriver } from "../../src/core/clients/gateway.ts";
-import { createGatewayRegistry, shortestWindowMs } from "../../src/core/clients/registry.ts";
+import { createGatewayRegistry, resendWindows } from "../../src/core/clients/registry.ts";
 import { driverKey } from "../../src/core/phone-key.ts";
 
 /** A driver that answers every call with its kind, so a test sees which driver took it. */
@@ -46,6 +46,6 @@ test("every driver by its kind; the account driver's text limit; two drivers of 
   expect(() => createGatewayRegistry(cast, [android, stub("android", 0)])).toThrow(/two gateway drivers of kind android/);
 });
 
-test("crash recovery's window is the shortest of the drivers'", () => {
-  expect(shortestWindowMs(gateways)).toBe(3_600_000);
+test("crash recovery's windows are each driver's own, by kind", () => {
+  expect(resendWindows(gateways)).toEqual({ cast: 20 * 3_600_000, android: 3_600_000 });
 });

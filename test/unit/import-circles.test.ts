@@ -1,66 +1,11 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, normalize } from "node:path";
-import ts from "typescript";
+import { readFileSync } from "node:fs";
 import { expect, test } from "vitest";
+import { circles, filesUnder, graphOf, importsOf } from "../helpers/imports.ts";
 
 // No import circles in src/ (docs/architecture.md, Layout): a file that imports a file
 // which imports it back cannot be read, moved or tested alone. Where two files share a
 // type, the type lives in a leaf module beside them that imports neither.
 // Type-only imports count: they tie files together as much as value imports do.
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}
-
-/** The files of src/ that `file` imports: static, type-only, re-exports, `import()` and `import("…").T` types. */
-function importsOf(file: string, text: string): string[] {
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
-  const specifiers: string[] = [];
-  const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
-      specifiers.push(node.moduleSpecifier.text);
-    }
-    if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] !== undefined && ts.isStringLiteral(node.arguments[0])) {
-      specifiers.push(node.arguments[0].text);
-    }
-    if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
-      specifiers.push(node.argument.literal.text);
-    }
-    ts.forEachChild(node, visit);
-  };
-  visit(source);
-  return specifiers.filter((s) => s.startsWith(".")).map((s) => normalize(join(dirname(file), s)));
-}
-
-/** Each import circle once, as its files in import order, starting from its smallest name. */
-function circles(graph: Map<string, string[]>): string[][] {
-  const found = new Map<string, string[]>();
-  const state = new Map<string, "open" | "done">();
-  const path: string[] = [];
-  const visit = (file: string): void => {
-    state.set(file, "open");
-    path.push(file);
-    for (const next of graph.get(file) ?? []) {
-      if (state.get(next) === "open") {
-        const loop = path.slice(path.indexOf(next));
-        const start = loop.indexOf([...loop].sort()[0]!);
-        const turned = [...loop.slice(start), ...loop.slice(0, start)];
-        found.set(turned.join(" -> "), turned);
-      } else if (!state.has(next)) visit(next);
-    }
-    path.pop();
-    state.set(file, "done");
-  };
-  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
-  return [...found.values()];
-}
-
-function graphOf(files: Record<string, string>): Map<string, string[]> {
-  return new Map(Object.entries(files).map(([file, text]) => [file, importsOf(file, text)]));
-}
 
 test("the parser sees every kind of import, and a circle through a type-only import", () => {
   const graph = graphOf({

@@ -1,7 +1,7 @@
 import type { AlertStore } from "../../store/contract.ts";
 import { postAlert, type AlertPost } from "../clients/alert-webhook.ts";
 import type { ResolvedConfig } from "../config.ts";
-import { bridgeName } from "./channel.ts";
+import { bridgeName } from "../alert-channel.ts";
 
 /**
  * `bridge alerts test`: one alert posted to ALERT_WEBHOOK_URL now, from this process, so

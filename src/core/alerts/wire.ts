@@ -7,7 +7,7 @@ import type { Logger } from "../log.ts";
 import type { Outages } from "../operator/outages.ts";
 import { keyUsers, needsAttention } from "../operator/status.ts";
 import * as conditions from "./conditions.ts";
-import { bridgeName } from "./channel.ts";
+import { bridgeName } from "../alert-channel.ts";
 import { createSender } from "./deliver.ts";
 import { createEvaluator } from "./evaluate.ts";
 import type { WriteWatch } from "./write-watch.ts";

@@ -1,5 +1,8 @@
 import { AppError, notFound } from "../../errors.ts";
-import type { Core } from "../index.ts";
+import type { Store } from "../../store/contract.ts";
+import type { GatewayDriver } from "../clients/gateway.ts";
+import type { ResolvedConfig } from "../config.ts";
+import type { Balances } from "../operator/balances.ts";
 import { keyTag } from "../key-tag.ts";
 import { getLocationConfig, sendingWith } from "../installs/locations.ts";
 import { setLocationConfig } from "../installs/location-config.ts";
@@ -11,7 +14,11 @@ import type { PageCalls } from "./page-calls.ts";
  * CLI and the admin API use (setLocationConfig, the balances, the message log, the opt-outs),
  * and every call at Cast or a phone through `calls` (page-calls.ts).
  */
-export type SettingsCore = Pick<Core, "config" | "tokens" | "phones" | "sms" | "balances" | "gatewayKeys" | "jobs" | "messages" | "now"> & {
+export type SettingsCore = Pick<Store, "tokens" | "phones" | "gatewayKeys" | "jobs" | "messages"> & {
+  config: ResolvedConfig;
+  sms: GatewayDriver;
+  balances: Balances;
+  now: () => number;
   calls: PageCalls;
 };
 

@@ -1,5 +1,5 @@
 import type { UsageStore } from "../../store/contract.ts";
-import type { Core } from "../core-types.ts";
+import type { MonthOf } from "../../db/usage-month.ts";
 
 /** What the settings page shows of its location's use this month (docs/http.md, "The settings page"). */
 export interface PageUsage {
@@ -18,7 +18,7 @@ export interface PageUsage {
 }
 
 /** The location's own use this month, from the usage table, with its cap and what is left of it. */
-export async function usageOf(core: Pick<Core, "now" | "monthOf"> & { usage: Pick<UsageStore, "list" | "capOf" | "used"> }, locationId: string): Promise<PageUsage> {
+export async function usageOf(core: { now: () => number; monthOf: MonthOf; usage: Pick<UsageStore, "list" | "capOf" | "used"> }, locationId: string): Promise<PageUsage> {
   const month = core.monthOf(core.now());
   const figures = { messages: 0, parts: 0, delivered: 0, failed: 0 };
   for (const row of await core.usage.list({ locationId, from: month, to: month })) {

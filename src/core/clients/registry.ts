@@ -32,7 +32,7 @@ export function createGatewayRegistry(accounts: GatewayDriver, named: GatewayDri
   };
 }
 
-/** The shortest idempotency window of the drivers: crash recovery resends within it only (delivery/recovery.ts). */
-export function shortestWindowMs(gateways: Pick<Gateways, "drivers">): number {
-  return Math.min(...[...gateways.drivers.values()].map((driver) => driver.idempotencyWindowMs));
+/** Each driver's idempotency window, by its kind: crash recovery resends each gateway's sends within its own (delivery/recovery.ts). */
+export function resendWindows(gateways: Pick<Gateways, "drivers">): Record<string, number> {
+  return Object.fromEntries([...gateways.drivers].map(([kind, driver]) => [kind, driver.idempotencyWindowMs]));
 }

@@ -67,3 +67,16 @@ export interface OutboundDeps {
   /** Whether a send with this key still without a final receipt at its deadline is delivery unknown (a phone's). */
   unknownWithoutReceipt?: (apiKey: string) => boolean;
 }
+
+// Each step of a message's way out takes only what it uses (outbound.ts runs them in turn).
+
+/** Preparing a send: the key, sender and gateway of the message, its limits and opt-outs, the key of its receipt (outbound.ts). */
+export type PrepareDeps = Pick<OutboundDeps, "tokens" | "defaults" | "sms" | "sentKeys" | "maxParts" | "optOuts" | "phoneFor" | "now">;
+/** Claiming and sending: the claim, the key's holds and the gateway's answer (outbound.ts). */
+export type SendDeps = Pick<OutboundDeps, "jobs" | "sms" | "holds" | "log" | "now"> & FailureDeps;
+/** What becomes of a failed send: retry, hold or fail (send-failure.ts). */
+export type FailureDeps = Pick<OutboundDeps, "sms" | "holds" | "scheduler" | "log" | "now" | "outages" | "holdMaxMs" | "sendBackoffMs">;
+/** Storing a send's result until the store takes it (store-result.ts). */
+export type StoreDeps = Pick<OutboundDeps, "jobs" | "log" | "now" | "storeRetryMs">;
+/** Reporting a message's outcome to HighLevel (report.ts). */
+export type ReportDeps = Pick<OutboundDeps, "jobs" | "crm" | "tokenService" | "log" | "now" | "metrics" | "outages" | "reportAttempts" | "reportBackoffMs">;

@@ -15,7 +15,7 @@ import { storeResult, storeUntilDone } from "./store-result.ts";
 import { sendingWith, sharedRefusal } from "../installs/locations.ts";
 import { OPTED_OUT, unlessUnsubscribed } from "./opt-out.ts";
 
-import type { OutboundDeps } from "./outbound-deps.ts";
+import type { OutboundDeps, PrepareDeps, SendDeps } from "./outbound-deps.ts";
 
 export type { OutboundDeps };
 
@@ -82,7 +82,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
 }
 
 /** What the send is claimed with; its parts are reserved against the location's monthly cap (over it, the claim fails the message). */
-function claimOf(deps: OutboundDeps, plan: { request: SendRequest; tag: string; fresh?: boolean }): Claim {
+function claimOf(deps: SendDeps, plan: { request: SendRequest; tag: string; fresh?: boolean }): Claim {
   const { request } = plan;
   const parts = smsParts(request.message).parts;
   return { idempotencyKey: request.idempotencyKey, apiKeyTag: plan.tag, senderId: request.senderId, fresh: plan.fresh, gateway: gatewayOf(deps, request.apiKey), parts };
@@ -92,7 +92,7 @@ function claimOf(deps: OutboundDeps, plan: { request: SendRequest; tag: string; 
  * Another worker took the job, or its location's monthly cap refused it in the claim (failed
  * there, `monthly_cap`, to be reported next): logged like any refusal, and a held key's probe it was is not spent.
  */
-async function notClaimed(deps: OutboundDeps, job: Job, apiKey: string): Promise<void> {
+async function notClaimed(deps: SendDeps, job: Job, apiKey: string): Promise<void> {
   const now = await deps.jobs.byId(job.id);
   if (now?.errorCode !== "monthly_cap") return;
   deps.holds.notProbed(apiKey);
@@ -100,18 +100,18 @@ async function notClaimed(deps: OutboundDeps, job: Job, apiKey: string): Promise
 }
 
 /** The gateway a key sends through, as the message log records it: a phone's key names its device. */
-function gatewayOf(deps: OutboundDeps, apiKey: string): string {
+function gatewayOf(deps: Pick<OutboundDeps, "sms">, apiKey: string): string {
   return deps.sms.driverOf(apiKey).gatewayOf(apiKey);
 }
 
 /** The send waits `waitMs`; let through as a held key's send probe, it did not go: the probe is not spent. */
-function notSent(deps: OutboundDeps, plan: Plan, waitMs: number): number {
+function notSent(deps: SendDeps, plan: Plan, waitMs: number): number {
   if ("request" in plan) deps.holds.notProbed(plan.request.apiKey);
   return waitMs;
 }
 
 /** What to send, or why it cannot be sent. Reads the location's settings now, so changes apply at once. */
-async function prepare(deps: OutboundDeps, job: Job): Promise<Plan> {
+async function prepare(deps: PrepareDeps, job: Job): Promise<Plan> {
   const { message } = job;
   const { locationId } = message;
   const record = await deps.tokens.get(locationId);
@@ -151,7 +151,7 @@ async function prepare(deps: OutboundDeps, job: Job): Promise<Plan> {
 }
 
 /** A location that sends through its phone: the phone's key, no sender ID; the job's key is the message's id there. */
-function viaPhone(deps: OutboundDeps, job: Job, apiKey: string, sms: { to: string; message: string }): Plan {
+function viaPhone(deps: PrepareDeps, job: Job, apiKey: string, sms: { to: string; message: string }): Plan {
   const tag = keyTag(apiKey);
   const key = attemptKey(deps, job, apiKey);
   if ("lost" in key) return { result: failed("delivery_unknown", key.lost) };
@@ -167,7 +167,7 @@ function viaPhone(deps: OutboundDeps, job: Job, apiKey: string, sms: { to: strin
  * an unreachable gateway), nothing can go twice: it goes with a new key (`fresh`), under
  * the API key it has now.
  */
-function attemptKey(deps: OutboundDeps, job: Job, apiKey: string): { idempotencyKey: string; fresh: boolean } | { lost: string } {
+function attemptKey(deps: PrepareDeps, job: Job, apiKey: string): { idempotencyKey: string; fresh: boolean } | { lost: string } {
   if (job.idempotencyKey === null) return { idempotencyKey: randomUUID(), fresh: false };
   const otherApiKey = job.apiKeyTag !== null && job.apiKeyTag !== keyTag(apiKey);
   const windowMs = deps.sms.driverOf(apiKey).idempotencyWindowMs;
@@ -184,7 +184,7 @@ function attemptKey(deps: OutboundDeps, job: Job, apiKey: string): { idempotency
  * key and the shared one, else among the keys kept since its send (the configuration
  * changed meanwhile); "" when none is it.
  */
-async function receiptKey(deps: OutboundDeps, job: Job): Promise<string> {
+async function receiptKey(deps: PrepareDeps, job: Job): Promise<string> {
   const record = await deps.tokens.get(job.message.locationId);
   const now = record ? sendingWith(record, deps.defaults).apiKey : "";
   if (job.apiKeyTag === null) return now; // sent by an older bridge, which kept no tag
@@ -193,14 +193,14 @@ async function receiptKey(deps: OutboundDeps, job: Job): Promise<string> {
 }
 
 /** A message that cannot go: the operator's log says why, as the CRM will. */
-function refused(deps: OutboundDeps, message: OutboundMessage, result: Result): Result {
+function refused(deps: Pick<OutboundDeps, "log">, message: OutboundMessage, result: Result): Result {
   deps.log.warn(`message ${message.messageId} of location ${message.locationId} not sent: ${result.errorMessage}`);
   return result;
 }
 
 /** The send's result, or when to try again: a refusal is final, anything unclear is retried with the same key. */
 async function send(
-  deps: OutboundDeps,
+  deps: SendDeps,
   job: Job,
   request: SendRequest,
 ): Promise<Result | ({ retryAt: number; reason: string } & SendLater)> {

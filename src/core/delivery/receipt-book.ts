@@ -21,7 +21,8 @@ const ASK_ALONE_AFTER_MS = 60_000;
  * every few seconds while anything waits, so one pass serves every waiting message of
  * the key, however many there are. Jobs look here when they are due (`look`); a pass
  * that reads a final receipt wakes its job. Driven by the messages that wait: a key
- * with none is not read. The reads themselves are receipt-reads.ts.
+ * with none is not read, nor one whose gateway pushes its receipts and keeps no log (a
+ * phone's): its messages are asked for alone. The reads themselves are receipt-reads.ts.
  */
 export function createReceiptBook(options: ReceiptBookOptions) {
   const { now } = options;
@@ -37,6 +38,7 @@ export function createReceiptBook(options: ReceiptBookOptions) {
   return {
     /** What the key's log says of `waiting`; registers it, so the key's reads look for it. */
     look(apiKey: string, waiting: Waiting): Look {
+      if (options.sourceOf?.(apiKey) === "pushed") return "ask";
       const k = keyLog(apiKey);
       const known = k.waiting.get(waiting.messageId);
       const t = now();

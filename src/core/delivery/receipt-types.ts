@@ -13,6 +13,11 @@ export interface ReceiptBookOptions {
   now: () => number;
   /** Least time between two reads of one key's log. */
   freshMs?: number;
+  /**
+   * How the receipts of a key's messages arrive (its driver's `receipts.source`): "pushed",
+   * the gateway keeps no log to read, and its messages are asked for alone. Default "log".
+   */
+  sourceOf?: (apiKey: string) => "log" | "pushed";
 }
 
 /** A sent message that waits for its receipt. */

@@ -3,13 +3,14 @@ import type { Logger } from "../log.ts";
 
 /**
  * At start, the sends a crash (or kill -9) caught mid-way: with an idempotency key the
- * gateway still remembers (first used within `windowMs`, the drivers' shortest idempotency
- * window: clients/registry.ts), they go again with it (the gateway answers a repeat from
- * its memory, so no second SMS); without one, their fate is unknown and they are reported
- * failed. `windowMs` 0: none is sent again.
+ * gateway still remembers (first used within its gateway's idempotency window, `windows`
+ * by gateway kind: `resendWindows` in clients/registry.ts), they go again with it (the
+ * gateway answers a repeat from its memory, so no second SMS); without one, their fate is
+ * unknown and they are reported failed. A window of 0, or none: none of the kind is sent again.
  */
-export async function recoverInterrupted(jobs: Pick<JobStore, "recoverInterrupted">, log: Logger, now: number, windowMs: number): Promise<void> {
-  const { resumed, failed } = await jobs.recoverInterrupted(now, now - windowMs);
+export async function recoverInterrupted(jobs: Pick<JobStore, "recoverInterrupted">, log: Logger, now: number, windows: Readonly<Record<string, number>>): Promise<void> {
+  const since = Object.fromEntries(Object.entries(windows).filter(([, windowMs]) => windowMs > 0).map(([kind, windowMs]) => [kind, now - windowMs]));
+  const { resumed, failed } = await jobs.recoverInterrupted(now, since);
   if (resumed > 0) {
     log.info(`${resumed} message(s) were being sent when bridge stopped; sending them again with the same idempotency key (the gateway sends each once)`);
   }

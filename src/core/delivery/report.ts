@@ -2,7 +2,7 @@ import type { Job } from "../../store/types.ts";
 import { errorMessage } from "../../errors.ts";
 import type { ReportedStatus } from "../clients/crm.ts";
 import { nextReport, tokenRefused } from "../retry-policy.ts";
-import type { OutboundDeps } from "./outbound-deps.ts";
+import type { ReportDeps } from "./outbound-deps.ts";
 import { TEST_MESSAGE_PREFIX } from "../ids.ts";
 
 /**
@@ -10,7 +10,7 @@ import { TEST_MESSAGE_PREFIX } from "../ids.ts";
  * is being renewed). A report that fails is tried again as the retry policy answers
  * (core/retry-policy.ts), scheduled in the database so that a waiting report holds no worker.
  */
-export async function report(deps: OutboundDeps, job: Job): Promise<number | void> {
+export async function report(deps: ReportDeps, job: Job): Promise<number | void> {
   const { messageId, locationId } = job.message;
   const status: ReportedStatus =
     job.outcome === "delivered"
@@ -44,7 +44,7 @@ export async function report(deps: OutboundDeps, job: Job): Promise<number | voi
 }
 
 /** Schedules the next report in the database, or gives the report up. */
-async function retryReport(deps: OutboundDeps, job: Job, error: unknown): Promise<void> {
+async function retryReport(deps: ReportDeps, job: Job, error: unknown): Promise<void> {
   const { messageId, locationId } = job.message;
   const next = nextReport(error, job.attempts, { maxTries: deps.reportAttempts, backoffMs: deps.reportBackoffMs });
   if (next.verdict === "fail") {

@@ -2,7 +2,7 @@ import type { Job, Result, SendLater } from "../../store/types.ts";
 import type { FailureCode } from "../../store/types.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { SendRequest } from "../clients/gateway.ts";
-import type { OutboundDeps } from "./outbound-deps.ts";
+import type { FailureDeps } from "./outbound-deps.ts";
 import { heldWaitMs, nextSend, type SendLimits } from "../retry-policy.ts";
 
 /** When a send goes back to the queue, and how. */
@@ -13,7 +13,7 @@ type Later = { retryAt: number; reason: string } & SendLater;
  * its key held, the message tried again (with its idempotency key, or a new one where
  * the gateway proved the old one sent nothing), or failed. Here it is done and told.
  */
-export function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest, error: unknown): Result | Later {
+export function afterFailure(deps: FailureDeps, job: Job, request: SendRequest, error: unknown): Result | Later {
   const { messageId, locationId } = job.message;
   const reason = errorMessage(error);
   const now = limits(deps, request.apiKey);
@@ -47,7 +47,7 @@ export function afterFailure(deps: OutboundDeps, job: Job, request: SendRequest,
  * A message on a held key waits (the ms to wait), until it has waited SMS_HOLD_MAX since
  * it was accepted: then it fails with the gateway's reason. Undefined: the key is not held.
  */
-export function heldTooLong(deps: OutboundDeps, job: Job, apiKey: string): { waitMs: number; reason: string } | Result | undefined {
+export function heldTooLong(deps: FailureDeps, job: Job, apiKey: string): { waitMs: number; reason: string } | Result | undefined {
   const hold = deps.holds.check(apiKey);
   if (!hold) return undefined;
   const waitMs = heldWaitMs(job, limits(deps, apiKey));
@@ -72,7 +72,7 @@ export function unlessMaybeSent<T extends Result | Later>(job: Job, ending: T): 
 }
 
 /** The retry policy's limits for a send with `apiKey`: its driver's idempotency window among them. */
-function limits(deps: OutboundDeps, apiKey: string): SendLimits {
+function limits(deps: FailureDeps, apiKey: string): SendLimits {
   const resendWindowMs = deps.sms.driverOf(apiKey).idempotencyWindowMs;
   return { now: deps.now(), holdMaxMs: deps.holdMaxMs, holdLookMs: deps.holds.lookAgainMs, sendBackoffMs: deps.sendBackoffMs, resendWindowMs };
 }

@@ -2,7 +2,7 @@ import pRetry from "p-retry";
 import type { Job, Result } from "../../store/types.ts";
 import { errorMessage } from "../../errors.ts";
 import { pRetryOptions, RETRY } from "../retry.ts";
-import type { OutboundDeps } from "./outbound-deps.ts";
+import type { StoreDeps } from "./outbound-deps.ts";
 
 /**
  * After the gateway call the result exists only in memory, and nothing else will pick
@@ -10,13 +10,13 @@ import type { OutboundDeps } from "./outbound-deps.ts";
  * full disk) is tried again until it is stored: 100 ms, doubling up to 30 s. If the
  * process stops first, the next start sends it again with its key (Cast replays the answer).
  */
-export async function storeResult(deps: OutboundDeps, job: Job, result: Result, receipt?: { at: number; deadline: number }): Promise<void> {
+export async function storeResult(deps: StoreDeps, job: Job, result: Result, receipt?: { at: number; deadline: number }): Promise<void> {
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
   await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now(), receipt));
 }
 
 /** Runs `write`, trying again while the store refuses it. */
-export async function storeUntilDone(deps: OutboundDeps, what: string, write: () => Promise<void>): Promise<void> {
+export async function storeUntilDone(deps: StoreDeps, what: string, write: () => Promise<void>): Promise<void> {
   try {
     await pRetry(write, {
       ...pRetryOptions(RETRY.storeResult, deps.storeRetryMs),

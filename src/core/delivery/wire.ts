@@ -73,6 +73,7 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
     log,
     now,
     freshMs: tuning.receiptBookMs,
+    sourceOf: (apiKey) => sms.driverOf(apiKey).receipts.source,
     wake: (jobIds) => jobs.receiptsDue(jobIds, now()),
   });
   return { holds, receipts };

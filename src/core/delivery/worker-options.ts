@@ -25,10 +25,10 @@ export interface WorkerOptions {
   /** The API keys kept for receipts (pruned with the finished jobs). */
   keys?: PrunerOptions["keys"];
   /**
-   * A send a crash caught is sent again at start only within this of its first attempt:
-   * the gateway drivers' shortest idempotency window (recovery.ts). Absent: none is.
+   * A send a crash caught is sent again at start only within its gateway's idempotency
+   * window of its first attempt, by gateway kind (recovery.ts). A kind absent: none of it is.
    */
-  resendWindowMs?: number;
+  resendWindows?: Readonly<Record<string, number>>;
   /** Replies (their finished ones pruned with the finished jobs). */
   replies?: PrunerOptions["replies"];
 }

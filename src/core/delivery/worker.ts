@@ -48,7 +48,7 @@ export function createWorker(options: WorkerOptions) {
     /** Recovers the sends a crash caught mid-way, then starts draining (and pruning, hourly). */
     async start(): Promise<void> {
       if (running) return;
-      await recoverInterrupted(jobs, log, now(), options.resendWindowMs ?? 0);
+      await recoverInterrupted(jobs, log, now(), options.resendWindows ?? {});
       running = true;
       loop = run();
       pruner.start();

@@ -5,8 +5,8 @@ import type { PhoneStore } from "../../store/contract.ts";
 import { phoneStatus } from "../clients/android.ts";
 import { keyTag } from "../key-tag.ts";
 import { phoneKey } from "../phone-key.ts";
-import { readReceipt } from "../delivery/receipts.ts";
 import type { Logger } from "../log.ts";
+import type { SettleReceipt } from "../pushed-receipt.ts";
 import { printable } from "../printable.ts";
 import { checkPhoneSignature } from "./phone-signature.ts";
 import type { InboundReply, InboundSink } from "./reply.ts";
@@ -14,13 +14,13 @@ import type { InboundReply, InboundSink } from "./reply.ts";
 export interface PhoneWebhookDeps {
   phones: Pick<PhoneStore, "byDevice">;
   phoneJobs: Pick<PhoneJobs, "sentAs">;
-  jobs: Pick<JobStore, "recordReceipt" | "receiptsDue" | "sentByPhone">;
+  jobs: Pick<JobStore, "sentByPhone">;
+  /** Delivery settles the receipt a status event brings (src/core/delivery/receipt-settle.ts). */
+  settleReceipt: SettleReceipt;
   /** Where received texts go; absent: inbound is not configured, and the phone is told to try again later. */
   sink?: InboundSink;
   log: Logger;
   now: () => number;
-  /** A job's receipt was recorded: its report is due now. */
-  notify: () => void;
 }
 
 /** How bridge answers the phone: a 2xx ends its retries, anything else makes it try again later. */
@@ -99,29 +99,17 @@ async function received(deps: PhoneWebhookDeps, envelope: Envelope): Promise<Pho
 
 /**
  * A status event settles the job sent under the message's id through the device that
- * signed it, if it still waits; the phone's word is read as a poll's would be. Another
- * device's event settles nothing: one phone's key must not settle another location's
- * message. A message of several parts gets an event per part, so an event only wakes its
- * job, which then reads the whole message's state (`GET /messages/{id}`).
+ * signed it, if it still waits: delivery reads the phone's word as a poll's would be.
+ * Another device's event settles nothing: one phone's key must not settle another
+ * location's message.
  */
 async function settle(deps: PhoneWebhookDeps, envelope: Envelope): Promise<PhoneAnswer> {
   const job = await waitingJob(deps, envelope);
   if (!job) return { status: 200, body: { ok: true, settled: false } };
-  const id = job.key;
-  if ((job.parts ?? 1) > 1) {
-    await deps.jobs.receiptsDue([job.id], deps.now());
-    deps.log.debug(`message ${job.messageId}: ${envelope.event} for one of its ${job.parts} parts; its whole state is read from the phone`);
-    deps.notify();
-    return { status: 200, body: { ok: true, settled: false } };
-  }
   const state = envelope.event === "sms:delivered" ? "Delivered" : "Failed";
-  const receipt = readReceipt(phoneStatus({ id, state, reason: text(envelope.payload.reason) }));
-  if (!receipt) return { status: 200, body: { ok: true, settled: false } };
-  const settled = await deps.jobs.recordReceipt(job.id, receipt, deps.now());
-  if (!settled) return { status: 200, body: { ok: true, settled: false } };
-  deps.log.debug(`message ${job.messageId}: the phone says ${state}`);
-  deps.notify();
-  return { status: 200, body: { ok: true, settled: true } };
+  const status = phoneStatus({ id: job.key, state, reason: text(envelope.payload.reason) });
+  const settled = await deps.settleReceipt({ job, status });
+  return { status: 200, body: { ok: true, settled } };
 }
 
 /** `sms:sent`: the phone sent the message (the carrier took it); recorded for the message log. */

@@ -2,11 +2,10 @@ import { z } from "zod";
 import type { LocationRegistry } from "../../store/contract.ts";
 import { API_KEY, SENDER_ID, type Rule } from "../config-values.ts";
 import { AppError, notFound } from "../../errors.ts";
-import { getLocationConfig, type LocationConfig } from "./locations.ts";
+import { getLocationConfig, withCap, type Caps, type LocationConfig } from "./locations.ts";
 import type { PhoneStore } from "../../store/contract.ts";
 import { phoneFields, setPhoneConfig } from "./phone-config.ts";
 import { checkSenderId, keyAfter, type SenderIdCheck } from "./sender-check.ts";
-import { withCap, type Caps } from "../operator/usage.ts";
 
 // Apart from locations.ts so that reading locations (`bridge locations list`) never loads zod.
 

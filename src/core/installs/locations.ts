@@ -1,4 +1,4 @@
-import type { LocationRegistry } from "../../store/contract.ts";
+import type { LocationRegistry, UsageStore } from "../../store/contract.ts";
 import type { LocationListing, TokenRecord } from "../../store/types.ts";
 import { notFound } from "../../errors.ts";
 import { maskSecret } from "../mask.ts";
@@ -212,4 +212,12 @@ function unconfirmedRefusal(locationId: string): string {
 /** Approved, but of a company the list leaves out. */
 function offList(record: Pick<SharedGate, "approved" | "companyId">, allowedCompanyIds: readonly string[]): boolean {
   return record.approved && allowedCompanyIds.length > 0 && !allowedCompanyIds.includes(record.companyId);
+}
+
+/** The caps a location's configuration sets and shows. */
+export type Caps = Pick<UsageStore, "capOf" | "setCap">;
+
+/** A location's configuration with its monthly cap (null: none), as `config get|set` and the admin API show it. */
+export async function withCap<T extends { location_id: string }>(config: T, caps: Pick<Caps, "capOf">): Promise<T & { monthly_cap: number | null }> {
+  return { ...config, monthly_cap: (await caps.capOf(config.location_id)) ?? null };
 }

@@ -14,7 +14,7 @@ import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
 import { describeRemote } from "./outages.ts";
 import type { AlertStore } from "../../store/contract.ts";
 import type { ResolvedConfig } from "../config.ts";
-import { alertChannel, type AlertChannelView } from "../alerts/channel.ts";
+import { alertChannel, type AlertChannelView } from "../alert-channel.ts";
 
 /** `bridge status` and `GET /api/admin/status` (docs/cli.md, "Commands"; docs/http.md, "Endpoints"). Times are ISO 8601. */
 export interface StatusView {

@@ -45,14 +45,6 @@ export const CSV_COLUMNS = [
   "monthly_cap",
 ] as const;
 
-/** The caps a location's configuration sets and shows. */
-export type Caps = Pick<UsageStore, "capOf" | "setCap">;
-
-/** A location's configuration with its monthly cap (null: none), as `config get|set` and the admin API show it. */
-export async function withCap<T extends { location_id: string }>(config: T, caps: Pick<Caps, "capOf">): Promise<T & { monthly_cap: number | null }> {
-  return { ...config, monthly_cap: (await caps.capOf(config.location_id)) ?? null };
-}
-
 /** The usage a query asks for, by location; bad input is a BAD_QUERY (400, or a usage error). */
 export async function usageReport(usage: Pick<UsageStore, "list">, query: UsageQuery, monthOf: MonthOf, now: number): Promise<{ month: string; locations: LocationUsage[] }> {
   const month = query.month ?? monthOf(now);

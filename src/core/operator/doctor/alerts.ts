@@ -1,5 +1,5 @@
 import type { AlertStore } from "../../../store/contract.ts";
-import { alertChannel, describeChannel } from "../../alerts/channel.ts";
+import { alertChannel, describeChannel } from "../../alert-channel.ts";
 import type { ResolvedConfig } from "../../config.ts";
 import { ok, warn, type Check } from "./check.ts";
 

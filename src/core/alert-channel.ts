@@ -1,6 +1,6 @@
-import type { AlertStore } from "../../store/contract.ts";
-import type { ResolvedConfig } from "../config.ts";
-import { iso } from "../duration.ts";
+import type { AlertStore } from "../store/contract.ts";
+import type { ResolvedConfig } from "./config.ts";
+import { iso } from "./duration.ts";
 
 /** The alert channel in `bridge status` (and GET /api/admin/status). Times are ISO 8601. */
 export interface AlertChannelView {
