@@ -1,16 +1,17 @@
 import { execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 
 /**
- * A throwaway PostgreSQL for the tests: Debian's PostgreSQL 15 (or what PG_BIN names),
- * initdb into a temporary directory, listening on 127.0.0.1 and a free port only, a
- * database and a user for the tests; stopped and removed by stop() or at exit. As root it
- * runs as user postgres (PostgreSQL refuses root). Where initdb is missing, start()
- * answers why, and the tests skip saying so, except in CI (CI=true), where they fail.
+ * A throwaway PostgreSQL for the tests: Debian's (the newest version under
+ * /usr/lib/postgresql, or the bin directory PG_BIN names), initdb into a temporary
+ * directory, listening on 127.0.0.1 and a free port only, a database and a user for the
+ * tests; stopped and removed by stop() or at exit. As root it runs as user postgres
+ * (PostgreSQL refuses root). Where initdb is missing, postgresMissing() says why, and the
+ * tests skip saying so, except in CI (CI=true), where they fail.
  */
 export interface Postgres {
   /** postgres://bridge@127.0.0.1:PORT/bridge */
@@ -20,7 +21,14 @@ export interface Postgres {
   stop(): void;
 }
 
-const BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin";
+const BIN = process.env.PG_BIN ?? debianBin();
+
+/** Debian's PostgreSQL programs, of the newest version installed. */
+function debianBin(): string {
+  const root = "/usr/lib/postgresql";
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  return join(root, versions[0] ?? "15", "bin");
+}
 
 /** Why PostgreSQL cannot start here; undefined when it can. */
 export function postgresMissing(): string | undefined {
