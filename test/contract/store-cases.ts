@@ -2,6 +2,7 @@ import { expect, test } from "vitest";
 import type { Store } from "../../src/store/contract.ts";
 import type { NewInbound, OutboundMessage } from "../../src/store/types.ts";
 import { registryCases } from "./store-cases-registry.ts";
+import { usageCases } from "./store-cases-usage.ts";
 
 /** How a store under test is made: a fresh, empty one each time, closed after. */
 export interface StoreFactory {
@@ -153,4 +154,5 @@ export function storeCases(factory: StoreFactory): void {
   });
 
   registryCases(it);
+  usageCases(it);
 }
