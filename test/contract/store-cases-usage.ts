@@ -3,8 +3,28 @@ import type { Case } from "./store-cases-registry.ts";
 
 const T0 = 1_700_000_000_000;
 
-/** The contract's cases of monthly caps and alerts (store-cases.ts runs them). */
+/** The contract's cases of phones, monthly caps and alerts (store-cases.ts runs them). */
 export function usageCases(it: Case): void {
+  it("a phone is set only for a stored location; its secrets are shown only as set", ["phones", "tokens"], async (store) => {
+    const phone = { gateway: "android" as const, url: "http://10.0.0.2:8080", user: "u", password: "pw", deviceId: "dev-1", signingKey: "sk" };
+    expect(await store.phones.set("loc-1", phone, T0)).toBe(false);
+    expect(await store.phones.get("loc-1")).toEqual({ locationId: "loc-1", gateway: "cast", url: "", user: "", password: "", deviceId: "", signingKey: "" });
+    for (const id of ["loc-2", "loc-1"]) await store.tokens.save({ locationId: id, companyId: "co-1", accessToken: "a", refreshToken: "r", expiresAt: T0 }, T0);
+    expect(await store.phones.set("loc-1", phone, T0)).toBe(true);
+    expect(await store.phones.set("loc-2", { ...phone, password: undefined }, T0)).toBe(true);
+    expect(await store.phones.set("loc-2", { url: "http://10.0.0.3:8080" }, T0 + 1)).toBe(true);
+    expect(await store.phones.get("loc-1")).toEqual({ locationId: "loc-1", ...phone });
+    expect(await store.phones.describe("loc-2")).toMatchObject({
+      locationId: "loc-2", gateway: "android", url: "http://10.0.0.3:8080", user: "u", deviceId: "dev-1", passwordSet: false, signingKeySet: true,
+    });
+    expect([...(await store.phones.describeAll()).keys()].sort()).toEqual(["loc-1", "loc-2"]);
+    expect(await store.phones.locationsOfDevice("dev-1")).toEqual(["loc-1", "loc-2"]);
+    expect((await store.phones.byDevice("dev-1")).map((p) => p.password)).toEqual(["pw", ""]);
+    await store.phones.set("loc-2", { gateway: "cast" }, T0 + 2);
+    expect((await store.phones.android()).map((p) => p.locationId)).toEqual(["loc-1"]);
+    expect(await store.phones.describe("loc-9")).toBeUndefined();
+  });
+
   it("a monthly cap is set only for a stored location, reached at once when 0, and removed", ["usage", "tokens"], async (store) => {
     expect(await store.usage.setCap("loc-1", 100, T0)).toBe(false);
     await store.tokens.save({ locationId: "loc-1", companyId: "co-1", accessToken: "a", refreshToken: "r", expiresAt: T0 }, T0);

@@ -4,12 +4,13 @@ import { pgAlerts } from "./alerts.ts";
 import { pgCompanies } from "./companies.ts";
 import { pgGatewayKeys } from "./gateway-keys.ts";
 import { pgOptOuts, pgOutages } from "./optouts.ts";
+import { pgPhones } from "./phones.ts";
 import type { Pool } from "./pool.ts";
 import { pgLocations } from "./tokens.ts";
 import { pgUsage } from "./usage.ts";
 
 /** The stores of the contract implemented on PostgreSQL so far; the others are SQLite's only. */
-export const POSTGRES_STORES = ["tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "usage", "alertStore"] as const;
+export const POSTGRES_STORES = ["tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore"] as const;
 
 export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
 
@@ -26,6 +27,7 @@ export function openPostgresStore(pool: Pool, sealer: Sealer): PostgresStore {
     optOuts: pgOptOuts(pool),
     outageRecords: pgOutages(pool),
     gatewayKeys: pgGatewayKeys(pool, sealer),
+    phones: pgPhones(pool, sealer),
     usage: pgUsage(pool),
     alertStore: pgAlerts(pool),
   };
