@@ -37,13 +37,19 @@ export function postgresChecks(postgres: Postgres): void {
       await expect(migratePostgres(pool)).rejects.toThrow(/newer than this bridge/);
     }));
 
-  test("postgres: the schema has SQLite's tables and columns, in its order", () =>
+  test("postgres: the schema has SQLite's tables, columns (in their order) and indexes", () =>
     inSchema(postgres, "columns", async (pool) => {
       await migratePostgres(pool);
       const found = await pool.query<{ table_name: string; column_name: string }>(`
         SELECT table_name, column_name FROM information_schema.columns
         WHERE table_schema = 'columns' AND table_name <> 'schema_version' ORDER BY table_name COLLATE "C", ordinal_position`);
-      expect(found.rows.map((r) => `${r.table_name}.${r.column_name}`)).toEqual(sqliteColumns());
+      const sqlite = sqliteSchema();
+      expect(found.rows.map((r) => `${r.table_name}.${r.column_name}`)).toEqual(sqlite.columns);
+      // The indexes of primary keys and unique columns are named by each database its own way: left out.
+      const indexes = await pool.query<{ indexname: string }>(`
+        SELECT indexname FROM pg_indexes WHERE schemaname = 'columns'
+          AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE connamespace = 'columns'::regnamespace)`);
+      expect(indexes.rows.map((r) => r.indexname).sort()).toEqual(sqlite.indexes);
     }));
 
   test("postgres: a token is stored sealed, and opens only in its own row", () =>
@@ -61,14 +67,16 @@ export function postgresChecks(postgres: Postgres): void {
     }));
 }
 
-/** Every table.column of a new SQLite database, sorted as the PostgreSQL query sorts them. */
-function sqliteColumns(): string[] {
+/** Every table.column of a new SQLite database, sorted as the PostgreSQL query sorts them, and its indexes by name. */
+function sqliteSchema(): { columns: string[]; indexes: string[] } {
   const dir = mkdtempSync(join(tmpdir(), "bridge-columns-"));
   const db = openDb(join(dir, "bridge.db"));
   const tables = db.prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
+  const indexes = db.prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").all();
   const columns = tables.flatMap(({ name }) => db.prepare<[], { name: string }>(`PRAGMA table_info(${name})`).all().map((c) => `${name}.${c.name}`));
   db.close();
   rmSync(dir, { recursive: true, force: true });
   const table = (column: string) => column.split(".")[0]!;
-  return columns.sort((a, b) => (table(a) < table(b) ? -1 : table(a) > table(b) ? 1 : 0));
+  const sorted = columns.sort((a, b) => (table(a) < table(b) ? -1 : table(a) > table(b) ? 1 : 0));
+  return { columns: sorted, indexes: indexes.map((i) => i.name).sort() };
 }
