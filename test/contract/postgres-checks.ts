@@ -5,7 +5,7 @@ import { expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { SCHEMA_VERSION } from "../../src/db/schema.ts";
 import { createSealer } from "../../src/db/sealer.ts";
-import { migratePostgres, type Pool } from "../../src/store/postgres/pool.ts";
+import { migratePostgres, transaction, type Pool } from "../../src/store/postgres/pool.ts";
 import { openPostgresStore } from "../../src/store/postgres/store.ts";
 import { TEST_KEY, type postgresFactory } from "./postgres.ts";
 
@@ -50,6 +50,18 @@ export function postgresChecks(postgres: Postgres): void {
         SELECT indexname FROM pg_indexes WHERE schemaname = 'columns'
           AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE connamespace = 'columns'::regnamespace)`);
       expect(indexes.rows.map((r) => r.indexname).sort()).toEqual(sqlite.indexes);
+    }));
+
+  test("postgres: a transaction that throws writes nothing, and its connection serves again", () =>
+    inSchema(postgres, "rollback", async (pool) => {
+      await migratePostgres(pool);
+      const write = transaction(pool, async (client) => {
+        await client.query("INSERT INTO outages (remote, since, kind, reason, failed_calls, last_failed_at) VALUES ('cast', 1, 'k', 'r', 1, 1)");
+        await client.query("INSERT INTO outages (remote, since, kind, reason, failed_calls, last_failed_at) VALUES ('cast', 1, 'k', 'r', 1, 1)");
+      });
+      await expect(write).rejects.toThrow(/duplicate key/);
+      expect((await pool.query("SELECT count(*) AS n FROM outages")).rows).toEqual([{ n: 0 }]);
+      expect(await transaction(pool, async (client) => (await client.query("SELECT 1 AS one")).rows)).toEqual([{ one: 1 }]);
     }));
 
   test("postgres: a token is stored sealed, and opens only in its own row", () =>

@@ -31,12 +31,13 @@ export async function transaction<T>(pool: Pool, fn: (client: Client) => Promise
     await client.query("BEGIN");
     const result = await fn(client);
     await client.query("COMMIT");
+    client.release();
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
+    // A connection that cannot roll back is not given back to the pool: it is closed.
+    const broken = await client.query("ROLLBACK").then(() => undefined, (failed: Error) => failed);
+    client.release(broken);
     throw error;
-  } finally {
-    client.release();
   }
 }
 
