@@ -38,7 +38,8 @@ export interface AlertHealth {
 
 export type AlertStore = ReturnType<typeof createAlertStore>;
 
-interface AlertRow {
+/** A row of `alerts` as read (the PostgreSQL store reads the same row). */
+export interface AlertRow {
   id: number;
   condition: string;
   kind: AlertKind;

@@ -23,6 +23,7 @@ export interface KeyHoldRecord {
 }
 
 export type GatewayKeys = ReturnType<typeof createGatewayKeys>;
+export type GatewayKeyRow = Row;
 
 interface Row {
   key_tag: string;
@@ -101,7 +102,8 @@ function createKeptKeys(db: Db, sealer: Sealer) {
   };
 }
 
-function gatewayKey(r: Row): GatewayKey {
+/** What the operator's view shows of one row (the PostgreSQL store reads the same row). */
+export function gatewayKey(r: GatewayKeyRow): GatewayKey {
   return {
     keyTag: r.key_tag,
     keyMasked: r.key_masked,

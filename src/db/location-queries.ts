@@ -97,7 +97,7 @@ function isoTime(column: string): string {
  * the listing (and the balances serve reads for the keys in use) goes on for the others.
  * Without any key the whole listing fails: nothing sealed could be shown.
  */
-function openListed(sealer: Sealer, stored: string, locationId: string): Pick<LocationListing, "smsApiKey" | "smsApiKeyError"> {
+export function openListed(sealer: Sealer, stored: string, locationId: string): Pick<LocationListing, "smsApiKey" | "smsApiKeyError"> {
   try {
     return { smsApiKey: sealer.open(stored, sealedIn("sms_api_key", locationId)), smsApiKeyError: "" };
   } catch (error) {

@@ -25,6 +25,8 @@ export type PhoneChange = Partial<Omit<PhoneSettings, "locationId">>;
 export type PhoneDescription = Omit<PhoneSettings, "password" | "signingKey"> & { passwordSet: boolean; signingKeySet: boolean };
 
 export type PhoneStore = ReturnType<typeof createPhoneStore>;
+/** A row of `location_gateways` as read (the PostgreSQL store reads the same row). */
+export type PhoneRow = Row;
 
 interface Row {
   location_id: string;
@@ -118,9 +120,11 @@ const UPSERT = `
       android_device = coalesce(@deviceId, android_device), android_signing_key = coalesce(@signingKey, android_signing_key),
       updated_at = @now`;
 
-const NONE: Omit<PhoneSettings, "locationId"> = { gateway: "cast", url: "", user: "", password: "", deviceId: "", signingKey: "" };
+/** A location never set: on Cast. */
+export const NONE: Omit<PhoneSettings, "locationId"> = { gateway: "cast", url: "", user: "", password: "", deviceId: "", signingKey: "" };
 
-function fromRow(row: Row, sealer: Sealer): PhoneSettings {
+/** A row as its settings, the secrets opened for their row. */
+export function fromRow(row: Row, sealer: Sealer): PhoneSettings {
   return {
     locationId: row.location_id,
     gateway: row.gateway,
@@ -133,7 +137,7 @@ function fromRow(row: Row, sealer: Sealer): PhoneSettings {
 }
 
 /** The settings as shown: the secrets only as whether they are set, never opened. */
-function described(row: Row, sealer: Sealer): PhoneDescription {
+export function described(row: Row, sealer: Sealer): PhoneDescription {
   const { android_password: password, android_signing_key: signingKey, ...rest } = row;
   return { ...fromRow({ ...rest, android_password: "", android_signing_key: "" }, sealer), passwordSet: password !== "", signingKeySet: signingKey !== "" };
 }

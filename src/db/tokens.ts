@@ -35,6 +35,8 @@ export interface NewToken {
 }
 
 export type LocationRegistry = ReturnType<typeof createLocationRegistry>;
+/** A row of `tokens` as read (the PostgreSQL store reads the same row). */
+export type TokenRow = Row;
 
 interface Row extends TokenColumns {
   location_id: string;
@@ -91,10 +93,10 @@ export function createLocationRegistry(db: Db, sealer: Sealer = createSealer(und
     },
     get(locationId: string): TokenRecord | undefined {
       const row = selectOne.get(locationId);
-      return row && fromRow(row, sealer);
+      return row && tokenRecord(row, sealer);
     },
     list(): TokenRecord[] {
-      return selectAll.all().map((row) => fromRow(row, sealer));
+      return selectAll.all().map((row) => tokenRecord(row, sealer));
     },
     ...createLocationReads(db, sealer),
     ...createLocationSettings(db, sealer),
@@ -102,7 +104,8 @@ export function createLocationRegistry(db: Db, sealer: Sealer = createSealer(und
   };
 }
 
-function fromRow(row: Row, sealer: Sealer): TokenRecord {
+/** A row of `tokens` as its record, the secrets opened for their row. */
+export function tokenRecord(row: Row, sealer: Sealer): TokenRecord {
   return {
     locationId: row.location_id,
     companyId: row.company_id,

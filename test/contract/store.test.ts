@@ -1,9 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { openStore } from "../../src/store/open.ts";
+import { postgresMissing } from "../helpers/postgres.ts";
+import { postgresChecks } from "./postgres-checks.ts";
+import { postgresFactory } from "./postgres.ts";
 import { message, storeCases, type StoreFactory } from "./store-cases.ts";
 
 // The store contract's cases (store-cases.ts), run on each implementation of it.
@@ -24,6 +27,28 @@ const sqlite: StoreFactory = {
 };
 
 storeCases(sqlite);
+
+// PostgreSQL: a throwaway server for this file (test/helpers/postgres.ts). Where there is
+// none the cases are skipped, saying why, except in CI, where that fails.
+const missing = postgresMissing();
+if (missing && process.env.CI !== "true") {
+  test.skip(`postgres: every case (${missing})`, () => {});
+} else if (missing) {
+  test("postgres: CI has a PostgreSQL to run the store's cases on", () => {
+    throw new Error(missing);
+  });
+} else {
+  describe("on a throwaway PostgreSQL", () => {
+    const postgres = postgresFactory();
+    beforeAll(async () => {
+      const startMs = await postgres.start();
+      console.info(`PostgreSQL started in ${startMs} ms`);
+    });
+    afterAll(() => postgres.stop());
+    storeCases(postgres.factory);
+    postgresChecks(postgres);
+  });
+}
 
 test("sqlite: a rare write commits at once; a job's move waits out the window for company", async () => {
   const dir = mkdtempSync(join(tmpdir(), "bridge-store-"));
