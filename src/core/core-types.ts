@@ -31,7 +31,7 @@ import type { InboundSink } from "./inbound/reply.ts";
 /**
  * Everything the server and the CLI share, built once from config and a database.
  * Grouped by room: a webhook's message goes from `jobs` (intake) through
- * `processOutbound` (delivery) to `sms` (the gateway client).
+ * `processOutbound` (delivery) to `gateways` (the gateway drivers).
  */
 export interface Core extends Store {
   // The context every room is wired from.
@@ -51,7 +51,8 @@ export interface Core extends Store {
 
   // The clients of the remote systems.
   crm: CrmClient;
-  sms: GatewayDriver;
+  /** Cast's driver itself (balance, sender IDs); sending goes through `gateways`. */
+  cast: GatewayDriver;
   /** Every gateway driver by kind (Cast's, the phones'), and one SmsGateway routing each call to the driver of its key. */
   gateways: Gateways;
   /** Cast's unsubscribed list of a key's account. */
@@ -145,4 +146,4 @@ export interface Context {
 }
 
 export type Stores = Store & Pick<Core, "optOutList" | "writes" | "monthOf">;
-export type Clients = Pick<Core, "crm" | "sms" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
+export type Clients = Pick<Core, "crm" | "cast" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;

@@ -37,9 +37,8 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const installs = wireInstalls(context, stores, clients);
   const delivery = wireDelivery(context, stores, clients, installs);
   const inbound = wireInbound(context, stores, clients, installs);
-  const { sms } = clients;
   const turn = clients.scheduler.tryLowest;
-  const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
+  const balances = createBalances({ sms: clients.cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
   const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
   return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, alerts };
 }
@@ -83,7 +82,7 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     ownBudget: (key) => gateways.driverOf(key).budget,
     limitedMs: tuning.phoneLimitedMs,
   });
-  const sms = createCastClient({
+  const cast = createCastClient({
     apiUrl: config.sms.apiUrl,
     observe,
     onBalance: metrics.balance,
@@ -93,7 +92,7 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
   });
   const android = createAndroidDriver({ ...config.android, phones, dlrWaitMs: config.sms.dlrWaitMs, timeoutMs: tuning.sms?.timeoutMs, observe });
   // Each gateway driver by kind: a key goes to the driver it names, any other to Cast.
-  const gateways = createGatewayRegistry(sms, [android]);
+  const gateways = createGatewayRegistry(cast, [android]);
   const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
-  return { crm, sms, gateways, castUnsubscribed, scheduler, outages, metrics };
+  return { crm, cast, gateways, castUnsubscribed, scheduler, outages, metrics };
 }

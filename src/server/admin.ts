@@ -17,7 +17,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "sms" | "usage" | "monthOf">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "cast" | "usage" | "monthOf">;
   /** Woken when a message is queued again. */
   worker?: Pick<Worker, "notify">;
 }
@@ -51,7 +51,7 @@ function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.put("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
     const body = parseJson(await readLimitedBody(event));
-    const check = senderIdCheck(core.config, (key) => core.sms.senderIds(key));
+    const check = senderIdCheck(core.config, (key) => core.cast.senderIds(key));
     return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones, check, core.usage);
   });
 

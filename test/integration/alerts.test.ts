@@ -38,7 +38,7 @@ test("a Cast outage is alerted once after its minute of grace, and its end once"
   // Cast's balance call, the only call made here: the outages observe every call alike.
   let down = true;
   bridge.gateway.on(BALANCE, () => (down ? jsonResponse({ success: false, error: "unavailable" }, 503) : jsonResponse({ success: true, credits: 1000, currency: "PHP" })));
-  await expect(bridge.core.sms.balance(GLOBAL_SMS_KEY)).rejects.toThrow();
+  await expect(bridge.core.cast.balance(GLOBAL_SMS_KEY)).rejects.toThrow();
   expect(bridge.core.outages.list()).toHaveLength(1);
 
   await bridge.core.alerts.look();
@@ -54,7 +54,7 @@ test("a Cast outage is alerted once after its minute of grace, and its end once"
   expect(webhook.delivered[0]).toMatch(/^bridge \(bridge\.test\): Cast\.ph unreachable \(http: .*\): sends wait\. `bridge status` shows the outage/);
 
   down = false;
-  await bridge.core.sms.balance(GLOBAL_SMS_KEY);
+  await bridge.core.cast.balance(GLOBAL_SMS_KEY);
   expect(bridge.core.outages.list()).toEqual([]);
   await bridge.core.alerts.look();
   await bridge.core.alerts.look();
