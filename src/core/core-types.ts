@@ -27,6 +27,9 @@ import type { Alerts } from "./alerts/wire.ts";
 import type { WriteWatch } from "./alerts/write-watch.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
 import type { InboundSink } from "./inbound/reply.ts";
+import type { createPhoneWebhook } from "./inbound/phone-webhook.ts";
+import type { Intake } from "./delivery/intake.ts";
+import type { Doorbell } from "./delivery/doorbell.ts";
 
 /**
  * Everything the server and the CLI share, built once from config and a database.
@@ -67,6 +70,10 @@ export interface Core extends Store {
   receipts: ReceiptBook;
   /** API keys Cast refused, waiting for a probe to succeed. */
   holds: KeyHolds;
+  /** HighLevel's webhook (POST /webhooks/crm): verified, committed as a job, or handed to installs. */
+  intake: Intake;
+  /** Rung when work for the queue worker is committed; the worker listens (src/core/run.ts). */
+  doorbell: Doorbell;
 
   // Installs: locations' tokens, installs, uninstalls and reconciliation.
   tokenService: TokenService;
@@ -91,6 +98,8 @@ export interface Core extends Store {
   inbound: InboundSink;
   /** Delivers committed replies to HighLevel; started and stopped with the worker. */
   inboundQueue: InboundQueue;
+  /** The phones' webhook (POST /webhooks/android), its received texts to the sink, or to `sink` (tests). */
+  phoneWebhook: (sink?: InboundSink) => PhoneWebhook;
 
   // Operator: what the operator's view and /metrics read.
   /** Each gateway key's balance, read every few minutes by serve; warns when low. */
@@ -147,3 +156,6 @@ export interface Context {
 
 export type Stores = Store & Pick<Core, "optOutList" | "writes" | "monthOf">;
 export type Clients = Pick<Core, "crm" | "cast" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
+
+/** The phones' webhook: a posted body, its signature and timestamp headers, to the answer. */
+export type PhoneWebhook = ReturnType<typeof createPhoneWebhook>;

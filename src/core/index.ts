@@ -36,7 +36,7 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const clients = createClients(context, stores, () => delivery.holds.list().length);
   const installs = wireInstalls(context, stores, clients);
   const delivery = wireDelivery(context, stores, clients, installs);
-  const inbound = wireInbound(context, stores, clients, installs);
+  const inbound = wireInbound(context, stores, clients, installs, delivery.doorbell);
   const turn = clients.scheduler.tryLowest;
   const balances = createBalances({ sms: clients.cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
   const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });

@@ -53,6 +53,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     replies: core.replies,
     resendWindowMs: shortestWindowMs(core.gateways),
   });
+  core.doorbell.listen(() => worker.notify());
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;
   return {

@@ -7,11 +7,16 @@ import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";
 import { createPhoneFor } from "./phones.ts";
+import { createDoorbell } from "./doorbell.ts";
+import { createIntake } from "./intake.ts";
 
 /** What the delivery room gives the core. */
-export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
+export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds" | "intake" | "doorbell">;
 
-/** A queued message's way out: send (through the holds and the scheduler), receipt, report. */
+/**
+ * A message's way in (the intake of HighLevel's webhook, which hands INSTALL and UNINSTALL
+ * to installs) and out: send (through the holds and the scheduler), receipt, report.
+ */
 export function wireDelivery(context: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
   const { config, log, now, tuning } = context;
   const { tokens, jobs, gatewayKeys, phones, optOutList } = stores;
@@ -51,7 +56,17 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
     receiptWaitMs: (apiKey) => sms.driverOf(apiKey).receipts.waitMs,
     unknownWithoutReceipt: (apiKey) => sms.driverOf(apiKey).receipts.unknownWithoutReceipt,
   };
-  return { processOutbound: (job) => processOutbound(deps, job), receipts, holds };
+  const doorbell = createDoorbell();
+  const intake = createIntake({
+    ...installs,
+    jobs,
+    log,
+    now,
+    webhookKeys: config.crm.webhookKeys,
+    appId: config.crm.appId,
+    notify: doorbell.ring,
+  });
+  return { processOutbound: (job) => processOutbound(deps, job), receipts, holds, intake, doorbell };
 }
 
 /** The key holds and the receipt book, both over the gateways. */
