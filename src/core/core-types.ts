@@ -32,9 +32,10 @@ import type { Intake } from "./delivery/intake.ts";
 import type { Doorbell } from "./delivery/doorbell.ts";
 
 /**
- * Everything the server and the CLI share, built once from config and a database.
- * Grouped by room: a webhook's message goes from `jobs` (intake) through
- * `processOutbound` (delivery) to `gateways` (the gateway drivers).
+ * Everything the server and the CLI share, built once from config and a database: the
+ * context, the store, and one object per room, each built by its room's `wire.ts`. A
+ * webhook's message goes from `delivery.intake` into `jobs`, through
+ * `delivery.processOutbound` to `clients.gateways` (the gateway drivers).
  */
 export interface Core extends Store {
   // The context every room is wired from.
@@ -52,7 +53,17 @@ export interface Core extends Store {
   /** The month (`YYYY-MM`, in USAGE_TIME_ZONE) a time counts in, in usage. */
   monthOf: MonthOf;
 
-  // The clients of the remote systems.
+  clients: Clients;
+  delivery: Delivery;
+  installs: Installs;
+  inbound: Inbound;
+  operator: Operator;
+  /** Alerts to a person (ALERT_WEBHOOK_URL): serve starts them with its running parts. */
+  alerts: Alerts;
+}
+
+/** The clients of the remote systems (src/core/clients/). */
+export interface Clients {
   crm: CrmClient;
   /** Cast's driver itself (balance, sender IDs); sending goes through `gateways`. */
   cast: GatewayDriver;
@@ -60,22 +71,26 @@ export interface Core extends Store {
   gateways: Gateways;
   /** Cast's unsubscribed list of a key's account. */
   castUnsubscribed: ReadUnsubscribed;
+}
 
-  // Delivery: a queued message's send, receipt and report.
+/** Delivery (src/core/delivery/wire.ts): a message's intake, send, receipt and report. */
+export interface Delivery {
+  /** HighLevel's webhook (POST /webhooks/crm): verified, committed as a job, or handed to installs. */
+  intake: Intake;
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
   processOutbound: (job: Job) => Promise<number | void>;
-  /** Cast's rate limits and the locations' turns. */
+  /** The gateways' rate limits and the locations' turns. */
   scheduler: Scheduler;
   /** Reads each key's log for the receipts its messages wait for; `stop` it with the worker. */
   receipts: ReceiptBook;
-  /** API keys Cast refused, waiting for a probe to succeed. */
+  /** API keys a gateway refused, waiting for a probe to succeed. */
   holds: KeyHolds;
-  /** HighLevel's webhook (POST /webhooks/crm): verified, committed as a job, or handed to installs. */
-  intake: Intake;
   /** Rung when work for the queue worker is committed; the worker listens (src/core/run.ts). */
   doorbell: Doorbell;
+}
 
-  // Installs: locations' tokens, installs, uninstalls and reconciliation.
+/** Installs (src/core/installs/wire.ts): locations' tokens, installs, uninstalls and reconciliation. */
+export interface Installs {
   tokenService: TokenService;
   companyTokens: CompanyTokens;
   /** Spaces the CRM calls of installs and reconciliation (HighLevel: 100 requests per 10 s). */
@@ -92,24 +107,26 @@ export interface Core extends Store {
   uninstallCompany: CompanyUninstaller;
   /** Reconciliation: each stored company's installed locations against the store. */
   sync: Sync;
+}
 
-  // Inbound: replies into HighLevel.
+/** Inbound (src/core/inbound/wire.ts): replies into HighLevel. */
+export interface Inbound {
   /** Where sources (the phone's webhook, POST /api/inbound) hand replies over. */
-  inbound: InboundSink;
+  sink: InboundSink;
   /** Delivers committed replies to HighLevel; started and stopped with the worker. */
-  inboundQueue: InboundQueue;
+  queue: InboundQueue;
   /** The phones' webhook (POST /webhooks/android), its received texts to the sink, or to `sink` (tests). */
   phoneWebhook: (sink?: InboundSink) => PhoneWebhook;
+}
 
-  // Operator: what the operator's view and /metrics read.
+/** Operator: what the operator's view and /metrics read. */
+export interface Operator {
   /** Each gateway key's balance, read every few minutes by serve; warns when low. */
   balances: Balances;
   /** HighLevel or Cast unreachable now, as the clients' calls found it. */
   outages: Outages;
   /** Prometheus metrics of this core (GET /metrics). */
   metrics: Metrics;
-  /** Alerts to a person (ALERT_WEBHOOK_URL): serve starts them with its running parts. */
-  alerts: Alerts;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -155,7 +172,8 @@ export interface Context {
 }
 
 export type Stores = Store & Pick<Core, "optOutList" | "writes" | "monthOf">;
-export type Clients = Pick<Core, "crm" | "cast" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
+/** The clients, with what paces and watches their calls: what the rooms are wired with. */
+export type Calls = Clients & Pick<Delivery, "scheduler"> & Pick<Operator, "outages" | "metrics">;
 
 /** The phones' webhook: a posted body, its signature and timestamp headers, to the answer. */
 export type PhoneWebhook = ReturnType<typeof createPhoneWebhook>;

@@ -20,9 +20,9 @@ import { wireAlerts } from "./alerts/wire.ts";
 import { watchWrites, type WriteWatch } from "./alerts/write-watch.ts";
 import { monthIn } from "../db/usage-month.ts";
 import { wireInbound } from "./inbound/wire.ts";
-import type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
+import type { Calls, Context, Core, Stores, Tuning } from "./core-types.ts";
 
-export type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
+export type { Calls, Clients, Context, Core, Delivery, Inbound, Installs, Operator, Stores, Tuning } from "./core-types.ts";
 
 /**
  * Wires the core room by room from one context: the store, the remote systems' clients,
@@ -33,14 +33,16 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const context: Context = { config, db, log, now, tuning };
   const stores = openStores(context);
   // Metrics count the keys on hold; the holds are wired with delivery, after the clients.
-  const clients = createClients(context, stores, () => delivery.holds.list().length);
-  const installs = wireInstalls(context, stores, clients);
-  const delivery = wireDelivery(context, stores, clients, installs);
-  const inbound = wireInbound(context, stores, clients, installs, delivery.doorbell);
-  const turn = clients.scheduler.tryLowest;
-  const balances = createBalances({ sms: clients.cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
-  const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
-  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, alerts };
+  const calls = createClients(context, stores, () => delivery.holds.list().length);
+  const { crm, cast, gateways, castUnsubscribed, outages, metrics } = calls;
+  const installs = wireInstalls(context, stores, calls);
+  const delivery = wireDelivery(context, stores, calls, installs);
+  const inbound = wireInbound(context, stores, calls, installs, delivery.doorbell);
+  const turn = calls.scheduler.tryLowest;
+  const balances = createBalances({ sms: cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
+  const alerts = wireAlerts({ ...stores, outages, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
+  const clients = { crm, cast, gateways, castUnsubscribed };
+  return { config, db, log, now, ...stores, clients, delivery, installs, inbound, operator: { balances, outages, metrics }, alerts };
 }
 
 /** The store (src/store/open.ts), with the opt-out lists as the rooms use them. */
@@ -54,7 +56,7 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
 }
 
 /** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies, phones }: Stores, heldKeys: () => number): Clients {
+function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies, phones }: Stores, heldKeys: () => number): Calls {
   const outages = createOutages({ log, now: Date.now });
   const metrics = createMetrics({ jobs, heldKeys, optOuts, replies, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {

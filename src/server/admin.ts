@@ -16,7 +16,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "cast" | "usage" | "monthOf" | "doorbell">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "clients" | "usage" | "monthOf" | "delivery">;
 }
 
 /** The admin API (spec 4.1; docs/http.md, "The admin API"), all behind the INBOUND_API_KEY bearer. */
@@ -48,7 +48,7 @@ function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.put("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
     const body = parseJson(await readLimitedBody(event));
-    const check = senderIdCheck(core.config, (key) => core.cast.senderIds(key));
+    const check = senderIdCheck(core.config, (key) => core.clients.cast.senderIds(key));
     return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones, check, core.usage);
   });
 
@@ -114,7 +114,7 @@ function messageRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
     if (!(await core.messages.get(messageId))) throw messageNotFound(messageId);
     const refusal = (await retryMessages(core.messages, [messageId], core.now())).refused[0];
     if (refusal) throw httpError(409, `message ${messageId} may not be retried: ${refusal.reason}`);
-    core.doorbell.ring(); // the worker takes it now
+    core.delivery.doorbell.ring(); // the worker takes it now
     return { message_id: messageId, queued: true };
   });
 }

@@ -36,18 +36,18 @@ export function createApp(deps: AppDeps): H3 {
   const app = new H3({ silent: true, onError: (error, event) => errorResponse(error, event, deps) });
   const { core } = deps;
   app.use(onRequest(createProxyWarning(core.config, core.log)));
-  oauthRoutes(app, core);
-  webhookRoutes(app, { intake: core.intake, bodyBudget: deps.bodyBudget });
-  androidRoutes(app, { receive: core.phoneWebhook(deps.inbound), bodyBudget: deps.bodyBudget });
+  oauthRoutes(app, { config: core.config, log: core.log, installs: core.installs });
+  webhookRoutes(app, { intake: core.delivery.intake, bodyBudget: deps.bodyBudget });
+  androidRoutes(app, { receive: core.inbound.phoneWebhook(deps.inbound), bodyBudget: deps.bodyBudget });
   adminRoutes(app, { core });
   inboundRoutes(app, { core });
   const sessions = createSessions(core.now, async (locationId) => (await installedHere(core.tokens, locationId))?.uninstalledAt === 0);
   sessionRoutes(app, { core, sessions, bodyBudget: deps.bodyBudget });
-  const calls = createPageCalls({ tryLowest: core.scheduler.tryLowest, now: core.now });
-  pageApiRoutes(app, { core, guard: createPageGuard(sessions, core.now), calls, notify: core.doorbell.ring });
+  const calls = createPageCalls({ tryLowest: core.delivery.scheduler.tryLowest, now: core.now });
+  pageApiRoutes(app, { core, guard: createPageGuard(sessions, core.now), calls, notify: core.delivery.doorbell.ring });
   pageRoutes(app);
   healthRoutes(app, { jobs: core.jobs, worker: deps.worker });
-  metricsRoutes(app, { metrics: core.metrics, metricsToken: core.config.metricsToken });
+  metricsRoutes(app, { metrics: core.operator.metrics, metricsToken: core.config.metricsToken });
   return app;
 }
 

@@ -11,7 +11,7 @@ import type { PageCalls } from "./page-calls.ts";
  * CLI and the admin API use (setLocationConfig, the balances, the message log, the opt-outs),
  * and every call at Cast or a phone through `calls` (page-calls.ts).
  */
-export type SettingsCore = Pick<Core, "config" | "tokens" | "phones" | "cast" | "balances" | "gatewayKeys" | "jobs" | "messages" | "now"> & {
+export type SettingsCore = Pick<Core, "config" | "tokens" | "phones" | "clients" | "operator" | "gatewayKeys" | "jobs" | "messages" | "now"> & {
   calls: PageCalls;
 };
 
@@ -118,7 +118,7 @@ export async function providerOf(core: SettingsCore, locationId: string): Promis
 }
 
 async function approvedOf(core: SettingsCore, apiKey: string): Promise<SenderIdOffer> {
-  const ids = await core.calls.cached(`sender-ids ${keyTag(apiKey)}`, () => core.cast.senderIds(apiKey));
+  const ids = await core.calls.cached(`sender-ids ${keyTag(apiKey)}`, () => core.clients.cast.senderIds(apiKey));
   return { sender_ids: smsSenderIds(ids).map((s) => ({ sender_id: s.senderId, label: s.label })), source: "own_key" };
 }
 

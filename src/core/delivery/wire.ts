@@ -1,5 +1,4 @@
-import type { Clients, Context, Core, Stores } from "../core-types.ts";
-import type { Installs } from "../installs/wire.ts";
+import type { Calls, Context, Delivery, Installs, Stores } from "../core-types.ts";
 import { maskSecret } from "../mask.ts";
 import { createKeyHolds } from "./holds.ts";
 import { keyTag } from "../key-tag.ts";
@@ -10,14 +9,11 @@ import { createPhoneFor } from "./phones.ts";
 import { createDoorbell } from "./doorbell.ts";
 import { createIntake } from "./intake.ts";
 
-/** What the delivery room gives the core. */
-export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds" | "intake" | "doorbell">;
-
 /**
  * A message's way in (the intake of HighLevel's webhook, which hands INSTALL and UNINSTALL
  * to installs) and out: send (through the holds and the scheduler), receipt, report.
  */
-export function wireDelivery(context: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
+export function wireDelivery(context: Context, stores: Stores, clients: Calls, installs: Installs): Delivery {
   const { config, log, now, tuning } = context;
   const { tokens, jobs, gatewayKeys, phones, optOutList } = stores;
   const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
@@ -66,11 +62,11 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
     appId: config.crm.appId,
     notify: doorbell.ring,
   });
-  return { processOutbound: (job) => processOutbound(deps, job), receipts, holds, intake, doorbell };
+  return { processOutbound: (job) => processOutbound(deps, job), scheduler, receipts, holds, intake, doorbell };
 }
 
 /** The key holds and the receipt book, both over the gateways. */
-function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, scheduler: Clients["scheduler"], sms: OutboundDeps["sms"]) {
+function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, scheduler: Calls["scheduler"], sms: OutboundDeps["sms"]) {
   const holds = createKeyHolds({
     sms,
     log,

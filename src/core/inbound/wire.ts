@@ -1,5 +1,4 @@
-import type { Clients, Context, Core, Stores } from "../core-types.ts";
-import type { Installs } from "../installs/wire.ts";
+import type { Calls, Context, Inbound, Installs, Stores } from "../core-types.ts";
 import type { Doorbell } from "../delivery/doorbell.ts";
 import { createPhoneWebhook } from "./phone-webhook.ts";
 import { deliverInbound, type DeliverDeps } from "./deliver.ts";
@@ -7,15 +6,12 @@ import { createInboundQueue } from "./queue.ts";
 import { createSink } from "./sink.ts";
 import type { InboundSink } from "./reply.ts";
 
-/** What the inbound room gives the core. */
-export type Inbound = Pick<Core, "inbound" | "inboundQueue" | "phoneWebhook">;
-
 /**
  * Replies: the sink the sources hand them to (stop words change the opt-out lists there),
  * the queue that delivers them to HighLevel with the installs' tokens, and the phones' webhook
  * (received texts to the sink; status events recorded, which rings the worker's doorbell).
  */
-export function wireInbound(context: Context, stores: Stores, { crm }: Clients, installs: Installs, doorbell: Doorbell): Inbound {
+export function wireInbound(context: Context, stores: Stores, { crm }: Calls, installs: Installs, doorbell: Doorbell): Inbound {
   const { config, log, now, tuning } = context;
   const { replies, phones, phoneJobs, jobs } = stores;
   const providerId = config.crm.providerId;
@@ -30,15 +26,15 @@ export function wireInbound(context: Context, stores: Stores, { crm }: Clients, 
     attempts: tuning.reportAttempts,
     storeRetryMs: tuning.resultStoreRetryMs,
   };
-  const inboundQueue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
-  const inbound = createSink({
+  const queue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
+  const sink = createSink({
     store: replies,
     providerId,
     locationsOfDevice: (deviceId) => phones.locationsOfDevice(deviceId),
     now,
     log,
-    notify: () => inboundQueue.notify(),
+    notify: () => queue.notify(),
   });
-  const phoneWebhook = (sink: InboundSink = inbound) => createPhoneWebhook({ phones, phoneJobs, jobs, sink, log, now, notify: doorbell.ring });
-  return { inbound, inboundQueue, phoneWebhook };
+  const phoneWebhook = (to: InboundSink = sink) => createPhoneWebhook({ phones, phoneJobs, jobs, sink: to, log, now, notify: doorbell.ring });
+  return { sink, queue, phoneWebhook };
 }

@@ -47,7 +47,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
     const records = core ? await readLocations(core, checks) : [];
     if (core) checks.push(...(await checkApprovals(core.tokens, config.allowedCompanyIds)), await checkAlerts(config, core.alertStore));
     await checkHighLevelReach(config, timeoutMs, checks);
-    if (core) await checkTokens(records, core.tokenService, checks);
+    if (core) await checkTokens(records, core.installs.tokenService, checks);
     const sms = createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: timeoutMs * 2, retries: 0 });
     // A location on a phone sends with no Cast key: its phone is checked instead.
     const phones = core ? await core.phones.describeAll() : undefined;
