@@ -1,3 +1,4 @@
+import { systemNow, wallClock } from "./clock.ts";
 import type { Db } from "../db/index.ts";
 import { openStore } from "../store/open.ts";
 import { createBalances } from "./operator/balances.ts";
@@ -29,7 +30,7 @@ export type { Calls, Clients, Context, Core, Delivery, Inbound, Installs, Operat
  * installs (tokens), then delivery, which sends through the clients with the installs'
  * tokens. Each room's own wiring is its `wire.ts`.
  */
-export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
+export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = systemNow, tuning: Tuning = {}): Core {
   const context: Context = { config, db, log, now, tuning };
   const stores = openStores(context);
   // Metrics count the keys on hold; the holds are wired with delivery, after the clients.
@@ -57,7 +58,7 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
 
 /** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */
 function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies, phones }: Stores, heldKeys: () => number): Calls {
-  const outages = createOutages({ log, now: Date.now });
+  const outages = createOutages({ log, now: wallClock });
   const metrics = createMetrics({ jobs, heldKeys, optOuts, replies, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
     outages.observe(call);

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import type { Calls, Context, Delivery, Installs, Stores } from "../core-types.ts";
 import { maskSecret } from "../mask.ts";
 import { createKeyHolds } from "./holds.ts";
@@ -45,7 +46,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
     optOuts: optOutList,
     // A key's sends wait for its list's first read: it goes as a receipt poll does (never
     // starved by other keys' sends), not at the lowest priority as a balance read.
-    unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, tryRead: () => scheduler.tryPoll(), log, now: Date.now }),
+    unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, tryRead: () => scheduler.tryPoll(), log, now: wallClock }),
     metrics,
     outages,
     phoneFor: createPhoneFor(phones),
@@ -70,7 +71,7 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
   const holds = createKeyHolds({
     sms,
     log,
-    now: Date.now,
+    now: wallClock,
     probeEveryMs: tuning.holdProbeMs,
     record: {
       held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),
