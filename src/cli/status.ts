@@ -22,7 +22,7 @@ export function statusCommand(program: Command, io: Io, globals: () => GlobalOpt
         globals(),
         "store",
         async (core) => {
-          await core.balances.refresh(await apiKeysInUse(core.tokens, core.config.sms.apiKey));
+          await core.operator.balances.refresh(await apiKeysInUse(core.tokens, core.config.sms.apiKey));
           return bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: Date.now() });
         },
         tuning,

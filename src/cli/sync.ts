@@ -15,7 +15,7 @@ export function syncCommand(locations: Command, io: Io, globals: () => GlobalOpt
     .action(async (options: { json?: boolean }) => {
       const { withCore } = await import("./context.ts");
       const progress = io.errIsTerminal?.() ? (at: SyncProgress) => io.err(`\r${at.companyId}: location ${at.done + 1} of ${at.total}…`) : undefined;
-      const results = await withCore(io, globals(), "token", (core) => core.sync({ progress }));
+      const results = await withCore(io, globals(), "token", (core) => core.installs.sync({ progress }));
       if (progress) io.err("\r\x1b[K");
       if (options.json) io.out(json({ companies: results }));
       else io.out(describe(results));

@@ -47,7 +47,7 @@ async function refreshOne(core: Core, locationId: string, force: boolean): Promi
   let before: Awaited<ReturnType<Core["tokens"]["get"]>>;
   try {
     before = await core.tokens.get(locationId);
-    const after = await core.tokenService.refresh(locationId, force);
+    const after = await core.installs.tokenService.refresh(locationId, force);
     const status = after.accessToken !== before?.accessToken ? "refreshed" : "still valid";
     return { location_id: locationId, status, expires_at: new Date(after.expiresAt).toISOString() };
   } catch (error) {

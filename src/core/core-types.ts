@@ -1,4 +1,5 @@
 import type { Store } from "../store/contract.ts";
+import type { SettleReceipt } from "./pushed-receipt.ts";
 import type { Db } from "../db/index.ts";
 import type { Job } from "../store/types.ts";
 import type { Balances } from "./operator/balances.ts";
@@ -27,11 +28,15 @@ import type { Alerts } from "./alerts/wire.ts";
 import type { WriteWatch } from "./alerts/write-watch.ts";
 import type { InboundQueue } from "./inbound/queue.ts";
 import type { InboundSink } from "./inbound/reply.ts";
+import type { createPhoneWebhook } from "./inbound/phone-webhook.ts";
+import type { Intake } from "./delivery/intake.ts";
+import type { Doorbell } from "./delivery/doorbell.ts";
 
 /**
- * Everything the server and the CLI share, built once from config and a database.
- * Grouped by room: a webhook's message goes from `jobs` (intake) through
- * `processOutbound` (delivery) to `sms` (the gateway client).
+ * Everything the server and the CLI share, built once from config and a database: the
+ * context, the store, and one object per room, each built by its room's `wire.ts`. A
+ * webhook's message goes from `delivery.intake` into `jobs`, through
+ * `delivery.processOutbound` to `clients.gateways` (the gateway drivers).
  */
 export interface Core extends Store {
   // The context every room is wired from.
@@ -49,25 +54,46 @@ export interface Core extends Store {
   /** The month (`YYYY-MM`, in USAGE_TIME_ZONE) a time counts in, in usage. */
   monthOf: MonthOf;
 
-  // The clients of the remote systems.
+  clients: Clients;
+  delivery: Delivery;
+  installs: Installs;
+  inbound: Inbound;
+  operator: Operator;
+  /** Alerts to a person (ALERT_WEBHOOK_URL): serve starts them with its running parts. */
+  alerts: Alerts;
+}
+
+/** The clients of the remote systems (src/core/clients/). */
+export interface Clients {
   crm: CrmClient;
-  sms: GatewayDriver;
+  /** Cast's driver itself (balance, sender IDs); sending goes through `gateways`. */
+  cast: GatewayDriver;
   /** Every gateway driver by kind (Cast's, the phones'), and one SmsGateway routing each call to the driver of its key. */
   gateways: Gateways;
   /** Cast's unsubscribed list of a key's account. */
   castUnsubscribed: ReadUnsubscribed;
+}
 
-  // Delivery: a queued message's send, receipt and report.
+/** Delivery (src/core/delivery/wire.ts): a message's intake, send, receipt and report. */
+export interface Delivery {
+  /** HighLevel's webhook (POST /webhooks/crm): verified, committed as a job, or handed to installs. */
+  intake: Intake;
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
   processOutbound: (job: Job) => Promise<number | void>;
-  /** Cast's rate limits and the locations' turns. */
+  /** The gateways' rate limits and the locations' turns. */
   scheduler: Scheduler;
   /** Reads each key's log for the receipts its messages wait for; `stop` it with the worker. */
   receipts: ReceiptBook;
-  /** API keys Cast refused, waiting for a probe to succeed. */
+  /** API keys a gateway refused, waiting for a probe to succeed. */
   holds: KeyHolds;
+  /** Rung when work for the queue worker is committed; the worker listens (src/core/run.ts). */
+  doorbell: Doorbell;
+  /** Settles a receipt a gateway pushed (a phone's status event, handed over by inbound's phone webhook). */
+  settleReceipt: SettleReceipt;
+}
 
-  // Installs: locations' tokens, installs, uninstalls and reconciliation.
+/** Installs (src/core/installs/wire.ts): locations' tokens, installs, uninstalls and reconciliation. */
+export interface Installs {
   tokenService: TokenService;
   companyTokens: CompanyTokens;
   /** Spaces the CRM calls of installs and reconciliation (HighLevel: 100 requests per 10 s). */
@@ -84,22 +110,26 @@ export interface Core extends Store {
   uninstallCompany: CompanyUninstaller;
   /** Reconciliation: each stored company's installed locations against the store. */
   sync: Sync;
+}
 
-  // Inbound: replies into HighLevel.
+/** Inbound (src/core/inbound/wire.ts): replies into HighLevel. */
+export interface Inbound {
   /** Where sources (the phone's webhook, POST /api/inbound) hand replies over. */
-  inbound: InboundSink;
+  sink: InboundSink;
   /** Delivers committed replies to HighLevel; started and stopped with the worker. */
-  inboundQueue: InboundQueue;
+  queue: InboundQueue;
+  /** The phones' webhook (POST /webhooks/android), its received texts to the sink, or to `sink` (tests). */
+  phoneWebhook: (sink?: InboundSink) => PhoneWebhook;
+}
 
-  // Operator: what the operator's view and /metrics read.
+/** Operator: what the operator's view and /metrics read. */
+export interface Operator {
   /** Each gateway key's balance, read every few minutes by serve; warns when low. */
   balances: Balances;
   /** HighLevel or Cast unreachable now, as the clients' calls found it. */
   outages: Outages;
   /** Prometheus metrics of this core (GET /metrics). */
   metrics: Metrics;
-  /** Alerts to a person (ALERT_WEBHOOK_URL): serve starts them with its running parts. */
-  alerts: Alerts;
 }
 
 /** Knobs tests turn to make waits short; production uses the defaults. */
@@ -145,4 +175,8 @@ export interface Context {
 }
 
 export type Stores = Store & Pick<Core, "optOutList" | "writes" | "monthOf">;
-export type Clients = Pick<Core, "crm" | "sms" | "gateways" | "castUnsubscribed" | "scheduler" | "outages" | "metrics">;
+/** The clients, with what paces and watches their calls: what the rooms are wired with. */
+export type Calls = Clients & Pick<Delivery, "scheduler"> & Pick<Operator, "outages" | "metrics">;
+
+/** The phones' webhook: a posted body, its signature and timestamp headers, to the answer. */
+export type PhoneWebhook = ReturnType<typeof createPhoneWebhook>;

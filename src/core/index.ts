@@ -1,3 +1,4 @@
+import { systemNow, wallClock } from "./clock.ts";
 import type { Db } from "../db/index.ts";
 import { openStore } from "../store/open.ts";
 import { createBalances } from "./operator/balances.ts";
@@ -20,28 +21,29 @@ import { wireAlerts } from "./alerts/wire.ts";
 import { watchWrites, type WriteWatch } from "./alerts/write-watch.ts";
 import { monthIn } from "../db/usage-month.ts";
 import { wireInbound } from "./inbound/wire.ts";
-import type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
+import type { Calls, Context, Core, Stores, Tuning } from "./core-types.ts";
 
-export type { Clients, Context, Core, Stores, Tuning } from "./core-types.ts";
+export type { Calls, Clients, Context, Core, Delivery, Inbound, Installs, Operator, Stores, Tuning } from "./core-types.ts";
 
 /**
  * Wires the core room by room from one context: the store, the remote systems' clients,
  * installs (tokens), then delivery, which sends through the clients with the installs'
  * tokens. Each room's own wiring is its `wire.ts`.
  */
-export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = Date.now, tuning: Tuning = {}): Core {
+export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = systemNow, tuning: Tuning = {}): Core {
   const context: Context = { config, db, log, now, tuning };
   const stores = openStores(context);
   // Metrics count the keys on hold; the holds are wired with delivery, after the clients.
-  const clients = createClients(context, stores, () => delivery.holds.list().length);
-  const installs = wireInstalls(context, stores, clients);
-  const delivery = wireDelivery(context, stores, clients, installs);
-  const inbound = wireInbound(context, stores, clients, installs);
-  const { sms } = clients;
-  const turn = clients.scheduler.tryLowest;
-  const balances = createBalances({ sms, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
-  const alerts = wireAlerts({ ...stores, ...clients, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
-  return { config, db, log, now, ...stores, ...clients, ...delivery, ...installs, ...inbound, balances, alerts };
+  const calls = createClients(context, stores, () => delivery.holds.list().length);
+  const { crm, cast, gateways, castUnsubscribed, outages, metrics } = calls;
+  const installs = wireInstalls(context, stores, calls);
+  const delivery = wireDelivery(context, stores, calls, installs);
+  const inbound = wireInbound(context, stores, calls, installs, delivery);
+  const turn = calls.scheduler.tryLowest;
+  const balances = createBalances({ sms: cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
+  const alerts = wireAlerts({ ...stores, outages, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
+  const clients = { crm, cast, gateways, castUnsubscribed };
+  return { config, db, log, now, ...stores, clients, delivery, installs, inbound, operator: { balances, outages, metrics }, alerts };
 }
 
 /** The store (src/store/open.ts), with the opt-out lists as the rooms use them. */
@@ -55,8 +57,8 @@ function openStores({ config, db, log, now, tuning }: Context): Stores {
 }
 
 /** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */
-function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies, phones }: Stores, heldKeys: () => number): Clients {
-  const outages = createOutages({ log, now: Date.now });
+function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, replies, phones }: Stores, heldKeys: () => number): Calls {
+  const outages = createOutages({ log, now: wallClock });
   const metrics = createMetrics({ jobs, heldKeys, optOuts, replies, now, processMetrics: config.metricsToken !== "" });
   const observe: CallObserver = (call) => {
     outages.observe(call);
@@ -83,7 +85,7 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     ownBudget: (key) => gateways.driverOf(key).budget,
     limitedMs: tuning.phoneLimitedMs,
   });
-  const sms = createCastClient({
+  const cast = createCastClient({
     apiUrl: config.sms.apiUrl,
     observe,
     onBalance: metrics.balance,
@@ -93,7 +95,7 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
   });
   const android = createAndroidDriver({ ...config.android, phones, dlrWaitMs: config.sms.dlrWaitMs, timeoutMs: tuning.sms?.timeoutMs, observe });
   // Each gateway driver by kind: a key goes to the driver it names, any other to Cast.
-  const gateways = createGatewayRegistry(sms, [android]);
+  const gateways = createGatewayRegistry(cast, [android]);
   const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
-  return { crm, sms, gateways, castUnsubscribed, scheduler, outages, metrics };
+  return { crm, cast, gateways, castUnsubscribed, scheduler, outages, metrics };
 }

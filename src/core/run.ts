@@ -42,17 +42,18 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
   const { config, log } = core;
   const worker = createWorker({
     jobs: core.jobs,
-    run: core.processOutbound,
-    lastServed: core.scheduler.lastServed,
-    readyAt: core.scheduler.readyAt,
+    run: core.delivery.processOutbound,
+    lastServed: core.delivery.scheduler.lastServed,
+    readyAt: core.delivery.scheduler.readyAt,
     now: core.now,
     log,
     pollMs: options.pollMs,
     retentionMs: config.retentionMs,
     keys: core.gatewayKeys,
     replies: core.replies,
-    resendWindows: resendWindows(core.gateways),
+    resendWindows: resendWindows(core.clients.gateways),
   });
+  core.delivery.doorbell.listen(() => worker.notify());
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;
   return {
@@ -60,20 +61,20 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     async start() {
       if (options.worker !== false) {
         await worker.start();
-        await core.inboundQueue.start();
+        await core.inbound.queue.start();
       }
       await core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
-      await core.outages.recordTo(core.outageRecords);
-      if (options.balances !== false) core.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
-      if (sync) reconciliation = scheduleSync(core.sync, log, sync.everyMs, sync.firstMs);
+      await core.operator.outages.recordTo(core.outageRecords);
+      if (options.balances !== false) core.operator.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
+      if (sync) reconciliation = scheduleSync(core.installs.sync, log, sync.everyMs, sync.firstMs);
       core.alerts.start(options.alertEveryMs);
     },
     async stop(graceMs) {
-      core.balances.stop();
+      core.operator.balances.stop();
       await core.alerts.stop();
       await reconciliation?.stop();
-      const [left] = await Promise.all([worker.stop(graceMs), core.inboundQueue.stop(graceMs)]);
-      core.receipts.stop();
+      const [left] = await Promise.all([worker.stop(graceMs), core.inbound.queue.stop(graceMs)]);
+      core.delivery.receipts.stop();
       return left;
     },
   };

@@ -10,20 +10,17 @@ import { addOptOut, listOptOuts, removeOptOut } from "../core/operator/optouts.t
 import { bridgeStatus } from "../core/operator/status.ts";
 import { usageReport } from "../core/operator/usage.ts";
 import type { Core } from "../core/index.ts";
-import type { Worker } from "../core/delivery/worker.ts";
 import { httpError } from "./http-error.ts";
 import { createAdminAuth } from "./auth.ts";
 import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "sms" | "usage" | "monthOf">;
-  /** Woken when a message is queued again. */
-  worker?: Pick<Worker, "notify">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "clients" | "usage" | "monthOf" | "delivery">;
 }
 
 /** The admin API (spec 4.1; docs/http.md, "The admin API"), all behind the INBOUND_API_KEY bearer. */
-export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
+export function adminRoutes(app: H3, { core }: AdminDeps): void {
   const auth = createAdminAuth(core);
   // The answers carry outside text (location names, webhook phones, CRM and Cast error
   // bodies) that an operator reads with curl on a terminal: JSON.stringify leaves C1 and
@@ -31,7 +28,7 @@ export function adminRoutes(app: H3, { core, worker }: AdminDeps): void {
   app.use("/api/admin/**", onResponse(printableAnswer));
   locationRoutes(app, core, auth);
   optOutRoutes(app, core, auth);
-  messageRoutes(app, { core, worker }, auth);
+  messageRoutes(app, core, auth);
 }
 
 type Auth = ReturnType<typeof createAdminAuth>;
@@ -51,7 +48,7 @@ function locationRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.put("/api/admin/locations/:locationId/config", async (event) => {
     auth(event);
     const body = parseJson(await readLimitedBody(event));
-    const check = senderIdCheck(core.config, (key) => core.sms.senderIds(key));
+    const check = senderIdCheck(core.config, (key) => core.clients.cast.senderIds(key));
     return setLocationConfig(core.tokens, locationParam(event), body, core.now(), core.phones, check, core.usage);
   });
 
@@ -86,7 +83,7 @@ function optOutRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
 }
 
 /** The queue's status and the message log. */
-function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
+function messageRoutes(app: H3, core: AdminDeps["core"], auth: Auth): void {
   app.get("/api/admin/status", async (event) => {
     auth(event);
     return await bridgeStatus({ ...core, allowedCompanyIds: core.config.allowedCompanyIds, lowCredits: core.config.lowBalanceCredits, now: core.now() });
@@ -117,7 +114,7 @@ function messageRoutes(app: H3, { core, worker }: AdminDeps, auth: Auth): void {
     if (!(await core.messages.get(messageId))) throw messageNotFound(messageId);
     const refusal = (await retryMessages(core.messages, [messageId], core.now())).refused[0];
     if (refusal) throw httpError(409, `message ${messageId} may not be retried: ${refusal.reason}`);
-    worker?.notify();
+    core.delivery.doorbell.ring(); // the worker takes it now
     return { message_id: messageId, queued: true };
   });
 }

@@ -1,22 +1,19 @@
 import type { H3 } from "h3";
-import { createPhoneWebhook, type PhoneWebhookDeps } from "../core/inbound/phone-webhook.ts";
-import { createReceiptSettler, type ReceiptSettlerDeps } from "../core/delivery/receipt-settle.ts";
+import type { PhoneWebhook } from "../core/core-types.ts";
 import { createBodyBudget, readLimitedBody, type BodyBudget } from "./body.ts";
 
-/** The phone's webhook's deps, and what delivery settles its status events with. */
-export type AndroidRouteDeps = Omit<PhoneWebhookDeps, "settleReceipt" | "jobs"> &
-  ReceiptSettlerDeps & {
-    jobs: PhoneWebhookDeps["jobs"] & ReceiptSettlerDeps["jobs"];
-    /** What unsigned webhook bodies may hold in memory together (the CRM webhook's budget). */
-    bodyBudget?: BodyBudget;
-  };
+export interface AndroidRouteDeps {
+  /** The inbound room's phone webhook (src/core/inbound/wire.ts). */
+  receive: PhoneWebhook;
+  /** What unsigned webhook bodies may hold in memory together (the CRM webhook's budget). */
+  bodyBudget?: BodyBudget;
+}
 
 /**
  * POST /webhooks/android: what a phone running SMS Gateway for Android posts (docs/android.md).
  * The body is read within the limits of any unsigned body, then checked and handled by core.
  */
-export function androidRoutes(app: H3, { bodyBudget = createBodyBudget(), ...deps }: AndroidRouteDeps): void {
-  const receive = createPhoneWebhook({ ...deps, settleReceipt: createReceiptSettler(deps) });
+export function androidRoutes(app: H3, { receive, bodyBudget = createBodyBudget() }: AndroidRouteDeps): void {
   app.post("/webhooks/android", async (event) => {
     const lease = bodyBudget.lease();
     let raw: Uint8Array;

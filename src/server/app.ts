@@ -1,7 +1,6 @@
 import { H3, HTTPError, onRequest, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
 import type { Core } from "../core/index.ts";
-import { createIntake } from "../core/delivery/intake.ts";
 import type { Worker } from "../core/delivery/worker.ts";
 import { adminRoutes } from "./admin.ts";
 import { installedHere } from "../core/app/sign-in.ts";
@@ -22,7 +21,7 @@ import { webhookRoutes } from "./webhooks.ts";
 
 export interface AppDeps {
   core: Core;
-  /** The queue worker to wake on new jobs and to check for readiness. */
+  /** The queue worker, whose readiness GET /health reports. */
   worker?: Worker;
   /** What unsigned webhook bodies may hold in memory together (a fresh budget when not given). */
   bodyBudget?: BodyBudget;
@@ -37,29 +36,18 @@ export function createApp(deps: AppDeps): H3 {
   const app = new H3({ silent: true, onError: (error, event) => errorResponse(error, event, deps) });
   const { core } = deps;
   app.use(onRequest(createProxyWarning(core.config, core.log)));
-  oauthRoutes(app, core);
-  const intake = createIntake({
-    ...core,
-    webhookKeys: core.config.crm.webhookKeys,
-    appId: core.config.crm.appId,
-    notify: () => deps.worker?.notify(),
-  });
-  webhookRoutes(app, { intake, bodyBudget: deps.bodyBudget });
-  androidRoutes(app, {
-    ...core,
-    sink: deps.inbound ?? core.inbound,
-    bodyBudget: deps.bodyBudget,
-    notify: () => deps.worker?.notify(),
-  });
-  adminRoutes(app, { core, worker: deps.worker });
+  oauthRoutes(app, { config: core.config, log: core.log, installs: core.installs });
+  webhookRoutes(app, { intake: core.delivery.intake, bodyBudget: deps.bodyBudget });
+  androidRoutes(app, { receive: core.inbound.phoneWebhook(deps.inbound), bodyBudget: deps.bodyBudget });
+  adminRoutes(app, { core });
   inboundRoutes(app, { core });
   const sessions = createSessions(core.now, async (locationId) => (await installedHere(core.tokens, locationId))?.uninstalledAt === 0);
   sessionRoutes(app, { core, sessions, bodyBudget: deps.bodyBudget });
-  const calls = createPageCalls({ tryLowest: core.scheduler.tryLowest, now: core.now });
-  pageApiRoutes(app, { core, guard: createPageGuard(sessions, core.now), calls, notify: () => deps.worker?.notify() });
+  const calls = createPageCalls({ tryLowest: core.delivery.scheduler.tryLowest, now: core.now });
+  pageApiRoutes(app, { core, guard: createPageGuard(sessions, core.now), calls, notify: core.delivery.doorbell.ring });
   pageRoutes(app);
   healthRoutes(app, { jobs: core.jobs, worker: deps.worker });
-  metricsRoutes(app, { metrics: core.metrics, metricsToken: core.config.metricsToken });
+  metricsRoutes(app, { metrics: core.operator.metrics, metricsToken: core.config.metricsToken });
   return app;
 }
 

@@ -34,7 +34,7 @@ export function inboundRoutes(app: H3, { core }: InboundDeps): void {
     const parsed = replyBody.safeParse(parseJson(await readLimitedBody(event)));
     if (!parsed.success) throw httpError(400, `invalid reply: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`);
     const { from, text, to, location_id, received_at, id } = parsed.data;
-    const received = await core.inbound.receive({ source: "api", from, text, to, locationId: location_id, receivedAt: received_at, sourceId: id });
+    const received = await core.inbound.sink.receive({ source: "api", from, text, to, locationId: location_id, receivedAt: received_at, sourceId: id });
     return { id: received.id, duplicate: received.duplicate };
   });
 }

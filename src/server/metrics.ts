@@ -1,5 +1,5 @@
 import type { H3 } from "h3";
-import type { Core } from "../core/index.ts";
+import type { Operator } from "../core/index.ts";
 import { httpError } from "./http-error.ts";
 import { bearerCheck } from "./auth.ts";
 
@@ -8,7 +8,7 @@ import { bearerCheck } from "./auth.ts";
  * bearer. Without a token there is no such page: 404, as for any unknown path, so an
  * install that never asked for metrics shows nothing of them.
  */
-export function metricsRoutes(app: H3, { metrics, metricsToken: token }: Pick<Core, "metrics"> & { metricsToken: string }): void {
+export function metricsRoutes(app: H3, { metrics, metricsToken: token }: Pick<Operator, "metrics"> & { metricsToken: string }): void {
   const authorized = bearerCheck(token ? [token] : []);
 
   app.get("/metrics", async (event) => {

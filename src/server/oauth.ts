@@ -2,7 +2,7 @@ import { getQuery, getRequestIP, redirect, type H3, type H3Event } from "h3";
 import { AppError } from "../errors.ts";
 import { createGate } from "./gate.ts";
 import { installUrl } from "../core/installs/install.ts";
-import type { Core } from "../core/index.ts";
+import type { Core, Installs } from "../core/index.ts";
 import type { ResolvedConfig } from "../core/config.ts";
 import { addressShares, createClientAddress, proxyPeers } from "./client.ts";
 import { companyPage, locationPage, failureAnswer, INSTALL_ADVICE, UNKNOWN_FAILURE, type Advice, type InstallFailure } from "./install-pages.ts";
@@ -25,7 +25,7 @@ const BUSY: InstallFailure = {
   },
 };
 
-export type OauthDeps = Pick<Core, "config" | "log" | "install">;
+export type OauthDeps = Pick<Core, "config" | "log"> & { installs: Pick<Installs, "install"> };
 
 /** GET /install and GET /oauth-callback (spec 4.1). Answers are plain text or HTML, as the spec shows; a browser gets its failures as a page saying what to do. */
 export function oauthRoutes(app: H3, core: OauthDeps): void {
@@ -66,7 +66,7 @@ export function oauthRoutes(app: H3, core: OauthDeps): void {
     const leave = await installs.enter(sharesOf(event));
     if (!leave) return failureAnswer(event, { ...BUSY, headers: { "retry-after": "5" } });
     try {
-      const result = await core.install(code);
+      const result = await core.installs.install(code);
       return result.kind === "location" ? locationPage(result) : companyPage(result);
     } catch (err) {
       if (!(err instanceof AppError) || !err.status) throw err;

@@ -38,8 +38,8 @@ test("a Cast outage is alerted once after its minute of grace, and its end once"
   // Cast's balance call, the only call made here: the outages observe every call alike.
   let down = true;
   bridge.gateway.on(BALANCE, () => (down ? jsonResponse({ success: false, error: "unavailable" }, 503) : jsonResponse({ success: true, credits: 1000, currency: "PHP" })));
-  await expect(bridge.core.sms.balance(GLOBAL_SMS_KEY)).rejects.toThrow();
-  expect(bridge.core.outages.list()).toHaveLength(1);
+  await expect(bridge.core.clients.cast.balance(GLOBAL_SMS_KEY)).rejects.toThrow();
+  expect(bridge.core.operator.outages.list()).toHaveLength(1);
 
   await bridge.core.alerts.look();
   clock.skew += 30_000;
@@ -54,8 +54,8 @@ test("a Cast outage is alerted once after its minute of grace, and its end once"
   expect(webhook.delivered[0]).toMatch(/^bridge \(bridge\.test\): Cast\.ph unreachable \(http: .*\): sends wait\. `bridge status` shows the outage/);
 
   down = false;
-  await bridge.core.sms.balance(GLOBAL_SMS_KEY);
-  expect(bridge.core.outages.list()).toEqual([]);
+  await bridge.core.clients.cast.balance(GLOBAL_SMS_KEY);
+  expect(bridge.core.operator.outages.list()).toEqual([]);
   await bridge.core.alerts.look();
   await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 2);
@@ -92,7 +92,7 @@ test("a key held for no credit is alerted with why and what to do, and cleared o
 test("a low balance is said again at most once an hour while it lasts, and not while its last alert waits", async () => {
   const { bridge, webhook, clock } = await start({ env: { LOW_BALANCE_CREDITS: "500" } });
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 120, currency: "PHP" }));
-  await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
+  await bridge.core.operator.balances.refresh([GLOBAL_SMS_KEY]);
 
   await bridge.core.alerts.look();
   await waitFor(() => webhook.delivered.length === 1);
@@ -122,7 +122,7 @@ test("an alert waits out the receiver's outage, shown in status, and is delivere
   const { bridge, webhook } = await start({ env: { LOW_BALANCE_CREDITS: "500" } });
   webhook.answer("rollupError");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
-  await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
+  await bridge.core.operator.balances.refresh([GLOBAL_SMS_KEY]);
   await bridge.core.alerts.look();
   await waitFor(() => webhook.requests.length >= 3, 5_000); // 50 ms doubling
 
@@ -146,7 +146,7 @@ test("an alert recorded while the receiver is down survives a restart of bridge 
   webhook.answer("noService");
   const { bridge: first } = await start({ env: { LOW_BALANCE_CREDITS: "500" } }, webhook);
   first.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
-  await first.core.balances.refresh([GLOBAL_SMS_KEY]);
+  await first.core.operator.balances.refresh([GLOBAL_SMS_KEY]);
   await first.core.alerts.look();
   await waitFor(() => webhook.requests.length >= 1);
   await first.close();
@@ -165,7 +165,7 @@ test("a webhook that hangs never holds a send: messages go while the alert waits
   const { bridge, webhook } = await start({ env: { LOW_BALANCE_CREDITS: "500" } });
   webhook.answer("hang");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
-  await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
+  await bridge.core.operator.balances.refresh([GLOBAL_SMS_KEY]);
   await bridge.core.alerts.look();
   await waitFor(() => webhook.requests.length === 1);
 
@@ -180,7 +180,7 @@ test("a 429 from the receiver is waited out for its Retry-After before the alert
   const { bridge, webhook } = await start({ env: { LOW_BALANCE_CREDITS: "500" } });
   webhook.answer("rateLimited", "2");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits: 10, currency: "PHP" }));
-  await bridge.core.balances.refresh([GLOBAL_SMS_KEY]);
+  await bridge.core.operator.balances.refresh([GLOBAL_SMS_KEY]);
   await bridge.core.alerts.look();
   await waitFor(() => webhook.requests.length === 1);
   const refusedAt = Date.now();

@@ -142,7 +142,7 @@ test("a phone's hourly budget: ANDROID_MESSAGES_PER_HOUR sends in an hour, then 
   const { bridge, phone } = await start({ env: { ANDROID_MESSAGES_PER_MINUTE: "10000", ANDROID_MESSAGES_PER_HOUR: "2" } });
   for (const id of ["m-1", "m-2", "m-3"]) await queue(bridge, id);
   await waitFor(() => phone.messages.size === 2);
-  await waitFor(() => bridge.core.scheduler.readyAt("loc-1") > Date.now() + 59 * 60_000);
+  await waitFor(() => bridge.core.delivery.scheduler.readyAt("loc-1") > Date.now() + 59 * 60_000);
   expect(phone.received("POST /messages")).toHaveLength(2);
   expect((await bridge.core.jobs.get("m-3"))?.state).toBe("queued");
 });
@@ -157,7 +157,7 @@ test("the phone's pace: ANDROID_MESSAGES_PER_MINUTE per device, another phone no
   await queue(bridge, "m-2");
   await sentAs(bridge, phone, "m-1");
   // m-2 waits for the phone's next minute: the scheduler says so for its location.
-  await waitFor(() => bridge.core.scheduler.readyAt("loc-1") > Date.now());
+  await waitFor(() => bridge.core.delivery.scheduler.readyAt("loc-1") > Date.now());
   await queue(bridge, "m-3", { locationId: "loc-2" });
   await waitFor(() => other.messages.size === 1);
   expect(phone.received("POST /messages")).toHaveLength(1);
@@ -202,7 +202,7 @@ test("a phone that stops answering is an outage: logged once, in bridge status w
   const { bridge, phone } = await start();
   await phone.close();
   await queue(bridge, "m-1");
-  await waitFor(() => bridge.core.outages.list().some((o) => o.remote === `phone:${DEVICE}`));
+  await waitFor(() => bridge.core.operator.outages.list().some((o) => o.remote === `phone:${DEVICE}`));
   expect(bridge.logs.filter((l) => l.includes(`phone ${DEVICE} unreachable`) && !l.includes("[debug]"))).toEqual([
     expect.stringMatching(new RegExp(`\\[warn\\] phone ${DEVICE} unreachable \\(refused\\): .*; its messages wait until it answers\\n$`)),
   ]);

@@ -346,7 +346,7 @@ describe("unapprove", () => {
 
     expect((await bridge.admin("/api/admin/locations/loc-1/unapprove", { method: "POST" })).status).toBe(200);
     await bridge.core.tokens.markUninstalled("loc-1", Date.now());
-    expect((await bridge.core.sync())[0]?.added).toEqual(["loc-1"]);
+    expect((await bridge.core.installs.sync())[0]?.added).toEqual(["loc-1"]);
     expect(await bridge.core.tokens.get("loc-1")).toMatchObject({ approved: false, approvedBy: "withdrawn", uninstalledAt: 0 });
 
     bridge.crm.grantCompany("code-co-2");

@@ -39,7 +39,7 @@ test("the balance reads of 20 keys at once take turns in Cast's request budget: 
   const limit = b.gateway.limitRequests(6, 10);
   const keys = Array.from({ length: 20 }, (_, i) => `gateway-key-${String(i).padStart(2, "0")}-0123456789abcdef`);
 
-  await b.core.balances.refresh(keys);
+  await b.core.operator.balances.refresh(keys);
 
   expect(b.gateway.received(BALANCE)).toHaveLength(20);
   expect(limit.rateLimited).toBe(0);

@@ -89,7 +89,7 @@ describe("company token refresh", () => {
     const { granted } = await agencyInstall(b);
     clock += 86_399_000 - MINUTE; // a minute before it expires
 
-    const record = await b.core.companyTokens.validToken(COMPANY_ID);
+    const record = await b.core.installs.companyTokens.validToken(COMPANY_ID);
 
     expect(companyRefreshCalls(b)).toEqual([
       expect.objectContaining({ client_id: CLIENT_ID, user_type: "Company", refresh_token: granted.refresh_token }),
@@ -107,9 +107,9 @@ describe("company token refresh", () => {
     const cli = createCore(b.config, db, createLogger("silent"), () => clock);
 
     const [mine, theirs] = await Promise.all([
-      b.core.companyTokens.validToken(COMPANY_ID),
-      cli.companyTokens.validToken(COMPANY_ID),
-      b.core.companyTokens.validToken(COMPANY_ID),
+      b.core.installs.companyTokens.validToken(COMPANY_ID),
+      cli.installs.companyTokens.validToken(COMPANY_ID),
+      b.core.installs.companyTokens.validToken(COMPANY_ID),
     ]);
 
     expect(companyRefreshCalls(b)).toHaveLength(1);
@@ -122,10 +122,10 @@ describe("company token refresh", () => {
     b.crm.uninstallCompany();
     clock += 86_399_000;
 
-    await expect(b.core.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/refresh token failed: token endpoint returned 400/);
+    await expect(b.core.installs.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/refresh token failed: token endpoint returned 400/);
     expect((await b.core.companies.get(COMPANY_ID))?.refreshError).toMatch(/install the app again from the agency/);
     // Refused before: not presented again unless forced.
-    await expect(b.core.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/install the app again from the agency/);
+    await expect(b.core.installs.companyTokens.validToken(COMPANY_ID)).rejects.toThrow(/install the app again from the agency/);
     expect(companyRefreshCalls(b)).toHaveLength(1);
   });
 });

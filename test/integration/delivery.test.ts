@@ -288,11 +288,11 @@ describe("gateway answers", () => {
     const b = await start({ worker: false });
     b.gateway.on(BALANCE, () => jsonResponse({ success: false, error: "rate limit exceeded", error_code: "RATE_LIMIT_EXCEEDED" }, 429, { "retry-after": "30" }));
 
-    await expect(b.core.sms.balance(GLOBAL_SMS_KEY)).rejects.toMatchObject({ failure: "rate_limited" });
+    await expect(b.core.clients.cast.balance(GLOBAL_SMS_KEY)).rejects.toMatchObject({ failure: "rate_limited" });
 
     // Cast's per-address limit counts every request: another key's send must wait too.
-    expect(b.core.scheduler.trySend("another-key-0123456789", "loc-1")).toBeGreaterThan(25_000);
-    expect(b.core.scheduler.tryPoll()).toBeGreaterThan(25_000);
+    expect(b.core.delivery.scheduler.trySend("another-key-0123456789", "loc-1")).toBeGreaterThan(25_000);
+    expect(b.core.delivery.scheduler.tryPoll()).toBeGreaterThan(25_000);
   });
 
   test.each([

@@ -211,7 +211,7 @@ test("a held key's send probe is not spent on a message that only waits for the 
   let credits = 0;
   bridge.gateway.on(SEND, () => (credits > 0 ? bridge.gateway.accept() : OUT_OF_CREDIT()));
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
-  const run = async () => bridge.core.processOutbound((await bridge.core.jobs.get("m-1"))!);
+  const run = async () => bridge.core.delivery.processOutbound((await bridge.core.jobs.get("m-1"))!);
   // Its first looks wait for the key's read of Cast's unsubscribed list, which holds no worker.
   while (typeof (await run()) === "number") await sleep(10);
   expect((await bridge.core.jobs.get("m-1"))?.held).toBe(true);
@@ -219,7 +219,7 @@ test("a held key's send probe is not spent on a message that only waits for the 
   credits = 500;
 
   // A 429 has every send of the process waiting: the message that was to be the probe waits.
-  bridge.core.scheduler.slowDown(undefined, 200);
+  bridge.core.delivery.scheduler.slowDown(undefined, 200);
   const wait = await run();
   expect(wait).toBeGreaterThan(0);
   expect(bridge.gateway.received(SEND)).toHaveLength(1);
@@ -241,7 +241,7 @@ test("an old 200 Cast replays to a held key's probe does not lift the hold: only
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
   await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.unclear);
   // Meanwhile the account ran out of credit: another message's send was refused.
-  bridge.core.holds.hold(GLOBAL_SMS_KEY, "send", new GatewayError("out_of_credit", "gateway rejected the message (402): Insufficient credits"));
+  bridge.core.delivery.holds.hold(GLOBAL_SMS_KEY, "send", new GatewayError("out_of_credit", "gateway rejected the message (402): Insufficient credits"));
 
   // m-1 goes again as the probe, with its key: Cast answers from its cache.
   await waitFor(async () => (await bridge.core.jobs.get("m-1"))?.state === "done", 10_000);
@@ -250,6 +250,6 @@ test("an old 200 Cast replays to a held key's probe does not lift the hold: only
   expect(new Set(keys).size).toBe(1);
   expect(bridge.gateway.sent()).toHaveLength(1);
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
-  expect(bridge.core.holds.list()).toHaveLength(1);
+  expect(bridge.core.delivery.holds.list()).toHaveLength(1);
   expect(bridge.logs.join("")).not.toContain("works again");
 });

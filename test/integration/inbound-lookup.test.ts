@@ -143,7 +143,7 @@ describe("a reply a stopped process was posting is looked up at start", () => {
     await bridge.core.replies.setContact(row?.id ?? 0, contactId, Date.now());
     expect(await bridge.core.replies.markPosting(row?.id ?? 0, Date.now())).toBe(true);
 
-    await bridge.core.inboundQueue.start();
+    await bridge.core.inbound.queue.start();
     await waitFor(async () => (await stored(bridge, id))?.state === "done");
     expect((await stored(bridge, id))?.crmMessageId).toBe(bridge.crm.replies.inbound[0]?.messageId);
     expect(bridge.crm.received(POST)).toHaveLength(1);
@@ -154,7 +154,7 @@ describe("a reply a stopped process was posting is looked up at start", () => {
     const bridge = await bridgeWith({ worker: false });
     const id = await reply(bridge, "never left");
     expect(await bridge.core.replies.markPosting((await stored(bridge, id))?.id ?? 0, Date.now())).toBe(true);
-    await bridge.core.inboundQueue.start();
+    await bridge.core.inbound.queue.start();
     await waitFor(async () => (await stored(bridge, id))?.state === "done");
     expect(bridge.crm.received(SEARCH)).toHaveLength(2);
     expect(bridge.crm.received(POST)).toHaveLength(1);
@@ -170,7 +170,7 @@ test("one contact's replies reach HighLevel in the order they came, one retried 
   await reply(bridge, "second");
   await reply(bridge, "other contact", "+639180000000");
   await reply(bridge, "third");
-  await bridge.core.inboundQueue.start();
+  await bridge.core.inbound.queue.start();
   await waitFor(() => bridge.crm.replies.inbound.length === 4);
   expect(bridge.crm.replies.inbound.map((m) => m.body.message)).toEqual(["other contact", "first", "second", "third"]);
 });

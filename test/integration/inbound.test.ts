@@ -83,7 +83,7 @@ describe("a reply through POST /api/inbound", () => {
     const { status, json } = await reply(bridge, { from: PHONE, text: "hi", location_id: "loc-1" });
     expect(status).toBe(503);
     expect(json.error).toMatch(/CRM_PROVIDER_ID is not set; set it to the id of the app's conversation provider/);
-    await expect(bridge.core.inbound.receive({ source: "android", from: PHONE, text: "hi", deviceId: "d1", receivedAt: "2026-11-24T08:00:00+08:00" })).rejects.toThrow(
+    await expect(bridge.core.inbound.sink.receive({ source: "android", from: PHONE, text: "hi", deviceId: "d1", receivedAt: "2026-11-24T08:00:00+08:00" })).rejects.toThrow(
       /CRM_PROVIDER_ID/,
     );
     expect(await bridge.core.replies.counts()).toMatchObject({ queued: 0, unrouted: 0 });
@@ -94,7 +94,7 @@ describe("replies share the group commit", () => {
   test("two copies of one reply arriving together are one reply: the second, in the same transaction, is the duplicate", async () => {
     const bridge = await bridgeWith({}, "loc-1");
     const copy = { source: "api" as const, from: PHONE, text: "together", locationId: "loc-1", sourceId: "src-together" };
-    const [a, b] = await Promise.all([bridge.core.inbound.receive(copy), bridge.core.inbound.receive(copy)]);
+    const [a, b] = await Promise.all([bridge.core.inbound.sink.receive(copy), bridge.core.inbound.sink.receive(copy)]);
     expect(a.id).toBe(b.id);
     expect([a.duplicate, b.duplicate].sort()).toEqual([false, true]);
     expect(await bridge.core.replies.list({ limit: 10 })).toHaveLength(1);
@@ -115,12 +115,12 @@ describe("routing a reply", () => {
     const bridge = await bridgeWith({}, "loc-1");
     await bridge.core.phones.set("loc-1", { gateway: "android", url: "http://127.0.0.1:9", user: "sms", password: "pw", deviceId: "device-1", signingKey: "key" }, Date.now());
     const copy = { source: "android" as const, from: PHONE, text: "ok", deviceId: "device-1", receivedAt: "2024-06-22T15:46:11.000+07:00" };
-    const first = await bridge.core.inbound.receive(copy);
-    expect(await bridge.core.inbound.receive(copy)).toEqual({ id: first.id, duplicate: true });
-    expect((await bridge.core.inbound.receive({ ...copy, text: "ok!" })).duplicate).toBe(false);
+    const first = await bridge.core.inbound.sink.receive(copy);
+    expect(await bridge.core.inbound.sink.receive(copy)).toEqual({ id: first.id, duplicate: true });
+    expect((await bridge.core.inbound.sink.receive({ ...copy, text: "ok!" })).duplicate).toBe(false);
     // Without its receivedAt a copy cannot be told from the same words sent again: each is a reply.
     const undated = { ...copy, receivedAt: undefined };
-    expect((await bridge.core.inbound.receive(undated)).id).not.toBe((await bridge.core.inbound.receive(undated)).id);
+    expect((await bridge.core.inbound.sink.receive(undated)).id).not.toBe((await bridge.core.inbound.sink.receive(undated)).id);
     await waitFor(async () => (await stored(bridge, first.id))?.state === "done");
     expect(await stored(bridge, first.id)).toMatchObject({ routedBy: "device", locationId: "loc-1", deviceId: "device-1" });
   });

@@ -75,7 +75,7 @@ describe("what bridge reads of a locationToken answer", () => {
     const b = await start();
     b.crm.on("POST /oauth/locationToken", () => jsonResponse(answer));
 
-    const token = await b.core.crm.getLocationToken("company-at", COMPANY_ID, "loc-1");
+    const token = await b.core.clients.crm.getLocationToken("company-at", COMPANY_ID, "loc-1");
 
     expect(token).toMatchObject({ accessToken: access_token, refreshToken, expiresIn: expires_in });
   });
@@ -88,7 +88,7 @@ describe("what bridge reads of a locationToken answer", () => {
     const b = await start();
     b.crm.on("POST /oauth/locationToken", () => jsonResponse(answer));
 
-    await expect(b.core.crm.getLocationToken("company-at", COMPANY_ID, "loc-1")).rejects.toThrow(/^failed to parse location token response: /);
+    await expect(b.core.clients.crm.getLocationToken("company-at", COMPANY_ID, "loc-1")).rejects.toThrow(/^failed to parse location token response: /);
   });
 });
 
@@ -127,7 +127,7 @@ describe("such a location's token is renewed through its company's token", () =>
     const before = b.crm.requests.length;
     clock += 86_399_000 - 5 * MINUTE;
 
-    await b.core.tokenService.validToken("loc-1");
+    await b.core.installs.tokenService.validToken("loc-1");
 
     expect(b.crm.requests.length).toBe(before);
   });
@@ -138,7 +138,7 @@ describe("such a location's token is renewed through its company's token", () =>
     const installed = locationTokenCalls(b).length;
     clock += 86_399_000 - 4 * MINUTE;
 
-    const record = await b.core.tokenService.validToken("loc-1");
+    const record = await b.core.installs.tokenService.validToken("loc-1");
 
     expect(refreshGrants(b)).toEqual([{ user_type: "Company", refresh_token: company.refresh_token }]);
     const newCompanyToken = (await b.core.companies.get(COMPANY_ID))?.accessToken;
@@ -156,7 +156,7 @@ describe("such a location's token is renewed through its company's token", () =>
     const installed = locationTokenCalls(b).length;
     clock += 86_399_000 - MINUTE;
 
-    const records = await Promise.all(Array.from({ length: 20 }, () => b.core.tokenService.validToken("loc-1")));
+    const records = await Promise.all(Array.from({ length: 20 }, () => b.core.installs.tokenService.validToken("loc-1")));
 
     expect(locationTokenCalls(b).slice(installed)).toHaveLength(1);
     expect(new Set(records.map((r) => r.accessToken)).size).toBe(1);
@@ -171,7 +171,7 @@ describe("such a location's token is renewed through its company's token", () =>
     const installed = locationTokenCalls(b).length;
     clock += 86_399_000 - 4 * MINUTE;
 
-    await b.core.tokenService.validToken("loc-1");
+    await b.core.installs.tokenService.validToken("loc-1");
 
     expect(refreshGrants(b)).toEqual([{ user_type: "Location", refresh_token: stored!.refreshToken }]);
     expect(locationTokenCalls(b)).toHaveLength(installed);
@@ -183,10 +183,10 @@ describe("such a location's token is renewed through its company's token", () =>
     b.crm.uninstallCompany();
     clock += 86_399_000 - 4 * MINUTE;
 
-    await expect(b.core.tokenService.validToken("loc-1")).rejects.toThrow(/^refresh token failed: /);
+    await expect(b.core.installs.tokenService.validToken("loc-1")).rejects.toThrow(/^refresh token failed: /);
     expect((await b.core.tokens.get("loc-1"))?.refreshError).toMatch(/install the app again from the agency$/);
     const asked = b.crm.requests.length;
-    await expect(b.core.tokenService.validToken("loc-1")).rejects.toThrow(/install the app again from the agency/);
+    await expect(b.core.installs.tokenService.validToken("loc-1")).rejects.toThrow(/install the app again from the agency/);
     expect(b.crm.requests.length).toBe(asked);
   });
 
@@ -197,7 +197,7 @@ describe("such a location's token is renewed through its company's token", () =>
     b.crm.revokeAccessToken(company.access_token);
     const installed = locationTokenCalls(b).length;
 
-    const record = await b.core.tokenService.refresh("loc-1", true);
+    const record = await b.core.installs.tokenService.refresh("loc-1", true);
 
     expect(refreshGrants(b)).toEqual([{ user_type: "Company", refresh_token: company.refresh_token }]);
     const renewed = (await b.core.companies.get(COMPANY_ID))?.accessToken;
@@ -213,7 +213,7 @@ describe("such a location's token is renewed through its company's token", () =>
     b.crm.on("POST /oauth/locationToken", () => jsonResponse({ message: "Invalid JWT" }, 401));
     const installed = locationTokenCalls(b).length;
 
-    await expect(b.core.tokenService.refresh("loc-1", true)).rejects.toThrow(/^refresh token failed: locationToken endpoint returned 401/);
+    await expect(b.core.installs.tokenService.refresh("loc-1", true)).rejects.toThrow(/^refresh token failed: locationToken endpoint returned 401/);
     expect(locationTokenCalls(b).length - installed).toBe(2);
     expect(refreshGrants(b).map((g) => g.user_type)).toEqual(["Company"]);
     expect((await b.core.tokens.get("loc-1"))?.refreshError).toBe("");
@@ -225,7 +225,7 @@ describe("such a location's token is renewed through its company's token", () =>
     b.crm.on("POST /oauth/locationToken", () => new Response("upstream down", { status: 503 }));
     clock += 86_399_000 - 4 * MINUTE;
 
-    await expect(b.core.tokenService.validToken("loc-1")).rejects.toThrow(/^refresh token failed: locationToken endpoint returned 503/);
+    await expect(b.core.installs.tokenService.validToken("loc-1")).rejects.toThrow(/^refresh token failed: locationToken endpoint returned 503/);
     expect((await b.core.tokens.get("loc-1"))?.refreshError).toBe("");
   });
 
@@ -266,18 +266,18 @@ describe("such a location's token is renewed through its company's token", () =>
     b.crm.on("POST /oauth/token", () => jsonResponse({ message: "Forbidden" }, 403));
     clock += 86_399_000 - 4 * MINUTE;
 
-    await expect(b.core.tokenService.validToken("loc-own")).rejects.toThrow(/^refresh token failed: token endpoint returned 403/);
+    await expect(b.core.installs.tokenService.validToken("loc-own")).rejects.toThrow(/^refresh token failed: token endpoint returned 403/);
     expect((await b.core.tokens.get("loc-own"))?.refreshError).toBe("");
   });
 
   test("an UNINSTALL of such a location is confirmed by HighLevel refusing its token through the company", async () => {
     const b = await start();
     await keepCompanyFresh(b, await agencyInstall(b));
-    expect(await b.core.uninstall("loc-1")).toEqual({ verdict: "still_installed" });
+    expect(await b.core.installs.uninstall("loc-1")).toEqual({ verdict: "still_installed" });
 
     b.crm.uninstall("loc-1");
     clock += 2 * MINUTE;
-    expect(await b.core.uninstall("loc-1")).toEqual({ verdict: "uninstalled" });
+    expect(await b.core.installs.uninstall("loc-1")).toEqual({ verdict: "uninstalled" });
     expect(await b.core.tokens.get("loc-2")).toMatchObject({ uninstalledAt: 0, refreshError: "" });
   });
 });

@@ -92,8 +92,8 @@ test("held keys and the balance per key (masked) from the balance calls", async 
   b.gateway.on(SEND, () => (credits > 0 ? b.gateway.accept() : jsonResponse({ success: false, error: "Insufficient credits" }, 402)));
   b.gateway.on(BALANCE, () => jsonResponse({ success: true, credits, currency: "PHP" }));
   expect((await b.webhook(outbound("m-1"))).status).toBe(200);
-  await waitFor(() => b.core.holds.list().length === 1);
-  await b.core.sms.balance(GLOBAL_SMS_KEY); // as serve reads each key's balance every few minutes
+  await waitFor(() => b.core.delivery.holds.list().length === 1);
+  await b.core.clients.cast.balance(GLOBAL_SMS_KEY); // as serve reads each key's balance every few minutes
 
   const held = await scrape(b);
   expect(sample(held, "bridge_held_keys")).toBe(1);
@@ -102,7 +102,7 @@ test("held keys and the balance per key (masked) from the balance calls", async 
 
   credits = 750;
   await waitFor(() => b.crm.statusReports().length === 1, 10_000);
-  await b.core.sms.balance(GLOBAL_SMS_KEY);
+  await b.core.clients.cast.balance(GLOBAL_SMS_KEY);
   const after = await scrape(b);
   expect(sample(after, "bridge_held_keys")).toBe(0);
   expect(sample(after, "bridge_gateway_balance_credits", { key: "global-sms-k..." })).toBe(750);

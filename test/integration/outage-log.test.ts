@@ -36,7 +36,7 @@ test("Cast refusing connections: the line names the kind and the host, once", as
   expect(lines(b, "Cast.ph unreachable")).toEqual([
     expect.stringContaining(`[error] Cast.ph unreachable (refused): connection refused by 127.0.0.1:${port} (ECONNREFUSED); sends wait until it answers\n`),
   ]);
-  expect(b.core.outages.list()).toMatchObject([{ remote: "cast", kind: "refused", failedCalls: expect.any(Number) }]);
+  expect(b.core.operator.outages.list()).toMatchObject([{ remote: "cast", kind: "refused", failedCalls: expect.any(Number) }]);
 });
 
 test("HighLevel answering 503 to status reports: one warn line, then one info line when reports go through", async () => {
@@ -56,7 +56,7 @@ test("HighLevel answering 503 to status reports: one warn line, then one info li
   expect(lines(b, "HighLevel reachable again")).toEqual([
     expect.stringMatching(/\[info\] HighLevel reachable again after \d+ s \(\d+ failed calls, 1 message waited\): status reports resume\n$/),
   ]);
-  expect(b.core.outages.list()).toEqual([]);
+  expect(b.core.operator.outages.list()).toEqual([]);
 });
 
 test("HighLevel refusing connections: the warn line names the kind and the host", async () => {

@@ -61,8 +61,8 @@ test("balances: read for every key in use, shown low below LOW_BALANCE_CREDITS, 
   bridge.gateway.on(BALANCE, (req) => jsonResponse({ success: true, credits: req.headers["x-api-key"] === "loc2-own-key-0123456789" ? 40 : 900, currency: "PHP" }));
   const keys = [bridge.env.SMS_API_KEY!, "loc2-own-key-0123456789"];
 
-  await bridge.core.balances.refresh(keys);
-  await bridge.core.balances.refresh(keys); // fresh: not read again
+  await bridge.core.operator.balances.refresh(keys);
+  await bridge.core.operator.balances.refresh(keys); // fresh: not read again
 
   expect(bridge.gateway.received(BALANCE)).toHaveLength(2);
   const { balances } = await status(bridge);
@@ -89,7 +89,7 @@ test("a balance that cannot be read is shown with the reason, not as a number", 
   // Without serve's reading at start, which could record a balance first and make this refresh's read needless.
   const bridge = await start({ balances: false }, "loc-1");
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: false, error: "Invalid API key", error_code: "INVALID_API_KEY" }, 401));
-  await bridge.core.balances.refresh([bridge.env.SMS_API_KEY!]);
+  await bridge.core.operator.balances.refresh([bridge.env.SMS_API_KEY!]);
   const { balances } = await status(bridge);
   expect(balances).toEqual([{ key: "global-sms-k...", credits: null, checked_at: expect.any(String), low: false, error: expect.stringContaining("401") }]);
 });
@@ -107,7 +107,7 @@ test("a Cast outage in progress: status, the admin API's and the CLI's, names it
   const b = await start({ env: { DLR_WAIT: "0" }, tuning: { sendBackoffMs: 10 } }, "loc-1");
   b.gateway.on(SEND, () => jsonResponse({ success: false, error: "maintenance" }, 503));
   for (const id of ["m-1", "m-2", "m-3"]) expect((await b.webhook(outbound(id))).status).toBe(200);
-  await waitFor(() => b.core.outages.list()[0]?.failedCalls! >= 2);
+  await waitFor(() => b.core.operator.outages.list()[0]?.failedCalls! >= 2);
 
   const outage = {
     remote: "cast",
@@ -146,7 +146,7 @@ test("a key held for a 402 shows its balance read since the hold, not the credit
   const bridge = await start({ balances: false, tuning: { holdProbeMs: 60_000 } }, "loc-1");
   let credits = 900;
   bridge.gateway.on(BALANCE, () => jsonResponse({ success: true, credits, currency: "PHP" }));
-  await bridge.core.balances.refresh([bridge.env.SMS_API_KEY!]);
+  await bridge.core.operator.balances.refresh([bridge.env.SMS_API_KEY!]);
   bridge.gateway.on(SEND, () => jsonResponse({ success: false, error: "Insufficient credits", error_code: "INSUFFICIENT_CREDITS" }, 402));
   credits = 0;
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);

@@ -40,7 +40,7 @@ describe("reconciliation", () => {
     b.crm.installed.ids = ["a", "c"];
     const fetchedBefore = tokenFetches(b).length;
 
-    const [result] = await b.core.sync();
+    const [result] = await b.core.installs.sync();
 
     expect(result).toEqual({ company_id: COMPANY_ID, installed: 2, added: ["c"], marked_uninstalled: ["b"], failed: [] });
     expect(tokenFetches(b).slice(fetchedBefore)).toEqual(["c"]);
@@ -52,12 +52,12 @@ describe("reconciliation", () => {
     expect(b.logs.join("")).toMatch(/sync of company company-1: 2 installed in HighLevel; 1 added, 1 marked uninstalled, 0 failed/);
 
     // Nothing changed since: a second run fetches no token and marks nothing.
-    expect(await b.core.sync()).toEqual([{ company_id: COMPANY_ID, installed: 2, added: [], marked_uninstalled: [], failed: [] }]);
+    expect(await b.core.installs.sync()).toEqual([{ company_id: COMPANY_ID, installed: 2, added: [], marked_uninstalled: [], failed: [] }]);
     expect(tokenFetches(b).slice(fetchedBefore)).toEqual(["c"]);
 
     // Installed again in HighLevel: the next sync brings it back, settings kept.
     b.crm.installed.ids = ["a", "b", "c"];
-    expect((await b.core.sync())[0]?.added).toEqual(["b"]);
+    expect((await b.core.installs.sync())[0]?.added).toEqual(["b"]);
     expect(await b.core.tokens.get("b")).toMatchObject({ senderId: "KEEPME", uninstalledAt: 0 });
   });
 
@@ -78,7 +78,7 @@ describe("reconciliation", () => {
       return jsonResponse({ access_token: `at-${locationId}`, refresh_token: `rt-${locationId}`, expires_in: 3600, locationId });
     });
 
-    const [result] = await b.core.sync();
+    const [result] = await b.core.installs.sync();
 
     expect(result).toMatchObject({ added: ["b", "c", "d"], failed: [] });
     expect(tokenFetches(b).slice(-4)).toEqual(["b", "c", "c", "d"]);
@@ -92,7 +92,7 @@ describe("reconciliation", () => {
     const b = await start();
     await agencyInstall(b, ["a"]);
     b.crm.on("GET /oauth/installedLocations", () => jsonResponse({ message: "Invalid JWT" }, 401));
-    const [result] = await b.core.sync();
+    const [result] = await b.core.installs.sync();
     expect(result).toMatchObject({ company_id: COMPANY_ID, error: expect.stringContaining("locations endpoint returned 401") });
     expect(await b.core.tokens.get("a")).toMatchObject({ uninstalledAt: 0 });
   });
@@ -101,7 +101,7 @@ describe("reconciliation", () => {
     const b = await start({ env: { ALLOWED_COMPANY_IDS: "operatorCo" } });
     await b.core.companies.save({ companyId: COMPANY_ID, accessToken: "at", refreshToken: "rt", expiresAt: Date.now() + 86_400_000 }, Date.now());
     b.crm.installed.ids = ["a"];
-    const [result] = await b.core.sync();
+    const [result] = await b.core.installs.sync();
     expect(result).toMatchObject({ error: expect.stringContaining("may not install this app") });
     expect(b.crm.requests).toEqual([]);
     expect(await b.core.tokens.list()).toEqual([]);

@@ -50,7 +50,7 @@ describe("expiry threshold (refresh when less than 5 minutes remain)", () => {
     const b = await start();
     await b.seed("loc-1", { expiresAt, refreshToken: "rt-old" });
 
-    const record = await b.core.tokenService.validToken("loc-1");
+    const record = await b.core.installs.tokenService.validToken("loc-1");
 
     const stored = await b.core.tokens.get("loc-1");
     expect(record).toEqual(stored);
@@ -81,7 +81,7 @@ describe("expiry threshold (refresh when less than 5 minutes remain)", () => {
 describe("refresh errors carry the spec's texts", () => {
   test("no record: no token for location: <id>", async () => {
     const b = await start();
-    await expect(b.core.tokenService.validToken("loc-missing")).rejects.toMatchObject({
+    await expect(b.core.installs.tokenService.validToken("loc-missing")).rejects.toMatchObject({
       message: "no token for location: loc-missing",
     });
     expect(tokenCalls(b)).toEqual([]);
@@ -92,7 +92,7 @@ describe("refresh errors carry the spec's texts", () => {
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
     b.crm.on("POST /oauth/token", () => new Response("upstream exploded", { status: 500 }));
 
-    await expect(b.core.tokenService.validToken("loc-1")).rejects.toMatchObject({
+    await expect(b.core.installs.tokenService.validToken("loc-1")).rejects.toMatchObject({
       message: "refresh token failed: token endpoint returned 500: upstream exploded",
     });
     // A 5xx is transient: the record keeps its pair and is not marked for reinstall.
@@ -104,7 +104,7 @@ describe("refresh errors carry the spec's texts", () => {
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
     b.crm.on("POST /oauth/token", () => new Response("<html>not json", { status: 200 }));
 
-    const error = await b.core.tokenService.validToken("loc-1").catch((e: unknown) => e);
+    const error = await b.core.installs.tokenService.validToken("loc-1").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toMatch(/^refresh token failed: failed to parse token response: \S/);
     expect((await b.core.tokens.get("loc-1"))?.accessToken).toBe("at-seed-loc-1");
@@ -117,7 +117,7 @@ describe("refresh errors carry the spec's texts", () => {
     b.core.db.exec(`CREATE TRIGGER fail_token_update BEFORE UPDATE ON tokens
       WHEN NEW.access_token <> OLD.access_token BEGIN SELECT RAISE(ABORT, 'disk full'); END`);
 
-    await expect(b.core.tokenService.validToken("loc-1")).rejects.toMatchObject({
+    await expect(b.core.installs.tokenService.validToken("loc-1")).rejects.toMatchObject({
       message: "failed to update token in store: disk full",
     });
     expect(tokenCalls(b)).toHaveLength(1);
@@ -129,7 +129,7 @@ describe("refresh errors carry the spec's texts", () => {
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
     b.core.db.exec(`CREATE TRIGGER fail_token_update BEFORE UPDATE ON tokens
       WHEN NEW.access_token <> OLD.access_token BEGIN SELECT RAISE(ABORT, 'database is locked'); END`);
-    const refreshing = b.core.tokenService.validToken("loc-1");
+    const refreshing = b.core.installs.tokenService.validToken("loc-1");
     await waitFor(() => b.logs.some((line) => line.includes("the refreshed token could not be stored")));
     b.core.db.exec("DROP TRIGGER fail_token_update");
 
@@ -168,7 +168,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
     const b = await start();
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
 
-    const records = await Promise.all(Array.from({ length: 20 }, () => b.core.tokenService.validToken("loc-1")));
+    const records = await Promise.all(Array.from({ length: 20 }, () => b.core.installs.tokenService.validToken("loc-1")));
 
     expect(tokenCalls(b)).toHaveLength(1);
     expect(new Set(records.map((r) => r.accessToken))).toEqual(new Set(["at-loc-1-1"]));
@@ -181,8 +181,8 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
     const other = secondProcess(b);
 
     const [mine, theirs] = await Promise.all([
-      b.core.tokenService.validToken("loc-1"),
-      other.tokenService.validToken("loc-1"),
+      b.core.installs.tokenService.validToken("loc-1"),
+      other.installs.tokenService.validToken("loc-1"),
     ]);
 
     expect(tokenCalls(b)).toHaveLength(1);
@@ -198,12 +198,12 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
     // Another process (`bridge token refresh`, waiting out HighLevel's 429) holds the lease.
     expect(await other.tokens.tryLease("loc-1", (await b.core.tokens.get("loc-1"))!.serial, Date.now(), Date.now() + MINUTE)).toBe(true);
 
-    await expect(b.core.tokenService.forJob("loc-1")).resolves.toEqual({ waitMs: expect.any(Number) });
+    await expect(b.core.installs.tokenService.forJob("loc-1")).resolves.toEqual({ waitMs: expect.any(Number) });
     expect(tokenCalls(b)).toEqual([]);
 
     // The other process stores its pair: the next look uses it.
     await other.tokens.updateTokens("loc-1", "at-other", "rt-other", clock + EXPIRES_IN_S * 1000, clock);
-    await expect(b.core.tokenService.forJob("loc-1")).resolves.toMatchObject({ accessToken: "at-other", refreshToken: "rt-other" });
+    await expect(b.core.installs.tokenService.forJob("loc-1")).resolves.toMatchObject({ accessToken: "at-other", refreshToken: "rt-other" });
     expect(tokenCalls(b)).toEqual([]);
   });
 
@@ -225,7 +225,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
       return jsonResponse({ error: "invalid_grant" }, 400);
     });
 
-    const record = await b.core.tokenService.validToken("loc-1");
+    const record = await b.core.installs.tokenService.validToken("loc-1");
 
     expect(record).toMatchObject({ accessToken: "at-other", refreshToken: "rt-other", expiresAt: newerExpiry });
     // Losing the race is not a dead grant: the newer pair must stay refreshable.
@@ -233,7 +233,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
 
     // And when the newer pair itself nears expiry it is refreshed normally.
     current = newerExpiry - MINUTE;
-    await expect(b.core.tokenService.validToken("loc-1")).resolves.toMatchObject({ accessToken: "at-next", refreshToken: "rt-next" });
+    await expect(b.core.installs.tokenService.validToken("loc-1")).resolves.toMatchObject({ accessToken: "at-next", refreshToken: "rt-next" });
     expect(tokenCalls(b).map((f) => f.refresh_token)).toEqual(["rt-old", "rt-other"]);
   });
 });
@@ -259,7 +259,7 @@ describe("a dead refresh token", () => {
     await waitFor(async () => (await b.core.jobs.get("m-dead"))?.state === "dead");
     expect(b.crm.statusReports().filter((r) => r.messageId === "m-dead")).toEqual([]);
 
-    const error = await b.core.tokenService.validToken("loc-dead").catch((e: unknown) => e);
+    const error = await b.core.installs.tokenService.validToken("loc-dead").catch((e: unknown) => e);
     expect((error as Error).message).toMatch(/^refresh token failed: .*invalid_grant/);
     const record = await b.core.tokens.get("loc-dead");
     expect(record).toMatchObject({ accessToken: "at-seed-loc-dead", refreshToken: "rt-dead" });
@@ -270,8 +270,8 @@ describe("a dead refresh token", () => {
     // Unless an operator forces it (`token refresh --force`): the refusal may have been
     // a wrong CRM_CLIENT_SECRET, since mended. Once it works the mark is gone.
     b.crm.refreshTokens.set("rt-dead", "loc-dead");
-    await expect(b.core.tokenService.refresh("loc-dead")).rejects.toThrow(/reinstall/);
-    expect(await b.core.tokenService.refresh("loc-dead", true)).toMatchObject({ refreshError: "" });
+    await expect(b.core.installs.tokenService.refresh("loc-dead")).rejects.toThrow(/reinstall/);
+    expect(await b.core.installs.tokenService.refresh("loc-dead", true)).toMatchObject({ refreshError: "" });
     expect(tokenCalls(b).map((f) => f.refresh_token)).toEqual(["rt-dead", "rt-dead"]);
   });
 });

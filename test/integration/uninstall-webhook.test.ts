@@ -120,7 +120,7 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     await bridge.install("loc-1");
     const before = bridge.crm.received("POST /oauth/token").length;
     const release = bridge.crm.holdRefreshes();
-    const refreshing = bridge.core.tokenService.refresh("loc-1", true);
+    const refreshing = bridge.core.installs.tokenService.refresh("loc-1", true);
     await waitFor(() => bridge.crm.received("POST /oauth/token").length === before + 1);
     bridge.crm.uninstall("loc-1"); // HighLevel accepted that refresh; then the agency uninstalls
     const uninstall = { type: "UNINSTALL", appId: APP_ID, locationId: "loc-1" };

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import type { AlertStore } from "../../store/contract.ts";
 import { postAlert, type AlertPost } from "../clients/alert-webhook.ts";
 import type { ResolvedConfig } from "../config.ts";
@@ -11,7 +12,7 @@ import { bridgeName } from "../alert-channel.ts";
 export async function sendTestAlert(
   config: Pick<ResolvedConfig, "alertWebhookUrl" | "baseUrl">,
   alerts: Pick<AlertStore, "test">,
-  now: () => number = Date.now,
+  now: () => number = wallClock,
 ): Promise<AlertPost & { text: string }> {
   const text = `${bridgeName(config.baseUrl)}: a test alert (\`bridge alerts test\`): alerts reach this channel.`;
   const post = await postAlert(config.alertWebhookUrl, text, now);

@@ -40,7 +40,7 @@ export async function balanceOf(core: SettingsCore, locationId: string): Promise
   if (source === "agency") return { ...none, note: "SMS provided by your agency" };
   if (source === "none") return { ...none, error: "no API key: set the location's own" };
   if (source === "phone") return none;
-  await core.calls.cached(`balance ${keyTag(apiKey)}`, () => core.balances.refresh([apiKey]));
+  await core.calls.cached(`balance ${keyTag(apiKey)}`, () => core.operator.balances.refresh([apiKey]));
   const read = (await core.gatewayKeys.list()).find((k) => k.keyTag === keyTag(apiKey));
   const credits = read?.balance ?? null;
   return {

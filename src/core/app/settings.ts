@@ -16,8 +16,8 @@ import type { PageCalls } from "./page-calls.ts";
  */
 export type SettingsCore = Pick<Store, "tokens" | "phones" | "gatewayKeys" | "jobs" | "messages"> & {
   config: ResolvedConfig;
-  sms: GatewayDriver;
-  balances: Balances;
+  clients: { cast: GatewayDriver };
+  operator: { balances: Balances };
   now: () => number;
   calls: PageCalls;
 };
@@ -125,7 +125,7 @@ export async function providerOf(core: SettingsCore, locationId: string): Promis
 }
 
 async function approvedOf(core: SettingsCore, apiKey: string): Promise<SenderIdOffer> {
-  const ids = await core.calls.cached(`sender-ids ${keyTag(apiKey)}`, () => core.sms.senderIds(apiKey));
+  const ids = await core.calls.cached(`sender-ids ${keyTag(apiKey)}`, () => core.clients.cast.senderIds(apiKey));
   return { sender_ids: smsSenderIds(ids).map((s) => ({ sender_id: s.senderId, label: s.label })), source: "own_key" };
 }
 

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import { printable } from "../printable.ts";
 import { retryAfterMs } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
@@ -18,7 +19,7 @@ export type AlertPost = { ok: true } | { ok: false; reason: string; retryAfterMs
  * (Slack's `invalid_payload`, `channel_not_found`, …) are the reason. The URL is a
  * secret (whoever holds it may post): a reason names only its host.
  */
-export async function postAlert(url: string, text: string, now: () => number = Date.now, timeoutMs = ALERT_TIMEOUT_MS): Promise<AlertPost> {
+export async function postAlert(url: string, text: string, now: () => number = wallClock, timeoutMs = ALERT_TIMEOUT_MS): Promise<AlertPost> {
   const host = hostOf(url);
   let res: Awaited<ReturnType<typeof callRemote>>;
   try {

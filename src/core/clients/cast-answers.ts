@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 /**
  * How Cast.ph's answers read: a result, or a GatewayError of the kind each answer means
  * (core/clients/gateway.ts), following Cast's error table (docs/services/cast-api.md, "Error codes").
@@ -44,7 +45,7 @@ export function replayed(error: unknown, status: number): unknown {
 
 /** A 429, with how long Cast asked us to wait. */
 export function rateLimited(retryAfter: string | null): GatewayError {
-  const retryAfterMs = parseRetryAfter(retryAfter, Date.now());
+  const retryAfterMs = parseRetryAfter(retryAfter, wallClock());
   return new GatewayError("rate_limited", "gateway rate limit (429)", { httpStatus: 429, retryAfterMs });
 }
 

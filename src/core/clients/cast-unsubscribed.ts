@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import { GatewayError } from "../../errors.ts";
 import { neverSent, retryAfterMs as parseRetryAfter } from "../retry.ts";
 import { callFailure, hostOf } from "./network.ts";
@@ -51,7 +52,7 @@ export function createUnsubscribedClient(options: UnsubscribedOptions): ReadUnsu
     }
     const text = res._data ?? "";
     if (res.status === 429) {
-      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"), Date.now());
+      const retryAfterMs = parseRetryAfter(res.headers.get("retry-after"), wallClock());
       options.onRateLimited?.(retryAfterMs ?? 1000);
       throw new GatewayError("rate_limited", "gateway rate limit (429)", { httpStatus: 429, retryAfterMs });
     }

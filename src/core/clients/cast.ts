@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import pRetry from "p-retry";
 import { GatewayError } from "../../errors.ts";
 import { neverSent, pRetryOptions, RETRY, retryAfterMs as parseRetryAfter } from "../retry.ts";
@@ -89,7 +90,7 @@ function castCalls(options: GatewayOptions): CastCalls {
         timeout,
       }),
     );
-    if (res.status === 429) options.onRateLimited?.(parseRetryAfter(res.headers.get("retry-after"), Date.now()) ?? 1000);
+    if (res.status === 429) options.onRateLimited?.(parseRetryAfter(res.headers.get("retry-after"), wallClock()) ?? 1000);
     return res;
   };
 

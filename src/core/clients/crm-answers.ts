@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 /**
  * How HighLevel's answers read: a token, a page of locations, or a CrmError of the kind
  * each refusal means (errors.ts, CrmFailure). The one place HighLevel's HTTP statuses are read.
@@ -18,7 +19,7 @@ export const MESSAGES_API_VERSION = "2021-04-15";
 export function statusError(what: string, endpoint: Endpoint, res: CrmAnswer): CrmError {
   const message = `${what} returned ${res.status}: ${clip(res.text)}`;
   // A 429 says how long to wait ("100 requests per 10 s").
-  const retryAfter = res.status === 429 ? { retryAfterMs: retryAfterMs(res.retryAfter, Date.now()) } : {};
+  const retryAfter = res.status === 429 ? { retryAfterMs: retryAfterMs(res.retryAfter, wallClock()) } : {};
   // A 502 or 503 comes from before HighLevel's service acted; a 500 or 504 may come after.
   const notTaken = res.status < 500 || res.status === 502 || res.status === 503;
   return new CrmError(crmKind(endpoint, res), message, { ...retryAfter, notTaken });

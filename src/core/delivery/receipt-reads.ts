@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import { GatewayError, errorMessage } from "../../errors.ts";
 import type { DeliveryStatus } from "../clients/gateway.ts";
 import { maskSecret } from "../mask.ts";
@@ -39,14 +40,14 @@ export interface Reads {
 export function plan(r: Reads, apiKey: string, k: KeyLog): void {
   if (r.stopped || k.reading || k.timer || k.waiting.size === 0) return;
   const gap = r.freshMs * Math.max(1, k.pages * PAGE_SHARE);
-  k.timer = setTimeout(() => void read(r, apiKey, k), Math.max(0, k.readAt + gap - Date.now()));
+  k.timer = setTimeout(() => void read(r, apiKey, k), Math.max(0, k.readAt + gap - wallClock()));
   k.timer.unref();
 }
 
 async function read(r: Reads, apiKey: string, k: KeyLog): Promise<void> {
   k.timer = undefined;
   k.reading = true;
-  k.readAt = Date.now();
+  k.readAt = wallClock();
   forgetStale(k, r.options.now());
   try {
     const wanted = new Map(k.waiting);
@@ -157,7 +158,7 @@ export interface KeyLog {
   /** The waiting messages the last read listed, with their status then. */
   statuses: Map<string, DeliveryStatus>;
   reading: boolean;
-  /** When the last read started (Date.now), and how many pages it took. */
+  /** When the last read started (the wall clock), and how many pages it took. */
   readAt: number;
   pages: number;
   timer?: ReturnType<typeof setTimeout>;

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 /**
  * Cast.ph's two limits (docs/architecture.md, "Pacing and fair turns") as token buckets: one for every request the
  * process makes, all keys together (30/s, burst 50), and one per API key for sends
@@ -37,7 +38,7 @@ const LIMITED_MAX_MS = 3_600_000;
 const HOUR_MS = 3_600_000;
 
 export function createScheduler(options: SchedulerOptions) {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? wallClock;
   const all = bucket(options.requestsPerSecond, options.requestBurst, now());
   const perKey = new Map<string, Bucket>();
   const served = new Map<string, number>();

@@ -1,5 +1,5 @@
-import type { Clients, Context, Core, Stores } from "../core-types.ts";
-import type { Installs } from "../installs/wire.ts";
+import { wallClock } from "../clock.ts";
+import type { Calls, Context, Delivery, Installs, Stores } from "../core-types.ts";
 import { maskSecret } from "../mask.ts";
 import { createKeyHolds } from "./holds.ts";
 import { keyTag } from "../key-tag.ts";
@@ -7,12 +7,15 @@ import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";
 import { createPhoneFor } from "./phones.ts";
+import { createDoorbell } from "./doorbell.ts";
+import { createReceiptSettler } from "./receipt-settle.ts";
+import { createIntake } from "./intake.ts";
 
-/** What the delivery room gives the core. */
-export type Delivery = Pick<Core, "processOutbound" | "receipts" | "holds">;
-
-/** A queued message's way out: send (through the holds and the scheduler), receipt, report. */
-export function wireDelivery(context: Context, stores: Stores, clients: Clients, installs: Installs): Delivery {
+/**
+ * A message's way in (the intake of HighLevel's webhook, which hands INSTALL and UNINSTALL
+ * to installs) and out: send (through the holds and the scheduler), receipt, report.
+ */
+export function wireDelivery(context: Context, stores: Stores, clients: Calls, installs: Installs): Delivery {
   const { config, log, now, tuning } = context;
   const { tokens, jobs, gatewayKeys, phones, optOutList } = stores;
   const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
@@ -44,22 +47,33 @@ export function wireDelivery(context: Context, stores: Stores, clients: Clients,
     optOuts: optOutList,
     // A key's sends wait for its list's first read: it goes as a receipt poll does (never
     // starved by other keys' sends), not at the lowest priority as a balance read.
-    unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, tryRead: () => scheduler.tryPoll(), log, now: Date.now }),
+    unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, tryRead: () => scheduler.tryPoll(), log, now: wallClock }),
     metrics,
     outages,
     phoneFor: createPhoneFor(phones),
     receiptWaitMs: (apiKey) => sms.driverOf(apiKey).receipts.waitMs,
     unknownWithoutReceipt: (apiKey) => sms.driverOf(apiKey).receipts.unknownWithoutReceipt,
   };
-  return { processOutbound: (job) => processOutbound(deps, job), receipts, holds };
+  const doorbell = createDoorbell();
+  const intake = createIntake({
+    ...installs,
+    jobs,
+    log,
+    now,
+    webhookKeys: config.crm.webhookKeys,
+    appId: config.crm.appId,
+    notify: doorbell.ring,
+  });
+  const settleReceipt = createReceiptSettler({ jobs, log, now, notify: doorbell.ring });
+  return { processOutbound: (job) => processOutbound(deps, job), scheduler, receipts, holds, intake, doorbell, settleReceipt };
 }
 
 /** The key holds and the receipt book, both over the gateways. */
-function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, scheduler: Clients["scheduler"], sms: OutboundDeps["sms"]) {
+function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, scheduler: Calls["scheduler"], sms: OutboundDeps["sms"]) {
   const holds = createKeyHolds({
     sms,
     log,
-    now: Date.now,
+    now: wallClock,
     probeEveryMs: tuning.holdProbeMs,
     record: {
       held: (apiKey, hold) => gatewayKeys.held(keyTag(apiKey), maskSecret(apiKey), hold),

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import type { DueJob, Job } from "../../store/types.ts";
 import { clip, errorMessage } from "../../errors.ts";
 import { RETRY } from "../retry.ts";
@@ -35,7 +36,7 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
     // Look past the jobs pausing, so they cannot hold up the rest; but only so far: a
     // look must stay cheap while many fail at once (a disk that refuses every write).
     const extra = Math.min(pauses.count(), concurrency * 2);
-    const at = Date.now();
+    const at = wallClock();
     nextLook = Infinity;
     // A location whose sends wait for the gateway's budget: only its reports are read now.
     const waiting = (locationId: string) => {

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import { createBell } from "../bell.ts";
 import { errorMessage } from "../../errors.ts";
 import { sleep } from "../retry.ts";
@@ -40,7 +41,7 @@ export function createWorker(options: WorkerOptions) {
       } catch (error) {
         log.error(`queue: cannot read jobs: ${errorMessage(error)}`);
       }
-      await alarm.sleep(Math.max(1, Math.min(pollMs, filler.nextLook() - Date.now())));
+      await alarm.sleep(Math.max(1, Math.min(pollMs, filler.nextLook() - wallClock())));
     }
   }
 
@@ -55,7 +56,7 @@ export function createWorker(options: WorkerOptions) {
     },
     /** A job was committed: look at the queue now, or in a moment if it was just looked at. */
     notify(): void {
-      const gap = filler.lastFill() + FILL_GAP_MS - Date.now();
+      const gap = filler.lastFill() + FILL_GAP_MS - wallClock();
       if (gap <= 0) return wake();
       deferred ??= setTimeout(() => {
         deferred = undefined;

@@ -1,17 +1,18 @@
-import type { Clients, Context, Core, Stores } from "../core-types.ts";
-import type { Installs } from "../installs/wire.ts";
+import type { Calls, Context, Delivery, Inbound, Installs, Stores } from "../core-types.ts";
+import { createPhoneWebhook } from "./phone-webhook.ts";
 import { deliverInbound, type DeliverDeps } from "./deliver.ts";
 import { createInboundQueue } from "./queue.ts";
 import { createSink } from "./sink.ts";
-
-/** What the inbound room gives the core. */
-export type Inbound = Pick<Core, "inbound" | "inboundQueue">;
+import type { InboundSink } from "./reply.ts";
 
 /**
  * Replies: the sink the sources hand them to (stop words change the opt-out lists there),
- * and the queue that delivers them to HighLevel with the installs' tokens.
+ * the queue that delivers them to HighLevel with the installs' tokens, and the phones' webhook
+ * (received texts to the sink; status events recorded, which rings the worker's doorbell).
  */
-export function wireInbound({ config, log, now, tuning }: Context, { replies, phones }: Stores, { crm }: Clients, installs: Installs): Inbound {
+export function wireInbound(context: Context, stores: Stores, { crm }: Calls, installs: Installs, delivery: Pick<Delivery, "doorbell" | "settleReceipt">): Inbound {
+  const { config, log, now, tuning } = context;
+  const { replies, phones, phoneJobs, jobs } = stores;
   const providerId = config.crm.providerId;
   const deps: DeliverDeps = {
     store: replies,
@@ -24,14 +25,17 @@ export function wireInbound({ config, log, now, tuning }: Context, { replies, ph
     attempts: tuning.reportAttempts,
     storeRetryMs: tuning.resultStoreRetryMs,
   };
-  const inboundQueue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
-  const inbound = createSink({
+  const queue = createInboundQueue({ store: replies, deliver: (id) => deliverInbound(deps, id), now, log });
+  const sink = createSink({
     store: replies,
     providerId,
     locationsOfDevice: (deviceId) => phones.locationsOfDevice(deviceId),
     now,
     log,
-    notify: () => inboundQueue.notify(),
+    notify: () => queue.notify(),
   });
-  return { inbound, inboundQueue };
+  // A status event's receipt is settled by delivery; the webhook only hands it over.
+  const { settleReceipt } = delivery;
+  const phoneWebhook = (to: InboundSink = sink) => createPhoneWebhook({ phones, phoneJobs, jobs, sink: to, log, now, settleReceipt });
+  return { sink, queue, phoneWebhook };
 }

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import { setTimeout as delay } from "node:timers/promises";
 
 export type Exchanges = ReturnType<typeof createExchanges>;
@@ -25,9 +26,9 @@ export function createExchanges() {
     },
     /** Resolves true once no exchange is in progress, false if some still are after `maxMs`. */
     async settled(maxMs: number): Promise<boolean> {
-      const end = Date.now() + maxMs;
+      const end = wallClock() + maxMs;
       while (running.size > 0) {
-        const left = end - Date.now();
+        const left = end - wallClock();
         if (left <= 0) return false;
         const timer = new AbortController();
         await Promise.race([Promise.allSettled([...running]), delay(left, undefined, { signal: timer.signal }).catch(() => {})]);

@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import { sleep } from "../retry.ts";
 
 export type Pacer = () => Promise<void>;
@@ -14,9 +15,9 @@ export function createPacer(gapMs: number): Pacer {
   let queue = Promise.resolve();
   return () => {
     const turn = queue.then(async () => {
-      const wait = last + gapMs - Date.now();
+      const wait = last + gapMs - wallClock();
       if (wait > 0) await sleep(wait);
-      last = Date.now();
+      last = wallClock();
     });
     queue = turn;
     return turn;

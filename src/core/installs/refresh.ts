@@ -1,3 +1,4 @@
+import { wallClock } from "../clock.ts";
 import pRetry, { AbortError } from "p-retry";
 import type { RateLimitMode, TokenResponse } from "../clients/crm.ts";
 import { AppError, errorMessage } from "../../errors.ts";
@@ -133,7 +134,7 @@ async function refreshOnce<R extends LeasedToken>(
   rateLimit: RateLimitMode,
 ): Promise<{ record: R; own: boolean }> {
   const { store, missing, now } = r.deps;
-  const giveUpAt = Date.now() + r.waitMs;
+  const giveUpAt = wallClock() + r.waitMs;
   const first = await store.get(id);
   for (let record = first; ; record = await store.get(id)) {
     if (!record) throw missing(id);
@@ -146,9 +147,9 @@ async function refreshOnce<R extends LeasedToken>(
     // have been our own client credentials', since mended).
     if (record.refreshError && !force) throw new AppError("REFRESH_FAILED", `refresh token failed: ${record.refreshError}`);
     // Lease times are wall-clock: they coordinate real processes, not business time.
-    if (await store.tryLease(id, record.serial, Date.now(), Date.now() + r.leaseMs)) return refreshHoldingLease(r, id, record, rateLimit);
+    if (await store.tryLease(id, record.serial, wallClock(), wallClock() + r.leaseMs)) return refreshHoldingLease(r, id, record, rateLimit);
     if (ownOnly || rateLimit === "throw") return { record, own: false };
-    if (Date.now() > giveUpAt) {
+    if (wallClock() > giveUpAt) {
       throw new AppError("REFRESH_FAILED", "refresh token failed: another process is still refreshing this token");
     }
     await sleep(100);

@@ -1,4 +1,4 @@
-import type { Clients, Context, Core, Stores } from "../core-types.ts";
+import type { Calls, Context, Installs, Stores } from "../core-types.ts";
 import { createExchanges } from "./exchanges.ts";
 import { completeInstall, type InstallDeps } from "./install.ts";
 import { createLaterInstaller } from "./install-later.ts";
@@ -8,14 +8,8 @@ import { createCompanyTokens, createTokenService } from "./tokens.ts";
 import { createUninstaller } from "./uninstall.ts";
 import { createCompanyUninstaller } from "./uninstall-company.ts";
 
-/** What the installs room gives the core. */
-export type Installs = Pick<
-  Core,
-  "tokenService" | "companyTokens" | "pace" | "exchanges" | "install" | "installLocation" | "uninstall" | "uninstallCompany" | "sync"
->;
-
 /** Installs and uninstalls, the locations' and agencies' tokens, reconciliation. */
-export function wireInstalls({ config, log, now, tuning }: Context, { tokens, companies }: Stores, { crm }: Clients): Installs {
+export function wireInstalls({ config, log, now, tuning }: Context, { tokens, companies }: Stores, { crm }: Calls): Installs {
   const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const tokenService = createTokenService({ tokens, crm, companyTokens, companies, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const uninstall = createUninstaller({ tokens, tokenService, now, log });

@@ -1,3 +1,4 @@
+import { systemNow } from "../clock.ts";
 import type { Db } from "../../db/index.ts";
 import type { TokenRecord } from "../../store/types.ts";
 import { createCastClient } from "../clients/cast.ts";
@@ -47,7 +48,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
     const records = core ? await readLocations(core, checks) : [];
     if (core) checks.push(...(await checkApprovals(core.tokens, config.allowedCompanyIds)), await checkAlerts(config, core.alertStore));
     await checkHighLevelReach(config, timeoutMs, checks);
-    if (core) await checkTokens(records, core.tokenService, checks);
+    if (core) await checkTokens(records, core.installs.tokenService, checks);
     const sms = createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: timeoutMs * 2, retries: 0 });
     // A location on a phone sends with no Cast key: its phone is checked instead.
     const phones = core ? await core.phones.describeAll() : undefined;
@@ -68,7 +69,7 @@ function report(checks: Check[]): DoctorReport {
 function openCore(config: ResolvedConfig, db: Db, timeoutMs: number, checks: Check[]): Core | undefined {
   try {
     const tuning = { crm: { timeoutMs: timeoutMs * 2 }, sms: { timeoutMs: timeoutMs * 2, retries: 0 } };
-    return createCore(config, db, createLogger("silent"), Date.now, tuning);
+    return createCore(config, db, createLogger("silent"), systemNow, tuning);
   } catch (error) {
     checks.push(fail("encryption key", `${errorMessage(error)}; tokens and keys cannot be checked`));
     return undefined;
