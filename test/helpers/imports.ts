@@ -1,17 +1,11 @@
-import { readdirSync, statSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import ts from "typescript";
+
+export { filesUnder } from "./files.ts";
 
 // The imports of src/ as a graph, parsed with TypeScript's compiler: what
 // test/unit/import-circles.test.ts and test/unit/floors.test.ts hold the code to.
 // Type-only imports count: they tie files together as much as value imports do.
-
-export function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}
 
 /** The files of src/ that `file` imports: static, type-only, re-exports, `import()` and `import("…").T` types. */
 export function importsOf(file: string, text: string): string[] {

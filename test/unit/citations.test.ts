@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { expect, test } from "vitest";
+import { filesUnder } from "../helpers/files.ts";
 
 // Comments (and messages, and the pages themselves) cite the docs by file, and by section:
 // `docs/operations.md, "Logs"`.
@@ -17,13 +18,6 @@ const SOURCES = [
   ".env.example",
 ].filter((file) => file !== "test/unit/citations.test.ts");
 const PAGES = ["README.md", ...filesUnder("docs").filter((f) => f.endsWith(".md"))];
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}
 
 function unique<T extends readonly string[]>(rows: T[]): T[] {
   return [...new Map(rows.map((row) => [row.join("\0"), row])).values()];

@@ -1,21 +1,15 @@
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import ts from "typescript";
 import { expect, test } from "vitest";
+import { tsFilesUnder } from "../helpers/files.ts";
 
 // No floating promise in src/ (as typescript-eslint's no-floating-promises): a call whose
 // value is a promise, standing alone as a statement, neither awaited, returned, handed
 // on, nor marked `void` (a deliberate fire-and-forget), nor ending in a `.catch(…)` or a
 // `.then(…, onRejected)`. The store's every method returns a promise: one left floating
 // is a write nobody waits for, and its failure an unhandled rejection.
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith(".ts") ? [path] : [];
-  });
-}
 
 function compilerOptions(): ts.CompilerOptions {
   const parsed = ts.getParsedCommandLineOfConfigFile("tsconfig.json", {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
@@ -87,5 +81,5 @@ test("a promise left alone is found; awaited, returned, void or caught it is not
 });
 
 test("no floating promise in src/", () => {
-  expect(floatingPromises(filesUnder("src")).filter((f) => !f.startsWith(TOP))).toEqual([]);
+  expect(floatingPromises(tsFilesUnder("src")).filter((f) => !f.startsWith(TOP))).toEqual([]);
 }, 60_000);

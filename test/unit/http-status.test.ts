@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
+import { filesUnder, withoutComments } from "../helpers/files.ts";
 
 // One policy per decision: the clients (src/core/clients/) read the remote
 // systems' HTTP answers and say what happened in typed errors; the rest of the core decides
@@ -9,21 +10,9 @@ import { expect, test } from "vitest";
 /** The one place outside the clients that may carry a gateway's HTTP status: a held key's, shown by `bridge status`. */
 const SHOWN_ONLY = { file: join("src", "core", "delivery", "holds.ts"), line: /^const status = error\.httpStatus \?\? 0;$/ };
 
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}
-
-/** Code, without its comments: a comment may say which status a kind stands for. */
-function code(text: string): string {
-  return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
-}
-
 /** The lines of `text` that read an HTTP status: `httpStatus`, or a status compared with (or listed among) three-digit numbers. */
 function statusReads(text: string): string[] {
-  return code(text)
+  return withoutComments(text)
     .split("\n")
     .filter(
       (line) =>

@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import ts from "typescript";
 import { expect, test } from "vitest";
+import { filesUnder } from "../helpers/files.ts";
 
 // Small files, small functions (docs/architecture.md): a reader takes in a file or a
 // function at once, and a long one hides where one step ends and the next begins.
@@ -10,13 +10,6 @@ import { expect, test } from "vitest";
 
 const MAX_FILE_LINES = 250;
 const MAX_FUNCTION_LINES = 60;
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}
 
 const sources = filesUnder("src").filter((file) => file.endsWith(".ts"));
 

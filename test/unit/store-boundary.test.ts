@@ -1,6 +1,6 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { expect, test } from "vitest";
+import { tsFilesUnder } from "../helpers/files.ts";
 
 // Only the store opens a transaction or loads the SQLite driver: core asks the store
 // contract (src/store/contract.ts), one transaction a method, so a second store can
@@ -10,14 +10,7 @@ import { expect, test } from "vitest";
 const STORE = ["src/db/", "src/store/"];
 const ADDON_LOADER = "src/sea/";
 
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith(".ts") ? [path] : [];
-  });
-}
-
-const outside = filesUnder("src").filter((file) => !STORE.some((dir) => file.startsWith(dir)));
+const outside = tsFilesUnder("src").filter((file) => !STORE.some((dir) => file.startsWith(dir)));
 
 test("no module outside the store opens a transaction", () => {
   expect(outside.filter((file) => /\.transaction\(/.test(readFileSync(file, "utf8")))).toEqual([]);
