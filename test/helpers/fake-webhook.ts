@@ -1,37 +1,21 @@
+import { documented } from "./fixtures.ts";
 import { startFake } from "./http.ts";
 
+/** A receiver's documented answer to an incoming webhook's POST. */
+export interface DocumentedAnswer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
 /**
- * The receivers' documented answers to an incoming webhook's POST, quoted from their docs:
- *
- * - Mattermost, "Incoming webhooks" (developers.mattermost.com/integrate/webhooks/incoming/):
- *   "A successful request will get the following response: HTTP/1.1 200 OK,
- *   Content-Type: text/plain … ok". The fake answers every taken alert so.
- * - Slack, "Improving error conditions for Incoming Webhooks" (api.slack.com/changelog/
- *   2016-05-17-changes-to-errors-for-incoming-webhooks): "HTTP 400 Bad Request:
- *   invalid_payload - the data sent in your request cannot be understood as presented";
- *   "HTTP 403 Forbidden: action_prohibited"; "HTTP 404 Not Found: channel_not_found";
- *   "HTTP 410 Gone: channel_is_archived"; "HTTP 500 Server Error: rollup_error", each one of
- *   "the simple strings we'll return to you in the response body"; and "interpret a HTTP
- *   200 response as success and any other response code as a failure of some kind".
- * - Slack's webhook error vocabulary as its error decoders list it (routeforms.com,
- *   "Slack webhook error decoder"): `no_service` (a webhook removed or disabled),
- *   `rate_limited`; the statuses given them here (404, 429) are those decoders', not a
- *   Slack page's. Slack's "Rate limits" (api.slack.com/docs/rate-limits): posting
- *   messages, "1 per second", short bursts allowed.
- * - Discord's "Execute Slack-Compatible Webhook" (`POST /webhooks/{id}/{token}/slack`,
- *   discord.com/developers/docs/resources/webhook) takes the same `{"text"}` body; its answer
- *   body was not found in the docs at hand, so the client takes any 2xx and nothing more.
+ * The receivers' documented answers (Slack's, Mattermost's), as test/documented/alert-webhook
+ * quotes them from their documentation; fake-webhook-contract.test.ts holds the fake to them.
  */
-export const ANSWERS = {
-  ok: { status: 200, body: "ok" },
-  invalidPayload: { status: 400, body: "invalid_payload" },
-  actionProhibited: { status: 403, body: "action_prohibited" },
-  noService: { status: 404, body: "no_service" },
-  channelNotFound: { status: 404, body: "channel_not_found" },
-  channelIsArchived: { status: 410, body: "channel_is_archived" },
-  rollupError: { status: 500, body: "rollup_error" },
-  rateLimited: { status: 429, body: "rate_limited" },
-} as const;
+export const ANSWERS = documented<Record<"ok" | "invalidPayload" | "actionProhibited" | "noService" | "channelNotFound" | "channelIsArchived" | "rollupError" | "rateLimited", DocumentedAnswer>>(
+  "alert-webhook",
+  "answers.json",
+);
 
 export type Answer = keyof typeof ANSWERS;
 
@@ -81,8 +65,8 @@ export async function startFakeWebhook() {
   };
 }
 
-function plain(answer: { status: number; body: string }, headers: Record<string, string> = {}): Response {
-  return new Response(answer.body, { status: answer.status, headers: { "content-type": "text/plain", ...headers } });
+function plain(answer: DocumentedAnswer, headers: Record<string, string> = {}): Response {
+  return new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, ...headers } });
 }
 
 function textOf(body: string): string | undefined {

@@ -14,3 +14,13 @@ export const FIXTURES = join(import.meta.dirname, "..", "fixtures");
 export function fixture<T = Record<string, unknown>>(service: "cast" | "highlevel" | "android", name: string): T {
   return JSON.parse(readFileSync(join(FIXTURES, service, name), "utf8")) as T;
 }
+
+/**
+ * Documented answers of services `../shared/fixtures` has no folder for (test/documented/, each
+ * folder's README quoting its sources): e.g. `documented("alert-webhook", "answers.json")`.
+ */
+export const DOCUMENTED = join(import.meta.dirname, "..", "documented");
+
+export function documented<T = Record<string, unknown>>(service: "alert-webhook", name: string): T {
+  return JSON.parse(readFileSync(join(DOCUMENTED, service, name), "utf8")) as T;
+}
