@@ -27,7 +27,7 @@ export interface AlertsDeps {
   outages: Pick<Outages, "list">;
   gatewayKeys: Pick<GatewayKeys, "list">;
   tokens: Pick<LocationRegistry, "listings">;
-  phones: Pick<PhoneStore, "describe">;
+  phones: Pick<PhoneStore, "describeAll">;
   replies: Pick<InboundStore, "counts">;
   writes: Pick<WriteWatch, "refusal">;
   usage: Pick<UsageStore, "atOrOver">;

@@ -64,7 +64,7 @@ export interface StatusDeps {
   /** What serve recorded of the outages it is living through. */
   outageRecords: Pick<OutageRecords, "list" | "waits">;
   /** Each location's gateway: one on a phone needs no Cast key. */
-  phones?: Pick<PhoneStore, "describe">;
+  phones?: Pick<PhoneStore, "describeAll">;
   /** ALLOWED_COMPANY_IDS: an approved location of another company may not use SMS_API_KEY. */
   allowedCompanyIds: readonly string[];
   /** LOW_BALANCE_CREDITS; 0: never low. */
@@ -113,11 +113,13 @@ export async function bridgeStatus(deps: StatusDeps): Promise<StatusView> {
 
 /** Locations whose messages cannot be sent or reported until someone acts, and why (status and alerts). */
 export async function needsAttention(deps: { tokens: Pick<LocationRegistry, "listings">; phones?: StatusDeps["phones"]; allowedCompanyIds: readonly string[] }): Promise<StatusView["needs_attention"]> {
-  const found = await Promise.all((await deps.tokens.listings()).map(async (l) => {
+  // Every location's gateway in one read: serve's alerts ask this every 30 s.
+  const gateways = await deps.phones?.describeAll();
+  return (await deps.tokens.listings()).flatMap((l) => {
     if (l.uninstalledAt) return [{ location_id: l.locationId, reason: `uninstalled at ${l.uninstalledAt}: reinstall the app to send again` }];
     if (l.refreshError) return [{ location_id: l.locationId, reason: `needs a reinstall: ${l.refreshError}` }];
     if (l.smsApiKeyError) return [{ location_id: l.locationId, reason: `${l.smsApiKeyError}: its messages wait; ${MEND_SEALED}` }];
-    if (l.smsApiKey || (await deps.phones?.describe(l.locationId))?.gateway === "android") return [];
+    if (l.smsApiKey || gateways?.get(l.locationId)?.gateway === "android") return [];
     if (!l.approved) return [{ location_id: l.locationId, reason: "pending: not approved to use SMS_API_KEY and has no key of its own" }];
     if (unconfirmed(l, deps.allowedCompanyIds)) {
       const reason = `pending: approved by a database upgrade, not by the operator, and it has no key of its own: confirm it with \`bridge locations approve ${l.locationId}\``;
@@ -127,8 +129,7 @@ export async function needsAttention(deps: { tokens: Pick<LocationRegistry, "lis
       return [{ location_id: l.locationId, reason: `pending: its company ${l.companyId || "(none)"} is not in ALLOWED_COMPANY_IDS, and it has no key of its own` }];
     }
     return [];
-  }));
-  return found.flat();
+  });
 }
 
 async function outagesOf(records: StatusDeps["outageRecords"], now: number): Promise<OutageView[]> {
