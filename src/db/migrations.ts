@@ -369,4 +369,47 @@ export const MIGRATIONS: readonly string[] = [
     repeated_at INTEGER NOT NULL
   ) STRICT;
   `,
+  `
+  -- Several servers on one database (docs/operations.md). \`servers\`: one row per running
+  -- serve, its heartbeat every few seconds; a server whose heartbeat is stale is presumed
+  -- dead and its work rescued. \`leases\`: one holder at a time per name (the leader, a
+  -- key's receipt reader) until \`until_at\`; \`epoch\` grows at each change of holder, so
+  -- a late write of a former holder is told apart. Times in ms; on PostgreSQL the
+  -- database's clock, so servers' clocks never compare.
+  CREATE TABLE servers (
+    id TEXT PRIMARY KEY,
+    address TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until_at INTEGER NOT NULL,
+    epoch INTEGER NOT NULL DEFAULT 1
+  ) STRICT;
+  -- The settings page's sessions: the token's SHA-256 only, so a read of the database
+  -- gives no live token; one per user and location.
+  CREATE TABLE app_sessions (
+    token_hash TEXT PRIMARY KEY,
+    location_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    UNIQUE (location_id, user_id)
+  ) STRICT;
+  -- Each gateway key's send budget, shared by every server: tokens refilled at the key's
+  -- rate, and a pause every server honours after the gateway's 429.
+  CREATE TABLE key_budgets (
+    tag TEXT PRIMARY KEY,
+    tokens REAL NOT NULL,
+    at_ms REAL NOT NULL,
+    paused_until REAL NOT NULL DEFAULT 0
+  ) STRICT;
+  -- Which server runs the job now (a run lease, whatever its stage): NULL when none does.
+  -- A server's writes to a job it runs are conditioned on it, so the write of a server
+  -- presumed dead, whose jobs were rescued, changes nothing.
+  ALTER TABLE jobs ADD COLUMN run_by TEXT;
+  CREATE INDEX jobs_running ON jobs (run_by) WHERE run_by IS NOT NULL;
+  `,
 ];

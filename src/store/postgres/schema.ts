@@ -123,4 +123,23 @@ export const BASELINE = `
 `;
 
 /** The versions after the baseline; never edit a shipped entry, append. */
-export const PG_MIGRATIONS: readonly string[] = [];
+export const PG_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE servers (
+    id TEXT PRIMARY KEY, address TEXT NOT NULL, started_at BIGINT NOT NULL, heartbeat_at BIGINT NOT NULL
+  );
+  CREATE TABLE leases (
+    name TEXT PRIMARY KEY, holder TEXT NOT NULL, until_at BIGINT NOT NULL, epoch BIGINT NOT NULL DEFAULT 1
+  );
+  CREATE TABLE app_sessions (
+    token_hash TEXT PRIMARY KEY, location_id TEXT NOT NULL, user_id TEXT NOT NULL, role TEXT NOT NULL,
+    expires_at BIGINT NOT NULL, UNIQUE (location_id, user_id)
+  );
+  CREATE TABLE key_budgets (
+    tag TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, at_ms DOUBLE PRECISION NOT NULL,
+    paused_until DOUBLE PRECISION NOT NULL DEFAULT 0
+  );
+  ALTER TABLE jobs ADD COLUMN run_by TEXT;
+  CREATE INDEX jobs_running ON jobs (run_by) WHERE run_by IS NOT NULL;
+  `,
+];
