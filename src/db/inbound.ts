@@ -49,10 +49,11 @@ export interface InboundFilter {
 
 export type InboundStore = ReturnType<typeof createInboundStore>;
 
-const COLUMNS = `id, inbound_id AS inboundId, source, dedupe_key AS dedupeKey, phone, text, to_number AS "to",
-  device_id AS deviceId, received_at AS receivedAt, received_ms AS receivedMs, source_id AS sourceId,
-  location_id AS locationId, routed_by AS routedBy, opt_out AS optOut, state, contact_id AS contactId,
-  crm_message_id AS crmMessageId, attempts, looks, error, created_at AS createdAt, updated_at AS updatedAt`;
+/** The inbound row as InboundRow's fields; the aliases quoted, so that PostgreSQL keeps their case (src/store/postgres/inbound.ts). */
+export const INBOUND_COLUMNS = `id, inbound_id AS "inboundId", source, dedupe_key AS "dedupeKey", phone, text, to_number AS "to",
+  device_id AS "deviceId", received_at AS "receivedAt", received_ms AS "receivedMs", source_id AS "sourceId",
+  location_id AS "locationId", routed_by AS "routedBy", opt_out AS "optOut", state, contact_id AS "contactId",
+  crm_message_id AS "crmMessageId", attempts, looks, error, created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 /**
  * The inbound table (schema 11) and the lookups that route a reply. Every write is one
@@ -149,7 +150,7 @@ function inboundReads(db: Db, s: Statements) {
       if (filter.since !== undefined) clauses.push(["created_at >= ?", [filter.since]]);
       const where = clauses.map(([clause]) => clause);
       const params = clauses.flatMap(([, values]) => values);
-      const sql = `SELECT ${COLUMNS} FROM inbound ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
+      const sql = `SELECT ${INBOUND_COLUMNS} FROM inbound ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`;
       return db.prepare<unknown[], InboundRow>(sql).all(...params, filter.limit);
     },
     /** Another reply than `id` is already settled as HighLevel's message `crmMessageId`. */
@@ -177,9 +178,9 @@ function inboundReads(db: Db, s: Statements) {
 }
 
 /** A reply the queue may take: queued, or posting (its post got no clear answer, or a stop caught it). */
-const WAITING = "i.state IN ('queued', 'posting')";
+export const WAITING = "i.state IN ('queued', 'posting')";
 /** No earlier reply of the same contact waits (the indexes inbound_waiting and inbound_waiting_by_contact). */
-const FIRST_OF_CONTACT = `NOT EXISTS (SELECT 1 FROM inbound AS e WHERE e.location_id = i.location_id AND e.phone = i.phone
+export const FIRST_OF_CONTACT = `NOT EXISTS (SELECT 1 FROM inbound AS e WHERE e.location_id = i.location_id AND e.phone = i.phone
   AND e.id < i.id AND e.state IN ('queued', 'posting'))`;
 
 /** The store's statements, prepared once. */
@@ -188,10 +189,10 @@ function prepareStatements(db: Db) {
     insert: db.prepare(`INSERT INTO inbound (inbound_id, source, dedupe_key, phone, text, to_number, device_id, received_at,
       received_ms, source_id, location_id, routed_by, opt_out, state, next_attempt_at, created_at, updated_at)
       VALUES (@inboundId, @source, @dedupeKey, @phone, @text, @to, @deviceId, @receivedAt, @receivedMs, @sourceId,
-      @locationId, @routedBy, @optOut, @state, @now, @now, @now)`),
+      @locationId, @routedBy, @optOut, @state, @now, @now, @now) ON CONFLICT (dedupe_key) DO NOTHING`),
     byKey: db.prepare<[string], { inboundId: string }>("SELECT inbound_id AS inboundId FROM inbound WHERE dedupe_key = ?"),
-    byInboundId: db.prepare<[string], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE inbound_id = ?`),
-    byId: db.prepare<[number], InboundRow>(`SELECT ${COLUMNS} FROM inbound WHERE id = ?`),
+    byInboundId: db.prepare<[string], InboundRow>(`SELECT ${INBOUND_COLUMNS} FROM inbound WHERE inbound_id = ?`),
+    byId: db.prepare<[number], InboundRow>(`SELECT ${INBOUND_COLUMNS} FROM inbound WHERE id = ?`),
     due: db.prepare<[number, number], { id: number }>(
       `SELECT id FROM inbound AS i WHERE ${WAITING} AND next_attempt_at <= ? AND ${FIRST_OF_CONTACT} ORDER BY next_attempt_at, id LIMIT ?`,
     ),

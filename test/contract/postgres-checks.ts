@@ -7,12 +7,13 @@ import { SCHEMA_VERSION } from "../../src/db/schema.ts";
 import { createSealer } from "../../src/db/sealer.ts";
 import { migratePostgres, transaction, type Pool } from "../../src/store/postgres/pool.ts";
 import { openPostgresStore } from "../../src/store/postgres/store.ts";
+import { inboundChecks } from "./postgres-checks-inbound.ts";
 import { TEST_KEY, type postgresFactory } from "./postgres.ts";
 
-type Postgres = ReturnType<typeof postgresFactory>;
+export type Postgres = ReturnType<typeof postgresFactory>;
 
 /** Runs `fn` on a fresh schema's pool, dropped after. */
-async function inSchema(postgres: Postgres, name: string, fn: (pool: Pool) => Promise<void>): Promise<void> {
+export async function inSchema(postgres: Postgres, name: string, fn: (pool: Pool) => Promise<void>): Promise<void> {
   const pool = await postgres.schema(name);
   try {
     await fn(pool);
@@ -77,6 +78,7 @@ export function postgresChecks(postgres: Postgres): void {
       await expect(store.tokens.get("loc-2")).rejects.toThrow(/tokens\.access_token of loc-2/);
       expect((await store.tokens.get("loc-1"))?.accessToken).toBe("secret-at");
     }));
+  inboundChecks(postgres);
 }
 
 /** Every table.column of a new SQLite database, sorted as the PostgreSQL query sorts them, and its indexes by name. */
