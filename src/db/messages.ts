@@ -61,7 +61,7 @@ export type MessageLog = ReturnType<typeof createMessageLog>;
  * and has not said Sent since), `sent` once it left the gateway. One expression, so lists,
  * filters and counts agree.
  */
-const STATUS = `CASE
+export const STATUS = `CASE
   WHEN state = 'queued' THEN CASE held WHEN 1 THEN 'held' ELSE 'queued' END
   WHEN state = 'sending' THEN 'sending'
   WHEN outcome = 'failed' THEN 'failed'
@@ -69,10 +69,11 @@ const STATUS = `CASE
   WHEN receipt_deadline IS NOT NULL THEN 'sent'
   ELSE 'delivered' END`;
 
-const COLUMNS = `${JOB_COLUMNS}, ${STATUS} AS status, gateway, sender_id, parts, reported_status,
+/** What the log reads of a job, as a `MessageRow`. */
+export const COLUMNS = `${JOB_COLUMNS}, ${STATUS} AS status, gateway, sender_id, parts, reported_status,
   receipt_at, reported_at, updated_at`;
 
-interface Row extends JobRow {
+export interface MessageRow extends JobRow {
   status: MessageStatus;
   gateway: string;
   sender_id: string | null;
@@ -84,24 +85,58 @@ interface Row extends JobRow {
   updated_at: number;
 }
 
+/*
+ * The log's statements, written once for SQLite and PostgreSQL (src/store/postgres/messages.ts
+ * numbers their `?`s): each `?` takes one value, in order.
+ */
+export const BY_MESSAGE_ID = `SELECT ${COLUMNS} FROM jobs WHERE message_id = ?`;
+export const COUNTS = `SELECT ${STATUS} AS status, count(*) AS n FROM jobs GROUP BY 1`;
+/** Locations with unfinished work, the longest waiting first; `text` orders a name as SQLite does (by its bytes). */
+export const backlogSql = (text = (column: string) => column) => `
+  SELECT location_id, count(*) AS waiting, min(created_at) AS oldest FROM jobs
+  WHERE state IN ('queued', 'sending') GROUP BY location_id ORDER BY oldest, ${text("location_id")}`;
+export const USAGE = `
+  SELECT count(*) AS messages, coalesce(sum(parts), 0) AS parts,
+    count(*) FILTER (WHERE status = 'delivered') AS delivered, count(*) FILTER (WHERE status = 'failed') AS failed
+  FROM (SELECT ${STATUS} AS status, parts FROM jobs WHERE location_id = ? AND created_at >= ?) AS logged`;
+export const RECEIVED_SINCE = `
+  SELECT created_at FROM jobs WHERE location_id = ? AND created_at >= ? AND substr(message_id, 1, length(?)) = ?
+  ORDER BY created_at`;
+/** A settled job (its id) not changed since it was read (its updated_at then): the only kind requeued. */
+export const UNCHANGED = "SELECT 1 FROM jobs WHERE id = ? AND updated_at = ? AND state IN ('done', 'dead')";
+/** A settled job queued again as new at `now` (its placeholder): a fresh key, nothing counted or reported. */
+export const requeueSql = (now: string) => `
+  UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
+    next_attempt_at = ${now}, idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, sender_id = NULL, gateway = 'cast',
+    parts = NULL, receipt_deadline = NULL, receipt = NULL, receipt_at = NULL, sent_at = NULL, held = 0,
+    reported_status = NULL, reported_at = NULL, requeued_at = ${now}, updated_at = ${now},
+    usage_month = NULL, reserved_parts = 0, counted = 0`;
+
+/** The page of the log `filter` asks for, newest first: its statement and values. */
+export function listSql(filter: MessageFilter): { sql: string; params: unknown[] } {
+  const { where, params } = conditions(filter);
+  return { sql: `SELECT ${COLUMNS} FROM jobs ${where} ORDER BY created_at DESC, id DESC LIMIT ?`, params: [...params, filter.limit] };
+}
+
+export function backlogFromRow(row: { location_id: string; waiting: number; oldest: number }): Backlog {
+  return { locationId: row.location_id, waiting: row.waiting, oldest: row.oldest };
+}
+
 /**
  * The message log over the jobs table: what the operator lists, shows and retries.
  * Newest first by the time a message was received (indexed, for one location or all).
  */
 export function createMessageLog(db: Db) {
-  const byMessageId = db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM jobs WHERE message_id = ?`);
+  const byMessageId = db.prepare<[string], MessageRow>(BY_MESSAGE_ID);
   const timeline = createTimeline(db);
-  const counts = db.prepare<[], { status: MessageStatus; n: number }>(`SELECT ${STATUS} AS status, count(*) AS n FROM jobs GROUP BY 1`);
-  const backlog = db.prepare<[], { location_id: string; waiting: number; oldest: number }>(`
-    SELECT location_id, count(*) AS waiting, min(created_at) AS oldest FROM jobs
-    WHERE state IN ('queued', 'sending') GROUP BY location_id ORDER BY oldest`);
+  const counts = db.prepare<[], { status: MessageStatus; n: number }>(COUNTS);
+  const backlog = db.prepare<[], { location_id: string; waiting: number; oldest: number }>(backlogSql());
   const requeueLogged = createRequeue(db, timeline);
   return {
     ...locationCounts(db),
     list(filter: MessageFilter): LoggedMessage[] {
-      const { where, params } = conditions(filter);
-      const sql = `SELECT ${COLUMNS} FROM jobs ${where} ORDER BY created_at DESC, id DESC LIMIT ?`;
-      return db.prepare<unknown[], Row>(sql).all(...params, filter.limit).map(fromRow);
+      const { sql, params } = listSql(filter);
+      return db.prepare<unknown[], MessageRow>(sql).all(...params).map(fromRow);
     },
     get(messageId: string): LoggedMessage | undefined {
       const row = byMessageId.get(messageId);
@@ -119,7 +154,7 @@ export function createMessageLog(db: Db) {
     },
     /** Each location with messages still to send, the longest waiting first. */
     backlog(): Backlog[] {
-      return backlog.all().map((r) => ({ locationId: r.location_id, waiting: r.waiting, oldest: r.oldest }));
+      return backlog.all().map(backlogFromRow);
     },
     /**
      * Queues a failed message again, as new: a fresh idempotency key, its hold time from
@@ -135,14 +170,8 @@ export function createMessageLog(db: Db) {
 /** An operator's retry of a settled message: queued again as new, what it counted in usage taken back. */
 function createRequeue(db: Db, timeline: ReturnType<typeof createTimeline>) {
   // Guarded by `updated_at`: a job the server changed since the operator's look is left alone.
-  const requeue = db.prepare<{ id: number; now: number; seen: number }>(`
-    UPDATE jobs SET state = 'queued', outcome = NULL, error_code = NULL, error_message = NULL, attempts = 0,
-      next_attempt_at = @now, idempotency_key = NULL, api_key_tag = NULL, first_sent_at = NULL, sender_id = NULL, gateway = 'cast',
-      parts = NULL, receipt_deadline = NULL, receipt = NULL, receipt_at = NULL, sent_at = NULL, held = 0,
-      reported_status = NULL, reported_at = NULL, requeued_at = @now, updated_at = @now,
-      usage_month = NULL, reserved_parts = 0, counted = 0
-    WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
-  const unchanged = db.prepare<[number, number], number>("SELECT 1 FROM jobs WHERE id = ? AND updated_at = ? AND state IN ('done', 'dead')").pluck();
+  const requeue = db.prepare<{ id: number; now: number; seen: number }>(`${requeueSql("@now")} WHERE id = @id AND updated_at = @seen AND state IN ('done', 'dead')`);
+  const unchanged = db.prepare<[number, number], number>(UNCHANGED).pluck();
   const usage = prepareUsageCount(db);
   // What it counted in usage is taken back with it: it counts again as it settles anew.
   return db.transaction((message: LoggedMessage, now: number, detail: string): boolean => {
@@ -157,13 +186,8 @@ function createRequeue(db: Db, timeline: ReturnType<typeof createTimeline>) {
 
 /** What the settings page counts of its location's messages. */
 function locationCounts(db: Db) {
-  const usage = db.prepare<[string, number], Usage>(`
-    SELECT count(*) AS messages, coalesce(sum(parts), 0) AS parts,
-      coalesce(sum(status = 'delivered'), 0) AS delivered, coalesce(sum(status = 'failed'), 0) AS failed
-    FROM (SELECT ${STATUS} AS status, parts FROM jobs WHERE location_id = ? AND created_at >= ?)`);
-  const receivedSince = db.prepare<[string, number, string, string], number>(`
-    SELECT created_at FROM jobs WHERE location_id = ? AND created_at >= ? AND substr(message_id, 1, length(?)) = ?
-    ORDER BY created_at`).pluck();
+  const usage = db.prepare<[string, number], Usage>(USAGE);
+  const receivedSince = db.prepare<[string, number, string, string], number>(RECEIVED_SINCE).pluck();
   return {
     /** The location's messages received at or after `since`, by what became of them. */
     usage(locationId: string, since: number): Usage {
@@ -198,7 +222,8 @@ function conditions(filter: MessageFilter): { where: string; params: unknown[] }
   return { where: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
-function fromRow(row: Row): LoggedMessage {
+/** The one reading of a message log's row, on either database. */
+export function fromRow(row: MessageRow): LoggedMessage {
   return {
     ...jobFromRow(row),
     status: row.status,

@@ -2,6 +2,7 @@ import { expect, test } from "vitest";
 import type { Store } from "../../src/store/contract.ts";
 import type { NewInbound, OutboundMessage } from "../../src/store/types.ts";
 import { inboundCases } from "./store-cases-inbound.ts";
+import { logCases } from "./store-cases-log.ts";
 import { registryCases } from "./store-cases-registry.ts";
 import { usageCases } from "./store-cases-usage.ts";
 
@@ -170,4 +171,5 @@ export function storeCases(factory: StoreFactory): void {
   registryCases(it);
   usageCases(it);
   inboundCases(it);
+  logCases(it);
 }

@@ -4,6 +4,7 @@ import { pgAlerts } from "./alerts.ts";
 import { pgCompanies } from "./companies.ts";
 import { pgGatewayKeys } from "./gateway-keys.ts";
 import { pgInbound } from "./inbound.ts";
+import { pgMessages } from "./messages.ts";
 import { pgOptOuts, pgOutages } from "./optouts.ts";
 import { pgPhones } from "./phones.ts";
 import type { Pool } from "./pool.ts";
@@ -11,7 +12,9 @@ import { pgLocations } from "./tokens.ts";
 import { pgUsage } from "./usage.ts";
 
 /** The stores of the contract implemented on PostgreSQL so far; the others are SQLite's only. */
-export const POSTGRES_STORES = ["tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "replies"] as const;
+export const POSTGRES_STORES = [
+  "tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "replies", "messages",
+] as const;
 
 export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
 
@@ -32,5 +35,6 @@ export function openPostgresStore(pool: Pool, sealer: Sealer): PostgresStore {
     usage: pgUsage(pool),
     alertStore: pgAlerts(pool),
     replies: pgInbound(pool),
+    messages: pgMessages(pool),
   };
 }
