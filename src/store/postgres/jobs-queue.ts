@@ -35,7 +35,7 @@ const DUE_IN = (state: "queued" | "reporting") => `
   CROSS JOIN LATERAL (SELECT id, next_attempt_at FROM jobs WHERE location_id = l.location_id AND state = '${state}'
     AND next_attempt_at <= $2 ORDER BY next_attempt_at, id LIMIT $3) AS d`;
 
-/** The kind of a job's gateway: `gateway` before any `:`. */
+/** Caught mid-send, with a key its gateway's kind ($3: `gateway` before any `:`) remembers since $2. Timelines are written in the jobs' order, as on SQLite. */
 const RESUMABLE = "state = 'sending' AND idempotency_key IS NOT NULL AND split_part(gateway, ':', 1) = $3 AND first_sent_at >= $2";
 
 /** The job store's queue as a whole on PostgreSQL (src/db/jobs-queue.ts on SQLite). */
@@ -87,7 +87,7 @@ async function recover(client: Queryable, now: number, since: Readonly<Record<st
   let resumed = 0;
   for (const [kind, cutoff] of Object.entries(since)) {
     const params = [now, ms(cutoff), kind];
-    await client.query(`INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $1::bigint, 'restart', $4 FROM jobs WHERE ${RESUMABLE}`, [
+    await client.query(`INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $1::bigint, 'restart', $4 FROM jobs WHERE ${RESUMABLE} ORDER BY id`, [
       ...params, JOB_TEXTS.resumed,
     ]);
     const done = await client.query(`UPDATE jobs SET state = 'queued', next_attempt_at = $1, updated_at = $1, unclear = 1 WHERE ${RESUMABLE}`, params);
@@ -97,7 +97,7 @@ async function recover(client: Queryable, now: number, since: Readonly<Record<st
     `SELECT message_id AS "messageId", location_id AS "locationId" FROM jobs WHERE state = 'sending' ORDER BY id`,
   );
   const unknown = failureDetail("delivery_unknown", JOB_TEXTS.unknownAfterRestart);
-  await client.query("INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $1::bigint, 'failed', $2::text FROM jobs WHERE state = 'sending'", [now, unknown]);
+  await client.query("INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $1::bigint, 'failed', $2::text FROM jobs WHERE state = 'sending' ORDER BY id", [now, unknown]);
   await client.query(`
     UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = 'delivery_unknown', unclear = 1,
       error_message = $2, attempts = 0, next_attempt_at = $1, updated_at = $1
