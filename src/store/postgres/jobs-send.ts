@@ -51,10 +51,12 @@ type Send = Pick<JobStore, "claimForSending" | "sendLater" | "sendAgain" | "reco
 export function pgSend(pool: Pool, sealer: Sealer, monthOf: MonthOf): Send {
   return {
     // The key the send goes with is kept in the claim's transaction: a receipt's reader finds it.
+    // Kept last: its row (one per API key) stays locked only for the commit, not the whole claim.
     claimForSending: (id, now, claim, key) =>
       transaction(pool, async (client) => {
+        const claimed = await claimIn(client, id, ms(now), monthOf, claim);
         if (claim && key) await pgGatewayKeys(client, sealer).keep(claim.apiKeyTag, key.masked, key.apiKey);
-        return claimIn(client, id, ms(now), monthOf, claim);
+        return claimed;
       }),
     // A wait is logged when its reason changes, not at every try of a long outage.
     sendLater: (id, at, reason, now, how = {}) =>
