@@ -6,8 +6,9 @@ import { openDb } from "../../src/db/index.ts";
 import { createSealer } from "../../src/db/sealer.ts";
 import type { Store } from "../../src/store/contract.ts";
 import { openStore } from "../../src/store/open.ts";
-import { migratePostgres } from "../../src/store/postgres/pool.ts";
+import { migratePostgres, transaction } from "../../src/store/postgres/pool.ts";
 import { openPostgresStore } from "../../src/store/postgres/store.ts";
+import { pgUsageCount } from "../../src/store/postgres/usage-count.ts";
 import { inSchema, type Postgres } from "./postgres-checks.ts";
 import { TEST_KEY } from "./postgres.ts";
 import { message } from "./store-cases.ts";
@@ -59,6 +60,27 @@ export function jobChecks(postgres: Postgres): void {
       } finally {
         await other.end();
       }
+    }));
+
+  test("postgres: a settled job's count is taken back once, and a reply counted", () =>
+    inSchema(postgres, "unsettled", async (pool) => {
+      await migratePostgres(pool);
+      const store = openPostgresStore(pool, createSealer(TEST_KEY));
+      await store.jobs.enqueue(message(1), T0);
+      await store.jobs.claimForSending(1, T0, { idempotencyKey: "idem-1", apiKeyTag: "tag-1", parts: 2 });
+      await store.jobs.recordResult(1, { outcome: "delivered", gatewayMessageId: "gw-1", parts: 2 }, T0 + 1);
+      await store.jobs.reported(1, "delivered", T0 + 2);
+      const counted = "SELECT gateway, messages, parts, delivered, replies FROM usage ORDER BY gateway";
+      expect((await pool.query(counted)).rows).toEqual([{ gateway: "cast", messages: 1, parts: 2, delivered: 1, replies: 0 }]);
+      await transaction(pool, async (client) => {
+        await pgUsageCount.unsettled(client, 1);
+        await pgUsageCount.reply(client, "loc-1", "2023-11", "api");
+      });
+      expect((await pool.query(counted)).rows).toEqual([
+        { gateway: "api", messages: 0, parts: 0, delivered: 0, replies: 1 },
+        { gateway: "cast", messages: 0, parts: 0, delivered: 0, replies: 0 },
+      ]);
+      expect((await pool.query("SELECT parts FROM usage_reserved")).rows).toEqual([{ parts: 0 }]);
     }));
 
   test("postgres: a job's whole life writes the same rows and timeline as on SQLite", async () => {
