@@ -1,3 +1,4 @@
+import { dueReads, inTurns } from "./due-turns.ts";
 import type { Db } from "./index.ts";
 import type { OutboundMessage } from "./job-rows.ts";
 import type { DueJob } from "./job-types.ts";
@@ -55,19 +56,8 @@ export function createQueueSteps(db: Db, sql: JobStatements) {
 }
 
 function dueInTurns(sql: JobStatements, now: number, limit: number, waiting?: (locationId: string) => boolean): DueJob[] {
-  const locations = sql.waitingLocations.all();
-  const each = Math.ceil(limit / Math.max(1, locations.length)) + 1;
-  const isDue = (at: number | null) => at !== null && at <= now;
-  const rows = locations.flatMap(({ location_id: locationId, sends_at, reports_at }) => {
-    const read = (state: "queued" | "reporting") =>
-      (state === "queued" ? sql.dueSends : sql.dueReports).all(locationId, now, each).map((row) => ({ ...row, state }));
-    const reports = isDue(reports_at) ? read("reporting") : [];
-    const sends = isDue(sends_at) && !waiting?.(locationId) ? read("queued") : [];
-    return [...reports, ...sends]
-      .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.id - b.id)
-      .slice(0, each)
-      .map(({ id, state, next_attempt_at }, i) => ({ id, state, locationId, turn: i + 1, at: next_attempt_at }));
-  });
-  rows.sort((a, b) => a.turn - b.turn || a.at - b.at || a.id - b.id);
-  return rows.slice(0, limit).map(({ id, state, locationId, turn }) => ({ id, state, locationId, turn }));
+  const { each, reports, sends } = dueReads(sql.waitingLocations.all(), now, limit, waiting);
+  const read = (state: "queued" | "reporting", locationId: string) =>
+    (state === "queued" ? sql.dueSends : sql.dueReports).all(locationId, now, each).map((row) => ({ ...row, state, locationId }));
+  return inTurns([...reports.flatMap((l) => read("reporting", l)), ...sends.flatMap((l) => read("queued", l))], each, limit);
 }

@@ -1,12 +1,10 @@
 import type { Db } from "./index.ts";
 import type { Claim, Result, SendLater } from "./job-types.ts";
-import { failureDetail, type JobStatements } from "./jobs-statements.ts";
+import { failureDetail, JOB_TEXTS, type JobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 import type { Timeline } from "./timeline.ts";
 import type { MonthOf } from "./usage-month.ts";
 import { capReached, prepareReservation } from "./usage-store.ts";
-
-const FRESH = "no earlier attempt reached the gateway: sent with the API key configured now, under a new idempotency key";
 
 /** The job store's steps of a send (jobs.ts): claimed, sent later, held, its result. */
 export function createSendSteps(db: Db, sql: JobStatements, timeline: Timeline, monthOf: MonthOf) {
@@ -82,7 +80,7 @@ function createClaim(db: Db, sql: JobStatements, timeline: Timeline, monthOf: Mo
       return false;
     }
     const claimed = sql.claimForSending.run(row).changes > 0;
-    if (claimed && row.fresh) timeline.add(row.id, row.now, "retry", FRESH);
+    if (claimed && row.fresh) timeline.add(row.id, row.now, "retry", JOB_TEXTS.fresh);
     return claimed;
   });
 }
@@ -109,7 +107,7 @@ function createHolds(db: Db, sql: JobStatements, timeline: Timeline) {
 }
 
 /** The result's row; `month`, the month it counts in when no claim reserved its parts (a refusal). */
-function resultRow(id: number, result: Result, now: number, monthOf: MonthOf, receipt?: { at: number; deadline: number }) {
+export function resultRow(id: number, result: Result, now: number, monthOf: MonthOf, receipt?: { at: number; deadline: number }) {
   return {
     id,
     now: ms(now),

@@ -1,6 +1,6 @@
 import type { Db } from "./index.ts";
 import type { Receipt } from "./job-types.ts";
-import { failureDetail, type JobStatements } from "./jobs-statements.ts";
+import { failureDetail, JOB_TEXTS, type JobStatements } from "./jobs-statements.ts";
 import { ms } from "./ms.ts";
 import type { Timeline } from "./timeline.ts";
 import type { UsageCount } from "./usage-count.ts";
@@ -18,7 +18,7 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
      * shows it as on the phone. Nothing for a message not sent through a phone or settled already.
      */
     sentByPhone(id: number, now: number, how: string): void {
-      sql.sentByPhone.run({ id, now: ms(now), detail: `by the phone: the carrier took it (${how})` });
+      sql.sentByPhone.run({ id, now: ms(now), detail: JOB_TEXTS.sentByPhone(how) });
     },
     /** Whether the phone has said it sent the message (its timeline's "sent"): the carrier took it. */
     wasSentByPhone: (id: number): boolean => sql.wasSentByPhone.get(id) !== undefined,
@@ -66,7 +66,7 @@ function settleTransactions(db: Db, sql: JobStatements, timeline: Timeline, usag
     }),
     giveUp: db.transaction((id: number, now: number, reason: string) => {
       sql.giveUp.run(now, id);
-      timeline.add(id, now, "report_failed", `status not reported: ${reason}`);
+      timeline.add(id, now, "report_failed", JOB_TEXTS.notReported(reason));
       usage.settled(id, monthOf(now));
     }),
     retryLater: db.transaction((id: number, at: number, reason: string, now: number) => {

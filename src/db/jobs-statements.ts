@@ -27,7 +27,17 @@ export const THROUGH_A_PHONE = "gateway LIKE 'android:%'";
 /** A phone's message the phone has said it sent (the carrier took it): a "sent" event on its timeline. */
 export const SENT_BY_PHONE = "EXISTS (SELECT 1 FROM job_events WHERE job_id = jobs.id AND kind = 'sent')";
 
-const UNKNOWN_AFTER_RESTART = "delivery unknown after restart";
+/** What the timeline says of a job's steps, in the same words on every store. */
+export const JOB_TEXTS = {
+  /** A send a crash cut off, sent again under its key. */
+  resumed: "bridge stopped during the send: sent again with the same idempotency key",
+  /** A send a crash cut off, without a key its gateway still remembers. */
+  unknownAfterRestart: "delivery unknown after restart",
+  /** A claim under a fresh key. */
+  fresh: "no earlier attempt reached the gateway: sent with the API key configured now, under a new idempotency key",
+  sentByPhone: (how: string) => `by the phone: the carrier took it (${how})`,
+  notReported: (reason: string) => `status not reported: ${reason}`,
+} as const;
 
 /**
  * Caught mid-send by a crash: with a key its gateway still remembers (the cutoff of its
@@ -40,7 +50,7 @@ function recoveryStatements(db: Db) {
   return {
     logResumed: db.prepare<[{ now: number; since: number; kind: string }]>(`
     ${INSERT_EVENT}
-    SELECT id, @now, 'restart', 'bridge stopped during the send: sent again with the same idempotency key' FROM jobs WHERE ${resumable}`),
+    SELECT id, @now, 'restart', '${JOB_TEXTS.resumed}' FROM jobs WHERE ${resumable}`),
     resumeInterrupted: db.prepare<[{ now: number; since: number; kind: string }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`),
     stillSending: db.prepare<[], { messageId: string; locationId: string }>(
@@ -48,10 +58,10 @@ function recoveryStatements(db: Db) {
     ),
     logInterrupted: db.prepare<[{ now: number }]>(`
     ${INSERT_EVENT}
-    SELECT id, @now, 'failed', '${failureDetail("delivery_unknown", UNKNOWN_AFTER_RESTART)}' FROM jobs WHERE state = 'sending'`),
+    SELECT id, @now, 'failed', '${failureDetail("delivery_unknown", JOB_TEXTS.unknownAfterRestart)}' FROM jobs WHERE state = 'sending'`),
     failInterrupted: db.prepare<[{ now: number }]>(`
     UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = ${sqlCode("delivery_unknown")}, unclear = 1,
-      error_message = '${UNKNOWN_AFTER_RESTART}', attempts = 0, next_attempt_at = @now, updated_at = @now
+      error_message = '${JOB_TEXTS.unknownAfterRestart}', attempts = 0, next_attempt_at = @now, updated_at = @now
     WHERE state = 'sending'`),
   };
 }

@@ -4,7 +4,7 @@ import type { Db } from "../db/index.ts";
 import { createJobStore } from "../db/jobs.ts";
 import { createMessageLog } from "../db/messages.ts";
 import type { MonthOf } from "../db/usage-month.ts";
-import type { JobStore } from "./contract.ts";
+import type { EnqueueLimit, JobStore } from "./contract.ts";
 import { facade } from "./facade.ts";
 
 type Composed = "enqueue" | "enqueueLimited" | "claimForSending";
@@ -28,9 +28,8 @@ export function sqliteJobs(db: Db, commit: Commit, keys: Pick<GatewayKeys, "keep
     // Counted and added in one commit, at once: neither a restart nor two pages at once let one more through.
     enqueueLimited: (message, now, limit) =>
       commit(() => {
-        const recent = messages.receivedSince(message.locationId, now - limit.windowMs, limit.prefix);
-        const oldest = recent[recent.length - limit.count];
-        if (oldest !== undefined) return oldest + limit.windowMs - now;
+        const wait = limitWait(messages.receivedSince(message.locationId, now - limit.windowMs, limit.prefix), limit, now);
+        if (wait !== undefined) return wait;
         sync.enqueue(message, now);
         return 0;
       }, true),
@@ -40,4 +39,10 @@ export function sqliteJobs(db: Db, commit: Commit, keys: Pick<GatewayKeys, "keep
         return sync.claimForSending(id, now, claim);
       }),
   };
+}
+
+/** The ms until one more message may go under `limit`, given when the recent ones were received (oldest first); undefined: it may now. */
+export function limitWait(recent: number[], limit: EnqueueLimit, now: number): number | undefined {
+  const oldest = recent[recent.length - limit.count];
+  return oldest === undefined ? undefined : oldest + limit.windowMs - now;
 }

@@ -8,7 +8,9 @@ import { createSealer } from "../../src/db/sealer.ts";
 import { migratePostgres, transaction, type Pool } from "../../src/store/postgres/pool.ts";
 import { openPostgresStore } from "../../src/store/postgres/store.ts";
 import { inboundChecks } from "./postgres-checks-inbound.ts";
+import { jobChecks } from "./postgres-checks-jobs.ts";
 import { TEST_KEY, type postgresFactory } from "./postgres.ts";
+import { message } from "./store-cases.ts";
 
 export type Postgres = ReturnType<typeof postgresFactory>;
 
@@ -79,6 +81,32 @@ export function postgresChecks(postgres: Postgres): void {
       expect((await store.tokens.get("loc-1"))?.accessToken).toBe("secret-at");
     }));
   inboundChecks(postgres);
+
+  test("postgres: two servers racing to claim the same job: exactly one wins, each of 20 times", () =>
+    inSchema(postgres, "race", async (pool) => {
+      await migratePostgres(pool);
+      const other = postgres.connect("race");
+      try {
+        const servers = [pool, other, pool, other].map((p) => openPostgresStore(p, createSealer(TEST_KEY)));
+        const jobs = Array.from({ length: 20 }, (_, i) => i + 1);
+        for (const n of jobs) await servers[0]!.jobs.enqueue(message(n), 1);
+        // Half the jobs reserve parts (the claim locks the row first), half do not (the UPDATE alone decides).
+        const race = (n: number) =>
+          Promise.all(servers.map((server, i) => {
+            const claim = { idempotencyKey: `idem-${n}-${i}`, apiKeyTag: "tag-1", ...(n % 2 ? { parts: 1 } : {}) };
+            return server.jobs.claimForSending(n, 2, claim, { masked: "ab…yz", apiKey: "key-1" });
+          }));
+        const wins = await Promise.all(jobs.map(race));
+        expect(wins.map((won) => won.filter(Boolean).length)).toEqual(jobs.map(() => 1));
+        const rows = await pool.query("SELECT attempts, state FROM jobs ORDER BY id");
+        expect(rows.rows).toEqual(jobs.map(() => ({ attempts: 1, state: "sending" })));
+        expect((await pool.query("SELECT parts FROM usage_reserved")).rows).toEqual([{ parts: 10 }]);
+      } finally {
+        await other.end();
+      }
+    }));
+
+  jobChecks(postgres);
 }
 
 /** Every table.column of a new SQLite database, sorted as the PostgreSQL query sorts them, and its indexes by name. */

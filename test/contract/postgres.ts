@@ -40,7 +40,7 @@ export function postgresFactory() {
       await admin!.query(`CREATE SCHEMA ${name}`);
       return createPool(server!.url, name);
     },
-    /** Another pool on a schema schema() made: a second server on the same database. */
+    /** Another pool on a schema made by schema(): a second server on the same database; ended by the caller. */
     connect(name: string): Pool {
       return createPool(server!.url, name);
     },

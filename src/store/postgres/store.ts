@@ -1,10 +1,12 @@
 import type { Sealer } from "../../db/sealer.ts";
+import { DEFAULT_USAGE_ZONE, monthIn, type MonthOf } from "../../db/usage-month.ts";
 import type { Store } from "../contract.ts";
 import { pgAlerts } from "./alerts.ts";
 import { pgCompanies } from "./companies.ts";
 import { pgGatewayKeys } from "./gateway-keys.ts";
 import { pgInbound } from "./inbound.ts";
 import { pgMessages } from "./messages.ts";
+import { pgJobs, pgPhoneJobs } from "./jobs.ts";
 import { pgOptOuts, pgOutages } from "./optouts.ts";
 import { pgPhones } from "./phones.ts";
 import type { Pool } from "./pool.ts";
@@ -13,7 +15,7 @@ import { pgUsage } from "./usage.ts";
 
 /** The stores of the contract implemented on PostgreSQL so far; the others are SQLite's only. */
 export const POSTGRES_STORES = [
-  "tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "replies", "messages",
+  "tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "replies", "messages", "jobs", "phoneJobs",
 ] as const;
 
 export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
@@ -24,7 +26,7 @@ export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
  * more than one (an alert with its condition). Sealed columns go through the same Sealer as on SQLite, bound to their
  * table, column and row, so a value moves between the stores only by `rekey`.
  */
-export function openPostgresStore(pool: Pool, sealer: Sealer): PostgresStore {
+export function openPostgresStore(pool: Pool, sealer: Sealer, monthOf: MonthOf = monthIn(DEFAULT_USAGE_ZONE)): PostgresStore {
   return {
     tokens: pgLocations(pool, sealer),
     companies: pgCompanies(pool, sealer),
@@ -34,7 +36,9 @@ export function openPostgresStore(pool: Pool, sealer: Sealer): PostgresStore {
     phones: pgPhones(pool, sealer),
     usage: pgUsage(pool),
     alertStore: pgAlerts(pool),
-    replies: pgInbound(pool),
+    replies: pgInbound(pool, monthOf),
     messages: pgMessages(pool),
+    jobs: pgJobs(pool, sealer, monthOf),
+    phoneJobs: pgPhoneJobs(pool),
   };
 }

@@ -4,8 +4,8 @@ import type { UsageStore } from "../contract-usage.ts";
 import type { CapStanding, UsageRow } from "../types.ts";
 import type { Queryable } from "./pool.ts";
 
-/** A location's month taken: settled ($1, $2: location and month), and reserved by sends not settled yet. */
-const USED = (location: string) => `(SELECT coalesce(sum(parts), 0) FROM usage WHERE location_id = ${location} AND month = $1)
+/** A location's month ($1) taken: settled, and reserved by sends not settled yet; `location`: the SQL of its id. */
+export const USED = (location: string) => `(SELECT coalesce(sum(parts), 0) FROM usage WHERE location_id = ${location} AND month = $1)
   + (SELECT coalesce(sum(parts), 0) FROM usage_reserved WHERE location_id = ${location} AND month = $1)`;
 
 /**
