@@ -12,15 +12,15 @@ export function createQueueSteps(db: Db, sql: JobStatements) {
     if (sql.remember.run(message.messageId).changes === 0) return false;
     return sql.enqueue.run(message.messageId, message.locationId, JSON.stringify(message), now, now, now).changes > 0;
   });
-  const recoverInterrupted = db.transaction((now: number, since: [string, number][]) => {
+  const recoverInterrupted = db.transaction((now: number, since: [string, number][], servers: string | null) => {
     let resumed = 0;
     for (const [kind, cutoff] of since) {
-      sql.logResumed.run({ now, since: cutoff, kind });
-      resumed += sql.resumeInterrupted.run({ now, since: cutoff, kind }).changes;
+      sql.logResumed.run({ now, since: cutoff, kind, servers });
+      resumed += sql.resumeInterrupted.run({ now, since: cutoff, kind, servers }).changes;
     }
-    const failed = sql.stillSending.all();
-    sql.logInterrupted.run({ now });
-    sql.failInterrupted.run({ now });
+    const failed = sql.stillSending.all({ servers });
+    sql.logInterrupted.run({ now, servers });
+    sql.failInterrupted.run({ now, servers });
     return { resumed, failed };
   });
   return {
@@ -45,8 +45,13 @@ export function createQueueSteps(db: Db, sql: JobStatements) {
      * or after the cutoff of their gateway's kind (`since`, by kind: the gateway still
      * remembers it); else reported failed, never resent.
      */
-    recoverInterrupted(now: number, since: Readonly<Record<string, number>>): { resumed: number; failed: { messageId: string; locationId: string }[] } {
-      return recoverInterrupted(ms(now), Object.entries(since).map(([kind, cutoff]) => [kind, ms(cutoff)]));
+    recoverInterrupted(
+      now: number,
+      since: Readonly<Record<string, number>>,
+      servers?: readonly string[],
+    ): { resumed: number; failed: { messageId: string; locationId: string }[] } {
+      const of = servers ? JSON.stringify(servers) : null;
+      return recoverInterrupted(ms(now), Object.entries(since).map(([kind, cutoff]) => [kind, ms(cutoff)]), of);
     },
     /** Deletes up to `limit` finished jobs (done, dead) last changed before `before`; how many it deleted. */
     prune(before: number, limit: number): number {

@@ -46,23 +46,25 @@ export const JOB_TEXTS = {
  */
 function recoveryStatements(db: Db) {
   const kind = "CASE WHEN instr(gateway, ':') > 0 THEN substr(gateway, 1, instr(gateway, ':') - 1) ELSE gateway END";
-  const resumable = `state = 'sending' AND idempotency_key IS NOT NULL AND ${kind} = @kind AND first_sent_at >= @since`;
+  // @servers: a JSON array of the servers whose sends these are (run_by), or null for any server's.
+  const of = "(@servers IS NULL OR run_by IN (SELECT value FROM json_each(@servers)))";
+  const resumable = `state = 'sending' AND idempotency_key IS NOT NULL AND ${kind} = @kind AND first_sent_at >= @since AND ${of}`;
   return {
-    logResumed: db.prepare<[{ now: number; since: number; kind: string }]>(`
+    logResumed: db.prepare<[{ now: number; since: number; kind: string; servers: string | null }]>(`
     ${INSERT_EVENT}
     SELECT id, @now, 'restart', '${JOB_TEXTS.resumed}' FROM jobs WHERE ${resumable}`),
-    resumeInterrupted: db.prepare<[{ now: number; since: number; kind: string }]>(`
+    resumeInterrupted: db.prepare<[{ now: number; since: number; kind: string; servers: string | null }]>(`
     UPDATE jobs SET state = 'queued', next_attempt_at = @now, updated_at = @now, unclear = 1 WHERE ${resumable}`),
-    stillSending: db.prepare<[], { messageId: string; locationId: string }>(
-      "SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending'",
+    stillSending: db.prepare<[{ servers: string | null }], { messageId: string; locationId: string }>(
+      `SELECT message_id AS messageId, location_id AS locationId FROM jobs WHERE state = 'sending' AND ${of}`,
     ),
-    logInterrupted: db.prepare<[{ now: number }]>(`
+    logInterrupted: db.prepare<[{ now: number; servers: string | null }]>(`
     ${INSERT_EVENT}
-    SELECT id, @now, 'failed', '${failureDetail("delivery_unknown", JOB_TEXTS.unknownAfterRestart)}' FROM jobs WHERE state = 'sending'`),
-    failInterrupted: db.prepare<[{ now: number }]>(`
+    SELECT id, @now, 'failed', '${failureDetail("delivery_unknown", JOB_TEXTS.unknownAfterRestart)}' FROM jobs WHERE state = 'sending' AND ${of}`),
+    failInterrupted: db.prepare<[{ now: number; servers: string | null }]>(`
     UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = ${sqlCode("delivery_unknown")}, unclear = 1,
       error_message = '${JOB_TEXTS.unknownAfterRestart}', attempts = 0, next_attempt_at = @now, updated_at = @now
-    WHERE state = 'sending'`),
+    WHERE state = 'sending' AND ${of}`),
   };
 }
 

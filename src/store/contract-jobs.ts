@@ -35,8 +35,14 @@ export interface JobStore {
    * Jobs a crash caught mid-send: resent with their key when first used at or after the
    * cutoff of their gateway's kind (`since`, by kind: `cast`, `android`; the kind of
    * `jobs.gateway`, before any `:`); else failed, never resent. A kind not named: none is resent.
+   * `servers`: only the sends these servers claimed (servers sharing a database: those whose
+   * heartbeat stopped), which stay fenced against them; none given: every send caught.
    */
-  recoverInterrupted(now: number, since: Readonly<Record<string, number>>): Promise<{ resumed: number; failed: { messageId: string; locationId: string }[] }>;
+  recoverInterrupted(
+    now: number,
+    since: Readonly<Record<string, number>>,
+    servers?: readonly string[],
+  ): Promise<{ resumed: number; failed: { messageId: string; locationId: string }[] }>;
   /** Deletes up to `limit` finished jobs last changed before `before`; how many it deleted. */
   prune(before: number, limit: number): Promise<number>;
   /** The whole job, to run it. */

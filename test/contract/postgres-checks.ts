@@ -7,6 +7,7 @@ import { SCHEMA_VERSION } from "../../src/db/schema.ts";
 import { createSealer } from "../../src/db/sealer.ts";
 import { migratePostgres, transaction, type Pool } from "../../src/store/postgres/pool.ts";
 import { openPostgresStore } from "../../src/store/postgres/store.ts";
+import { fenceChecks } from "./postgres-checks-fence.ts";
 import { inboundChecks } from "./postgres-checks-inbound.ts";
 import { jobChecks } from "./postgres-checks-jobs.ts";
 import { TEST_KEY, type postgresFactory } from "./postgres.ts";
@@ -107,6 +108,7 @@ export function postgresChecks(postgres: Postgres): void {
     }));
 
   jobChecks(postgres);
+  fenceChecks(postgres);
 }
 
 /** Every table.column of a new SQLite database, sorted as the PostgreSQL query sorts them, and its indexes by name. */

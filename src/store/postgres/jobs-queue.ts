@@ -36,7 +36,10 @@ const DUE_IN = (state: "queued" | "reporting") => `
     AND next_attempt_at <= $2 ORDER BY next_attempt_at, id LIMIT $3) AS d`;
 
 /** Caught mid-send, with a key its gateway's kind ($3: `gateway` before any `:`) remembers since $2. Timelines are written in the jobs' order, as on SQLite. */
-const RESUMABLE = "state = 'sending' AND idempotency_key IS NOT NULL AND split_part(gateway, ':', 1) = $3 AND first_sent_at >= $2";
+/** Of the servers $n names (their jobs' run_by), or of any when $n is null. */
+const RUN_BY = (n: number) => `($${n}::text[] IS NULL OR run_by = ANY($${n}::text[]))`;
+
+const RESUMABLE = "state = 'sending' AND idempotency_key IS NOT NULL AND split_part(gateway, ':', 1) = $3 AND first_sent_at >= $2 AND " + RUN_BY(4);
 
 /** The job store's queue as a whole on PostgreSQL (src/db/jobs-queue.ts on SQLite). */
 export function pgQueue(pool: Pool): Pick<JobStore, "enqueue" | "enqueueLimited" | "due" | "recoverInterrupted" | "prune"> {
@@ -64,7 +67,7 @@ export function pgQueue(pool: Pool): Pick<JobStore, "enqueue" | "enqueueLimited"
           ids.length === 0 ? [] : (await client.query<DueRow>(DUE_IN(state), [ids, Math.floor(now), each])).rows;
         return inTurns([...(await read("reporting", reports)), ...(await read("queued", sends))], each, limit);
       }),
-    recoverInterrupted: (now, since) => transaction(pool, (client) => recover(client, ms(now), since)),
+    recoverInterrupted: (now, since, servers) => transaction(pool, (client) => recover(client, ms(now), since, servers ? [...servers] : null)),
     async prune(before, limit) {
       const done = await pool.query(`
         DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < $1 LIMIT $2)`, [ms(before), limit]);
@@ -83,24 +86,27 @@ async function enqueue(db: Queryable, message: OutboundMessage, now: number): Pr
  * gateway's kind), the same send again is safe (a replay if it went); without one, its fate
  * is unknown: failed, to be reported, never resent.
  */
-async function recover(client: Queryable, now: number, since: Readonly<Record<string, number>>) {
+async function recover(client: Queryable, now: number, since: Readonly<Record<string, number>>, servers: string[] | null) {
   let resumed = 0;
   for (const [kind, cutoff] of Object.entries(since)) {
-    const params = [now, ms(cutoff), kind];
-    await client.query(`INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $1::bigint, 'restart', $4 FROM jobs WHERE ${RESUMABLE} ORDER BY id`, [
+    const params = [now, ms(cutoff), kind, servers];
+    await client.query(`INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $1::bigint, 'restart', $5 FROM jobs WHERE ${RESUMABLE} ORDER BY id`, [
       ...params, JOB_TEXTS.resumed,
     ]);
     const done = await client.query(`UPDATE jobs SET state = 'queued', next_attempt_at = $1, updated_at = $1, unclear = 1 WHERE ${RESUMABLE}`, params);
     resumed += done.rowCount ?? 0;
   }
+  const sending = `state = 'sending' AND ${RUN_BY(1)}`;
   const failed = await client.query<{ messageId: string; locationId: string }>(
-    `SELECT message_id AS "messageId", location_id AS "locationId" FROM jobs WHERE state = 'sending' ORDER BY id`,
+    `SELECT message_id AS "messageId", location_id AS "locationId" FROM jobs WHERE ${sending} ORDER BY id`, [servers],
   );
   const unknown = failureDetail("delivery_unknown", JOB_TEXTS.unknownAfterRestart);
-  await client.query("INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $1::bigint, 'failed', $2::text FROM jobs WHERE state = 'sending' ORDER BY id", [now, unknown]);
+  await client.query(`INSERT INTO job_events (job_id, at, kind, detail) SELECT id, $2::bigint, 'failed', $3::text FROM jobs WHERE ${sending} ORDER BY id`, [
+    servers, now, unknown,
+  ]);
   await client.query(`
     UPDATE jobs SET state = 'reporting', outcome = 'failed', error_code = 'delivery_unknown', unclear = 1,
-      error_message = $2, attempts = 0, next_attempt_at = $1, updated_at = $1
-    WHERE state = 'sending'`, [now, JOB_TEXTS.unknownAfterRestart]);
+      error_message = $3, attempts = 0, next_attempt_at = $2, updated_at = $2
+    WHERE ${sending}`, [servers, now, JOB_TEXTS.unknownAfterRestart]);
   return { resumed, failed: failed.rows };
 }

@@ -16,15 +16,16 @@ import type { Pool } from "./pool.ts";
  * (src/db/jobs.ts): a job moves queued -> sending -> reporting -> done, each move one
  * transaction, committed before the work it announces, with its timeline events and its
  * count in usage. Of servers sharing the database, only one claims a job: the claim is a
- * conditional UPDATE of a queued job. Its steps: the queue (jobs-queue.ts), a send
+ * conditional UPDATE of a queued job, and names its server (`serverId`, run_by) until the
+ * send's outcome is stored, fencing off a server presumed dead. Its steps: the queue (jobs-queue.ts), a send
  * (jobs-send.ts), its receipt and report (jobs-settle.ts).
  */
-export function pgJobs(pool: Pool, sealer: Sealer, monthOf: MonthOf): JobStore {
+export function pgJobs(pool: Pool, sealer: Sealer, monthOf: MonthOf, serverId: string | null = null): JobStore {
   const job = async (where: string, key: number | string) =>
     (await pool.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE ${where} = $1`, [key])).rows.map(jobFromRow)[0];
   return {
     ...pgQueue(pool),
-    ...pgSend(pool, sealer, monthOf),
+    ...pgSend(pool, sealer, monthOf, serverId),
     ...pgSettle(pool, monthOf),
     // One statement: on the timeline once, until the reason changes.
     noteError: (id, reason, now) => pgTimeline.addOnce(pool, id, ms(now), "error", reason),
