@@ -91,11 +91,17 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     onBalance: metrics.balance,
     // Cast's per-address limit answers the same 429 as a key's: every send and poll waits.
     onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
+    localAddress: config.sms.localAddress || undefined,
     ...tuning.sms,
   });
   const android = createAndroidDriver({ ...config.android, phones, dlrWaitMs: config.sms.dlrWaitMs, timeoutMs: tuning.sms?.timeoutMs, observe });
   // Each gateway driver by kind: a key goes to the driver it names, any other to Cast.
   const gateways = createGatewayRegistry(cast, [android]);
-  const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
+  const castUnsubscribed = createUnsubscribedClient({
+    apiUrl: config.sms.apiUrl,
+    observe,
+    onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
+    localAddress: config.sms.localAddress || undefined,
+  });
   return { crm, cast, gateways, castUnsubscribed, scheduler, outages, metrics };
 }
