@@ -1,6 +1,7 @@
 import { expect, test } from "vitest";
 import type { Store } from "../../src/store/contract.ts";
 import type { NewInbound, OutboundMessage } from "../../src/store/types.ts";
+import { budgetCases } from "./store-cases-budgets.ts";
 import { registryCases } from "./store-cases-registry.ts";
 import { usageCases } from "./store-cases-usage.ts";
 
@@ -168,4 +169,5 @@ export function storeCases(factory: StoreFactory): void {
 
   registryCases(it);
   usageCases(it);
+  budgetCases(it);
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { openStore } from "../../src/store/open.ts";
 import { postgresMissing } from "../helpers/postgres.ts";
+import { postgresBudgetChecks } from "./postgres-budgets.ts";
 import { postgresChecks } from "./postgres-checks.ts";
 import { postgresFactory } from "./postgres.ts";
 import { message, storeCases, type StoreFactory } from "./store-cases.ts";
@@ -47,6 +48,7 @@ if (missing && process.env.CI !== "true") {
     afterAll(() => postgres.stop());
     storeCases(postgres.factory);
     postgresChecks(postgres);
+    postgresBudgetChecks(postgres);
   });
 }
 

@@ -3,6 +3,7 @@ import type { Store } from "../contract.ts";
 import { pgAlerts } from "./alerts.ts";
 import { pgCompanies } from "./companies.ts";
 import { pgGatewayKeys } from "./gateway-keys.ts";
+import { pgKeyBudgets } from "./key-budgets.ts";
 import { pgOptOuts, pgOutages } from "./optouts.ts";
 import { pgPhones } from "./phones.ts";
 import type { Pool } from "./pool.ts";
@@ -10,7 +11,7 @@ import { pgLocations } from "./tokens.ts";
 import { pgUsage } from "./usage.ts";
 
 /** The stores of the contract implemented on PostgreSQL so far; the others are SQLite's only. */
-export const POSTGRES_STORES = ["tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore"] as const;
+export const POSTGRES_STORES = ["tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "keyBudgets"] as const;
 
 export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
 
@@ -30,5 +31,6 @@ export function openPostgresStore(pool: Pool, sealer: Sealer): PostgresStore {
     phones: pgPhones(pool, sealer),
     usage: pgUsage(pool),
     alertStore: pgAlerts(pool),
+    keyBudgets: pgKeyBudgets(pool),
   };
 }
