@@ -47,7 +47,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // caller says when to look again, holding no worker meanwhile.
     if ("waitMs" in checked) return notSent(deps, plan, checked.waitMs);
     plan = checked;
-    const wait = "request" in plan ? deps.scheduler.trySend(plan.request.apiKey, job.message.locationId) : 0;
+    const wait = "request" in plan ? await deps.sendBudget.take(plan.request.apiKey, job.message.locationId) : 0;
     if (wait > 0) return notSent(deps, plan, wait);
     const claim = "request" in plan ? claimOf(deps, plan) : undefined;
     const claimedAt = deps.now();

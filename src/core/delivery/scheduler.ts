@@ -67,6 +67,17 @@ export function createScheduler(options: SchedulerOptions) {
       return 0;
     },
     /**
+     * Gives back the tokens trySend took for a send that did not go (the key's shared
+     * budget had none, delivery/send-budget.ts): the location is ready again in `waitMs`.
+     */
+    giveBack(apiKey: string, locationId: string, waitMs: number): void {
+      const t = now();
+      const key = keyBucket(apiKey, t);
+      if (!key.own) all.tokens = Math.min(all.burst, all.tokens + 1);
+      key.tokens = Math.min(key.burst, key.tokens + 1);
+      if (waitMs > 0) ready.set(locationId, t + waitMs);
+    },
+    /**
      * 0 when a receipt poll may go now (its token taken); else the ms until one may.
      * Polls leave a third of the process's burst to sends: sends come first, but a poll
      * goes at least once every READ_FLOOR_MS with one token, which sends then leave it.
