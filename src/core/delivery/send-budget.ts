@@ -39,20 +39,28 @@ export interface SendBudgetOptions {
 export function createSendBudget(options: SendBudgetOptions) {
   const { scheduler, rate, ownBudget, log, now } = options;
   const shared = options.keyBudgets.shared ? options.keyBudgets : undefined;
+  /** The key's token from the shared store, after the local ones trySend took: given back when it has none. */
+  const takeShared = async (budgets: KeyBudgets, apiKey: string, locationId: string): Promise<number> => {
+    let keyWait: number;
+    try {
+      keyWait = await budgets.take(keyTag(apiKey), rate.perSecond, rate.burst, now());
+    } catch (error) {
+      scheduler.giveBack(apiKey, locationId, 0);
+      throw error;
+    }
+    if (keyWait > 0) scheduler.giveBack(apiKey, locationId, keyWait);
+    return keyWait;
+  };
   return {
-    /** 0 when a send with `apiKey` may go now (its tokens taken); else the ms until one may (nothing taken). */
-    async take(apiKey: string, locationId: string): Promise<number> {
+    /**
+     * 0 when a send with `apiKey` may go now (its tokens taken); else the ms until one may
+     * (nothing taken). A number at once where nothing is shared: a send on one server
+     * waits for no promise.
+     */
+    take(apiKey: string, locationId: string): number | Promise<number> {
       const wait = scheduler.trySend(apiKey, locationId);
       if (wait > 0 || !shared || ownBudget(apiKey)) return wait;
-      let keyWait: number;
-      try {
-        keyWait = await shared.take(keyTag(apiKey), rate.perSecond, rate.burst, now());
-      } catch (error) {
-        scheduler.giveBack(apiKey, locationId, 0);
-        throw error;
-      }
-      if (keyWait > 0) scheduler.giveBack(apiKey, locationId, keyWait);
-      return keyWait;
+      return takeShared(shared, apiKey, locationId);
     },
     /** The gateway answered 429 on the key: nothing more on it for `ms`, here and, shared, on every server. */
     slowDown(apiKey: string, ms: number): void {
