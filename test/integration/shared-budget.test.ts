@@ -11,8 +11,11 @@ import { castKeyRate, createSendBudget } from "../../src/core/delivery/send-budg
 import { openDb } from "../../src/db/index.ts";
 import type { KeyBudgets } from "../../src/store/contract.ts";
 import { openStore } from "../../src/store/open.ts";
+import { createPool, migratePostgres } from "../../src/store/postgres/pool.ts";
+import { pgKeyBudgets } from "../../src/store/postgres/key-budgets.ts";
 import { GatewayError } from "../../src/errors.ts";
 import { startFakeGateway, type FakeGateway } from "../helpers/fake-gateway.ts";
+import { postgresMissing, startPostgres } from "../helpers/postgres.ts";
 import { captureStream } from "../helpers/stream.ts";
 
 // Two servers sending with one Cast key, each with its own address budget and its own
@@ -75,9 +78,9 @@ async function sender(s: ReturnType<typeof server>, end: number, tally: { sent: 
   }
 }
 
-/** Two servers, four workers each, sending with one key for RUN_MS. */
-async function twoServers(gateway: FakeGateway, budgets: KeyBudgets) {
-  const servers = [server(gateway.url, budgets), server(gateway.url, budgets)];
+/** Two servers, four workers each, sending with one key for RUN_MS; `other`: the second server's view of the store. */
+async function twoServers(gateway: FakeGateway, budgets: KeyBudgets, other = budgets) {
+  const servers = [server(gateway.url, budgets), server(gateway.url, other)];
   const tally = { sent: 0, refused: 0 };
   const started = performance.now();
   const end = Date.now() + RUN_MS;
@@ -85,14 +88,34 @@ async function twoServers(gateway: FakeGateway, budgets: KeyBudgets) {
   return { ...tally, elapsedS: (performance.now() - started) / 1000 };
 }
 
+/** Two servers' pools on one throwaway PostgreSQL's schema: each server's own view of the shared key budgets. */
+async function onPostgres(): Promise<[KeyBudgets, KeyBudgets]> {
+  const server = await startPostgres();
+  cleanups.push(() => server.stop());
+  const [one, two] = [createPool(server.url), createPool(server.url)];
+  cleanups.push(() => one.end(), () => two.end());
+  await migratePostgres(one);
+  return [pgKeyBudgets(one), pgKeyBudgets(two)];
+}
+
 describe("a key's send budget shared by servers", () => {
-  test("two servers sharing the store's key budget never exceed the key's rate at Cast", async () => {
+  test("two servers sharing one store's key budgets (SQLite, told it is shared) never exceed the key's rate at Cast", async () => {
     const gateway = await fakeCast();
     const { sent, refused, elapsedS } = await twoServers(gateway, keyBudgets(true));
     expect(refused).toBe(0);
     expect(gateway.sent().length).toBe(sent);
     expect(sent).toBeLessThanOrEqual(10 + 10 * elapsedS);
     // Both servers together still use the key's whole rate, not half of it.
+    expect(sent).toBeGreaterThanOrEqual(9 + 9.7 * (RUN_MS / 1000) * 0.8);
+  });
+
+  const missing = postgresMissing();
+  test.skipIf(missing !== undefined)(`two servers on one PostgreSQL never exceed the key's rate at Cast${missing ? ` (${missing})` : ""}`, async () => {
+    const gateway = await fakeCast();
+    const [one, two] = await onPostgres();
+    const { sent, refused, elapsedS } = await twoServers(gateway, one, two);
+    expect(refused).toBe(0);
+    expect(sent).toBeLessThanOrEqual(10 + 10 * elapsedS);
     expect(sent).toBeGreaterThanOrEqual(9 + 9.7 * (RUN_MS / 1000) * 0.8);
   });
 
