@@ -20,6 +20,7 @@ export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARI
     DLR_WAIT: config.sms.dlrWaitMs ? `${config.sms.dlrWaitMs / 1000} s` : "0 (receipts not asked for)",
     CAST_REQUESTS_PER_SECOND: config.sms.requestsPerSecond,
     CAST_MESSAGES_PER_SECOND: config.sms.messagesPerSecond,
+    CAST_LOCAL_ADDRESS: config.sms.localAddress || "(unset: the system's choice)",
     ANDROID_SEND_DEADLINE: `${config.android.sendDeadlineMs / 1000} s`,
     ANDROID_MESSAGES_PER_MINUTE: config.android.messagesPerMinute,
     ANDROID_MESSAGES_PER_HOUR: config.android.messagesPerHour,

@@ -174,6 +174,14 @@ export const proxies: Kind<string[]> = (value) => {
   return entries;
 };
 
+/** One IPv4 or IPv6 address, written as such (no host name, no range). */
+export const ipAddress: Kind<string> = (value) => {
+  const { isIP } = process.getBuiltinModule("node:net");
+  const address = value.trim();
+  if (!isIP(address)) throw new Invalid(`${JSON.stringify(address.slice(0, 60))} is not an IPv4 or IPv6 address (such as 203.0.113.7 or 2001:db8::7)`);
+  return address;
+};
+
 /** 32 bytes, as 64 hex characters or base64. */
 export const encryptionKey: Kind<Buffer> = (value) => {
   const key = parseEncryptionKey(value);

@@ -35,6 +35,8 @@ export interface ResolvedConfig {
     requestsPerSecond: number;
     /** Cast's limit on messages per account, i.e. per API key (CAST_MESSAGES_PER_SECOND). */
     messagesPerSecond: number;
+    /** The source address of requests to Cast (CAST_LOCAL_ADDRESS); "": the system's choice. */
+    localAddress: string;
   };
   /** Phones running SMS Gateway for Android (a location's gateway "android"). */
   android: {
@@ -139,6 +141,7 @@ export const VARIABLES = {
   DLR_WAIT: { kind: kind.duration({ zero: true }), about: "longest wait for a delivery receipt; 0: do not ask", default: "30m" },
   CAST_REQUESTS_PER_SECOND: { kind: kind.rate, about: "Cast's limit on all requests of this server", default: "30" },
   CAST_MESSAGES_PER_SECOND: { kind: kind.rate, about: "Cast's limit on messages per API key", default: "10" },
+  CAST_LOCAL_ADDRESS: { kind: kind.ipAddress, about: "source address (IPv4 or IPv6) of requests to Cast, one of this host's; unset: the system's choice" },
   ANDROID_SEND_DEADLINE: { kind: kind.duration(), about: "every phone send's ttl: a message a phone (gateway android) has not sent by then is dropped unsent by the phone", default: "10m" },
   ANDROID_MESSAGES_PER_MINUTE: { kind: kind.wholeNumber(1, 10_000), about: "messages a phone (gateway android) is given per minute", default: "20" },
   ANDROID_MESSAGES_PER_HOUR: { kind: kind.wholeNumber(1, 100_000), about: "messages a phone is given in any hour (carriers allow a SIM about 30-200)", default: "100" },
@@ -232,6 +235,7 @@ function resolve(env: Values): ResolvedConfig {
       dlrWaitMs: env.DLR_WAIT,
       requestsPerSecond: env.CAST_REQUESTS_PER_SECOND,
       messagesPerSecond: env.CAST_MESSAGES_PER_SECOND,
+      localAddress: env.CAST_LOCAL_ADDRESS ?? "",
     },
     android: { sendDeadlineMs: env.ANDROID_SEND_DEADLINE, messagesPerMinute: env.ANDROID_MESSAGES_PER_MINUTE, messagesPerHour: env.ANDROID_MESSAGES_PER_HOUR },
     inboundApiKeys: env.INBOUND_API_KEY ?? [],

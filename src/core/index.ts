@@ -22,6 +22,7 @@ import { watchWrites, type WriteWatch } from "./alerts/write-watch.ts";
 import { monthIn } from "../db/usage-month.ts";
 import { wireInbound } from "./inbound/wire.ts";
 import type { Calls, Context, Core, Stores, Tuning } from "./core-types.ts";
+import { castKeyRate } from "./delivery/send-budget.ts";
 
 export type { Calls, Clients, Context, Core, Delivery, Inbound, Installs, Operator, Stores, Tuning } from "./core-types.ts";
 
@@ -80,8 +81,8 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     requestsPerSecond: config.sms.requestsPerSecond * 0.97,
     // Cast's documented burst is 50 at 30/s; scaled with the rate when it is set otherwise.
     requestBurst: Math.max(1, Math.round((config.sms.requestsPerSecond * 5) / 3) - 2),
-    messagesPerSecond: config.sms.messagesPerSecond * 0.97,
-    messageBurst: Math.max(1, Math.ceil(config.sms.messagesPerSecond) - 1),
+    messagesPerSecond: castKeyRate(config.sms.messagesPerSecond).perSecond,
+    messageBurst: castKeyRate(config.sms.messagesPerSecond).burst,
     ownBudget: (key) => gateways.driverOf(key).budget,
     limitedMs: tuning.phoneLimitedMs,
   });
@@ -91,11 +92,17 @@ function createClients({ config, log, now, tuning }: Context, { jobs, optOuts, r
     onBalance: metrics.balance,
     // Cast's per-address limit answers the same 429 as a key's: every send and poll waits.
     onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
+    localAddress: config.sms.localAddress || undefined,
     ...tuning.sms,
   });
   const android = createAndroidDriver({ ...config.android, phones, dlrWaitMs: config.sms.dlrWaitMs, timeoutMs: tuning.sms?.timeoutMs, observe });
   // Each gateway driver by kind: a key goes to the driver it names, any other to Cast.
   const gateways = createGatewayRegistry(cast, [android]);
-  const castUnsubscribed = createUnsubscribedClient({ apiUrl: config.sms.apiUrl, observe, onRateLimited: (ms) => scheduler.slowDown(undefined, ms) });
+  const castUnsubscribed = createUnsubscribedClient({
+    apiUrl: config.sms.apiUrl,
+    observe,
+    onRateLimited: (ms) => scheduler.slowDown(undefined, ms),
+    localAddress: config.sms.localAddress || undefined,
+  });
   return { crm, cast, gateways, castUnsubscribed, scheduler, outages, metrics };
 }

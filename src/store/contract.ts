@@ -1,3 +1,4 @@
+import type { KeyBudgets } from "./contract-budgets.ts";
 import type { InboundStore } from "./contract-inbound.ts";
 import type { JobStore, MessageLog, PhoneJobs } from "./contract-jobs.ts";
 import type { AlertStore, UsageStore } from "./contract-usage.ts";
@@ -6,6 +7,7 @@ import type {
   OutageRecord, PhoneChange, PhoneDescription, PhoneSettings, TokenRecord,
 } from "./types.ts";
 
+export type { KeyBudgets } from "./contract-budgets.ts";
 export type { AssignRefusal, InboundStore } from "./contract-inbound.ts";
 export type { EnqueueLimit, JobStore, KeptKey, MessageLog, PhoneJobs } from "./contract-jobs.ts";
 export type { AlertStore, UsageStore } from "./contract-usage.ts";
@@ -39,6 +41,8 @@ export interface Store {
   usage: UsageStore;
   /** Alerts to a person, kept until delivered. */
   alertStore: AlertStore;
+  /** Each gateway key's send budget, shared by the servers of one store. */
+  keyBudgets: KeyBudgets;
 }
 
 /** A token pair with a refresh lease, kept per row (a location's, a company's). */

@@ -10,8 +10,10 @@ import { createPhoneStore } from "../db/phones.ts";
 import type { Sealer } from "../db/sealer.ts";
 import { createLocationRegistry } from "../db/tokens.ts";
 import { createAlertStore } from "../db/alerts.ts";
+import { createKeyBudgets } from "../db/key-budgets.ts";
 import { monthIn, type MonthOf } from "../db/usage-month.ts";
 import { createUsageStore } from "../db/usage-store.ts";
+import type { KeyBudgets } from "./contract-budgets.ts";
 import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type { CompanyStore, GatewayKeys, LocationRegistry, MessageLog, OptOutStore, OutageRecords, PhoneJobs, PhoneStore, Store } from "./contract.ts";
 import { facade } from "./facade.ts";
@@ -53,6 +55,8 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
     outageRecords: () => facade<OutageRecords>(createOutageRecords(db), commit, { alone: ["save", "end", "clear"] }),
     usage: () => facade<UsageStore>(createUsageStore(db), commit, { alone: ["setCap"] }),
     alertStore: () => facade<AlertStore>(createAlertStore(db), commit, { alone: ["start", "adopt", "repeat", "end", "test", "delivered", "failed", "prune"] }),
+    // One server: its sends take the keys' budgets in memory (scheduler.ts), not here.
+    keyBudgets: () => ({ shared: false, ...facade<Omit<KeyBudgets, "shared">>(createKeyBudgets(db), commit, { alone: ["take", "pause"] }) }),
   });
 }
 

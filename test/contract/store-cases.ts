@@ -4,6 +4,7 @@ import type { NewInbound, OutboundMessage } from "../../src/store/types.ts";
 import { inboundCases } from "./store-cases-inbound.ts";
 import { logCases } from "./store-cases-log.ts";
 import { jobCases } from "./store-cases-jobs.ts";
+import { budgetCases } from "./store-cases-budgets.ts";
 import { registryCases } from "./store-cases-registry.ts";
 import { usageCases } from "./store-cases-usage.ts";
 
@@ -176,4 +177,5 @@ export function storeCases(factory: StoreFactory): void {
   inboundCases(it);
   logCases(it);
   jobCases(it);
+  budgetCases(it);
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/db/index.ts";
 import { openStore } from "../../src/store/open.ts";
 import { postgresMissing } from "../helpers/postgres.ts";
+import { postgresBudgetChecks } from "./postgres-budgets.ts";
 import { postgresChecks } from "./postgres-checks.ts";
 import { postgresLogChecks } from "./postgres-log.ts";
 import { postgresFactory } from "./postgres.ts";
@@ -49,6 +50,7 @@ if (missing && process.env.CI !== "true") {
     storeCases(postgres.factory);
     postgresChecks(postgres);
     postgresLogChecks(postgres);
+    postgresBudgetChecks(postgres);
   });
 }
 

@@ -1,5 +1,5 @@
 import { connect, createServer, type AddressInfo } from "node:net";
-import { H3, type H3Event } from "h3";
+import { getRequestIP, H3, type H3Event } from "h3";
 import { listen, type Listening } from "../../src/server/listen.ts";
 
 /** One request as a fake server received it. */
@@ -9,6 +9,8 @@ export interface Recorded {
   query: URLSearchParams;
   headers: Record<string, string>;
   body: string;
+  /** The address the request came from, as the server's socket saw it. */
+  remoteAddress: string;
 }
 
 export type Handler = (req: Recorded, event: H3Event) => Response | Promise<Response> | unknown;
@@ -34,6 +36,7 @@ export async function startFake(routes: Record<string, Handler>) {
         query: url.searchParams,
         headers: Object.fromEntries(event.req.headers.entries()),
         body: await event.req.text(),
+        remoteAddress: getRequestIP(event) ?? "",
       };
       requests.push(req);
       return handlers[route]!(req, event);

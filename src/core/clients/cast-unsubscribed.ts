@@ -13,6 +13,8 @@ export interface UnsubscribedOptions {
   observe?: CallObserver;
   /** Told of a 429 with the wait Cast asked for: its per-address limit counts this call too. */
   onRateLimited?: (retryAfterMs: number) => void;
+  /** The source address of the call (CAST_LOCAL_ADDRESS), as cast.ts's calls. */
+  localAddress?: string;
 }
 
 /** A number that opted out through one of Cast's unsubscribe links, and the sender ID it opted out of. */
@@ -44,6 +46,7 @@ export function createUnsubscribedClient(options: UnsubscribedOptions): ReadUnsu
           method: "GET",
           headers: { "X-API-Key": apiKey, Accept: "application/json" },
           timeout,
+          localAddress: options.localAddress,
         }),
       );
     } catch (error) {

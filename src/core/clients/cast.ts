@@ -24,6 +24,8 @@ export interface GatewayOptions {
    * none): its per-address limit counts every request of the process, so all of them wait.
    */
   onRateLimited?: (retryAfterMs: number) => void;
+  /** The source address of every request to Cast (CAST_LOCAL_ADDRESS): its per-address limit counts by it. */
+  localAddress?: string;
 }
 
 /** Cast.ph's own limit on one message's text. */
@@ -88,6 +90,7 @@ function castCalls(options: GatewayOptions): CastCalls {
         body: init.body,
         query: init.query,
         timeout,
+        localAddress: options.localAddress,
       }),
     );
     if (res.status === 429) options.onRateLimited?.(parseRetryAfter(res.headers.get("retry-after"), wallClock()) ?? 1000);

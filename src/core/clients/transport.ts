@@ -27,6 +27,8 @@ export interface CallInit {
   timeout: number;
   /** Reads at most this many bytes of the answer's body, the rest left unread (nodeFetch). */
   maxBodyBytes?: number;
+  /** The source address the connection is made from (CAST_LOCAL_ADDRESS); the system's choice when absent. */
+  localAddress?: string;
 }
 
 /**
@@ -50,13 +52,13 @@ export function callRemote(path: string, init: CallInit) {
  */
 export function nodeFetch(
   input: string | URL | Request,
-  init: RequestInit & { maxBodyBytes?: number } = {},
+  init: RequestInit & { maxBodyBytes?: number; localAddress?: string } = {},
   connectTimeoutMs = CONNECT_TIMEOUT_MS,
 ): Promise<Response> {
   const url = new URL(input instanceof Request ? input.url : input);
   const send = { "http:": http.request, "https:": https.request }[url.protocol];
   if (!send) return Promise.reject(new TypeError(`unsupported URL scheme: ${url.protocol}`));
-  const { signal, maxBodyBytes = Infinity } = init;
+  const { signal, maxBodyBytes = Infinity, localAddress } = init;
   if (signal?.aborted) return Promise.reject(signal.reason);
   const body = bodyOf(init.body);
   const headers = Object.fromEntries(new Headers(init.headers));
@@ -65,7 +67,8 @@ export function nodeFetch(
   headers["user-agent"] ??= `bridge/${pkg.version}`;
 
   return new Promise((resolve, reject) => {
-    const req = send(url, { method: init.method ?? "GET", headers });
+    // A kept-alive connection is reused only by requests from the same local address (Node's agents key them by it).
+    const req = send(url, { method: init.method ?? "GET", headers, ...(localAddress && { localAddress }) });
     const fail = (error: Error) => reject(signal?.aborted ? signal.reason : new NetworkError(error, hostOf(url)));
     const abort = () => req.destroy(signal?.reason);
     signal?.addEventListener("abort", abort, { once: true });

@@ -9,6 +9,7 @@ import type { MessageMetrics } from "../operator/metrics.ts";
 import type { Outages } from "../operator/outages.ts";
 import type { ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
+import type { SendBudget } from "./send-budget.ts";
 import type { OptOutList } from "../opt-out-list.ts";
 import type { UnsubscribedLists } from "./opt-out.ts";
 import type { TokenService } from "../installs/tokens.ts";
@@ -21,8 +22,10 @@ export interface OutboundDeps {
   tokenService: TokenService;
   /** Every gateway driver, each call routed to the driver of its key (clients/registry.ts). */
   sms: Gateways;
-  /** Cast's rate limits: a send goes only with a token of both budgets. */
+  /** Cast's per-address budget, which receipt reads take too. */
   scheduler: Scheduler;
+  /** Cast's rate limits: a send goes only with a token of both budgets (and of the key's shared one, servers sharing the store). */
+  sendBudget: SendBudget;
   /** API keys Cast refused (401, 402, 403): their messages wait. */
   holds: KeyHolds;
   /** Delivery receipts read in batches from each key's log. */
@@ -73,9 +76,9 @@ export interface OutboundDeps {
 /** Preparing a send: the key, sender and gateway of the message, its limits and opt-outs, the key of its receipt (outbound.ts). */
 export type PrepareDeps = Pick<OutboundDeps, "tokens" | "defaults" | "sms" | "sentKeys" | "maxParts" | "optOuts" | "phoneFor" | "now">;
 /** Claiming and sending: the claim, the key's holds and the gateway's answer (outbound.ts). */
-export type SendDeps = Pick<OutboundDeps, "jobs" | "sms" | "holds" | "log" | "now"> & FailureDeps;
+export type SendDeps = Pick<OutboundDeps, "jobs" | "sms" | "holds" | "log" | "now" | "sendBudget"> & FailureDeps;
 /** What becomes of a failed send: retry, hold or fail (send-failure.ts). */
-export type FailureDeps = Pick<OutboundDeps, "sms" | "holds" | "scheduler" | "log" | "now" | "outages" | "holdMaxMs" | "sendBackoffMs">;
+export type FailureDeps = Pick<OutboundDeps, "sms" | "holds" | "sendBudget" | "log" | "now" | "outages" | "holdMaxMs" | "sendBackoffMs">;
 /** Storing a send's result until the store takes it (store-result.ts). */
 export type StoreDeps = Pick<OutboundDeps, "jobs" | "log" | "now" | "storeRetryMs">;
 /** Reporting a message's outcome to HighLevel (report.ts). */

@@ -47,7 +47,9 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // caller says when to look again, holding no worker meanwhile.
     if ("waitMs" in checked) return notSent(deps, plan, checked.waitMs);
     plan = checked;
-    const wait = "request" in plan ? deps.scheduler.trySend(plan.request.apiKey, job.message.locationId) : 0;
+    const taken = "request" in plan ? deps.sendBudget.take(plan.request.apiKey, job.message.locationId) : 0;
+    // One server's budgets answer at once, in memory; only a store shared by servers is awaited.
+    const wait = typeof taken === "number" ? taken : await taken;
     if (wait > 0) return notSent(deps, plan, wait);
     const claim = "request" in plan ? claimOf(deps, plan) : undefined;
     const claimedAt = deps.now();

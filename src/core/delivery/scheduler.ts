@@ -66,6 +66,10 @@ export function createScheduler(options: SchedulerOptions) {
       ready.delete(locationId);
       return 0;
     },
+    /** Gives back what trySend took for a send that did not go (giveBack, below): the location is ready again in `waitMs`. */
+    giveBack(apiKey: string, locationId: string, waitMs: number): void {
+      giveBack(all, keyBucket(apiKey, now()), ready, locationId, waitMs > 0 ? now() + waitMs : 0);
+    },
     /**
      * 0 when a receipt poll may go now (its token taken); else the ms until one may.
      * Polls leave a third of the process's burst to sends: sends come first, but a poll
@@ -88,17 +92,24 @@ export function createScheduler(options: SchedulerOptions) {
       return backOff(keyBucket(apiKey, t), backoffs, apiKey, t, options.limitedMs ?? LIMITED_FIRST_MS);
     },
     /** When the location last got a send slot (0: never). */
-    lastServed(locationId: string): number {
-      return served.get(locationId) ?? 0;
-    },
+    lastServed: (locationId: string): number => served.get(locationId) ?? 0,
     /** Before this, the location's next send would only be told to wait (0: no such hint). */
-    readyAt(locationId: string): number {
-      return ready.get(locationId) ?? 0;
-    },
+    readyAt: (locationId: string): number => ready.get(locationId) ?? 0,
   };
 }
 
 export type Scheduler = ReturnType<typeof createScheduler>;
+
+/**
+ * The tokens trySend took for a send that did not go, given back: the key's shared budget
+ * had none (delivery/send-budget.ts), so the send takes every budget or none. The
+ * location's next send is told to wait until `readyAt` (0: no such hint).
+ */
+function giveBack(all: Bucket, key: Bucket, ready: Map<string, number>, locationId: string, readyAt: number): void {
+  if (!key.own) all.tokens = Math.min(all.burst, all.tokens + 1);
+  key.tokens = Math.min(key.burst, key.tokens + 1);
+  if (readyAt > 0) ready.set(locationId, readyAt);
+}
 
 /** A key's budget: a phone's own (ownBudget), else Cast's per-key one. */
 function keyBudget(options: SchedulerOptions, apiKey: string, t: number): Bucket {

@@ -20,7 +20,7 @@ export function afterFailure(deps: FailureDeps, job: Job, request: SendRequest, 
   const next = nextSend(error, job, now);
   if (error instanceof GatewayError) {
     // The gateway says how long its budget is spent: no send on this key before then.
-    if (error.failure === "rate_limited") deps.scheduler.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
+    if (error.failure === "rate_limited") deps.sendBudget.slowDown(request.apiKey, error.retryAfterMs ?? 1000);
     if (next.verdict === "hold") deps.holds.hold(request.apiKey, next.probe, error);
   }
   if (next.verdict === "hold") return { retryAt: next.at, reason, freshKey: next.freshKey, held: true };

@@ -10,6 +10,7 @@ import { createPhoneFor } from "./phones.ts";
 import { createDoorbell } from "./doorbell.ts";
 import { createReceiptSettler } from "./receipt-settle.ts";
 import { createIntake } from "./intake.ts";
+import { castKeyRate, createSendBudget } from "./send-budget.ts";
 
 /**
  * A message's way in (the intake of HighLevel's webhook, which hands INSTALL and UNINSTALL
@@ -22,12 +23,16 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
   // Cast, and each location's phone by its key: everything below sends and asks through it.
   const sms = clients.gateways;
   const { holds, receipts } = watchers(context, stores, scheduler, sms);
+  // Servers sharing the store (PostgreSQL) share each key's budget too; one server keeps it in memory.
+  const ownBudget = (key: string) => sms.driverOf(key).budget !== undefined;
+  const sendBudget = createSendBudget({ scheduler, keyBudgets: stores.keyBudgets, rate: castKeyRate(config.sms.messagesPerSecond), ownBudget, log, now: wallClock });
   const deps: OutboundDeps = {
     tokens,
     jobs,
     tokenService: installs.tokenService,
     sms,
     scheduler,
+    sendBudget,
     holds,
     receiptBook: receipts,
     sentKeys: gatewayKeys,

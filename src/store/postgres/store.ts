@@ -7,6 +7,7 @@ import { pgGatewayKeys } from "./gateway-keys.ts";
 import { pgInbound } from "./inbound.ts";
 import { pgMessages } from "./messages.ts";
 import { pgJobs, pgPhoneJobs } from "./jobs.ts";
+import { pgKeyBudgets } from "./key-budgets.ts";
 import { pgOptOuts, pgOutages } from "./optouts.ts";
 import { pgPhones } from "./phones.ts";
 import type { Pool } from "./pool.ts";
@@ -16,6 +17,7 @@ import { pgUsage } from "./usage.ts";
 /** The stores of the contract implemented on PostgreSQL so far; the others are SQLite's only. */
 export const POSTGRES_STORES = [
   "tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "replies", "messages", "jobs", "phoneJobs",
+  "keyBudgets",
 ] as const;
 
 export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
@@ -40,5 +42,6 @@ export function openPostgresStore(pool: Pool, sealer: Sealer, monthOf: MonthOf =
     messages: pgMessages(pool),
     jobs: pgJobs(pool, sealer, monthOf),
     phoneJobs: pgPhoneJobs(pool),
+    keyBudgets: pgKeyBudgets(pool),
   };
 }

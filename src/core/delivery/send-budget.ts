@@ -1,0 +1,76 @@
+import type { KeyBudgets } from "../../store/contract.ts";
+import { keyTag } from "../key-tag.ts";
+import type { Logger } from "../log.ts";
+import type { Scheduler } from "./scheduler.ts";
+
+/** A key's pace: tokens a second, and how many it may send at once. */
+export interface KeyRate {
+  perSecond: number;
+  burst: number;
+}
+
+/**
+ * The pace bridge keeps a Cast key to, a little under CAST_MESSAGES_PER_SECOND: Cast's
+ * bucket counts arrivals, which network jitter bunches together, and a 429 costs a second.
+ */
+export function castKeyRate(messagesPerSecond: number): KeyRate {
+  return { perSecond: messagesPerSecond * 0.97, burst: Math.max(1, Math.ceil(messagesPerSecond) - 1) };
+}
+
+export interface SendBudgetOptions {
+  scheduler: Scheduler;
+  /** The store's keys' budgets: taken only where other servers share the store (`shared`). */
+  keyBudgets: KeyBudgets;
+  rate: KeyRate;
+  /** Whether the key has a budget of its own (a phone's): it is not Cast's, nothing is shared. */
+  ownBudget: (apiKey: string) => boolean;
+  log: Logger;
+  /** The caller's clock (the store's own where it has one: PostgreSQL's). */
+  now: () => number;
+}
+
+/**
+ * A send's budgets, taken together: the scheduler's (this server's address, and the key's
+ * in memory) and, where several servers share the store, the key's row there, so that no
+ * key exceeds Cast's rate whatever the number of servers (docs/operations.md). The local
+ * token is taken first and given back when the key's row has none: a send takes every
+ * budget or none. One server alone (SQLite) writes nothing per send.
+ */
+export function createSendBudget(options: SendBudgetOptions) {
+  const { scheduler, rate, ownBudget, log, now } = options;
+  const shared = options.keyBudgets.shared ? options.keyBudgets : undefined;
+  /** The key's token from the shared store, after the local ones trySend took: given back when it has none. */
+  const takeShared = async (budgets: KeyBudgets, apiKey: string, locationId: string): Promise<number> => {
+    let keyWait: number;
+    try {
+      keyWait = await budgets.take(keyTag(apiKey), rate.perSecond, rate.burst, now());
+    } catch (error) {
+      scheduler.giveBack(apiKey, locationId, 0);
+      throw error;
+    }
+    if (keyWait > 0) scheduler.giveBack(apiKey, locationId, keyWait);
+    return keyWait;
+  };
+  return {
+    /**
+     * 0 when a send with `apiKey` may go now (its tokens taken); else the ms until one may
+     * (nothing taken). A number at once where nothing is shared: a send on one server
+     * waits for no promise.
+     */
+    take(apiKey: string, locationId: string): number | Promise<number> {
+      const wait = scheduler.trySend(apiKey, locationId);
+      if (wait > 0 || !shared || ownBudget(apiKey)) return wait;
+      return takeShared(shared, apiKey, locationId);
+    },
+    /** The gateway answered 429 on the key: nothing more on it for `ms`, here and, shared, on every server. */
+    slowDown(apiKey: string, ms: number): void {
+      scheduler.slowDown(apiKey, ms);
+      if (!shared || ownBudget(apiKey)) return;
+      shared.pause(keyTag(apiKey), ms, now()).catch((error: unknown) => {
+        log.warn(`a key's pause after Cast's 429 was not stored (this server still waits): ${String(error)}`);
+      });
+    },
+  };
+}
+
+export type SendBudget = ReturnType<typeof createSendBudget>;
