@@ -12,7 +12,6 @@ import { checkCast } from "./doctor/cast.ts";
 import { fail, type Check } from "./doctor/check.ts";
 import { checkConfig } from "./doctor/config.ts";
 import { checkDatabase, type OpenDb } from "./doctor/database.ts";
-import { checkPostgres } from "./doctor/postgres.ts";
 import type { Database } from "../../store/database.ts";
 import { checkHighLevelReach, checkTokens } from "./doctor/highlevel.ts";
 import { checkPhones } from "./phones.ts";
@@ -44,7 +43,10 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
   const checks: Check[] = [];
   const config = checkConfig(deps.env, checks);
   if (!config) return report(checks);
-  const db = config.databaseUrl ? await checkPostgres(config, checks) : sqlite(checkDatabase(config.databasePath, deps.openDb, checks));
+  // pg is loaded only for PostgreSQL: every other doctor starts without it.
+  const db = config.databaseUrl
+    ? await (await import("./doctor/postgres.ts")).checkPostgres(config, checks)
+    : sqlite(checkDatabase(config.databasePath, deps.openDb, checks));
   try {
     const core = db && openCore(config, db, timeoutMs, checks);
     const records = core ? await readLocations(core, checks) : [];
