@@ -89,3 +89,11 @@ describe("maskDatabaseUrl", () => {
     expect(said).toContain("postgres://bridge:***@db/bridge");
   });
 });
+
+describe("withoutPassword, a short password", () => {
+  test("is masked where it stands as the password, and words that hold it are left as they are", () => {
+    const url = "postgres://bridge:bridge@db/bridge";
+    expect(withoutPassword("the database has no bridge schema yet", url)).toBe("the database has no bridge schema yet");
+    expect(withoutPassword("cannot use bridge:bridge@db or password=bridge", url)).toBe("cannot use bridge:***@db or password=***");
+  });
+});
