@@ -28,6 +28,8 @@ import postject from "postject";
 const started = performance.now();
 const execFileAsync = promisify(execFile);
 const root = dirname(fileURLToPath(import.meta.url));
+/** Left out of the bundles: a dependency's optional module, behind an API bridge does not use. */
+const OPTIONAL = ["pg-native"];
 const dist = join(root, "dist");
 const entry = resolve(root, process.env.BRIDGE_ENTRY || "src/cli/bin.ts");
 const bundle = join(dist, "bridge.cjs");
@@ -210,6 +212,8 @@ async function bundleEntry(entryPoint, outfile, { addonSha256, commit }, plugins
     },
     // Lets a BRIDGE_ENTRY outside the repository use our dependencies.
     nodePaths: [join(root, "node_modules")],
+    // pg's optional native binding: required only by pg.native, which bridge never reads.
+    external: OPTIONAL,
     plugins,
     metafile: true,
     logLevel: "warning",
@@ -220,8 +224,8 @@ async function bundleEntry(entryPoint, outfile, { addonSha256, commit }, plugins
   });
 
   // Inside the executable there is no node_modules, and require() loads
-  // builtins only: anything esbuild left external must be a builtin.
-  const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+  // builtins only: anything esbuild left external must be a builtin (or never loaded).
+  const builtins = new Set([...builtinModules.flatMap((name) => [name, `node:${name}`]), ...OPTIONAL]);
   const missing = Object.values(result.metafile.outputs)
     .flatMap((out) => out.imports)
     .filter((imp) => imp.external && !builtins.has(imp.path))

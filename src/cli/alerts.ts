@@ -9,10 +9,10 @@ export function alertsCommand(program: Command, io: Io, globals: () => GlobalOpt
     .command("test")
     .description("post one test alert to ALERT_WEBHOOK_URL now, and say whether the webhook took it")
     .action(async () => {
-      const [{ withDb }, { openStore }, { sendTestAlert }] = await Promise.all([import("./context.ts"), import("../store/open.ts"), import("../sea/heavy.ts")]);
-      const sent = await withDb(io, globals(), async (db, config) => {
+      const [{ withStore }, { sendTestAlert }] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
+      const sent = await withStore(io, globals(), async ({ alertStore }, config) => {
         if (!config.alertWebhookUrl) throw new UsageError("ALERT_WEBHOOK_URL is not set: set it to an incoming webhook's URL (docs/alerts.md)");
-        return sendTestAlert(config, openStore(config, db).alertStore);
+        return sendTestAlert(config, alertStore);
       });
       if (!sent.ok) throw new Error(`the webhook did not take the test alert: ${sent.reason}`);
       io.out(`sent: ${printable(sent.text)}\n`);

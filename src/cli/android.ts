@@ -12,7 +12,7 @@ export function androidCommand(program: Command, io: Io, globals: () => GlobalOp
     .action(async (locationId: string, options: { json?: boolean }) => {
       locationArg(locationId);
       const [{ withStore }, { phoneOf, registerPhone }] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
-      const { settings, baseUrl } = await withStore(io, globals(), async (_, config, phones) => ({ settings: await phoneOf(phones, locationId), baseUrl: config.baseUrl }));
+      const { settings, baseUrl } = await withStore(io, globals(), async ({ phones }, config) => ({ settings: await phoneOf(phones, locationId), baseUrl: config.baseUrl }));
       const hooks = await registerPhone(settings, baseUrl);
       if (options.json) return io.out(json({ location_id: locationId, device: settings.deviceId, webhooks: hooks }));
       for (const hook of hooks) io.out(`registered ${hook.event} -> ${printable(hook.url)} (id ${hook.id}) on phone ${printable(settings.deviceId)}\n`);

@@ -13,7 +13,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
     .option("--json", "machine-readable output")
     .action(async (locationId: string, options: { json?: boolean }) => {
       const [{ withStore }, { getLocationConfig, withCap }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      const found = await withStore(io, globals(), async (tokens, _, phones, usage) => withCap(await getLocationConfig(tokens, locationArg(locationId), phones), usage));
+      const found = await withStore(io, globals(), async ({ tokens, phones, usage }) => withCap(await getLocationConfig(tokens, locationArg(locationId), phones), usage));
       print(io, found, options.json);
     });
 
@@ -44,7 +44,7 @@ export function configCommand(program: Command, io: Io, globals: () => GlobalOpt
         throw new UsageError("config set needs --sender-id, --sms-api-key, --monthly-cap and/or the gateway's options (--gateway, --android-…)");
       }
       const [{ withStore }, heavy] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
-      const changed = await withStore(io, globals(), (tokens, config, phones, usage) => {
+      const changed = await withStore(io, globals(), ({ tokens, phones, usage }, config) => {
         // A sender ID is checked at Cast against the key the location sends with; offline, it is saved with a warning.
         const cast = heavy.createCastClient({ apiUrl: config.sms.apiUrl, timeoutMs: CHECK_TIMEOUT_MS, retries: 0 });
         const check = heavy.senderIdCheck(config, (key) => cast.senderIds(key));

@@ -4,7 +4,7 @@ import type { Core, Tuning } from "../core/index.ts";
 import { openDb, type Db } from "../db/index.ts";
 import { lockDb, type LockHolder } from "../db/lock.ts";
 import { upgradeDb } from "../db/upgrade.ts";
-import type { LocationRegistry, PhoneStore, UsageStore } from "../store/contract.ts";
+import type { Store } from "../store/contract.ts";
 import { readEnvFile } from "./env-file.ts";
 import { UsageError, type Io } from "./io.ts";
 
@@ -33,11 +33,11 @@ export function commandEnv(io: Io, options: GlobalOptions): Record<string, strin
 }
 
 export function commandConfig(io: Io, options: GlobalOptions, need: ConfigNeed): ResolvedConfig {
-  return loadConfig(commandEnv(io, options), need);
+  return loadConfig(commandEnv(io, options), need, (message) => io.err(`bridge: warning: ${message}\n`));
 }
 
-/** Config, database and core for one command; `close` when done. */
-export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed, tuning?: Tuning): Promise<Core & { close(): void }> {
+/** Config, database and core for one command; `close` when done (it ends PostgreSQL's pool). */
+export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed, tuning?: Tuning): Promise<Core & { close(): Promise<void> }> {
   const config = commandConfig(io, options, need);
   // Loaded here, not at start-up: commands that only read the store never need the HTTP clients.
   const { createCore, createLogger, writesToJournal } = await import("../sea/heavy.ts");
@@ -45,23 +45,25 @@ export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed,
     format: config.logFormat,
     journal: writesToJournal(io.env.JOURNAL_STREAM, stderrId()),
   });
+  if (config.databaseUrl) {
+    // serve makes or upgrades the schema under its lock, as it does a SQLite file; the key is checked first.
+    const database = await openPostgresStore(config, { create: need === "serve", keyCheck: true, log });
+    const close = () => database.pool.end();
+    return { ...(await closingOnError(() => createCore(config, database, log, Date.now, tuning), close)), close };
+  }
   const db = openExisting(config, need, (message) => log.warn(message));
   let lock: { release(): void } | undefined;
-  const close = () => {
+  const close = async () => {
     db.close();
     lock?.release();
   };
-  try {
+  return closingOnError(async () => {
     // Held until serve stops: no rekey or migrate while it runs, and no second serve.
     if (need === "serve") lock = lockDb(config.databasePath, "serve");
     // Only serve (and `bridge migrate`) change the schema, after a backup.
     if (need === "serve") await upgradeDb(db, config.databasePath, (message) => log.info(message));
-    const core = createCore(config, db, log, Date.now, tuning);
-    return { ...core, close };
-  } catch (error) {
-    close();
-    throw error;
-  }
+    return { ...createCore(config, db, log, Date.now, tuning), close };
+  }, close);
 }
 
 /** Runs `fn` with an open core and always closes the database after. */
@@ -70,54 +72,61 @@ export async function withCore<T>(io: Io, options: GlobalOptions, need: ConfigNe
   try {
     return await fn(core);
   } finally {
-    core.close();
+    await core.close();
   }
-}
-
-/** Runs `fn` with just the token store: what `locations` and `config` need, and all they load. */
-export function withStore<T>(
-  io: Io,
-  options: GlobalOptions,
-  fn: (tokens: LocationRegistry, config: ResolvedConfig, phones: PhoneStore, usage: UsageStore) => T | Promise<T>,
-): Promise<T> {
-  return withDb(io, options, async (db, config) => {
-    // The values it cannot open are refused where they are used, naming their place.
-    const { tokens, phones, usage } = (await import("../store/open.ts")).openStore(config, db);
-    return fn(tokens, config, phones, usage);
-  });
 }
 
 /**
- * Runs `fn` with the database alone, at this bridge's schema (the message log needs no
- * secrets); a promise `fn` returns (a call at Cast) is awaited before the database closes.
+ * Runs `fn` with the store at this bridge's schema, SQLite's or PostgreSQL's, closed after.
+ * `secrets`: the key is checked against the sealed values (refused when it opens none;
+ * the values it cannot open are refused where they are used, naming their place); false
+ * for what opens no secret (the message log, the opt-out lists).
  */
-export function withDb<T>(io: Io, options: GlobalOptions, fn: (db: Db, config: ResolvedConfig) => T): T {
+export async function withStore<T>(
+  io: Io,
+  options: GlobalOptions,
+  fn: (store: Store, config: ResolvedConfig) => T | Promise<T>,
+  { secrets = true }: { secrets?: boolean } = {},
+): Promise<T> {
   const config = commandConfig(io, options, "store");
-  const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`));
-  let result: T;
-  try {
-    result = fn(db, config);
-  } catch (error) {
-    db.close();
-    throw error;
+  if (config.databaseUrl) {
+    const { pool, store } = await openPostgresStore(config, { create: false, keyCheck: secrets });
+    try {
+      return await fn(store, config);
+    } finally {
+      await pool.end();
+    }
   }
-  if (isPromise(result)) return result.finally(() => db.close()) as T;
-  db.close();
-  return result;
+  const [{ openStore }, { openSqliteStore }, { createSealer }, { monthIn }] = await Promise.all([
+    import("../store/open.ts"),
+    import("../store/sqlite.ts"),
+    import("../db/sealer.ts"),
+    import("../db/usage-month.ts"),
+  ]);
+  const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`));
+  try {
+    const monthOf = monthIn(config.usageTimeZone);
+    const store = secrets ? openStore(config, db) : openSqliteStore(db, createSealer(config.encryptionKey), { monthOf });
+    return await fn(store, config);
+  } finally {
+    db.close();
+  }
 }
 
 /**
  * Runs `fn` with the database itself, for commands that work on the file (backup,
  * migrate, rekey); `keepOlderSchema` lets them open one an older bridge made. `lock`:
  * the command rewrites the file, so it refuses while serve (or another such command) runs.
+ * `postgres`: what the command does instead when DATABASE_URL is set.
  */
 export async function withFile<T>(
   io: Io,
   options: GlobalOptions,
-  open: { keepOlderSchema?: boolean; lock?: LockHolder },
+  open: { keepOlderSchema?: boolean; lock?: LockHolder; postgres: (config: ResolvedConfig) => Promise<T> },
   fn: (db: Db, config: ResolvedConfig) => T | Promise<T>,
 ): Promise<T> {
   const config = commandConfig(io, options, "store");
+  if (config.databaseUrl) return open.postgres(config);
   const db = openExisting(config, "store", (message) => io.err(`bridge: ${message}\n`), open.keepOlderSchema);
   let lock: { release(): void } | undefined;
   try {
@@ -129,8 +138,19 @@ export async function withFile<T>(
   }
 }
 
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === "object" && value !== null && typeof (value as { finally?: unknown }).finally === "function";
+/** The store on DATABASE_URL (src/store/postgres/configured.ts), loaded only when it is set: SQLite's commands never load pg. */
+async function openPostgresStore(config: ResolvedConfig, opening: import("../store/postgres/configured.ts").PostgresOpening) {
+  return (await import("../store/postgres/configured.ts")).openConfiguredPostgres(config, opening);
+}
+
+/** `build()`'s result; `close` run first when it throws. */
+async function closingOnError<T>(build: () => T | Promise<T>, close: () => Promise<void>): Promise<T> {
+  try {
+    return await build();
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }
 
 /** Device and inode of this process's stderr; undefined when it is closed. */

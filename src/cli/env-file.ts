@@ -54,7 +54,7 @@ function readBounded(fd: number, path: string): string {
 }
 
 /** The variables whose values are secrets: whoever reads one can act as bridge. */
-const SECRET_VARIABLES = ["CRM_CLIENT_SECRET", "CRM_SHARED_SECRET", "SMS_API_KEY", "INBOUND_API_KEY", "METRICS_TOKEN", "BRIDGE_ENCRYPTION_KEY"];
+const SECRET_VARIABLES = ["CRM_CLIENT_SECRET", "CRM_SHARED_SECRET", "SMS_API_KEY", "INBOUND_API_KEY", "METRICS_TOKEN", "BRIDGE_ENCRYPTION_KEY", "DATABASE_URL"];
 
 /**
  * The warning for an env file that holds a secret and that group or others may read (a
@@ -63,7 +63,8 @@ const SECRET_VARIABLES = ["CRM_CLIENT_SECRET", "CRM_SHARED_SECRET", "SMS_API_KEY
  */
 export function exposedSecrets(path: string, mode: number, vars: Record<string, string | undefined>): string | undefined {
   if (!(mode & 0o044)) return undefined;
-  const held = SECRET_VARIABLES.filter((name) => vars[name]);
+  // DATABASE_URL is a secret when it carries the password (not when PGPASSWORD or ~/.pgpass does).
+  const held = SECRET_VARIABLES.filter((name) => vars[name] && (name !== "DATABASE_URL" || URL.parse(vars[name])?.password));
   if (held.length === 0) return undefined;
   const shown = (mode & 0o777).toString(8).padStart(4, "0");
   return `${path} holds ${held.join(", ")} and other users may read it (mode ${shown}): run chmod 600 ${path}`;

@@ -12,7 +12,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
     .option("--json", "machine-readable output, the admin API's field names")
     .action(async (options: { json?: boolean }) => {
       const [{ withStore }, { listLocations }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      const list = await withStore(io, globals(), (tokens, config, phones) => listLocations(tokens, config.allowedCompanyIds, phones));
+      const list = await withStore(io, globals(), ({ tokens, phones }, config) => listLocations(tokens, config.allowedCompanyIds, phones));
       if (options.json) return io.out(json({ locations: list }));
       if (list.length === 0) return io.out("no locations installed\n");
       const rows = list.map((l) => [
@@ -52,7 +52,7 @@ export function locationsCommand(program: Command, io: Io, globals: () => Global
         throw new UsageError(`this would remove location ${id}: its token, sender ID, API key and approval (its messages stay in the log); run again with --yes`);
       }
       const [{ withStore }, { removeLocation }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-      await withStore(io, globals(), (tokens) => removeLocation(tokens, id));
+      await withStore(io, globals(), ({ tokens }) => removeLocation(tokens, id));
       io.out(`removed ${id}; if the app is still installed there in HighLevel, the next sync or INSTALL brings it back (uninstall it in HighLevel first)\n`);
     });
 }
@@ -62,7 +62,7 @@ function approval(io: Io, globals: () => GlobalOptions, approved: boolean, done:
   return async (ids: string[], options: { json?: boolean }): Promise<void> => {
     for (const id of ids) locationArg(id);
     const [{ withStore }, { setApproval, sharedRefusal }] = await Promise.all([import("./context.ts"), import("../core/installs/locations.ts")]);
-    const changed = await withStore(io, globals(), (tokens, config) =>
+    const changed = await withStore(io, globals(), ({ tokens }, config) =>
       eachInTurn(ids, async (id) => {
         const change = await setApproval(tokens, id, approved, Date.now(), config.allowedCompanyIds);
         const record = await tokens.get(id);

@@ -94,18 +94,9 @@ type Store = import("../store/contract.ts").Store;
 type InboundLib = typeof import("../core/inbound/view.ts");
 
 async function withLog<T>(io: Io, globals: GlobalOptions, fn: (log: Log, lib: Lib, store: Store, inbound: InboundLib) => T | Promise<T>): Promise<T> {
-  const [{ withDb }, lib, { openSqliteStore }, { createSealer }, view] = await Promise.all([
-    import("./context.ts"),
-    import("../core/operator/messages.ts"),
-    import("../store/sqlite.ts"),
-    import("../db/sealer.ts"),
-    import("../core/inbound/view.ts"),
-  ]);
+  const [{ withStore }, lib, view] = await Promise.all([import("./context.ts"), import("../core/operator/messages.ts"), import("../core/inbound/view.ts")]);
   // The message log needs no secrets: no check of the sealed ones, no renewal.
-  return withDb(io, globals, (db, config) => {
-    const store = openSqliteStore(db, createSealer(config.encryptionKey));
-    return fn(store.messages, lib, store, view);
-  });
+  return withStore(io, globals, (store) => fn(store.messages, lib, store, view), { secrets: false });
 }
 
 /** Messages sent and replies received, as the filter asks: a status only one side has reads only that side. */

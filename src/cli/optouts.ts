@@ -59,17 +59,9 @@ export function optoutsCommand(program: Command, io: Io, globals: () => GlobalOp
 type Lib = Pick<typeof import("../sea/heavy.ts"), "addOptOut" | "listOptOuts" | "optOutPhone" | "removeOptOut">;
 
 async function withOptOuts<T>(io: Io, globals: GlobalOptions, fn: (deps: OptOutDeps, lib: Lib) => T | Promise<T>): Promise<T> {
-  const [{ withDb }, lib, { openSqliteStore }, { createSealer }] = await Promise.all([
-    import("./context.ts"),
-    import("../sea/heavy.ts"),
-    import("../store/sqlite.ts"),
-    import("../db/sealer.ts"),
-  ]);
+  const [{ withStore }, lib] = await Promise.all([import("./context.ts"), import("../sea/heavy.ts")]);
   // The token store only says whether the location is known: no secret is opened.
-  return withDb(io, globals, (db) => {
-    const store = openSqliteStore(db, createSealer(undefined));
-    return fn({ optOuts: store.optOuts, tokens: store.tokens }, lib);
-  });
+  return withStore(io, globals, ({ optOuts, tokens }) => fn({ optOuts, tokens }, lib), { secrets: false });
 }
 
 /** A phone from the command line, as the admin API checks it: a bad one is a usage error (exit 2). */

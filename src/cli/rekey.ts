@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import type { ResolvedConfig } from "../core/config.ts";
 import type { GlobalOptions } from "./context.ts";
 import { json, UsageError, type Io } from "./io.ts";
 
@@ -30,8 +31,9 @@ export function rekeyCommand(program: Command, io: Io, globals: () => GlobalOpti
         import("../db/sealer.ts"),
         import("../db/rekey.ts"),
       ]);
-      const count = await withFile(io, globals(), { lock: "rekey" }, (db, config) => {
-        if (next && config.encryptionKey?.equals(next)) throw new Error("the new key is the one BRIDGE_ENCRYPTION_KEY already holds: nothing to do");
+      const postgres = (config: ResolvedConfig) => rekeyPostgres(config, next);
+      const count = await withFile(io, globals(), { lock: "rekey", postgres }, (db, config) => {
+        sameKey(config, next);
         return rekey(db, createSealer(config.encryptionKey), createSealer(next));
       });
       if (options.json) return io.out(json({ secrets: count, encrypted: next !== undefined }));
@@ -42,6 +44,25 @@ export function rekeyCommand(program: Command, io: Io, globals: () => GlobalOpti
       io.out(`re-encrypted ${count} secret(s) under the new key\n`);
       io.out("next: set BRIDGE_ENCRYPTION_KEY to the new key in the env file (e.g. /etc/bridge/env), then start bridge serve; keep the old key as long as you keep backups made before now: they are sealed with it\n");
     });
+}
+
+function sameKey(config: ResolvedConfig, next: Buffer | undefined): void {
+  if (next && config.encryptionKey?.equals(next)) throw new Error("the new key is the one BRIDGE_ENCRYPTION_KEY already holds: nothing to do");
+}
+
+/** On PostgreSQL (src/store/postgres/rekey.ts): at this bridge's schema, refused while a server is alive. */
+async function rekeyPostgres(config: ResolvedConfig, next: Buffer | undefined): Promise<number> {
+  sameKey(config, next);
+  const [{ withPool, postgresSchemaVersion, schemaProblem }, { rekeyPostgres: rekeyOn }, { createSealer }] = await Promise.all([
+    import("../store/postgres/open.ts"),
+    import("../store/postgres/rekey.ts"),
+    import("../db/sealer.ts"),
+  ]);
+  return withPool(config.databaseUrl, async (pool) => {
+    const problem = schemaProblem(await postgresSchemaVersion(pool));
+    if (problem) throw new Error(problem);
+    return rekeyOn(pool, createSealer(config.encryptionKey), createSealer(next));
+  });
 }
 
 /** The new key, read where the operator said; undefined for --decrypt. */

@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import pkg from "../../package.json" with { type: "json" };
 import { describeConfig } from "../core/config-describe.ts";
-import { schemaVersion } from "../db/schema.ts";
+import { SCHEMA_VERSION, schemaVersion } from "../db/schema.ts";
 import { approvedOffList, cleanStoredNames, offListWarning, unconfirmedApprovals, unconfirmedWarning } from "../core/installs/locations.ts";
 import { openCore, type GlobalOptions } from "./context.ts";
 import type { Io } from "./io.ts";
@@ -27,14 +27,15 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   const { config, log } = core;
   const run = createRun(core);
   const app = createApp({ core, worker: run.worker });
-  const server = await listen(app, config.host, config.port).catch((error: unknown) => {
-    core.close();
+  const server = await listen(app, config.host, config.port).catch(async (error: unknown) => {
+    await core.close();
     throw error;
   });
   await run.start();
   await withoutMaglev();
   // Which binary and which schema: what an operator needs first when an upgrade misbehaves.
-  const schema = schemaVersion(core.db);
+  // On PostgreSQL the schema is this bridge's: openCore made or refused it.
+  const schema = core.database.kind === "sqlite" ? schemaVersion(core.db) : SCHEMA_VERSION;
   log.info(`bridge ${pkg.version} (commit ${buildCommit()}, database schema ${schema}) listening on ${server.url}`, describeConfig(config));
   if (!config.sms.apiKey) {
     log.warn(
@@ -59,7 +60,7 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   await server.close();
   const left = await run.stop(STOP_GRACE_MS);
   if (left > 0) log.warn(`${left} message(s) still in flight at exit: those caught mid-send are reported failed (delivery unknown) on the next start, the others resume then`);
-  core.close();
+  await core.close();
   log.info("stopped");
   return 0;
 }

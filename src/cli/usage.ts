@@ -27,14 +27,9 @@ export function usageCommand(program: Command, io: Io, globals: () => GlobalOpti
       if (options.json && options.csv) throw new UsageError("--json and --csv: choose one");
       if (options.month !== undefined && !MONTH.test(options.month)) throw new UsageError("--month: must be YYYY-MM, such as 2026-03");
       if (options.location !== undefined) locationArg(options.location);
-      const [{ withDb }, report, { openStore }, { monthIn }] = await Promise.all([
-        import("./context.ts"),
-        import("../core/operator/usage.ts"),
-        import("../store/open.ts"),
-        import("../db/usage-month.ts"),
-      ]);
+      const [{ withStore }, report, { monthIn }] = await Promise.all([import("./context.ts"), import("../core/operator/usage.ts"), import("../db/usage-month.ts")]);
       const query = { month: options.month, location: options.location };
-      const found = await withDb(io, globals(), (db, config) => report.usageReport(openStore(config, db).usage, query, monthIn(config.usageTimeZone), Date.now()));
+      const found = await withStore(io, globals(), ({ usage }, config) => report.usageReport(usage, query, monthIn(config.usageTimeZone), Date.now()));
       if (options.csv) return io.out(report.usageCsv(found.locations));
       if (options.json) return io.out(json(found));
       print(io, found.month, found.locations);

@@ -1,5 +1,6 @@
 // What `serve` logs of its configuration at start: every variable, secrets masked.
 import type { ResolvedConfig, VARIABLES } from "./config.ts";
+import { maskDatabaseUrl } from "../store/postgres/url.ts";
 
 /** Secrets replaced by their masked form: what `serve` logs at start. */
 export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARIABLES, string | number> {
@@ -27,7 +28,8 @@ export function describeConfig(config: ResolvedConfig): Record<keyof typeof VARI
     INBOUND_API_KEY: describeKeys(config.inboundApiKeys),
     TRUST_PROXY: config.trustProxy ? "yes: clients named by X-Forwarded-For from TRUSTED_PROXIES" : "no",
     TRUSTED_PROXIES: config.trustedProxies.join(",") || "(none)",
-    DATABASE_PATH: config.databasePath,
+    DATABASE_PATH: config.databaseUrl ? `(ignored: DATABASE_URL is set)` : config.databasePath,
+    DATABASE_URL: config.databaseUrl ? maskDatabaseUrl(config.databaseUrl) : "(unset: SQLite at DATABASE_PATH)",
     HOST: config.host,
     PORT: config.port,
     LOG_LEVEL: config.logLevel,

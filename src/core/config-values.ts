@@ -86,6 +86,26 @@ export const webhookUrl: Kind<string> = (value) => {
   return url.href;
 };
 
+/** PostgreSQL's sslmode values pg knows. */
+const SSL_MODES = ["disable", "prefer", "require", "verify-ca", "verify-full", "no-verify"];
+
+/**
+ * A PostgreSQL connection URL (DATABASE_URL): postgres:// or postgresql://, a host (or a
+ * `host=` socket directory), a known `sslmode` if any. The password may be left out, for
+ * PGPASSWORD or ~/.pgpass. What is wrong is said without the value: it may hold a password.
+ */
+export const postgresUrl: Kind<string> = (value) => {
+  const trimmed = value.trim();
+  const url = URL.parse(trimmed);
+  if (!url || (url.protocol !== "postgres:" && url.protocol !== "postgresql:")) {
+    throw new Invalid("must be a postgres:// or postgresql:// URL, such as postgres://bridge:PASSWORD@db.example.com:5432/bridge");
+  }
+  if (!url.hostname && !url.searchParams.get("host")) throw new Invalid("must name a host: postgres://USER@HOST:PORT/DATABASE");
+  const sslmode = url.searchParams.get("sslmode");
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) throw new Invalid(`sslmode must be one of ${SSL_MODES.join(", ")}`);
+  return trimmed;
+};
+
 function isLoopback(hostname: string): boolean {
   return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }

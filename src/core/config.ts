@@ -53,6 +53,8 @@ export interface ResolvedConfig {
   /** Peers (addresses, CIDR ranges) whose X-Forwarded-For counts when trustProxy. Read by serve only. */
   trustedProxies: string[];
   databasePath: string;
+  /** PostgreSQL's URL (DATABASE_URL): every command uses it instead of databasePath; "" for SQLite. A secret (its password). */
+  databaseUrl: string;
   host: string;
   port: number;
   logLevel: LogLevel;
@@ -162,7 +164,11 @@ export const VARIABLES = {
     default: "127.0.0.1,::1",
     serveOnly: true,
   },
-  DATABASE_PATH: { kind: kind.text, about: "SQLite file; --db overrides it", default: "./bridge.db" },
+  DATABASE_PATH: { kind: kind.text, about: "SQLite file; --db overrides it; ignored when DATABASE_URL is set", default: "./bridge.db" },
+  DATABASE_URL: {
+    kind: kind.postgresUrl,
+    about: "PostgreSQL instead of SQLite, shared by several servers: postgres://USER:PASSWORD@HOST:PORT/DB (sslmode honoured; the password may come from PGPASSWORD or ~/.pgpass)",
+  },
   HOST: { kind: kind.text, about: "address serve listens on", default: "0.0.0.0" },
   PORT: { kind: kind.port, about: "port serve listens on", default: "3000" },
   LOG_LEVEL: { kind: kind.oneOf(LOG_LEVELS), about: LOG_LEVELS.join("|"), default: "info" },
@@ -186,9 +192,10 @@ type Values = { [N in Always]: Value<N> } & { [N in Exclude<Name, Always>]?: Val
 
 /**
  * Validates the environment once. Every problem (bad values, and missing values the
- * command needs) is reported together in one ConfigError, one per variable.
+ * command needs) is reported together in one ConfigError, one per variable; what is
+ * valid but ignored goes to `warn`.
  */
-export function loadConfig(env: Record<string, string | undefined>, need: ConfigNeed): ResolvedConfig {
+export function loadConfig(env: Record<string, string | undefined>, need: ConfigNeed, warn?: (message: string) => void): ResolvedConfig {
   const values: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const name of NAMES) {
@@ -208,8 +215,12 @@ export function loadConfig(env: Record<string, string | undefined>, need: Config
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
+  if (values.DATABASE_URL && env.DATABASE_PATH?.trim()) warn?.(BOTH_DATABASES);
   return resolve(values as Values);
 }
+
+/** Said when both DATABASE_URL and DATABASE_PATH (or --db) are set. */
+export const BOTH_DATABASES = "DATABASE_URL and DATABASE_PATH (or --db) are both set: DATABASE_PATH is ignored, every command uses PostgreSQL";
 
 function resolve(env: Values): ResolvedConfig {
   // `?? …`: what an unset variable without a default means, or one this command does not read.
@@ -242,6 +253,7 @@ function resolve(env: Values): ResolvedConfig {
     trustProxy: env.TRUST_PROXY,
     trustedProxies: env.TRUSTED_PROXIES ?? [],
     databasePath: env.DATABASE_PATH,
+    databaseUrl: env.DATABASE_URL ?? "",
     host: env.HOST,
     port: env.PORT,
     logLevel: env.LOG_LEVEL,

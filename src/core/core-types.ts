@@ -1,4 +1,5 @@
 import type { Store } from "../store/contract.ts";
+import type { Database } from "../store/database.ts";
 import type { SettleReceipt } from "./pushed-receipt.ts";
 import type { Db } from "../db/index.ts";
 import type { Job } from "../store/types.ts";
@@ -41,7 +42,10 @@ import type { Doorbell } from "./delivery/doorbell.ts";
 export interface Core extends Store {
   // The context every room is wired from.
   config: ResolvedConfig;
+  /** SQLite's handle; on PostgreSQL a stand-in that refuses every use (`database` says which). */
   db: Db;
+  /** The database the store is on: SQLite's handle or PostgreSQL's pool. */
+  database: Database;
   log: Logger;
   now: () => number;
 
@@ -169,6 +173,7 @@ export interface Tuning {
 export interface Context {
   config: ResolvedConfig;
   db: Db;
+  database: Database;
   log: Logger;
   now: () => number;
   tuning: Tuning;

@@ -1,5 +1,7 @@
 import { systemNow, wallClock } from "./clock.ts";
+import type { Commit } from "../db/commit.ts";
 import type { Db } from "../db/index.ts";
+import type { Database } from "../store/database.ts";
 import { openStore } from "../store/open.ts";
 import { createBalances } from "./operator/balances.ts";
 import { createAndroidDriver } from "./clients/android-driver.ts";
@@ -29,10 +31,13 @@ export type { Calls, Clients, Context, Core, Delivery, Inbound, Installs, Operat
 /**
  * Wires the core room by room from one context: the store, the remote systems' clients,
  * installs (tokens), then delivery, which sends through the clients with the installs'
- * tokens. Each room's own wiring is its `wire.ts`.
+ * tokens. Each room's own wiring is its `wire.ts`. `source`: a SQLite handle, or the
+ * database as src/store/database.ts describes it (PostgreSQL's opened and checked).
  */
-export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () => number = systemNow, tuning: Tuning = {}): Core {
-  const context: Context = { config, db, log, now, tuning };
+export function createCore(config: ResolvedConfig, source: Db | Database, log: Logger, now: () => number = systemNow, tuning: Tuning = {}): Core {
+  const database: Database = "kind" in source ? source : { kind: "sqlite", db: source };
+  const db = database.kind === "sqlite" ? database.db : noSqlite();
+  const context: Context = { config, db, database, log, now, tuning };
   const stores = openStores(context);
   // Metrics count the keys on hold; the holds are wired with delivery, after the clients.
   const calls = createClients(context, stores, () => delivery.holds.list().length);
@@ -44,17 +49,30 @@ export function createCore(config: ResolvedConfig, db: Db, log: Logger, now: () 
   const balances = createBalances({ sms: cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
   const alerts = wireAlerts({ ...stores, outages, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
   const clients = { crm, cast, gateways, castUnsubscribed };
-  return { config, db, log, now, ...stores, clients, delivery, installs, inbound, operator: { balances, outages, metrics }, alerts };
+  return { config, db, database, log, now, ...stores, clients, delivery, installs, inbound, operator: { balances, outages, metrics }, alerts };
 }
 
 /** The store (src/store/open.ts), with the opt-out lists as the rooms use them. */
-function openStores({ config, db, log, now, tuning }: Context): Stores {
+function openStores({ config, database, log, now, tuning }: Context): Stores {
   // The month a message or a reply counts in, in usage: the one place it is chosen.
   const monthOf = monthIn(config.usageTimeZone);
-  // Watched: a database that refuses writes is an alert (core/alerts/conditions.ts).
-  let writes: WriteWatch | undefined;
-  const store = openStore(config, db, log, { commitWindowMs: tuning.commitWindowMs, monthOf, watch: (commit) => (writes = watchWrites(commit, now)).commit });
-  return { ...store, optOutList: createOptOutList(store.optOuts, now), writes: writes as WriteWatch, monthOf };
+  // Watched: a database that refuses writes is an alert (core/alerts/conditions.ts). On
+  // PostgreSQL a refused write is its statement's error: there is no group commit to watch.
+  let writes: WriteWatch = watchWrites(async (write) => write(), now);
+  const watch = (commit: Commit) => (writes = watchWrites(commit, now)).commit;
+  const store = database.kind === "postgres" ? database.store : openStore(config, database.db, log, { commitWindowMs: tuning.commitWindowMs, monthOf, watch });
+  return { ...store, optOutList: createOptOutList(store.optOuts, now), writes, monthOf };
+}
+
+/** Core's `db` on PostgreSQL: there is no SQLite handle, and a use of one says so. */
+function noSqlite(): Db {
+  return new Proxy({} as Db, {
+    get(_, name) {
+      // Symbols and `then` are asked by inspection and await, not by a use.
+      if (typeof name === "symbol" || name === "then") return undefined;
+      throw new Error(`no SQLite database (db.${String(name)}): this bridge runs on PostgreSQL (DATABASE_URL)`);
+    },
+  });
 }
 
 /** HighLevel's client and the gateway drivers, whose every call the outages and metrics observe. */

@@ -51,7 +51,8 @@ export function rekey(db: Db, current: Sealer, next: Sealer, sealed: readonly Se
     .immediate(); // a token refreshed meanwhile is not overwritten with its old value
 }
 
-function openEither(current: Sealer, next: Sealer, stored: string, context: { table: string; column: string; row: string }): string {
+/** The value `current` opens, else `next` (a value sealed again already); else throws naming its place. */
+export function openEither(current: Sealer, next: Sealer, stored: string, context: { table: string; column: string; row: string }): string {
   try {
     return current.open(stored, context);
   } catch (error) {

@@ -7,7 +7,6 @@ import { loadConfig } from "../../src/core/config.ts";
 import { createCore, type Tuning } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { createRun, type RunOptions } from "../../src/core/run.ts";
-import { openDb } from "../../src/db/index.ts";
 import { createApp } from "../../src/server/app.ts";
 import type { InboundSink } from "../../src/core/inbound/reply.ts";
 import { createBodyBudget } from "../../src/server/body.ts";
@@ -15,6 +14,7 @@ import { listen, type Timeouts } from "../../src/server/listen.ts";
 import { COMPANY_ID, startFakeCrm } from "./fake-crm.ts";
 import { startFakeGateway } from "./fake-gateway.ts";
 import { captureStream } from "./stream.ts";
+import { databaseEnv, openTestDatabase } from "./test-store.ts";
 
 export const APP_ID = "0123456789abcdef01234567";
 export const CLIENT_ID = `${APP_ID}-lq8x2k`;
@@ -73,7 +73,8 @@ export async function startWorld(name: string) {
 }
 
 /**
- * The real bridge app on 127.0.0.1:0 with a temp SQLite file, a fake CRM and a fake
+ * The real bridge app on 127.0.0.1:0 with a temp SQLite file (or, with
+ * BRIDGE_TEST_STORE=postgres, a PostgreSQL schema: test-store.ts), a fake CRM and a fake
  * gateway (real HTTP servers), and its own webhook signing key. Waits are shortened
  * through Tuning, never by mocking. Tests get theirs through bridgePerTest, which closes
  * it and removes its directory after the test.
@@ -92,12 +93,13 @@ async function startTestBridge(options: BridgeOptions = {}) {
     LOG_LEVEL: "debug",
     ...options.env,
   };
+  Object.assign(env, await databaseEnv(env));
   const config = loadConfig(env, "serve");
-  const db = openDb(config.databasePath);
   const logs: string[] = [];
   const log = createLogger(config.logLevel, captureStream(logs));
+  const database = await openTestDatabase(config, log);
   const now = options.now ?? Date.now;
-  const core = createCore(config, db, log, now, {
+  const core = createCore(config, database.source, log, now, {
     crm: { retryDelayMs: 10 },
     sms: { retryDelayMs: 10 },
     reportBackoffMs: 20,
@@ -178,7 +180,7 @@ async function startTestBridge(options: BridgeOptions = {}) {
         await run.stop(1000);
         server.server.closeAllConnections();
         await server.close();
-        db.close();
+        await database.close();
         await crm.close();
         await gateway.close();
         expect(unhandled, "errors reached the server's error hook unhandled").toEqual([]);

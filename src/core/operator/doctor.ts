@@ -12,6 +12,7 @@ import { checkCast } from "./doctor/cast.ts";
 import { fail, type Check } from "./doctor/check.ts";
 import { checkConfig } from "./doctor/config.ts";
 import { checkDatabase, type OpenDb } from "./doctor/database.ts";
+import type { Database } from "../../store/database.ts";
 import { checkHighLevelReach, checkTokens } from "./doctor/highlevel.ts";
 import { checkPhones } from "./phones.ts";
 
@@ -42,7 +43,10 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
   const checks: Check[] = [];
   const config = checkConfig(deps.env, checks);
   if (!config) return report(checks);
-  const db = checkDatabase(config.databasePath, deps.openDb, checks);
+  // pg is loaded only for PostgreSQL: every other doctor starts without it.
+  const db = config.databaseUrl
+    ? await (await import("./doctor/postgres.ts")).checkPostgres(config, checks)
+    : sqlite(checkDatabase(config.databasePath, deps.openDb, checks));
   try {
     const core = db && openCore(config, db, timeoutMs, checks);
     const records = core ? await readLocations(core, checks) : [];
@@ -56,9 +60,14 @@ export async function runDoctor(deps: DoctorDeps): Promise<DoctorReport> {
     await checkCast(config, sms, onCast, timeoutMs, checks);
     if (core) checks.push(...(await checkPhones(core.phones, config.baseUrl, timeoutMs).catch((error: unknown) => [fail("phones", errorMessage(error))])));
   } finally {
-    db?.close();
+    if (db?.kind === "sqlite") db.db.close();
+    else await db?.pool.end();
   }
   return report(checks);
+}
+
+function sqlite(db: Db | undefined): Database | undefined {
+  return db && { kind: "sqlite", db };
 }
 
 function report(checks: Check[]): DoctorReport {
@@ -66,12 +75,13 @@ function report(checks: Check[]): DoctorReport {
 }
 
 /** The server's own core, quiet (doctor reports what it finds itself), with short timeouts. */
-function openCore(config: ResolvedConfig, db: Db, timeoutMs: number, checks: Check[]): Core | undefined {
+function openCore(config: ResolvedConfig, db: Database, timeoutMs: number, checks: Check[]): Core | undefined {
   try {
     const tuning = { crm: { timeoutMs: timeoutMs * 2 }, sms: { timeoutMs: timeoutMs * 2, retries: 0 } };
     return createCore(config, db, createLogger("silent"), systemNow, tuning);
   } catch (error) {
-    checks.push(fail("encryption key", `${errorMessage(error)}; tokens and keys cannot be checked`));
+    // On PostgreSQL the key was checked already (doctor/postgres.ts): what fails here is the store.
+    checks.push(fail(db.kind === "sqlite" ? "encryption key" : "database", `${errorMessage(error)}; tokens and keys cannot be checked`));
     return undefined;
   }
 }

@@ -18,10 +18,13 @@ const types = {
   },
 } as pg.CustomTypesConfig;
 
+/** How long a new connection may take: an unreachable server is said so in seconds, not at the system's TCP timeout. */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
 /** A pool of connections to `url`; `searchPath` puts every table in that schema (the tests' own). */
 export function createPool(url: string, searchPath?: string, max = 4): Pool {
   const options = searchPath ? `-c search_path=${searchPath}` : undefined;
-  return new pg.Pool({ connectionString: url, options, max, types });
+  return new pg.Pool({ connectionString: url, options, max, types, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
 }
 
 /** Runs `fn` in one transaction on one connection: committed when it returns, rolled back when it throws. */
@@ -42,16 +45,18 @@ export async function transaction<T>(pool: Pool, fn: (client: Client) => Promise
 }
 
 /** The advisory lock of schema changes: servers starting together make the schema once. */
-const SCHEMA_LOCK = 0x62726467; // "brdg"
+export const SCHEMA_LOCK = 0x62726467; // "brdg"
 
 /**
  * Brings the database's schema to SCHEMA_VERSION: an empty one gets the baseline, then
  * the versions after it, all in one transaction under the schema lock. A schema newer
- * than this bridge is refused, as on SQLite (src/db/schema.ts).
+ * than this bridge is refused, as on SQLite (src/db/schema.ts). `check` runs under the
+ * lock first and may refuse (`bridge migrate` while another server runs).
  */
-export async function migratePostgres(pool: Pool): Promise<void> {
+export async function migratePostgres(pool: Pool, check?: (client: Client) => Promise<void>): Promise<void> {
   await transaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [SCHEMA_LOCK]);
+    await check?.(client);
     const found = await client.query<{ table: string | null }>("SELECT to_regclass('schema_version')::text AS table");
     let current = 0;
     if (found.rows[0]?.table) {

@@ -17,7 +17,7 @@ const PLACEHOLDERS: Record<string, string> = {
 export function checkConfig(env: Record<string, string | undefined>, checks: Check[]): ResolvedConfig | undefined {
   let config: ResolvedConfig;
   try {
-    config = loadConfig(env, "store");
+    config = loadConfig(env, "store", (message) => checks.push(warn("config DATABASE_PATH", message)));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     for (const problem of error.problems) checks.push(fail("config", `${problem}: fix it in the environment or the env file`));
