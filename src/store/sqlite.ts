@@ -10,8 +10,10 @@ import { createPhoneStore } from "../db/phones.ts";
 import type { Sealer } from "../db/sealer.ts";
 import { createLocationRegistry } from "../db/tokens.ts";
 import { createAlertStore } from "../db/alerts.ts";
+import { createAppSessionStore, createLeaseStore, createServerStore } from "../db/servers.ts";
 import { monthIn, type MonthOf } from "../db/usage-month.ts";
 import { createUsageStore } from "../db/usage-store.ts";
+import type { AppSessionStore, LeaseStore, ServerStore } from "./contract-servers.ts";
 import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type { CompanyStore, GatewayKeys, LocationRegistry, MessageLog, OptOutStore, OutageRecords, PhoneJobs, PhoneStore, Store } from "./contract.ts";
 import { facade } from "./facade.ts";
@@ -25,6 +27,8 @@ export interface SqliteOptions {
   monthOf?: MonthOf;
   /** Wraps the group commit (the alerts watch it for a database that refuses writes). */
   watch?: (commit: Commit) => Commit;
+  /** The clock of servers' heartbeats and leases: the machine's (Date.now) unless a test gives one. */
+  clock?: () => number;
 }
 
 const TOKEN_WRITES = ["updateTokens", "delete", "tryLease", "releaseLease", "save"] as const;
@@ -40,6 +44,7 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
   const grouped = createGroupCommit(db, options.commitWindowMs);
   const commit = options.watch ? options.watch(grouped) : grouped;
   const monthOf = options.monthOf ?? monthIn("Asia/Manila");
+  const clock = options.clock ?? (() => Date.now());
   return lazily<Store>({
     tokens: () => facade<LocationRegistry>(createLocationRegistry(db, sealer), commit, { alone: [...TOKEN_WRITES, "setName", "setApproved", "markUninstalled", "setConfig"] }),
     companies: () => facade<CompanyStore>(createCompanyStore(db, sealer), commit, { alone: TOKEN_WRITES }),
@@ -53,6 +58,9 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
     outageRecords: () => facade<OutageRecords>(createOutageRecords(db), commit, { alone: ["save", "end", "clear"] }),
     usage: () => facade<UsageStore>(createUsageStore(db), commit, { alone: ["setCap"] }),
     alertStore: () => facade<AlertStore>(createAlertStore(db), commit, { alone: ["start", "adopt", "repeat", "end", "test", "delivered", "failed", "prune"] }),
+    servers: () => facade<ServerStore>(createServerStore(db, clock), commit, { alone: ["beat", "gone"] }),
+    leases: () => facade<LeaseStore>(createLeaseStore(db, clock), commit, { alone: ["take", "release"] }),
+    appSessions: () => facade<AppSessionStore>(createAppSessionStore(db), commit, { alone: ["open", "drop", "prune"] }),
   });
 }
 

@@ -40,6 +40,10 @@ export function postgresFactory() {
       await admin!.query(`CREATE SCHEMA ${name}`);
       return createPool(server!.url, name);
     },
+    /** Another pool on the schema `name` made by schema(): a second server on the same database. */
+    pool(name: string): Pool {
+      return createPool(server!.url, name);
+    },
     async drop(name: string) {
       await admin!.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
     },

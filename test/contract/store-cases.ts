@@ -2,6 +2,7 @@ import { expect, test } from "vitest";
 import type { Store } from "../../src/store/contract.ts";
 import type { NewInbound, OutboundMessage } from "../../src/store/types.ts";
 import { registryCases } from "./store-cases-registry.ts";
+import { serverCases } from "./store-cases-servers.ts";
 import { usageCases } from "./store-cases-usage.ts";
 
 /** How a store under test is made: a fresh, empty one each time, closed after. */
@@ -168,4 +169,5 @@ export function storeCases(factory: StoreFactory): void {
 
   registryCases(it);
   usageCases(it);
+  serverCases(it);
 }

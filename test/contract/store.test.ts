@@ -6,6 +6,7 @@ import { openDb } from "../../src/db/index.ts";
 import { openStore } from "../../src/store/open.ts";
 import { postgresMissing } from "../helpers/postgres.ts";
 import { postgresChecks } from "./postgres-checks.ts";
+import { postgresLeaseChecks } from "./postgres-leases.ts";
 import { postgresFactory } from "./postgres.ts";
 import { message, storeCases, type StoreFactory } from "./store-cases.ts";
 
@@ -47,6 +48,7 @@ if (missing && process.env.CI !== "true") {
     afterAll(() => postgres.stop());
     storeCases(postgres.factory);
     postgresChecks(postgres);
+    postgresLeaseChecks(postgres);
   });
 }
 

@@ -5,12 +5,13 @@ import { pgCompanies } from "./companies.ts";
 import { pgGatewayKeys } from "./gateway-keys.ts";
 import { pgOptOuts, pgOutages } from "./optouts.ts";
 import { pgPhones } from "./phones.ts";
+import { pgAppSessions, pgLeases, pgServers } from "./servers.ts";
 import type { Pool } from "./pool.ts";
 import { pgLocations } from "./tokens.ts";
 import { pgUsage } from "./usage.ts";
 
 /** The stores of the contract implemented on PostgreSQL so far; the others are SQLite's only. */
-export const POSTGRES_STORES = ["tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore"] as const;
+export const POSTGRES_STORES = ["tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "servers", "leases", "appSessions"] as const;
 
 export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
 
@@ -30,5 +31,8 @@ export function openPostgresStore(pool: Pool, sealer: Sealer): PostgresStore {
     phones: pgPhones(pool, sealer),
     usage: pgUsage(pool),
     alertStore: pgAlerts(pool),
+    servers: pgServers(pool),
+    leases: pgLeases(pool),
+    appSessions: pgAppSessions(pool),
   };
 }
