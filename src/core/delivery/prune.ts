@@ -1,5 +1,5 @@
 import { setImmediate } from "node:timers/promises";
-import type { GatewayKeys } from "../../store/contract.ts";
+import type { AppSessionStore, GatewayKeys } from "../../store/contract.ts";
 import type { InboundStore } from "../../store/contract.ts";
 import type { JobStore } from "../../store/contract.ts";
 import { errorMessage } from "../../errors.ts";
@@ -19,12 +19,17 @@ export interface PrunerOptions {
   replies?: Pick<InboundStore, "prune">;
   /** The API keys kept for receipts: forgotten once no unsettled job was sent with them. */
   keys?: Pick<GatewayKeys, "forgetUnused">;
+  /** Whether this server does the periodic work now (the leader, src/core/servers.ts); always when not given. */
+  leads?: () => boolean;
+  /** The settings page's sessions: the expired ones go with each prune. */
+  appSessions?: Pick<AppSessionStore, "prune">;
 }
 
 /**
  * Removes finished jobs (and their timeline) past retention: at start, then hourly, a
  * batch at a time with requests let in between, so a month's backlog never stalls the server.
- * The API keys kept for receipts go too, once no unsettled job needs them.
+ * The API keys kept for receipts go too, once no unsettled job needs them. With several
+ * servers, only the leader prunes.
  */
 export function createPruner(options: PrunerOptions) {
   const { jobs, log, now, retentionMs } = options;
@@ -32,6 +37,7 @@ export function createPruner(options: PrunerOptions) {
   let running = false;
 
   async function prune(): Promise<void> {
+    if (options.leads && !options.leads()) return;
     const before = now() - retentionMs;
     let deleted = 0;
     let replies = 0;
@@ -51,6 +57,7 @@ export function createPruner(options: PrunerOptions) {
     if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
     if (replies > 0) log.info(`queue: removed ${replies} finished reply(ies) older than ${retentionMs / 86_400_000} days`);
     await forgetKeys();
+    await options.appSessions?.prune(now()).catch((error: unknown) => log.error(`queue: cannot remove expired settings-page sessions: ${errorMessage(error)}`));
   }
 
   async function forgetKeys(): Promise<void> {

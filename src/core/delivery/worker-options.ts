@@ -31,4 +31,8 @@ export interface WorkerOptions {
   resendWindows?: Readonly<Record<string, number>>;
   /** Replies (their finished ones pruned with the finished jobs). */
   replies?: PrunerOptions["replies"];
+  /** Whether this server leads the periodic work (pruning): always when not given. */
+  leads?: PrunerOptions["leads"];
+  /** The settings page's sessions (the expired ones pruned with the finished jobs). */
+  appSessions?: PrunerOptions["appSessions"];
 }
