@@ -69,6 +69,7 @@ export function createLeaseStore(db: Db, clock: Clock) {
     WHERE leases.holder = excluded.holder OR leases.until_at <= @now
     RETURNING epoch`).pluck();
   const release = db.prepare<[string, string]>("UPDATE leases SET until_at = 0 WHERE name = ? AND holder = ?");
+  const drop = db.prepare<[string, string]>("DELETE FROM leases WHERE name = ? AND holder = ?");
   const all = db.prepare<[], LeaseRow>("SELECT * FROM leases ORDER BY name");
   return {
     take(name: string, holder: string, ttlMs: number): number | undefined {
@@ -77,6 +78,9 @@ export function createLeaseStore(db: Db, clock: Clock) {
     },
     release(name: string, holder: string): void {
       release.run(name, holder);
+    },
+    drop(name: string, holder: string): void {
+      drop.run(name, holder);
     },
     list(): LeaseRecord[] {
       const now = clock();

@@ -47,6 +47,8 @@ export interface LeaseStore {
   take(name: string, holder: string, ttlMs: number): Promise<number | undefined>;
   /** Lets the lease go when `holder` holds it (its epoch kept: the next take starts a new term). */
   release(name: string, holder: string): Promise<void>;
+  /** Removes the lease when `holder` holds it: a one-off lease (an exchange's) whose term needs no number after. */
+  drop(name: string, holder: string): Promise<void>;
   /** Every lease row, by name; a lapsed one with leftMs <= 0. */
   list(): Promise<LeaseRecord[]>;
 }

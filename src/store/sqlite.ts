@@ -59,7 +59,7 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
     usage: () => facade<UsageStore>(createUsageStore(db), commit, { alone: ["setCap"] }),
     alertStore: () => facade<AlertStore>(createAlertStore(db), commit, { alone: ["start", "adopt", "repeat", "end", "test", "delivered", "failed", "prune"] }),
     servers: () => facade<ServerStore>(createServerStore(db, clock), commit, { alone: ["beat", "gone"] }),
-    leases: () => facade<LeaseStore>(createLeaseStore(db, clock), commit, { alone: ["take", "release"] }),
+    leases: () => facade<LeaseStore>(createLeaseStore(db, clock), commit, { alone: ["take", "release", "drop"] }),
     appSessions: () => facade<AppSessionStore>(createAppSessionStore(db), commit, { alone: ["open", "drop", "prune"] }),
   });
 }

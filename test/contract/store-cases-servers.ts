@@ -51,6 +51,14 @@ export function serverCases(it: Case): void {
     expect(await store.leases.take("leader", "s-1", MINUTE)).toBe(3);
   });
 
+  it("a one-off lease is dropped by its holder only", ["leases"], async (store) => {
+    expect(await store.leases.take("exchange:a", "s-1", MINUTE)).toBe(1);
+    await store.leases.drop("exchange:a", "s-2");
+    expect((await store.leases.list()).map((l) => l.name)).toEqual(["exchange:a"]);
+    await store.leases.drop("exchange:a", "s-1");
+    expect(await store.leases.list()).toEqual([]);
+  });
+
   it("a session is found by its token's hash until it expires, one per user and location", ["appSessions"], async (store) => {
     const session = { locationId: "loc-1", userId: "u-1", role: "admin", expiresAt: T0 + MINUTE };
     expect(await store.appSessions.open("hash-1", session, T0, 10)).toBe(true);

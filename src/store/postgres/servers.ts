@@ -58,6 +58,9 @@ export function pgLeases(db: Queryable): LeaseStore {
     async release(name, holder) {
       await db.query("UPDATE leases SET until_at = 0 WHERE name = $1 AND holder = $2", [name, holder]);
     },
+    async drop(name, holder) {
+      await db.query("DELETE FROM leases WHERE name = $1 AND holder = $2", [name, holder]);
+    },
     async list() {
       const found = await db.query(`SELECT *, until_at - ${NOW_MS} AS left_ms FROM leases ORDER BY name COLLATE "C"`);
       return found.rows.map((r) => ({ name: r.name, holder: r.holder, untilAt: r.until_at, epoch: r.epoch, leftMs: r.left_ms }));
