@@ -40,6 +40,8 @@ export function createPresence(options: PresenceOptions) {
   const ttlMs = options.leaderTtlMs ?? LEADER_TTL_MS;
   let leading = false;
   let leadUntil = 0;
+  // The first beat's outcome is told by serve's start-up lines, not logged on its own.
+  let started = false;
   let timer: ReturnType<typeof setInterval> | undefined;
 
   async function beat(): Promise<void> {
@@ -51,7 +53,7 @@ export function createPresence(options: PresenceOptions) {
     const asked = wallClock();
     try {
       const epoch = await leases.take(LEADER, id, ttlMs);
-      if ((epoch !== undefined) !== leading) log.info(epoch !== undefined ? `servers: this server (${id}) leads the periodic work` : `servers: this server (${id}) no longer leads`);
+      if (started && (epoch !== undefined) !== leading) log.info(epoch !== undefined ? `servers: this server (${id}) leads the periodic work now` : `servers: this server (${id}) no longer leads the periodic work`);
       leading = epoch !== undefined;
       if (leading) leadUntil = asked + ttlMs;
     } catch (error) {
@@ -64,8 +66,8 @@ export function createPresence(options: PresenceOptions) {
     address,
     /** Records the first heartbeat and tries for the lead, then keeps beating. */
     async start(): Promise<void> {
-      log.info(`servers: this server is ${id} at ${address}`);
       await beat();
+      started = true;
       timer = setInterval(() => void beat(), beatMs);
       timer.unref();
     },
