@@ -1,17 +1,28 @@
 import { expect, test } from "vitest";
-import { migratePostgres } from "../../src/store/postgres/pool.ts";
-import { pgLeases } from "../../src/store/postgres/servers.ts";
+import { migratePostgres, type Pool } from "../../src/store/postgres/pool.ts";
+import { pgAppSessions, pgLeases } from "../../src/store/postgres/servers.ts";
 import type { postgresFactory } from "./postgres.ts";
 
 type Postgres = ReturnType<typeof postgresFactory>;
 
-/** Leases taken by several servers at once, each with its own pool (its own connections). */
+/** Runs `fn` with two pools on one fresh schema (two servers on one database), dropped after. */
+async function twoServers(postgres: Postgres, name: string, fn: (first: Pool, second: Pool) => Promise<void>): Promise<void> {
+  const first = await postgres.schema(name);
+  const second = postgres.pool(name);
+  try {
+    await migratePostgres(first);
+    await fn(first, second);
+  } finally {
+    await second.end();
+    await first.end();
+    await postgres.drop(name);
+  }
+}
+
+/** Leases and sessions written by several servers at once, each with its own pool (its own connections). */
 export function postgresLeaseChecks(postgres: Postgres): void {
-  test("postgres: servers taking one lease at once get exactly one holder, and a lapsed one a new term", async () => {
-    const first = await postgres.schema("race");
-    const second = postgres.pool("race");
-    try {
-      await migratePostgres(first);
+  test("postgres: servers taking one lease at once get exactly one holder, and a lapsed one a new term", () =>
+    twoServers(postgres, "race", async (first, second) => {
       const servers = [pgLeases(first), pgLeases(second)];
       for (let round = 0; round < 20; round++) {
         const name = `lease-${round}`;
@@ -24,10 +35,14 @@ export function postgresLeaseChecks(postgres: Postgres): void {
       expect(after.filter((epoch) => epoch !== undefined)).toEqual([2]);
       const [leader] = await servers[0]!.list().then((all) => all.filter((l) => l.name === "leader"));
       expect(leader).toMatchObject({ epoch: 2, holder: `s-${after.findIndex((e) => e !== undefined) + 1}` });
-    } finally {
-      await second.end();
-      await first.end();
-      await postgres.drop("race");
-    }
-  });
+    }));
+
+  test("postgres: one user signing in on two servers at once keeps one session", () =>
+    twoServers(postgres, "sessions_race", async (first, second) => {
+      const servers = [pgAppSessions(first), pgAppSessions(second)];
+      const session = { locationId: "loc-1", userId: "u-1", role: "admin", expiresAt: 2000 };
+      const opened = await Promise.all([0, 1, 2, 3, 4, 5].map((n) => servers[n % 2]!.open(`hash-${n}`, session, 1000, 10)));
+      expect(opened).toEqual([true, true, true, true, true, true]);
+      expect((await first.query("SELECT count(*)::int AS n FROM app_sessions")).rows).toEqual([{ n: 1 }]);
+    }));
 }
