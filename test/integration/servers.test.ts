@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { createLogger } from "../../src/core/log.ts";
 import { createRescuer } from "../../src/core/operator/rescue.ts";
+import { createPresence } from "../../src/core/servers.ts";
 import { openDb } from "../../src/db/index.ts";
 import { openStore } from "../../src/store/open.ts";
 import { bridgePerTest, waitFor } from "../helpers/bridge.ts";
@@ -74,6 +75,26 @@ test("the leader hands the servers whose heartbeat is stale to the rescue, and f
     expect(logs.join("\n")).toMatch(/server dead-1 sent no heartbeat .* presumed dead/);
   } finally {
     db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a heartbeat the database refuses is logged, not thrown, and the lead is lost once its lease lapses", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "bridge-beat-"));
+  const db = openDb(join(dir, "bridge.db"));
+  const logs: string[] = [];
+  try {
+    const store = openStore({ encryptionKey: undefined }, db);
+    const presence = createPresence({ servers: store.servers, leases: store.leases, log: createLogger("info", captureStream(logs)), beatMs: 20, leaderTtlMs: 150 });
+    await presence.start();
+    expect(presence.leads()).toBe(true);
+    db.close(); // every write and read from now on throws
+    await waitFor(() => logs.some((line) => line.includes("cannot record this server's heartbeat")), 1000);
+    await waitFor(() => !presence.leads(), 1000);
+    await presence.stop();
+    expect(logs.join("\n")).toMatch(/cannot renew the leader's lease: .*\n[\s\S]*cannot record this server's stop/);
+  } finally {
+    if (db.open) db.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
