@@ -37,6 +37,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   // On PostgreSQL the schema is this bridge's: openCore made or refused it.
   const schema = core.database.kind === "sqlite" ? schemaVersion(core.db) : SCHEMA_VERSION;
   log.info(`bridge ${pkg.version} (commit ${buildCommit()}, database schema ${schema}) listening on ${server.url}`, describeConfig(config));
+  const { presence } = run;
+  log.info(`this server is ${presence.id} at ${presence.address}${presence.leads() ? ", leading the periodic work (pruning, reconciliation, rescue)" : ""}`);
   if (!config.sms.apiKey) {
     log.warn(
       "SMS_API_KEY is not set: every SMS of a location without its own key fails (no_api_key). Set SMS_API_KEY in the environment or .env and restart, or give each location a key: `bridge config set LOCATION_ID --sms-api-key -`",

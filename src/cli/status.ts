@@ -7,11 +7,11 @@ import { json, table, type Io } from "./io.ts";
 /** A balance is read again when older than this; Cast gets this long to answer. */
 const BALANCE_TIMEOUT_MS = 5_000;
 
-/** `bridge status [--json]`: the queue, backlogs, outages, held keys, locations that need a hand, balances. */
+/** `bridge status [--json]`: the queue, backlogs, outages, held keys, locations that need a hand, balances, servers and leases. */
 export function statusCommand(program: Command, io: Io, globals: () => GlobalOptions): void {
   program
     .command("status")
-    .description("the queue by status, each location's backlog, outages in progress, held gateway keys, locations that need attention, balances, the alert channel")
+    .description("the queue by status, each location's backlog, outages in progress, held gateway keys, locations that need attention, balances, the alert channel, the servers and their leases")
     .option("--json", "machine-readable output, as GET /api/admin/status")
     .addHelpText("after", "\nBalances older than 5 minutes are read from Cast again (SMS_API_URL) before they are shown.")
     .action(async (options: { json?: boolean }) => {
@@ -54,6 +54,8 @@ function describe(s: StatusView): string {
   const { reply, operator, page } = s.opt_outs;
   out.push(`opt-outs: ${reply + operator + page} numbers on the locations' lists (${reply} by reply, ${operator} by an operator, ${page} by a location admin)\n`);
   out.push(`alerts: ${describeChannel(s.alerts)}\n`);
+  out.push(section("servers", ["SERVER", "ADDRESS", "STARTED", "LAST HEARTBEAT"], s.servers.map((v) => [v.id, v.address, v.started_at, `${age(v.heartbeat_age_seconds)} ago`])));
+  out.push(section("leases held", ["LEASE", "HOLDER", "UNTIL"], s.leases.map((l) => [l.name, l.holder, l.until])));
   return out.join("\n");
 }
 

@@ -2,7 +2,10 @@ import { resendWindows } from "./clients/registry.ts";
 import { createWorker, type Worker } from "./delivery/worker.ts";
 import type { Core } from "./index.ts";
 import { scheduleSync } from "./installs/sync.ts";
+import { recoverInterrupted } from "./delivery/recovery.ts";
+import { createRescuer, forgetServers } from "./operator/rescue.ts";
 import { apiKeysInUse } from "./operator/status.ts";
+import { createPresence, type Presence } from "./servers.ts";
 
 /** Reconciliation with HighLevel's installed locations: hourly, the first soon after start (missed INSTALLs while down). */
 const SYNC_EVERY_MS = 3_600_000;
@@ -20,11 +23,17 @@ export interface RunOptions {
   sync?: { everyMs: number; firstMs: number } | false;
   /** How often alerts look for what needs a person (default every 30 s; nothing without ALERT_WEBHOOK_URL). */
   alertEveryMs?: number;
+  /** What this server says it is among the others (default: its host name). */
+  address?: string;
+  /** The heartbeat's and the leader's renewal's period (default 5 s). */
+  beatMs?: number;
 }
 
 export interface Run {
   /** The queue worker: the server wakes it on new jobs and reports whether it runs. */
   worker: Worker;
+  /** This server among the others on the database: its id, whether it leads the periodic work. */
+  presence: Presence;
   /** Starts what runs beside the server; call it once the server listens. */
   start(): Promise<void>;
   /** Stops it all, giving the sends in flight up to `graceMs`. Returns how many were left. */
@@ -32,14 +41,35 @@ export interface Run {
 }
 
 /**
+ * What the leader does for servers presumed dead: their sends caught mid-way go again with
+ * their keys (or are failed unknown past their gateway's window), fenced against them
+ * (src/store/postgres/jobs-send.ts); then their rows are removed.
+ */
+function rescueSends(core: Core, windows: Readonly<Record<string, number>>) {
+  const forget = forgetServers(core.servers, core.log);
+  return async (dead: string[]): Promise<void> => {
+    await recoverInterrupted(core.jobs, core.log, core.now(), windows, dead);
+    await forget(dead);
+  };
+}
+
+/**
  * bridge's running parts around a core: the queue worker (with crash recovery and
  * pruning), the gateway keys' holds and balances, the receipt book, reconciliation and
- * the alerts to a person (their own loop: a slow webhook never holds a send).
+ * the alerts to a person (their own loop: a slow webhook never holds a send), and this
+ * server's presence among the others on the database (servers.ts): the periodic work
+ * (pruning, reconciliation, rescue) runs only on the leader.
  * `serve` and the integration tests' bridge both run through this, so the tests run
  * what production runs; they differ only by `options`.
  */
 export function createRun(core: Core, options: RunOptions = {}): Run {
   const { config, log } = core;
+  // Servers sharing a database: this one's id is the one its claims carry (run_by), from the store.
+  const shared = core.database.kind === "postgres";
+  const serverId = core.database.kind === "postgres" ? core.database.serverId : undefined;
+  const presence = createPresence({ servers: core.servers, leases: core.leases, log, address: options.address, beatMs: options.beatMs, id: serverId });
+  const windows = resendWindows(core.clients.gateways);
+  const rescuer = createRescuer({ servers: core.servers, log, leads: presence.leads, rescue: rescueSends(core, windows) });
   const worker = createWorker({
     jobs: core.jobs,
     run: core.delivery.processOutbound,
@@ -51,22 +81,30 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     retentionMs: config.retentionMs,
     keys: core.gatewayKeys,
     replies: core.replies,
-    resendWindows: resendWindows(core.clients.gateways),
+    resendWindows: windows,
+    recoverAtStart: !shared,
+    leads: presence.leads,
+    appSessions: core.appSessions,
   });
   core.delivery.doorbell.listen(() => worker.notify());
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;
   return {
     worker,
+    presence,
     async start() {
+      await presence.start();
+      // What a stopped server left is cleared only when no other runs: the others' holds and outages are live.
+      const alone = !(await presence.othersAlive());
       if (options.worker !== false) {
         await worker.start();
         await core.inbound.queue.start();
       }
-      await core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
-      await core.operator.outages.recordTo(core.outageRecords);
+      if (alone) await core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
+      await core.operator.outages.recordTo(core.outageRecords, alone);
       if (options.balances !== false) core.operator.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
-      if (sync) reconciliation = scheduleSync(core.installs.sync, log, sync.everyMs, sync.firstMs);
+      if (sync) reconciliation = scheduleSync(core.installs.sync, log, sync.everyMs, sync.firstMs, presence.leads);
+      rescuer.start();
       core.alerts.start(options.alertEveryMs);
     },
     async stop(graceMs) {
@@ -75,6 +113,9 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
       await reconciliation?.stop();
       const [left] = await Promise.all([worker.stop(graceMs), core.inbound.queue.stop(graceMs)]);
       core.delivery.receipts.stop();
+      await rescuer.stop();
+      // Sends still in flight stay this server's until its heartbeat is stale: then the leader rescues them.
+      await presence.stop(left === 0);
       return left;
     },
   };

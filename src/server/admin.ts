@@ -16,7 +16,7 @@ import { parseJson, readLimitedBody } from "./body.ts";
 
 /** What the admin API reads and changes: the store, the message log, the keys' record. */
 export interface AdminDeps {
-  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "clients" | "usage" | "monthOf" | "delivery">;
+  core: Pick<Core, "config" | "log" | "now" | "tokens" | "messages" | "gatewayKeys" | "optOuts" | "replies" | "phones" | "outageRecords" | "alertStore" | "clients" | "usage" | "monthOf" | "delivery" | "servers" | "leases">;
 }
 
 /** The admin API (spec 4.1; docs/http.md, "The admin API"), all behind the INBOUND_API_KEY bearer. */

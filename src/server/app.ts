@@ -41,7 +41,7 @@ export function createApp(deps: AppDeps): H3 {
   androidRoutes(app, { receive: core.inbound.phoneWebhook(deps.inbound), bodyBudget: deps.bodyBudget });
   adminRoutes(app, { core });
   inboundRoutes(app, { core });
-  const sessions = createSessions(core.now, async (locationId) => (await installedHere(core.tokens, locationId))?.uninstalledAt === 0);
+  const sessions = createSessions(core.appSessions, core.now, async (locationId) => (await installedHere(core.tokens, locationId))?.uninstalledAt === 0);
   sessionRoutes(app, { core, sessions, bodyBudget: deps.bodyBudget });
   const calls = createPageCalls({ tryLowest: core.delivery.scheduler.tryLowest, now: core.now });
   pageApiRoutes(app, { core, guard: createPageGuard(sessions, core.now), calls, notify: core.delivery.doorbell.ring });

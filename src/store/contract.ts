@@ -1,5 +1,6 @@
 import type { KeyBudgets } from "./contract-budgets.ts";
 import type { InboundStore } from "./contract-inbound.ts";
+import type { AppSessionStore, LeaseStore, ServerStore } from "./contract-servers.ts";
 import type { JobStore, MessageLog, PhoneJobs } from "./contract-jobs.ts";
 import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type {
@@ -11,6 +12,7 @@ export type { KeyBudgets } from "./contract-budgets.ts";
 export type { AssignRefusal, InboundStore } from "./contract-inbound.ts";
 export type { EnqueueLimit, JobStore, KeptKey, MessageLog, PhoneJobs } from "./contract-jobs.ts";
 export type { AlertStore, UsageStore } from "./contract-usage.ts";
+export type { AppSession, AppSessionStore, LeaseRecord, LeaseStore, ServerRecord, ServerStore } from "./contract-servers.ts";
 
 /**
  * The store contract: what core may ask of the database, whichever holds it (SQLite now,
@@ -43,6 +45,12 @@ export interface Store {
   alertStore: AlertStore;
   /** Each gateway key's send budget, shared by the servers of one store. */
   keyBudgets: KeyBudgets;
+  /** The servers running on this database, by their heartbeats. */
+  servers: ServerStore;
+  /** Named leases with a time limit: who does the periodic work, who runs a code exchange. */
+  leases: LeaseStore;
+  /** The settings page's sessions, so that one opened through a server works on every other. */
+  appSessions: AppSessionStore;
 }
 
 /** A token pair with a refresh lease, kept per row (a location's, a company's). */

@@ -7,4 +7,4 @@ import type { Pool } from "./postgres/pool.ts";
  * src/store/open.ts), or a pool on PostgreSQL (DATABASE_URL) with its store, opened and
  * checked by src/store/postgres/configured.ts. Types only: SQLite's commands never load pg.
  */
-export type Database = { kind: "sqlite"; db: Db } | { kind: "postgres"; pool: Pool; store: Store };
+export type Database = { kind: "sqlite"; db: Db } | { kind: "postgres"; pool: Pool; store: Store; serverId?: string };

@@ -14,6 +14,8 @@ import { createKeyBudgets } from "../db/key-budgets.ts";
 import { monthIn, type MonthOf } from "../db/usage-month.ts";
 import { createUsageStore } from "../db/usage-store.ts";
 import type { KeyBudgets } from "./contract-budgets.ts";
+import { createAppSessionStore, createLeaseStore, createServerStore } from "../db/servers.ts";
+import type { AppSessionStore, LeaseStore, ServerStore } from "./contract-servers.ts";
 import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type { CompanyStore, GatewayKeys, LocationRegistry, MessageLog, OptOutStore, OutageRecords, PhoneJobs, PhoneStore, Store } from "./contract.ts";
 import { facade } from "./facade.ts";
@@ -27,6 +29,8 @@ export interface SqliteOptions {
   monthOf?: MonthOf;
   /** Wraps the group commit (the alerts watch it for a database that refuses writes). */
   watch?: (commit: Commit) => Commit;
+  /** The clock of servers' heartbeats and leases: the machine's (Date.now) unless a test gives one. */
+  clock?: () => number;
 }
 
 const TOKEN_WRITES = ["updateTokens", "delete", "tryLease", "releaseLease", "save"] as const;
@@ -42,6 +46,7 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
   const grouped = createGroupCommit(db, options.commitWindowMs);
   const commit = options.watch ? options.watch(grouped) : grouped;
   const monthOf = options.monthOf ?? monthIn("Asia/Manila");
+  const clock = options.clock ?? (() => Date.now());
   return lazily<Store>({
     tokens: () => facade<LocationRegistry>(createLocationRegistry(db, sealer), commit, { alone: [...TOKEN_WRITES, "setName", "setApproved", "markUninstalled", "setConfig"] }),
     companies: () => facade<CompanyStore>(createCompanyStore(db, sealer), commit, { alone: TOKEN_WRITES }),
@@ -57,6 +62,9 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
     alertStore: () => facade<AlertStore>(createAlertStore(db), commit, { alone: ["start", "adopt", "repeat", "end", "test", "delivered", "failed", "prune"] }),
     // One server: its sends take the keys' budgets in memory (scheduler.ts), not here.
     keyBudgets: () => ({ shared: false, ...facade<Omit<KeyBudgets, "shared">>(createKeyBudgets(db), commit, { alone: ["take", "pause"] }) }),
+    servers: () => facade<ServerStore>(createServerStore(db, clock), commit, { alone: ["beat", "gone"] }),
+    leases: () => facade<LeaseStore>(createLeaseStore(db, clock), commit, { alone: ["take", "release", "drop"] }),
+    appSessions: () => facade<AppSessionStore>(createAppSessionStore(db), commit, { alone: ["open", "drop", "prune"] }),
   });
 }
 

@@ -6,6 +6,7 @@ import { logCases } from "./store-cases-log.ts";
 import { jobCases } from "./store-cases-jobs.ts";
 import { budgetCases } from "./store-cases-budgets.ts";
 import { registryCases } from "./store-cases-registry.ts";
+import { serverCases } from "./store-cases-servers.ts";
 import { usageCases } from "./store-cases-usage.ts";
 
 /** How a store under test is made: a fresh, empty one each time, closed after. */
@@ -178,4 +179,5 @@ export function storeCases(factory: StoreFactory): void {
   logCases(it);
   jobCases(it);
   budgetCases(it);
+  serverCases(it);
 }

@@ -8,6 +8,7 @@ import { postgresMissing } from "../helpers/postgres.ts";
 import { postgresBudgetChecks } from "./postgres-budgets.ts";
 import { postgresChecks } from "./postgres-checks.ts";
 import { postgresLogChecks } from "./postgres-log.ts";
+import { postgresLeaseChecks } from "./postgres-leases.ts";
 import { postgresFactory } from "./postgres.ts";
 import { message, storeCases, type StoreFactory } from "./store-cases.ts";
 
@@ -51,6 +52,7 @@ if (missing && process.env.CI !== "true") {
     postgresChecks(postgres);
     postgresLogChecks(postgres);
     postgresBudgetChecks(postgres);
+    postgresLeaseChecks(postgres);
   });
 }
 

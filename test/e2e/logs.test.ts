@@ -55,9 +55,11 @@ test("the start-up line names the version, the commit it was built from and the 
   const server = await serveToFile("version");
   server.child.kill("SIGTERM");
   expect(await exited(server.child)).toBe(0);
-  const [first] = server.read().split("\n");
+  const [first, second] = server.read().split("\n");
   expect(first).toMatch(/^\S+Z \[info\] bridge (\S+) \(commit [0-9a-f]{12}(-dirty)?, database schema (\d+)\) listening on http:\/\/127\.0\.0\.1:\d+ \{/);
   expect(first).toMatch(new RegExp(`bridge ${pkg.version.replaceAll(".", "\\.")} \\(commit \\S+, database schema ${MIGRATIONS.length}\\) listening on`));
+  // Then which server it is among those of the database, and that it leads (it is alone).
+  expect(second).toMatch(/^\S+Z \[info\] this server is [0-9a-f]{16} at \S+, leading the periodic work/);
 });
 
 test("serve without SMS_API_KEY warns at start that keyless locations fail, and how to fix it", async () => {

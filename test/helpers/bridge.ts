@@ -34,6 +34,8 @@ export interface BridgeOptions {
   sync?: RunOptions["sync"];
   /** How often alerts look (default serve's 30 s); tests call `core.alerts.look()` themselves. */
   alertEveryMs?: RunOptions["alertEveryMs"];
+  /** The heartbeat's and the leader's renewal's period (default serve's 5 s). */
+  beatMs?: RunOptions["beatMs"];
   /** The server's connection timeouts (default: serve's). */
   timeouts?: Timeouts;
   /** Where replies received by phones go (default: none, inbound not configured). */
@@ -111,7 +113,7 @@ async function startTestBridge(options: BridgeOptions = {}) {
     ...options.tuning,
   });
   // serve's running parts, through serve's own function; only the worker looks more often.
-  const run = createRun(core, { pollMs: 20, worker: options.worker, balances: options.balances, sync: options.sync, alertEveryMs: options.alertEveryMs });
+  const run = createRun(core, { pollMs: 20, worker: options.worker, balances: options.balances, sync: options.sync, alertEveryMs: options.alertEveryMs, beatMs: options.beatMs });
   const { worker } = run;
   const unhandled: unknown[] = [];
   const bodyBudget = createBodyBudget();
@@ -128,6 +130,8 @@ async function startTestBridge(options: BridgeOptions = {}) {
     config,
     core,
     worker,
+    /** This server among the others on the database (src/core/servers.ts). */
+    presence: run.presence,
     crm,
     gateway,
     logs,

@@ -37,6 +37,18 @@ describe("POST /app/session", () => {
     expect(await expired.json()).toEqual({ error: "session expired or unknown: reload the page" });
   });
 
+  it("a session opened through one server works on another on the same database, and survives a restart", async () => {
+    const first = await start({ env }, "loc-1");
+    const res = await session(first, encryptUser(highLevelUser()));
+    expect(res.status).toBe(200);
+    const { token } = (await res.json()) as { token: string };
+    const second = await start({ env: { ...env, DATABASE_PATH: first.config.databasePath } });
+    expect((await settings(second, token)).status).toBe(200);
+    await first.close();
+    expect((await settings(second, token)).status).toBe(200);
+    expect((await settings(second, `${token}x`)).status).toBe(401);
+  });
+
   it.each([
     ["a wrong secret", () => encryptUser(highLevelUser(), "not-the-shared-secret"), "does not open with CRM_SHARED_SECRET"],
     ["an unencrypted payload", () => JSON.stringify(highLevelUser()), "does not open with CRM_SHARED_SECRET"],

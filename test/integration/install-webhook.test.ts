@@ -111,6 +111,26 @@ describe("INSTALL of a location added later", () => {
     expect(await b.core.tokens.get("a")).toMatchObject({ companyId: COMPANY_ID });
   });
 
+  test("arriving at another server while the agency's code exchange runs on the first: it waits for it, then installs", async () => {
+    const first = await start();
+    // The second server: the same database, HighLevel and signing key as the first.
+    const second = await start({ env: first.env });
+    const release = first.crm.holdExchanges();
+    first.crm.grantCompany("code-co", { installedLocations: ["a"] });
+    const callback = first.fetch("/oauth-callback?code=code-co");
+    await waitFor(() => first.crm.received("POST /oauth/token").length === 1);
+    expect((await second.core.leases.list()).filter((l) => l.name.startsWith("exchange:"))).toHaveLength(1);
+
+    const install = second.webhook(installEvent(), { key: first.signingKey });
+    await waitFor(() => second.logs.join("").includes("INSTALL of location new-loc waits for an install in progress"));
+    release();
+    const [page, res] = await Promise.all([callback, install]);
+    expect(page.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok" });
+    expect(await second.core.tokens.get("new-loc")).toMatchObject({ companyId: COMPANY_ID });
+    expect((await second.core.leases.list()).filter((l) => l.name.startsWith("exchange:"))).toEqual([]);
+  });
+
   test("no company token known and no install running: 429 with Retry-After, a warning saying how to fix it; the retry works once the agency installs", async () => {
     const b = await start();
     const early = await b.webhook(installEvent());

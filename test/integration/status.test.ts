@@ -138,6 +138,7 @@ test("an outage a stopped serve recorded is cleared when serve starts again", as
   const b = await start({ worker: false }, "loc-1");
   await b.core.outageRecords.save({ remote: "crm", since: 1, kind: "timeout", reason: "stale", failedCalls: 9, lastFailedAt: 2 });
   expect((await status(b)).outages).toHaveLength(1);
+  await b.close();
   const again = await start({ worker: false, env: { DATABASE_PATH: b.env.DATABASE_PATH! } });
   expect((await status(again)).outages).toEqual([]);
 });
@@ -156,4 +157,23 @@ test("a key held for a 402 shows its balance read since the hold, not the credit
   const { stdout } = await runCli(bridge, "status", "--json");
   expect(JSON.parse(stdout).balances).toEqual([{ key: "global-sms-k...", credits: 0, checked_at: expect.any(String), low: true, error: null }]);
   expect(bridge.gateway.received(BALANCE)).toHaveLength(2);
+});
+
+test("status lists the servers on the database with their heartbeat's age, and who holds the leader's lease", async () => {
+  const first = await start({ balances: false, sync: false });
+  const second = await start({ balances: false, sync: false, env: { DATABASE_PATH: first.env.DATABASE_PATH! } });
+  const view = await status(second);
+  expect(view.servers.map((s: { id: string }) => s.id)).toEqual([first.presence.id, second.presence.id]);
+  expect(view.servers[0]).toEqual({ id: first.presence.id, address: expect.any(String), started_at: expect.stringMatching(/^\d{4}-/), heartbeat_age_seconds: expect.any(Number) });
+  expect(view.servers[0].heartbeat_age_seconds).toBeLessThan(10);
+  expect(view.leases).toEqual([{ name: "leader", holder: first.presence.id, until: expect.stringMatching(/^\d{4}-/), epoch: 1 }]);
+  const json = JSON.parse((await runCli(second, "status", "--json")).stdout);
+  expect(json.servers.map((s: { id: string }) => s.id)).toEqual([first.presence.id, second.presence.id]);
+  expect(json.leases.map((l: { holder: string }) => l.holder)).toEqual([first.presence.id]);
+  const text = (await runCli(second, "status")).stdout;
+  expect(text).toMatch(new RegExp(`servers:\\nSERVER +ADDRESS +STARTED +LAST HEARTBEAT\\n${first.presence.id} +\\S+ +\\S+ +\\d+ s ago\\n${second.presence.id} `));
+  expect(text).toMatch(new RegExp(`leases held:\\nLEASE +HOLDER +UNTIL\\nleader +${first.presence.id} +\\S+\\n`));
+  await first.close();
+  await second.close();
+  expect((await runCli(second, "status")).stdout).toContain("servers: none\n\nleases held: none\n");
 });

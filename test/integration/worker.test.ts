@@ -69,6 +69,29 @@ test("finished jobs older than the retention are removed at start, a batch at a 
   expect(db.prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 3 });
 });
 
+test("a server that does not lead the periodic work prunes nothing; the leader also removes expired settings-page sessions", async () => {
+  const { jobs } = t;
+  const DAY = 86_400_000;
+  const today = 100 * DAY;
+  jobs.enqueue({ messageId: "old", locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] }, 0);
+  jobs.reported(jobs.get("old")!.id, "delivered", today - 31 * DAY);
+  await t.store.appSessions.open("hash-1", { locationId: "loc-1", userId: "u", role: "admin", expiresAt: today - 1 }, today - DAY, 10);
+  const logs: string[] = [];
+  const options = { jobs: t.store.jobs, appSessions: t.store.appSessions, run: async () => {}, now: () => today, log: createLogger("info", captureStream(logs)) };
+  const follower = createWorker({ ...options, leads: () => false });
+  await follower.start();
+  await sleep(100);
+  await follower.stop(1000);
+  expect(jobs.get("old")?.state).toBe("done");
+  expect(t.db.prepare("SELECT count(*) AS n FROM app_sessions").get()).toEqual({ n: 1 });
+  const leader = createWorker({ ...options, leads: () => true });
+  await leader.start();
+  await waitFor(() => logs.some((line) => line.includes("removed")));
+  await waitFor(() => (t.db.prepare("SELECT count(*) AS n FROM app_sessions").get() as { n: number }).n === 0);
+  await leader.stop(1000);
+  expect(jobs.get("old")).toBeUndefined();
+});
+
 test("at start, a send a crash left 'sending' goes again only within the window it is given (its gateway's)", async () => {
   const { jobs } = t.store;
   const HOUR = 3_600_000;

@@ -1,6 +1,8 @@
 import { expect, test } from "vitest";
 import { createPageCalls } from "../../src/core/app/page-calls.ts";
 import { createSessions } from "../../src/core/app/sessions.ts";
+import { openDb } from "../../src/db/index.ts";
+import { openStore } from "../../src/store/open.ts";
 import { AppError } from "../../src/errors.ts";
 
 test("the page's calls: one remote call per name while it is kept, shared by callers at once, and none without a turn", async () => {
@@ -20,13 +22,19 @@ test("the page's calls: one remote call per name while it is kept, shared by cal
 });
 
 test("sessions: a user signing in again replaces only their own token, and a full table signs nobody out", async () => {
-  const sessions = createSessions(() => 0, async () => true, 2);
-  const first = sessions.open({ locationId: "loc-1", userId: "a", role: "admin" })!;
-  const other = sessions.open({ locationId: "loc-1", userId: "b", role: "user" })!;
-  const again = sessions.open({ locationId: "loc-1", userId: "a", role: "admin" })!;
+  const db = openDb(":memory:");
+  const sessions = createSessions(openStore({ encryptionKey: undefined }, db).appSessions, () => 0, async () => true, 2);
+  const first = (await sessions.open({ locationId: "loc-1", userId: "a", role: "admin" }))!;
+  const other = (await sessions.open({ locationId: "loc-1", userId: "b", role: "user" }))!;
+  const again = (await sessions.open({ locationId: "loc-1", userId: "a", role: "admin" }))!;
   expect(await sessions.get(first.token)).toBeUndefined();
   expect(await sessions.get(again.token)).toMatchObject({ userId: "a" });
-  expect(sessions.open({ locationId: "loc-1", userId: "c", role: "user" })).toBeUndefined();
+  expect(await sessions.open({ locationId: "loc-1", userId: "c", role: "user" })).toBeUndefined();
   expect(await sessions.get(other.token)).toMatchObject({ userId: "b" });
   expect(await sessions.get(again.token)).toMatchObject({ userId: "a" });
+  // Only the tokens' hashes are stored: a read of the database gives no live token.
+  const stored = db.prepare("SELECT token_hash FROM app_sessions").pluck().all() as string[];
+  expect(stored).not.toContain(again.token);
+  expect(stored.every((h) => /^[0-9a-f]{64}$/.test(h))).toBe(true);
+  db.close();
 });

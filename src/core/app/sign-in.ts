@@ -41,7 +41,7 @@ export async function signIn(deps: SignInDeps, payload: unknown): Promise<SignIn
   if (location.uninstalledAt > 0) return refused(`location ${named} is uninstalled`);
   // A user of another agency naming this location: HighLevel would not, a forger might.
   if (location.companyId && user.companyId !== location.companyId) return refused(`location ${named} is not of the payload's company`);
-  const opened = deps.sessions.open({ locationId: location.locationId, userId: user.userId, role: user.role });
+  const opened = await deps.sessions.open({ locationId: location.locationId, userId: user.userId, role: user.role });
   return opened ?? { refused: "too many people are signed in to this page: try again in a few minutes", full: true };
 }
 

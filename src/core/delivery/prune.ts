@@ -1,12 +1,15 @@
 import { setImmediate } from "node:timers/promises";
-import type { GatewayKeys } from "../../store/contract.ts";
+import type { AppSessionStore, GatewayKeys } from "../../store/contract.ts";
 import type { InboundStore } from "../../store/contract.ts";
 import type { JobStore } from "../../store/contract.ts";
 import { errorMessage } from "../../errors.ts";
+import { wallClock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 
 /** Finished jobs are looked for this often, and deleted this many per statement. */
 const PRUNE_EVERY_MS = 60 * 60_000;
+/** A server that does not lead looks this often whether it leads now (and so prunes when due). */
+const LEAD_LOOK_MS = 60_000;
 const PRUNE_BATCH = 1000;
 
 export interface PrunerOptions {
@@ -19,17 +22,31 @@ export interface PrunerOptions {
   replies?: Pick<InboundStore, "prune">;
   /** The API keys kept for receipts: forgotten once no unsettled job was sent with them. */
   keys?: Pick<GatewayKeys, "forgetUnused">;
+  /** Whether this server does the periodic work now (the leader, src/core/servers.ts); always when not given. */
+  leads?: () => boolean;
+  /** The settings page's sessions: the expired ones go with each prune. */
+  appSessions?: Pick<AppSessionStore, "prune">;
 }
 
 /**
  * Removes finished jobs (and their timeline) past retention: at start, then hourly, a
  * batch at a time with requests let in between, so a month's backlog never stalls the server.
- * The API keys kept for receipts go too, once no unsettled job needs them.
+ * The API keys kept for receipts go too, once no unsettled job needs them. With several
+ * servers, only the leader prunes: a server that takes the lead prunes within a minute.
  */
 export function createPruner(options: PrunerOptions) {
   const { jobs, log, now, retentionMs } = options;
   let timer: ReturnType<typeof setInterval> | undefined;
   let running = false;
+  let lastPrune = -Infinity;
+
+  /** Prunes when this server leads and its last prune is an hour old (or it never pruned): a new leader prunes within a minute. */
+  function due(): void {
+    if (options.leads && !options.leads()) return;
+    if (wallClock() - lastPrune < PRUNE_EVERY_MS) return;
+    lastPrune = wallClock();
+    void prune();
+  }
 
   async function prune(): Promise<void> {
     const before = now() - retentionMs;
@@ -51,6 +68,7 @@ export function createPruner(options: PrunerOptions) {
     if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
     if (replies > 0) log.info(`queue: removed ${replies} finished reply(ies) older than ${retentionMs / 86_400_000} days`);
     await forgetKeys();
+    await options.appSessions?.prune(now()).catch((error: unknown) => log.error(`queue: cannot remove expired settings-page sessions: ${errorMessage(error)}`));
   }
 
   async function forgetKeys(): Promise<void> {
@@ -64,8 +82,8 @@ export function createPruner(options: PrunerOptions) {
   return {
     start(): void {
       running = true;
-      void prune();
-      timer = setInterval(() => void prune(), PRUNE_EVERY_MS);
+      due();
+      timer = setInterval(due, options.leads ? LEAD_LOOK_MS : PRUNE_EVERY_MS);
       timer.unref();
     },
     stop(): void {

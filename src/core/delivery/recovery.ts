@@ -8,11 +8,18 @@ import type { Logger } from "../log.ts";
  * gateway answers a repeat from its memory, so no second SMS); without one, their fate is
  * unknown and they are reported failed. A window of 0, or none: none of the kind is sent again.
  */
-export async function recoverInterrupted(jobs: Pick<JobStore, "recoverInterrupted">, log: Logger, now: number, windows: Readonly<Record<string, number>>): Promise<void> {
+export async function recoverInterrupted(
+  jobs: Pick<JobStore, "recoverInterrupted">,
+  log: Logger,
+  now: number,
+  windows: Readonly<Record<string, number>>,
+  servers?: readonly string[],
+): Promise<void> {
   const since = Object.fromEntries(Object.entries(windows).filter(([, windowMs]) => windowMs > 0).map(([kind, windowMs]) => [kind, now - windowMs]));
-  const { resumed, failed } = await jobs.recoverInterrupted(now, since);
+  const { resumed, failed } = await jobs.recoverInterrupted(now, since, servers);
+  const who = servers ? `server ${servers.join(", ")}` : "bridge";
   if (resumed > 0) {
-    log.info(`${resumed} message(s) were being sent when bridge stopped; sending them again with the same idempotency key (the gateway sends each once)`);
+    log.info(`${resumed} message(s) were being sent when ${who} stopped; sending them again with the same idempotency key (the gateway sends each once)`);
   }
   // Each by name, as every failed message is (docs/operations.md, "Finding a message").
   for (const { messageId, locationId } of failed) {

@@ -29,6 +29,16 @@ export interface WorkerOptions {
    * window of its first attempt, by gateway kind (recovery.ts). A kind absent: none of it is.
    */
   resendWindows?: Readonly<Record<string, number>>;
+  /**
+   * Whether start recovers every send a crash caught (default true): one server on its
+   * own database. Servers sharing one leave it to the leader's rescuer (run.ts), which
+   * takes only the sends of servers whose heartbeat stopped.
+   */
+  recoverAtStart?: boolean;
   /** Replies (their finished ones pruned with the finished jobs). */
   replies?: PrunerOptions["replies"];
+  /** Whether this server leads the periodic work (pruning): always when not given. */
+  leads?: PrunerOptions["leads"];
+  /** The settings page's sessions (the expired ones pruned with the finished jobs). */
+  appSessions?: PrunerOptions["appSessions"];
 }

@@ -26,7 +26,9 @@ export type Worker = ReturnType<typeof createWorker>;
 export function createWorker(options: WorkerOptions) {
   const { jobs, log, now } = options;
   const pollMs = options.pollMs ?? 500;
-  const pruner = createPruner({ jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys, replies: options.replies });
+  const pruner = createPruner({
+    jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys, replies: options.replies, leads: options.leads, appSessions: options.appSessions,
+  });
   const alarm = createBell();
   const wake = alarm.ring;
   const filler = createFiller(options, wake);
@@ -49,7 +51,7 @@ export function createWorker(options: WorkerOptions) {
     /** Recovers the sends a crash caught mid-way, then starts draining (and pruning, hourly). */
     async start(): Promise<void> {
       if (running) return;
-      await recoverInterrupted(jobs, log, now(), options.resendWindows ?? {});
+      if (options.recoverAtStart !== false) await recoverInterrupted(jobs, log, now(), options.resendWindows ?? {});
       running = true;
       loop = run();
       pruner.start();

@@ -54,7 +54,7 @@ export function createLaterInstaller(deps: LaterInstallDeps) {
     // A repeated INSTALL, or one the OAuth callback already served: nothing to do.
     if (await installed(locationId)) return "already_installed";
     let companyIds = await candidates(companyId);
-    if (companyIds.length === 0 && exchanges.active > 0) {
+    if (companyIds.length === 0 && (await exchanges.active()) > 0) {
       log.info(`INSTALL of ${what} waits for an install in progress to store its token`);
       await exchanges.settled(waitMs);
       if (await installed(locationId)) return "already_installed";

@@ -132,14 +132,15 @@ function detail({ added, marked_uninstalled, failed }: CompanySync): string {
 }
 
 /**
- * Runs `sync` every `everyMs` (the first run after `firstMs`), logging what fails;
+ * Runs `sync` every `everyMs` (the first run after `firstMs`) when this server `leads`
+ * the periodic work (with several servers, one does it), logging what fails;
  * `stop` ends the timer and waits for a run in progress to stop between locations.
  */
-export function scheduleSync(sync: Sync, log: Logger, everyMs: number, firstMs: number) {
+export function scheduleSync(sync: Sync, log: Logger, everyMs: number, firstMs: number, leads: () => boolean = () => true) {
   const abort = new AbortController();
   let current: Promise<unknown> = Promise.resolve();
   const tick = () => {
-    current = sync({ signal: abort.signal }).catch((error: unknown) => log.error(`sync failed: ${errorMessage(error)}`));
+    if (leads()) current = sync({ signal: abort.signal }).catch((error: unknown) => log.error(`sync failed: ${errorMessage(error)}`));
     timer = setTimeout(tick, everyMs).unref();
   };
   let timer = setTimeout(tick, firstMs).unref();

@@ -9,7 +9,7 @@ import { createUninstaller } from "./uninstall.ts";
 import { createCompanyUninstaller } from "./uninstall-company.ts";
 
 /** Installs and uninstalls, the locations' and agencies' tokens, reconciliation. */
-export function wireInstalls({ config, log, now, tuning }: Context, { tokens, companies }: Stores, { crm }: Calls): Installs {
+export function wireInstalls({ config, log, now, tuning }: Context, { tokens, companies, leases }: Stores, { crm }: Calls): Installs {
   const companyTokens = createCompanyTokens({ companies, crm, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const tokenService = createTokenService({ tokens, crm, companyTokens, companies, now, log, storeRetryMs: tuning.tokenStoreRetryMs });
   const uninstall = createUninstaller({ tokens, tokenService, now, log });
@@ -17,7 +17,7 @@ export function wireInstalls({ config, log, now, tuning }: Context, { tokens, co
     crm,
     tokens,
     companies,
-    exchanges: createExchanges(),
+    exchanges: createExchanges({ leases, log }),
     now,
     log,
     pace: createPacer(tuning.bulkPaceMs ?? 110),

@@ -137,10 +137,11 @@ function createRecorder(log: Logger, now: () => number) {
     },
     /**
      * From now on, each outage is recorded where `bridge status`, another process, reads it.
-     * Only serve records (createRun's start), after clearing what a stopped serve left.
+     * Only serve records (createRun's start), after clearing what a stopped serve left
+     * when no other server runs (`clear`): a running one's outages are live.
      */
-    async recordTo(store: Pick<OutageRecords, "save" | "end" | "clear" | "waits">): Promise<void> {
-      await store.clear();
+    async recordTo(store: Pick<OutageRecords, "save" | "end" | "clear" | "waits">, clear = true): Promise<void> {
+      if (clear) await store.clear();
       records = store;
     },
   };

@@ -12,7 +12,7 @@ import type { Remote } from "../clients/observe.ts";
 import { iso } from "../duration.ts";
 import { sharedRefusal, unconfirmed } from "../installs/locations.ts";
 import { describeRemote } from "./outages.ts";
-import type { AlertStore } from "../../store/contract.ts";
+import type { AlertStore, LeaseStore, ServerStore } from "../../store/contract.ts";
 import type { ResolvedConfig } from "../config.ts";
 import { alertChannel, type AlertChannelView } from "../alert-channel.ts";
 
@@ -37,6 +37,10 @@ export interface StatusView {
   opt_outs: Record<OptOutBy, number>;
   /** Alerts to a person (ALERT_WEBHOOK_URL): configured or not, delivered, waiting, the last error. */
   alerts: AlertChannelView;
+  /** The servers on this database by their heartbeats, the longest running first. */
+  servers: { id: string; address: string; started_at: string; heartbeat_age_seconds: number }[];
+  /** Who holds which lease now ("leader": the periodic work), until when, and the term's number. */
+  leases: { name: string; holder: string; until: string; epoch: number }[];
 }
 
 export interface OutageView {
@@ -72,6 +76,8 @@ export interface StatusDeps {
   /** ALERT_WEBHOOK_URL, and the alerts serve recorded. */
   config: Pick<ResolvedConfig, "alertWebhookUrl">;
   alertStore: Pick<AlertStore, "health">;
+  servers: Pick<ServerStore, "list">;
+  leases: Pick<LeaseStore, "list">;
   now: number;
 }
 
@@ -108,7 +114,17 @@ export async function bridgeStatus(deps: StatusDeps): Promise<StatusView> {
     ),
     opt_outs: await deps.optOuts.counts(),
     alerts: await alertChannel(deps.config, deps.alertStore),
+    ...(await serversOf(deps)),
   };
+}
+
+/** The servers and the leases held, each age on the store's clock (the database's, on PostgreSQL). */
+async function serversOf(deps: Pick<StatusDeps, "servers" | "leases">): Promise<Pick<StatusView, "servers" | "leases">> {
+  const servers = (await deps.servers.list()).map((s) => ({
+    id: s.id, address: s.address, started_at: iso(s.startedAt), heartbeat_age_seconds: Math.max(0, Math.round(s.ageMs / 1000)),
+  }));
+  const held = (await deps.leases.list()).filter((l) => l.leftMs > 0);
+  return { servers, leases: held.map((l) => ({ name: l.name, holder: l.holder, until: iso(l.untilAt), epoch: l.epoch })) };
 }
 
 /** Locations whose messages cannot be sent or reported until someone acts, and why (status and alerts). */

@@ -1,14 +1,16 @@
 import { createSealer, MEND_SEALED, type Sealer } from "../../db/sealer.ts";
-import type { Store } from "../contract.ts";
+import { DEFAULT_USAGE_ZONE, monthIn } from "../../db/usage-month.ts";
 import type { Database } from "../database.ts";
 import { checkSealedPostgres, openPostgres, type OpenLog } from "./open.ts";
 import type { Pool } from "./pool.ts";
-import { openPostgresStore } from "./store.ts";
+import { openPostgresStore, type PostgresStoreOptions } from "./store.ts";
 
 /** What opening the store on PostgreSQL needs of the configuration. */
 export interface PostgresConfig {
   databaseUrl: string;
   encryptionKey: Buffer | undefined;
+  /** The IANA zone whose months usage counts in (USAGE_TIME_ZONE); Asia/Manila when not given. */
+  usageTimeZone?: string;
 }
 
 export interface PostgresOpening {
@@ -17,12 +19,9 @@ export interface PostgresOpening {
   /** Check the key against the sealed values (refused when it opens none); false: the command opens no secret. */
   keyCheck: boolean;
   log?: OpenLog;
+  /** The server whose claims the store names (serve: src/core/servers.ts, newServerId); none for other commands. */
+  serverId?: string;
 }
-
-/** Every store of the contract, each one a name: the ones PostgreSQL lacks are found by it. */
-const STORE_NAMES = Object.keys({
-  tokens: 1, companies: 1, jobs: 1, messages: 1, gatewayKeys: 1, optOuts: 1, replies: 1, phones: 1, phoneJobs: 1, outageRecords: 1, usage: 1, alertStore: 1, keyBudgets: 1,
-} satisfies Record<keyof Store, 1>) as (keyof Store)[];
 
 /**
  * The store on DATABASE_URL, as serve and the CLI open it: the pool connected, the schema
@@ -39,7 +38,8 @@ export async function openConfiguredPostgres(config: PostgresConfig, opening: Po
         opening.log?.warn(`${unopenable}: not used, and what needs it waits (the others work); ${MEND_SEALED}`);
       }
     }
-    return postgresDatabase(pool, sealer);
+    const monthOf = monthIn(config.usageTimeZone ?? DEFAULT_USAGE_ZONE);
+    return postgresDatabase(pool, sealer, { monthOf, serverId: opening.serverId });
   } catch (error) {
     await pool.end();
     throw error;
@@ -47,20 +47,6 @@ export async function openConfiguredPostgres(config: PostgresConfig, opening: Po
 }
 
 /** The database core is wired on, over a pool whose schema and key are checked. */
-export function postgresDatabase(pool: Pool, sealer: Sealer): Database & { kind: "postgres" } {
-  return { kind: "postgres", pool, store: wholeStore(openPostgresStore(pool, sealer)) };
-}
-
-/** The contract's stores PostgreSQL implements, and the others refusing when touched, saying which. */
-function wholeStore(partial: Partial<Store>): Store {
-  const store: Partial<Store> = { ...partial };
-  for (const name of STORE_NAMES.filter((n) => !(n in store))) {
-    Object.defineProperty(store, name, {
-      enumerable: true,
-      get() {
-        throw new Error(`the ${name} store is not implemented on PostgreSQL yet: unset DATABASE_URL to use SQLite`);
-      },
-    });
-  }
-  return store as Store;
+export function postgresDatabase(pool: Pool, sealer: Sealer, options: PostgresStoreOptions = {}): Database & { kind: "postgres" } {
+  return { kind: "postgres", pool, store: openPostgresStore(pool, sealer, options), serverId: options.serverId };
 }

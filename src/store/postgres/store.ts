@@ -10,17 +10,17 @@ import { pgJobs, pgPhoneJobs } from "./jobs.ts";
 import { pgKeyBudgets } from "./key-budgets.ts";
 import { pgOptOuts, pgOutages } from "./optouts.ts";
 import { pgPhones } from "./phones.ts";
+import { pgAppSessions, pgLeases, pgServers } from "./servers.ts";
 import type { Pool } from "./pool.ts";
 import { pgLocations } from "./tokens.ts";
 import { pgUsage } from "./usage.ts";
 
-/** The stores of the contract implemented on PostgreSQL so far; the others are SQLite's only. */
-export const POSTGRES_STORES = [
-  "tokens", "companies", "optOuts", "outageRecords", "gatewayKeys", "phones", "usage", "alertStore", "replies", "messages", "jobs", "phoneJobs",
-  "keyBudgets",
-] as const;
-
-export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
+export interface PostgresStoreOptions {
+  /** The month a message counts in, in usage (USAGE_TIME_ZONE's); Asia/Manila's when not given. */
+  monthOf?: MonthOf;
+  /** The server whose claims the job store names (run_by): serve's; none for the other commands. */
+  serverId?: string;
+}
 
 /**
  * The store contract (contract.ts) on PostgreSQL, over a pool (pool.ts) whose schema
@@ -28,7 +28,8 @@ export type PostgresStore = Pick<Store, (typeof POSTGRES_STORES)[number]>;
  * more than one (an alert with its condition). Sealed columns go through the same Sealer as on SQLite, bound to their
  * table, column and row, so a value moves between the stores only by `rekey`.
  */
-export function openPostgresStore(pool: Pool, sealer: Sealer, monthOf: MonthOf = monthIn(DEFAULT_USAGE_ZONE)): PostgresStore {
+export function openPostgresStore(pool: Pool, sealer: Sealer, options: PostgresStoreOptions = {}): Store {
+  const monthOf = options.monthOf ?? monthIn(DEFAULT_USAGE_ZONE);
   return {
     tokens: pgLocations(pool, sealer),
     companies: pgCompanies(pool, sealer),
@@ -40,8 +41,11 @@ export function openPostgresStore(pool: Pool, sealer: Sealer, monthOf: MonthOf =
     alertStore: pgAlerts(pool),
     replies: pgInbound(pool, monthOf),
     messages: pgMessages(pool),
-    jobs: pgJobs(pool, sealer, monthOf),
+    jobs: pgJobs(pool, sealer, monthOf, options.serverId ?? null),
     phoneJobs: pgPhoneJobs(pool),
     keyBudgets: pgKeyBudgets(pool),
+    servers: pgServers(pool),
+    leases: pgLeases(pool),
+    appSessions: pgAppSessions(pool),
   };
 }

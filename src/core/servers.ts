@@ -1,0 +1,101 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { errorMessage } from "../errors.ts";
+import { wallClock } from "./clock.ts";
+import type { LeaseStore, ServerStore } from "../store/contract.ts";
+import type { Logger } from "./log.ts";
+
+/** A server's heartbeat, and the leader's lease renewed, this often. */
+export const BEAT_MS = 5_000;
+/** The leader's lease lasts this long unrenewed: a stopped leader is replaced within it. */
+export const LEADER_TTL_MS = 15_000;
+/** A server whose heartbeat is older than this is presumed dead (its start-up work and its jobs are another's). */
+export const ALIVE_MS = 60_000;
+/** The lease of the periodic work: pruning, reconciliation, forgetting unused keys, rescue. */
+export const LEADER = "leader";
+
+export interface PresenceOptions {
+  servers: ServerStore;
+  leases: LeaseStore;
+  log: Logger;
+  /** This server's id: the one its claims carry on a shared database (newServerId); a new one when not given. */
+  id?: string;
+  /** What the server says it is: its host name unless given (CAST_LOCAL_ADDRESS where set). */
+  address?: string;
+  beatMs?: number;
+  leaderTtlMs?: number;
+}
+
+export type Presence = ReturnType<typeof createPresence>;
+
+/** A server's id, random per start: logged, listed by `bridge status`, carried by its claims. */
+export function newServerId(): string {
+  return randomBytes(8).toString("hex");
+}
+
+/**
+ * This server among the others on one database (docs/cli.md, `bridge status`): a random
+ * id per start, a heartbeat row renewed every few seconds, and the leader's lease, held
+ * by one server at a time, renewed at each beat. A beat that fails is logged, never
+ * thrown: the server goes on, and loses the lead when its lease lapses.
+ */
+export function createPresence(options: PresenceOptions) {
+  const { servers, leases, log } = options;
+  const id = options.id ?? newServerId();
+  const address = options.address ?? hostname();
+  const beatMs = options.beatMs ?? BEAT_MS;
+  const ttlMs = options.leaderTtlMs ?? LEADER_TTL_MS;
+  let leading = false;
+  let leadUntil = 0;
+  // The first beat's outcome is told by serve's start-up lines, not logged on its own.
+  let started = false;
+  let timer: ReturnType<typeof setInterval> | undefined;
+
+  async function beat(): Promise<void> {
+    try {
+      await servers.beat(id, address);
+    } catch (error) {
+      log.error(`servers: cannot record this server's heartbeat: ${errorMessage(error)}`);
+    }
+    const asked = wallClock();
+    try {
+      const epoch = await leases.take(LEADER, id, ttlMs);
+      if (started && (epoch !== undefined) !== leading) log.info(epoch !== undefined ? `servers: this server (${id}) leads the periodic work now` : `servers: this server (${id}) no longer leads the periodic work`);
+      leading = epoch !== undefined;
+      if (leading) leadUntil = asked + ttlMs;
+    } catch (error) {
+      log.error(`servers: cannot renew the leader's lease: ${errorMessage(error)}`);
+    }
+  }
+
+  return {
+    id,
+    address,
+    /** Records the first heartbeat and tries for the lead, then keeps beating. */
+    async start(): Promise<void> {
+      await beat();
+      started = true;
+      timer = setInterval(() => void beat(), beatMs);
+      timer.unref();
+    },
+    /** Whether this server does the periodic work now: it holds the leader's lease, renewed within its time limit. */
+    leads(): boolean {
+      return leading && wallClock() < leadUntil;
+    },
+    /** Whether another server's heartbeat is fresh: then start-up work that assumes one server is left alone. */
+    async othersAlive(): Promise<boolean> {
+      return (await servers.others(id, ALIVE_MS)).length > 0;
+    },
+    /** A clean stop: the lead let go; with `forget` (no send left), the row removed, else the leader rescues what is left once it is stale. */
+    async stop(forget = true): Promise<void> {
+      clearInterval(timer);
+      try {
+        if (leading) await leases.release(LEADER, id);
+        leading = false;
+        if (forget) await servers.gone(id);
+      } catch (error) {
+        log.error(`servers: cannot record this server's stop: ${errorMessage(error)}`);
+      }
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * What several servers on one database share (docs/cli.md, `bridge status`):
+ * who is running, who holds which periodic work, and the settings page's sessions.
+ * Times are on one clock for every server: on PostgreSQL the database's, on SQLite
+ * (one file, one machine) the machine's.
+ */
+
+/** A running server as its heartbeat row says. */
+export interface ServerRecord {
+  id: string;
+  /** The address it gave (its host name, or CAST_LOCAL_ADDRESS). */
+  address: string;
+  startedAt: number;
+  heartbeatAt: number;
+  /** How long ago its last heartbeat was, on the store's clock. */
+  ageMs: number;
+}
+
+export interface ServerStore {
+  /** Records the server's heartbeat now (its row made at its first beat). */
+  beat(id: string, address: string): Promise<void>;
+  /** Every server row, the longest running first. */
+  list(): Promise<ServerRecord[]>;
+  /** The server stopped cleanly: its row goes. */
+  gone(id: string): Promise<void>;
+  /** The other servers whose heartbeat is at most `freshMs` old. */
+  others(id: string, freshMs: number): Promise<ServerRecord[]>;
+}
+
+/** A named lease as its row says. */
+export interface LeaseRecord {
+  name: string;
+  holder: string;
+  untilAt: number;
+  /** Grows at each new term (a take after the lease lapsed), so a former holder's late write is told apart. */
+  epoch: number;
+  /** How long it still holds, on the store's clock: 0 or less, it lapsed. */
+  leftMs: number;
+}
+
+/** One holder at a time per name, until a time limit: the leader's work, an exchange in progress. */
+export interface LeaseStore {
+  /**
+   * Takes the lease `name` for `holder` for `ttlMs` when it is free, lapsed, or already
+   * the holder's (then renewed): the epoch of its term. Undefined when another holds it.
+   */
+  take(name: string, holder: string, ttlMs: number): Promise<number | undefined>;
+  /** Lets the lease go when `holder` holds it (its epoch kept: the next take starts a new term). */
+  release(name: string, holder: string): Promise<void>;
+  /** Removes the lease when `holder` holds it: a one-off lease (an exchange's) whose term needs no number after. */
+  drop(name: string, holder: string): Promise<void>;
+  /** Every lease row, by name; a lapsed one with leftMs <= 0. */
+  list(): Promise<LeaseRecord[]>;
+}
+
+/** A settings-page session as stored: found by its token's SHA-256 only. */
+export interface AppSession {
+  locationId: string;
+  userId: string;
+  role: string;
+  expiresAt: number;
+}
+
+export interface AppSessionStore {
+  /**
+   * Opens the session of `tokenHash`, replacing the same user's at the location, in one
+   * write; false when `max` other sessions last at `now` (nothing is changed then).
+   */
+  open(tokenHash: string, session: AppSession, now: number, max: number): Promise<boolean>;
+  /** The session while it lasts at `now`. */
+  get(tokenHash: string, now: number): Promise<AppSession | undefined>;
+  drop(tokenHash: string): Promise<void>;
+  /** Removes the sessions expired at `now`; how many. */
+  prune(now: number): Promise<number>;
+}
