@@ -97,9 +97,21 @@ if (missing && process.env.CI !== "true") {
       expect((await store.tokens.get("loc-a"))?.accessToken).toBe("token-a");
     });
 
-    test("the stores not yet on PostgreSQL refuse when touched, naming the store", async () => {
-      const { store } = await open(await freshUrl(), { create: true });
-      expect(() => store.jobs).toThrow("the jobs store is not implemented on PostgreSQL yet");
+    test("the configured store counts usage in USAGE_TIME_ZONE's months", async () => {
+      // 2026-01-31 12:00 UTC is still January in Manila (UTC+8), already February on Kiritimati (UTC+14).
+      const now = Date.UTC(2026, 0, 31, 12);
+      const months = [];
+      for (const usageTimeZone of [undefined, "Pacific/Kiritimati"]) {
+        const database = await openConfiguredPostgres({ databaseUrl: await freshUrl(), encryptionKey: undefined, usageTimeZone }, { create: true, keyCheck: true });
+        opened.push(database.pool);
+        const reply = {
+          inboundId: "in-1", source: "api", dedupeKey: "key-1", phone: "+639171234567", text: "hi", to: "", deviceId: "", receivedAt: "",
+          receivedMs: now, sourceId: "", locationId: "loc-1", routedBy: "given", optOut: "",
+        } as const;
+        await database.store.replies.receive(reply, now);
+        months.push((await database.store.usage.list({})).map((row) => row.month));
+      }
+      expect(months).toEqual([["2026-01"], ["2026-02"]]);
     });
 
     test("rekey reseals every value under the new key, and --decrypt stores them plain", async () => {
