@@ -1,0 +1,123 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { startBalancer } from "../helpers/balancer.ts";
+import { e2eSetup, exited, runWithStdin, startServe, type E2E, type Serve } from "../helpers/binary.ts";
+import { outbound, waitFor } from "../helpers/bridge.ts";
+import { SEND } from "../helpers/fake-gateway.ts";
+import { postgresMissing, startPostgres, type Postgres } from "../helpers/postgres.ts";
+
+// Three `bridge serve` on one PostgreSQL database behind a balancer (docs/operations.md),
+// a fake Cast that limits per source address and per key as Cast does (CAST_API.md,
+// "Limits"), and servers killed with kill -9 while HighLevel's webhooks come in.
+
+const WEBHOOKS = 1000;
+const KILLS = 3;
+const KEYS = 10;
+/** Cast's default per key (CAST_API.md, "Limits"): what no key may exceed in any second. */
+const KEY_RATE = 10;
+
+const missing = postgresMissing();
+let postgres: Postgres | undefined;
+let e2e: E2E;
+const servers: (Serve | undefined)[] = [];
+
+beforeAll(async () => {
+  if (missing) return;
+  postgres = await startPostgres();
+  e2e = await e2eSetup("servers", { DATABASE_URL: postgres.url });
+  // Cast's limits: 30 requests a second per source address, 10 messages a second per key.
+  e2e.gateway.limits({ perSecond: KEY_RATE, burst: KEY_RATE, requestsPerSecond: 30, requestBurst: 50 });
+  e2e.gateway.on(SEND, async () => {
+    await sleep(20 + Math.random() * 60); // a slow gateway keeps sends in flight at each kill
+    return e2e.gateway.accept();
+  });
+}, 60_000);
+
+afterAll(async () => {
+  for (const server of servers) server?.child.kill("SIGKILL");
+  await e2e?.close();
+  postgres?.stop();
+});
+
+/** Server `n`, with its own source address towards Cast. */
+function start(n: number): Promise<Serve> {
+  return startServe({ ...e2e.env, CAST_LOCAL_ADDRESS: `127.0.0.${n + 2}` }, e2e.dir);
+}
+
+const run = missing && process.env.CI !== "true" ? test.skip : test;
+
+run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none lost, none doubled, no key over its rate`, async () => {
+  if (missing) throw new Error(missing);
+  const { crm, gateway } = e2e;
+  for (let n = 0; n < 3; n++) servers[n] = await start(n);
+  const balancer = await startBalancer(() => servers.flatMap((s) => (s ? [s.url] : [])));
+  try {
+    for (let k = 0; k < KEYS; k++) {
+      crm.grantLocation(`code-${k}`, `loc-${k}`);
+      expect((await fetch(`${balancer.url}/oauth-callback?code=code-${k}`)).status).toBe(200);
+      const set = await runWithStdin(e2e.env, e2e.dir, `cast-key-${k}\n`, ["config", "set", `loc-${k}`, "--sms-api-key", "-"]);
+      expect(set.code, set.err).toBe(0);
+    }
+
+    const acknowledged = new Set<string>();
+    let next = 0;
+    const sender = async () => {
+      while (next < WEBHOOKS) {
+        const n = next++;
+        const id = `servers-${n}`;
+        const body = outbound(id, { locationId: `loc-${n % KEYS}`, message: `servers test ${id}` });
+        // HighLevel retries only on a 429: the balancer answers it when no server answers.
+        for (let tries = 0; !acknowledged.has(id) && tries < 100; tries++) {
+          const res = await e2e.webhook(balancer.url, body).catch(() => undefined);
+          if (res?.status === 200) acknowledged.add(id);
+          else await sleep(50);
+        }
+      }
+    };
+    const senders = Promise.all(Array.from({ length: 8 }, sender));
+    for (let kill = 0; kill < KILLS; kill++) {
+      await sleep(1500 + Math.random() * 1000);
+      const n = kill % 3;
+      const victim = servers[n]!;
+      servers[n] = undefined;
+      victim.child.kill("SIGKILL");
+      await exited(victim.child);
+      servers[n] = await start(n);
+    }
+    await senders;
+    expect(acknowledged.size).toBe(WEBHOOKS);
+
+    // A killed server's sends are rescued once its heartbeat is stale (about a minute).
+    await waitFor(() => {
+      const reported = new Set(crm.statusReports().map((r) => r.messageId));
+      return [...acknowledged].every((id) => reported.has(id));
+    }, 150_000);
+
+    const statuses = new Map<string, Set<string>>();
+    for (const r of crm.statusReports()) statuses.set(r.messageId, (statuses.get(r.messageId) ?? new Set()).add(JSON.stringify(r.body)));
+    const sentCount = new Map<string, number>();
+    for (const s of gateway.sent()) sentCount.set(s.message, (sentCount.get(s.message) ?? 0) + 1);
+    const figures = {
+      lost: [...acknowledged].filter((id) => !statuses.has(id)).length,
+      doubled: [...sentCount.values()].filter((count) => count > 1).length,
+      unknown: [...statuses.values()].filter((s) => [...s].some((b) => b.includes("delivery unknown"))).length,
+      rateLimited: gateway.rateLimited(),
+      overRate: keySecondsOver(gateway.sent()),
+    };
+    console.log(`servers test: ${JSON.stringify({ ...figures, balancer: balancer.tally })}`);
+    expect(figures).toMatchObject({ lost: 0, doubled: 0, unknown: 0, overRate: [] });
+    for (const [id, reported] of statuses) expect(reported.size, `${id}: ${[...reported].join(" / ")}`).toBe(1);
+  } finally {
+    await balancer.close();
+  }
+}, 300_000);
+
+/** Each key's seconds (by the fake's clock) in which it sent more than KEY_RATE messages. */
+function keySecondsOver(sent: { apiKey?: string; sentAt: number }[]): string[] {
+  const perSecond = new Map<string, number>();
+  for (const s of sent) {
+    const at = `${s.apiKey} ${Math.floor(s.sentAt / 1000)}`;
+    perSecond.set(at, (perSecond.get(at) ?? 0) + 1);
+  }
+  return [...perSecond].filter(([, count]) => count > KEY_RATE).map(([at, count]) => `${at}: ${count}`);
+}
