@@ -82,6 +82,8 @@ export function createPruner(options: PrunerOptions) {
   return {
     start(): void {
       running = true;
+      // Each start prunes (when this server leads), as it did before it kept its last prune's time.
+      lastPrune = -Infinity;
       due();
       timer = setInterval(due, options.leads ? LEAD_LOOK_MS : PRUNE_EVERY_MS);
       timer.unref();
