@@ -5,7 +5,7 @@ import { e2eSetup, startServe, type E2E, type Serve } from "../helpers/binary.ts
 import { outbound, waitFor } from "../helpers/bridge.ts";
 import { postgresMissing, startPostgres, type Postgres } from "../helpers/postgres.ts";
 
-// Three `bridge serve` on one PostgreSQL database (docs/operations.md, "Several servers"):
+// Three `bridge serve` on one PostgreSQL database (docs/operations.md, "Several servers on one PostgreSQL database"):
 // what one server knows, the others know: a settings-page session, a token being renewed.
 
 const missing = postgresMissing();

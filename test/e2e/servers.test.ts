@@ -7,25 +7,27 @@ import { SEND } from "../helpers/fake-gateway.ts";
 import { postgresMissing, startPostgres, type Postgres } from "../helpers/postgres.ts";
 
 // Three `bridge serve` on one PostgreSQL database behind a balancer (docs/operations.md),
-// a fake Cast that limits per source address and per key as Cast does (CAST_API.md,
+// a fake Cast that limits per source address and per key as Cast does (docs/services/cast-api.md,
 // "Limits"), and servers killed with kill -9 while HighLevel's webhooks come in.
 
 const WEBHOOKS = 1000;
 const KILLS = 3;
 const KEYS = 10;
-/** Cast's default per key (CAST_API.md, "Limits"): messages a second. */
+/** Cast's default per key (docs/services/cast-api.md, "Limits"): messages a second. */
 const KEY_RATE = 10;
 
 const missing = postgresMissing();
 let postgres: Postgres | undefined;
 let e2e: E2E;
 const servers: (Serve | undefined)[] = [];
+/** Every server started, killed ones included: their logs tell the rescues. */
+const started: Serve[] = [];
 
 beforeAll(async () => {
   if (missing) return;
   postgres = await startPostgres();
   e2e = await e2eSetup("servers", { DATABASE_URL: postgres.url });
-  // Cast's limits (CAST_API.md, "Limits"): 30 requests a second per source address, burst 50,
+  // Cast's limits (docs/services/cast-api.md, "Limits"): 30 requests a second per source address, burst 50,
   // one bucket per address; 10 messages a second per key, whose burst Cast does not give:
   // one second's worth, the least a bucket of that rate holds.
   e2e.gateway.limit(KEY_RATE, KEY_RATE);
@@ -43,8 +45,10 @@ afterAll(async () => {
 });
 
 /** Server `n`, with its own source address towards Cast. */
-function start(n: number): Promise<Serve> {
-  return startServe({ ...e2e.env, CAST_LOCAL_ADDRESS: `127.0.0.${n + 2}` }, e2e.dir);
+async function start(n: number): Promise<Serve> {
+  const server = await startServe({ ...e2e.env, CAST_LOCAL_ADDRESS: `127.0.0.${n + 2}` }, e2e.dir);
+  started.push(server);
+  return server;
 }
 
 const run = missing && process.env.CI !== "true" ? test.skip : test;
@@ -53,7 +57,7 @@ run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none los
   if (missing) throw new Error(missing);
   const { crm, gateway } = e2e;
   const limits = gateway.limitRequests(30, 50);
-  const started = Date.now();
+  const begun = Date.now();
   for (let n = 0; n < 3; n++) servers[n] = await start(n);
   const balancer = await startBalancer(() => servers.flatMap((s) => (s ? [s.url] : [])));
   try {
@@ -112,10 +116,13 @@ run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none los
       // No key over its rate: the fake's per-key bucket never refused a send. Not a count of
       // messages per calendar second: a token bucket lets burst + rate through in one second
       // (a full bucket, then its refill), which Cast allows, and a count would call it over.
+      // The sends a kill caught mid-way, taken over by the leader with their idempotency keys.
+      rescued: started.flatMap((s) => [...s.log.matchAll(/(\d+) message\(s\) were being sent when server/g)]).reduce((sum, m) => sum + Number(m[1]), 0),
       keyRefusals: limits.byKey,
       addressRefusals: limits.byAddress,
       addresses: [...new Set(gateway.calls().map((c) => c.remoteAddress))].sort(),
-      seconds: Math.round((Date.now() - started) / 1000),
+      reported: tally([...statuses.values()].flatMap((s) => [...s].map((b) => (JSON.parse(b) as { status: string }).status))),
+      seconds: Math.round((Date.now() - begun) / 1000),
     };
     console.log(`servers test: ${JSON.stringify({ ...figures, balancer: balancer.tally })}`);
     expect(figures).toMatchObject({ lost: 0, doubled: 0, unknown: 0, keyRefusals: 0 });
@@ -124,3 +131,10 @@ run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none los
     await balancer.close();
   }
 }, 300_000);
+
+/** How many times each value occurs. */
+function tally(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}
