@@ -64,9 +64,10 @@ run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none los
     for (let k = 0; k < KEYS; k++) {
       crm.grantLocation(`code-${k}`, `loc-${k}`);
       expect((await fetch(`${balancer.url}/oauth-callback?code=code-${k}`)).status).toBe(200);
-      const set = await runWithStdin(e2e.env, e2e.dir, `cast-key-${k}\n`, ["config", "set", `loc-${k}`, "--sms-api-key", "-"]);
-      expect(set.code, set.err).toBe(0);
     }
+    const keys = Array.from({ length: KEYS }, (_, k) => runWithStdin(e2e.env, e2e.dir, `cast-key-${k}\n`, ["config", "set", `loc-${k}`, "--sms-api-key", "-"]));
+    for (const set of await Promise.all(keys)) expect(set.code, set.err).toBe(0);
+    const phases = { setup: since(begun), acknowledged: 0, reported: 0 };
 
     const acknowledged = new Set<string>();
     let next = 0;
@@ -94,6 +95,7 @@ run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none los
       servers[n] = await start(n);
     }
     await senders;
+    phases.acknowledged = since(begun);
     expect(acknowledged.size).toBe(WEBHOOKS);
 
     // A killed server's sends are rescued once its heartbeat is stale (about a minute).
@@ -101,6 +103,7 @@ run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none los
       const reported = new Set(crm.statusReports().map((r) => r.messageId));
       return [...acknowledged].every((id) => reported.has(id));
     }, 150_000);
+    phases.reported = since(begun);
 
     const statuses = new Map<string, Set<string>>();
     for (const r of crm.statusReports()) statuses.set(r.messageId, (statuses.get(r.messageId) ?? new Set()).add(JSON.stringify(r.body)));
@@ -122,7 +125,7 @@ run(`three servers, kill -9 ${KILLS} times during ${WEBHOOKS} webhooks: none los
       addressRefusals: limits.byAddress,
       addresses: [...new Set(gateway.calls().map((c) => c.remoteAddress))].sort(),
       reported: tally([...statuses.values()].flatMap((s) => [...s].map((b) => (JSON.parse(b) as { status: string }).status))),
-      seconds: Math.round((Date.now() - begun) / 1000),
+      seconds: phases,
     };
     console.log(`servers test: ${JSON.stringify({ ...figures, balancer: balancer.tally })}`);
     expect(figures).toMatchObject({ lost: 0, doubled: 0, unknown: 0, keyRefusals: 0 });
@@ -137,4 +140,9 @@ function tally(values: string[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
   return counts;
+}
+
+/** Whole seconds since `start` (Date.now()). */
+function since(start: number): number {
+  return Math.round((Date.now() - start) / 1000);
 }
