@@ -1,7 +1,9 @@
 import { expect, test } from "vitest";
 import { migratePostgres, type Pool } from "../../src/store/postgres/pool.ts";
+import { createSealer } from "../../src/db/sealer.ts";
 import { pgAppSessions, pgLeases } from "../../src/store/postgres/servers.ts";
-import type { postgresFactory } from "./postgres.ts";
+import { openPostgresStore } from "../../src/store/postgres/store.ts";
+import { TEST_KEY, type postgresFactory } from "./postgres.ts";
 
 type Postgres = ReturnType<typeof postgresFactory>;
 
@@ -44,5 +46,23 @@ export function postgresLeaseChecks(postgres: Postgres): void {
       const opened = await Promise.all([0, 1, 2, 3, 4, 5].map((n) => servers[n % 2]!.open(`hash-${n}`, session, 1000, 10)));
       expect(opened).toEqual([true, true, true, true, true, true]);
       expect((await first.query("SELECT count(*)::int AS n FROM app_sessions")).rows).toEqual([{ n: 1 }]);
+    }));
+
+  test("postgres: a token's refresh lease runs on the database's clock: a server whose clock is ahead cannot take one held", () =>
+    twoServers(postgres, "token_lease_clock", async (first, second) => {
+      const [mine, theirs] = [openPostgresStore(first, createSealer(TEST_KEY)), openPostgresStore(second, createSealer(TEST_KEY))];
+      const now = Date.now();
+      await mine.tokens.save({ locationId: "loc-1", companyId: "co-1", accessToken: "at", refreshToken: "rt", expiresAt: now + 60_000 }, now);
+      const { serial } = (await mine.tokens.get("loc-1"))!;
+      expect(await mine.tokens.tryLease("loc-1", serial, now, now + 60_000)).toBe(true);
+      // Another server's clock runs 10 minutes ahead: by it the lease lapsed long ago; by the database's, not.
+      const ahead = Date.now() + 600_000;
+      expect(await theirs.tokens.tryLease("loc-1", serial, ahead, ahead + 60_000)).toBe(false);
+      // A server whose clock is behind still takes a lease that lapsed by the database's clock.
+      await mine.tokens.releaseLease("loc-1", serial);
+      expect(await mine.tokens.tryLease("loc-1", serial, Date.now(), Date.now() + 20)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const behind = Date.now() - 600_000;
+      expect(await theirs.tokens.tryLease("loc-1", serial, behind, behind + 60_000)).toBe(true);
     }));
 }

@@ -73,9 +73,10 @@ export async function startFakeGateway() {
   const castLog = { pageCap: 500, clockMs: 0 };
   const castTime = (ms: number) => iso(ms + castLog.clockMs);
 
-  // Cast's limits, when a test sets them: a token bucket per API key for sends, and one
-  // for every request from this (the only) address.
-  const limit = { perSecond: 0, burst: 0, requestsPerSecond: 0, requestBurst: 0, rateLimited: 0 };
+  // Cast's limits, when a test sets them: a token bucket per API key for sends, and one per
+  // source address (the request's remote address, as Cast sees it) for every request.
+  // `rateLimited` counts the 429s; `byAddress` and `byKey` say which bucket refused.
+  const limit = { perSecond: 0, burst: 0, requestsPerSecond: 0, requestBurst: 0, rateLimited: 0, byAddress: 0, byKey: 0 };
   const buckets = new Map<string, { tokens: number; at: number }>();
   function over(name: string, perSecond: number, burst: number): boolean {
     if (perSecond <= 0) return false;
@@ -88,19 +89,21 @@ export async function startFakeGateway() {
     b.tokens -= 1;
     return false;
   }
-  function rateLimited(): Response {
+  function rateLimited(reason: "byAddress" | "byKey"): Response {
     limit.rateLimited++;
+    limit[reason]++;
     return castError(429, "RATE_LIMIT_EXCEEDED", "rate limit exceeded", { "retry-after": "1" });
   }
   /** `handler` behind the per-address limit. */
   const limited =
     (handler: Handler): Handler =>
     (req, event) =>
-      over("address", limit.requestsPerSecond, limit.requestBurst) ? rateLimited() : handler(req, event);
+      overAddress(req) ? rateLimited("byAddress") : handler(req, event);
+  const overAddress = (req: Recorded) => over(`address ${req.remoteAddress}`, limit.requestsPerSecond, limit.requestBurst);
 
   async function handle(req: Recorded, event: H3Event): Promise<Response> {
-    if (over("address", limit.requestsPerSecond, limit.requestBurst)) return rateLimited();
-    if (over(`key ${req.headers["x-api-key"] ?? ""}`, limit.perSecond, limit.burst)) return rateLimited();
+    if (overAddress(req)) return rateLimited("byAddress");
+    if (over(`key ${req.headers["x-api-key"] ?? ""}`, limit.perSecond, limit.burst)) return rateLimited("byKey");
     const refused = await keyCheck?.(req);
     if (refused) return refused;
     const scope = `${req.headers["x-api-key"] ?? ""} ${req.headers["x-idempotency-key"] ?? ""}`;
@@ -297,7 +300,7 @@ export async function startFakeGateway() {
       Object.assign(limit, { perSecond, burst });
       return limit;
     },
-    /** Enforces Cast's requests a second per address, every kind of call together. */
+    /** Enforces Cast's requests a second per source address (one bucket each), every kind of call together. */
     limitRequests(requestsPerSecond: number, requestBurst: number) {
       Object.assign(limit, { requestsPerSecond, requestBurst });
       return limit;
