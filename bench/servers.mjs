@@ -10,14 +10,14 @@
 // No key may ever be refused by the fake's per-key limiter: bridge's budget for each key is shared
 // through the database. Each key's most SMS in any 1 s window is reported beside it (a token
 // bucket's second can hold its burst on top of its rate).
-import { mkdtempSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import pg from "pg";
 import { ADMIN_KEY, bridgeEnv } from "./lib/env.mjs";
 import { startFakeCrm, startFakeGateway } from "./lib/fakes.mjs";
-import { sleep, startListening, stop } from "./lib/procs.mjs";
+import { sampleProcess, sleep, startListening, stop } from "./lib/procs.mjs";
 import { median, round } from "./lib/stats.mjs";
 import { postWebhook } from "./lib/webhooks.mjs";
 import { postgresMissing, startPostgres } from "../test/helpers/postgres.ts";
@@ -82,7 +82,7 @@ export async function serversPhase(ctx) {
 }
 
 function describe(f) {
-  return `keys' most in 1 s ${f.keyMostIn1s}, 429s by address ${f.refusedBy.source}, by key ${f.refusedBy.key}, load ${f.loadAverage1m}`;
+  return `keys' most in 1 s ${f.keyMostIn1s}, 429s by address ${f.refusedBy.source}, by key ${f.refusedBy.key}; CPU % servers ${f.cpuPct.join("/")}, machine ${f.machineBusyPct}; load ${f.loadAverage1m}`;
 }
 
 /** The median round of each number of servers, the ratio of the medians, and the worst of every round. */
@@ -136,7 +136,12 @@ async function oneRound({ ctx, S, spec, n, databaseUrl, label }) {
     if (gateway.accepted.length === 0) throw new Error(`${label}: no SMS reached the fake Cast within 10 s`);
     const from = Math.max(gateway.accepted[0].at + S.settleSec * 1000, posted);
     const to = from + S.windowSec * 1000;
+    await sleep(from - performance.now());
+    const samplers = servers.map((s) => sampleProcess(s.child.pid, 1000));
+    const machine0 = cpuTimes();
     await sleep(to - performance.now() + 200);
+    const cpuPct = samplers.map((s) => s.stop().cpuPct);
+    const machineBusyPct = busySince(machine0);
     const inWindow = gateway.accepted.filter((a) => a.at >= from && a.at < to);
     if (inWindow.length >= spec.webhooks - 10) throw new Error(`${label}: the backlog ran out in the window; raise the webhooks`);
     return {
@@ -145,10 +150,14 @@ async function oneRound({ ctx, S, spec, n, databaseUrl, label }) {
       keyMostIn1s: Math.max(...Object.values(mostIn1s(gateway.accepted))),
       refusedBy: { ...gateway.refusedBy },
       duplicates: gateway.stats.duplicates,
+      // % of one core of each server, and of the whole machine (every core, all its processes), in the window.
+      cpuPct,
+      machineBusyPct,
       loadAverage1m: round(os.loadavg()[0], 2),
     };
   } finally {
     await Promise.all(servers.map((s) => stop(s.child, 3000)));
+    if (process.env.BENCH_SERVERS_LOGS) cpSync(join(ctx.work), process.env.BENCH_SERVERS_LOGS, { recursive: true });
     await crm.close();
     await gateway.close();
   }
@@ -166,6 +175,21 @@ async function install(url, locations) {
     });
     if (set.status !== 200) throw new Error(`config of ${location} answered ${set.status}: ${await set.text()}`);
   }
+}
+
+/** The machine's busy and total CPU time so far, from /proc/stat (every core). */
+function cpuTimes() {
+  const [, ...fields] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number);
+  const idle = fields[3] + fields[4]; // idle, iowait
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { idle, total };
+}
+
+/** % of one core the whole machine was busy since `before` (200 on two cores fully busy). */
+function busySince(before) {
+  const now = cpuTimes();
+  const total = now.total - before.total;
+  return total > 0 ? Math.round((100 * os.cpus().length * (total - (now.idle - before.idle))) / total) : NaN;
 }
 
 function countBy(list, keyOf) {
