@@ -47,12 +47,11 @@ export function targets(r) {
 
 /**
  * Several servers: three send at least 2.5 times what one does with ten busy keys; with one
- * busy key three send what one does, never above the key's rate; the fake's per-key limiter
- * never refuses (the key budgets are shared through the database).
+ * busy key three send what one does; no key above its rate, which the fake's per-key limiter
+ * tells by never refusing (a window's count may hold the bucket's burst on top of the rate).
  */
 export function serversTargets(s) {
   if (s.skipped) return [{ name: "servers: 3 / 1 servers, ten keys", value: `skipped: ${s.skipped}`, target: ">= 2.5", met: false }];
-  const keyRate = s.settings.perKey.ratePerSec;
   const one = s.oneKey;
   const refusedByKey = s.tenKeys.refusedBy.key + one.refusedBy.key;
   return [
@@ -60,8 +59,8 @@ export function serversTargets(s) {
     {
       name: "servers: 3 / 1 servers, one key (SMS/s)",
       value: `${one.ratio} (${one.perSec[1]} / ${one.perSec[3]})`,
-      target: `0.9-1.1, each <= ${keyRate}`,
-      met: one.ratio >= 0.9 && one.ratio <= 1.1 && Math.max(...Object.values(one.perSec)) <= keyRate,
+      target: "0.9-1.1",
+      met: one.ratio >= 0.9 && one.ratio <= 1.1,
     },
     { name: "servers: sends refused by the per-key limit", value: refusedByKey, target: "0", met: refusedByKey === 0 },
   ];
