@@ -22,6 +22,9 @@
 //   4. receipts: a campaign of 1,000 messages on one key at Cast's limits, carrier receipts
 //                5-90 s after each send (1 in 20 REJECTD): receipt -> report lag, status
 //                calls per message, 429s. `BENCH_ONLY=receipts` runs this phase alone.
+//   5. servers:  1 vs 3 `bridge serve` on one PostgreSQL database, each with its own source address,
+//                against a fake Cast limiting each address and each key: SMS/s with ten busy keys and
+//                with one (bench/servers.mjs). `BENCH_ONLY=servers` runs this phase alone.
 // Prints a table with "met"/"NOT met" per target and writes bench/results.json.
 // Exit code: 0 when the measurement ran (targets met or not), 1 when it could not.
 import { spawnSync } from "node:child_process";
@@ -37,11 +40,12 @@ import { ADMIN_KEY, bridgeEnv as sharedBridgeEnv } from "./lib/env.mjs";
 import { startFakeCrm, startFakeGateway } from "./lib/fakes.mjs";
 import { killAll, sampleProcess, sleep, startListening, stop } from "./lib/procs.mjs";
 import { filesystemOf, machine } from "./lib/machine.mjs";
-import { backlogTargets, printBacklog, printReceipts, printTable, receiptsTargets, targets } from "./lib/report.mjs";
+import { backlogTargets, printBacklog, printReceipts, printServers, printTable, receiptsTargets, serversTargets, targets } from "./lib/report.mjs";
 import { fillQueue } from "./lib/backlog.mjs";
 import { median, percentile, round } from "./lib/stats.mjs";
 import { PROVIDER_ID, replyRequest } from "./lib/replies.mjs";
 import { LOCATION_ID, OTHER_LOCATION_ID, postWebhook, signedWebhookRequest, textOf } from "./lib/webhooks.mjs";
+import { serversPhase, serversSettings } from "./servers.mjs";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 process.chdir(ROOT);
@@ -80,10 +84,10 @@ const RECEIPTS = {
 };
 const ONLY = process.env.BENCH_ONLY;
 /** The phases BENCH_ONLY may name. */
-const ALONE = new Set(["receipts", "backlog"]);
+const ALONE = new Set(["receipts", "backlog", "servers"]);
 /** A phase run alone writes its own file, never over the full run's. */
 const RESULTS_FILE = ONLY ? RESULTS.replace(/\.json$/, `-${ONLY}.json`) : RESULTS;
-const WATCHDOG_MS = 960_000; // everything is bounded on its own; this is the last resort
+const WATCHDOG_MS = 1_380_000; // everything is bounded on its own; this is the last resort
 
 const started = performance.now();
 
@@ -146,7 +150,7 @@ const results = {
   timestamp: new Date().toISOString(),
   machine: machine(),
   build: buildInfo(),
-  settings: { quick: QUICK, only: ONLY ?? null, INTAKE, BACKLOG, DRAIN, KEYS, FAIRNESS, IDLE, CLI, INBOUND, RECEIPTS, logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
+  settings: { quick: QUICK, only: ONLY ?? null, INTAKE, BACKLOG, DRAIN, KEYS, FAIRNESS, IDLE, CLI, INBOUND, RECEIPTS, SERVERS: serversSettings(QUICK), logLevel: "info", databaseDir: os.tmpdir(), databaseFs: filesystemOf(os.tmpdir()) },
 };
 
 try {
@@ -165,11 +169,14 @@ try {
   }
   if (!ONLY || ONLY === "receipts") results.receipts = await receipts();
   if (ONLY === "backlog") results.backlog = await backlog();
-  results.targets = ONLY === "receipts" ? receiptsTargets(results.receipts) : ONLY === "backlog" ? backlogTargets(results.backlog) : targets(results);
+  if (!ONLY || ONLY === "servers") results.servers = await servers();
+  const alone = { receipts: () => receiptsTargets(results.receipts), backlog: () => backlogTargets(results.backlog), servers: () => serversTargets(results.servers) };
+  results.targets = ONLY ? alone[ONLY]() : targets(results);
   results.durationSec = round((performance.now() - started) / 1000);
   writeFileSync(RESULTS_FILE, JSON.stringify(results, null, 2) + "\n");
   if (ONLY === "receipts") printReceipts(results, log);
   else if (ONLY === "backlog") printBacklog(results, log);
+  else if (ONLY === "servers") printServers(results, log);
   else printTable(results, log);
   log(`\nbench: done in ${results.durationSec} s; figures in bench/results${ONLY ? `-${ONLY}` : ""}.json`);
 } catch (error) {
@@ -832,6 +839,18 @@ function errorLines(file) {
   } catch {
     return -1;
   }
+}
+
+// ==== 5. several servers =============================================================
+
+async function servers() {
+  const S = serversSettings(QUICK);
+  log(`\n[servers]: ${S.servers.join(" vs ")} bridge serve on one PostgreSQL, each its own address; ten keys, then one; ${S.rounds} alternating rounds`);
+  phaseLoad("servers");
+  const figures = await serversPhase({ binary: BRIDGE, cache: CACHE, work: WORK, quick: QUICK, log });
+  if (figures.skipped && ONLY === "servers") throw new Error(`servers: ${figures.skipped}`);
+  if (figures.skipped) log(`[servers]: skipped: ${figures.skipped}`);
+  return figures;
 }
 
 // ==== bridge and its fakes ==========================================================

@@ -13,6 +13,8 @@ export interface FakeGatewayOptions {
   perAddress?: boolean;
   address?: { ratePerSec: number; burst: number };
   receiptOf?: (text: string) => { delayMs: number; dlr: string };
+  perSource?: { ratePerSec: number; burst: number };
+  perKey?: { ratePerSec: number; burst: number };
 }
 
 export interface FakeGatewayStats {
@@ -27,12 +29,13 @@ export interface FakeGatewayStats {
 
 export function startFakeGateway(options?: FakeGatewayOptions): Promise<
   FakeServer & {
-    accepted: { at: number; message: string }[];
+    accepted: { at: number; message: string; key?: string; source?: string }[];
     acceptedAt: Map<string, number>;
     receiptAt: Map<string, { at: number; dlr: string }>;
     rateLimitedAt: number[];
     readsAt: number[];
     stats: FakeGatewayStats;
+    refusedBy: { source: number; key: number };
   }
 >;
 

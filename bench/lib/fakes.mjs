@@ -123,10 +123,25 @@ export async function startFakeCrm() {
  * its carrier receipt comes and what it says; by default DELIVRD at once. Every
  * accepted SMS is timed by the text it carries, so the benchmark can tie it to the
  * webhook that asked for it.
+ *
+ * Several servers (the servers phase): `perSource` {ratePerSec, burst}, a bucket of its own
+ * for each source address, covering every call from it (Cast's 30 requests/s, burst 50);
+ * `perKey` {ratePerSec, burst}, a bucket of its own for each API key's sends (Cast's 10
+ * messages/s per account). Their 429s are counted apart in `stats.refusedBy`, and each
+ * accepted send records its key and source address.
  */
-export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0, perAddress = false, address, receiptOf } = {}) {
+export async function startFakeGateway({ limit = false, ratePerSec = 30, burst = 50, latencyMs = 0, perAddress = false, address, receiptOf, perSource, perKey } = {}) {
   const sendBucket = bucket(ratePerSec, burst);
   const addressBucket = address ? bucket(address.ratePerSec, address.burst) : undefined;
+  const sourceBuckets = new Map(); // source address -> its bucket
+  const keyBuckets = new Map(); // API key -> its bucket of sends
+  const refusedBy = { source: 0, key: 0 };
+  const refuse = (res, reason) => {
+    refusedBy[reason]++;
+    stats.rateLimited++;
+    return json(res, 429, castError("RATE_LIMIT_EXCEEDED", "rate limit exceeded"), { "retry-after": "1" });
+  };
+  const own = (buckets, name, limits) => buckets.get(name) ?? buckets.set(name, bucket(limits.ratePerSec, limits.burst)).get(name);
   let serial = 0;
   let row = 42_412;
   const accepted = []; // { at, message }
@@ -150,6 +165,8 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
   // `arrived`: the request's arrival, not the end of its body, is "the gateway received the call".
   const server = await listen((req, res, body, arrived) => {
     const now = performance.now();
+    const source = req.socket.remoteAddress;
+    if (perSource && !own(sourceBuckets, source, perSource).take(now)) return refuse(res, "source");
     if ((addressBucket && !addressBucket.take(now)) || (perAddress && req.method === "GET" && limit && !sendBucket.take(now))) {
       stats.rateLimited++;
       return json(res, 429, castError("RATE_LIMIT_EXCEEDED", "rate limit exceeded"), { "retry-after": "1" });
@@ -200,6 +217,7 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
       return json(res, 404, castError("NOT_FOUND", "not found"));
     }
     stats.calls++;
+    if (perKey && !own(keyBuckets, req.headers["x-api-key"], perKey).take(now)) return refuse(res, "key");
     if (limit && !sendBucket.take(performance.now())) {
       stats.rateLimited++;
       rateLimitedAt.push(arrived);
@@ -214,7 +232,7 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     if (acceptedAt.has(message)) stats.duplicates++;
     else acceptedAt.set(message, arrived);
     const at = performance.now();
-    accepted.push({ at, message });
+    accepted.push({ at, message, key: req.headers["x-api-key"], source });
     const answer = { success: true, message_id: `CAST${(++serial).toString(16).padStart(12, "0")}`, parts: 1 };
     const m = { id: answer.message_id, row: ++row, key: req.headers["x-api-key"], message, at };
     sent.push(m);
@@ -227,7 +245,7 @@ export async function startFakeGateway({ limit = false, ratePerSec = 30, burst =
     if (latencyMs > 0) setTimeout(() => json(res, 200, answer), latencyMs);
     else json(res, 200, answer);
   });
-  return { ...server, accepted, acceptedAt, receiptAt, rateLimitedAt, readsAt, stats };
+  return { ...server, accepted, acceptedAt, receiptAt, rateLimitedAt, readsAt, stats, refusedBy };
 }
 
 /** The contact of a location's phone, made by the first upsert, in HighLevel's answer. */

@@ -41,7 +41,45 @@ export function targets(r) {
       met: r.cli.messages.ratio <= 2,
     },
     ...inboundTargets(r.inbound),
+    ...serversTargets(r.servers),
   ];
+}
+
+/**
+ * Several servers: three send at least 2.5 times what one does with ten busy keys; with one
+ * busy key three send what one does; no key above its rate, which the fake's per-key limiter
+ * tells by never refusing (a window's count may hold the bucket's burst on top of the rate).
+ */
+export function serversTargets(s) {
+  if (s.skipped) return [{ name: "servers: 3 / 1 servers, ten keys", value: `skipped: ${s.skipped}`, target: ">= 2.5", met: false }];
+  const one = s.oneKey;
+  const refusedByKey = s.tenKeys.refusedBy.key + one.refusedBy.key;
+  return [
+    { name: "servers: 3 / 1 servers, ten keys (SMS/s)", value: s.tenKeys.ratio, target: ">= 2.5", met: s.tenKeys.ratio >= 2.5 },
+    {
+      name: "servers: 3 / 1 servers, one key (SMS/s)",
+      value: `${one.ratio} (${one.perSec[1]} / ${one.perSec[3]})`,
+      target: "0.9-1.1",
+      met: one.ratio >= 0.9 && one.ratio <= 1.1,
+    },
+    { name: "servers: sends refused by the per-key limit", value: refusedByKey, target: "0", met: refusedByKey === 0 },
+  ];
+}
+
+/** The servers phase's lines, alone (BENCH_ONLY=servers) or under the full table. */
+export function printServers(r, log) {
+  const s = r.servers;
+  if (s.skipped) return log(`\nservers: skipped (${s.skipped})`);
+  const S = s.settings;
+  log(`\nservers: SMS accepted per second by a fake Cast (${S.perSource.ratePerSec}/s burst ${S.perSource.burst} per address, ${S.perKey.ratePerSec}/s burst ${S.perKey.burst} per key),`);
+  log(`  ${S.windowSec} s from ${S.settleSec} s after the first SMS, median of ${S.rounds} rounds each`);
+  for (const [name, c] of [["ten keys", s.tenKeys], ["one key", s.oneKey]]) {
+    const rounds = (n) => c.runs[n].map((f) => f.perSec).join(", ");
+    log(`  ${name}: 1 server ${c.perSec[1]} (rounds ${rounds(1)}), 3 servers ${c.perSec[3]} (rounds ${rounds(3)}): ratio ${c.ratio}`);
+    log(`    a key's most SMS in any 1 s: ${c.keyMostIn1s}; 429s by address ${c.refusedBy.source}, by key ${c.refusedBy.key}; sent twice ${c.duplicates}`);
+  }
+  for (const t of serversTargets(s)) log(`  ${t.name}: ${t.value} (target ${t.target}) ${t.met ? "met" : "NOT met"}`);
+  log(`  1-min load average at the phase's start: ${s.loadAverage1m}; at each round's end: ${[...Object.values(s.tenKeys.runs), ...Object.values(s.oneKey.runs)].flat().map((f) => f.loadAverage1m).join(", ")}`);
 }
 
 /**
@@ -160,6 +198,7 @@ export function printTable(r, log) {
   );
   if (d.capped) log(`drain: stopped at the ${DRAIN.capSec} s cap with ${d.reports.total} of ${d.queued} reported`);
   printReceipts(r, log);
+  printServers(r, log);
 }
 
 /** The inbound phase's rows of the table. */

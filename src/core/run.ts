@@ -10,6 +10,8 @@ import { createPresence, type Presence } from "./servers.ts";
 /** Reconciliation with HighLevel's installed locations: hourly, the first soon after start (missed INSTALLs while down). */
 const SYNC_EVERY_MS = 3_600_000;
 const FIRST_SYNC_MS = 60_000;
+/** Servers sharing the store read three times the due jobs they could start, to start different ones (worker-fill.ts). */
+const SPREAD = 3;
 
 /** What a test leaves out or makes quicker; `serve` uses the defaults. */
 export interface RunOptions {
@@ -83,6 +85,8 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     replies: core.replies,
     resendWindows: windows,
     recoverAtStart: !shared,
+    // Servers reading one queue start different jobs (worker-fill.ts).
+    spread: shared ? SPREAD : 1,
     leads: presence.leads,
     appSessions: core.appSessions,
   });

@@ -20,6 +20,7 @@ export function createKeyBudgets(db: Db) {
     WHERE paused_until <= @now AND min(@burst, tokens + max(0, @now - at_ms) * @rate / 1000) >= 1
     RETURNING tokens`);
   const read = db.prepare<[string], Row>("SELECT tokens, at_ms, paused_until FROM key_budgets WHERE tag = ?");
+  const giveBack = db.prepare<[{ tag: string; burst: number }]>("UPDATE key_budgets SET tokens = min(@burst, tokens + 1) WHERE tag = @tag");
   const pause = db.prepare<[{ tag: string; until: number; now: number }]>(`
     INSERT INTO key_budgets (tag, tokens, at_ms, paused_until) VALUES (@tag, 0, @now, @until)
     ON CONFLICT (tag) DO UPDATE SET paused_until = max(paused_until, excluded.paused_until)`);
@@ -28,6 +29,9 @@ export function createKeyBudgets(db: Db) {
       if (take.get({ tag, rate: ratePerSecond, burst, now })) return 0;
       const row = read.get(tag);
       return row ? waitOf(row, ratePerSecond, burst, now) : Math.ceil(1000 / ratePerSecond);
+    },
+    giveBack(tag: string, burst: number): void {
+      giveBack.run({ tag, burst });
     },
     pause(tag: string, forMs: number, now: number): void {
       pause.run({ tag, until: now + forMs, now });

@@ -16,6 +16,11 @@ export interface KeyBudgets {
    * is the caller's, `now`.
    */
   take(tag: string, ratePerSecond: number, burst: number, now: number): Promise<number>;
+  /**
+   * A token taken for a send that did not go (another server claimed its job first) given
+   * back, never above `burst`: a lost race spends nothing of the key's rate.
+   */
+  giveBack(tag: string, burst: number, now: number): Promise<void>;
   /** The gateway answered 429 on the key: no token for `forMs` from now, for every taker. */
   pause(tag: string, forMs: number, now: number): Promise<void>;
 }

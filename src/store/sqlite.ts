@@ -61,7 +61,7 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
     usage: () => facade<UsageStore>(createUsageStore(db), commit, { alone: ["setCap"] }),
     alertStore: () => facade<AlertStore>(createAlertStore(db), commit, { alone: ["start", "adopt", "repeat", "end", "test", "delivered", "failed", "prune"] }),
     // One server: its sends take the keys' budgets in memory (scheduler.ts), not here.
-    keyBudgets: () => ({ shared: false, ...facade<Omit<KeyBudgets, "shared">>(createKeyBudgets(db), commit, { alone: ["take", "pause"] }) }),
+    keyBudgets: () => ({ shared: false, ...facade<Omit<KeyBudgets, "shared">>(createKeyBudgets(db), commit, { alone: ["take", "giveBack", "pause"] }) }),
     servers: () => facade<ServerStore>(createServerStore(db, clock), commit, { alone: ["beat", "gone"] }),
     leases: () => facade<LeaseStore>(createLeaseStore(db, clock), commit, { alone: ["take", "release", "drop"] }),
     appSessions: () => facade<AppSessionStore>(createAppSessionStore(db), commit, { alone: ["open", "drop", "prune"] }),

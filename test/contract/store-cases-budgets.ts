@@ -34,6 +34,20 @@ export function budgetCases(it: Case): void {
     expect(after[2]).toBeGreaterThan(0);
   });
 
+  it("a token given back (its send did not go) is there for the next take, never above the burst", ["keyBudgets"], async (store) => {
+    for (let i = 0; i < 2; i++) expect(await store.keyBudgets.take("tag-1", 1, 2, now())).toBe(0);
+    expect(await store.keyBudgets.take("tag-1", 1, 2, now())).toBeGreaterThan(0);
+    await store.keyBudgets.giveBack("tag-1", 2, now());
+    expect(await store.keyBudgets.take("tag-1", 1, 2, now())).toBe(0);
+    expect(await store.keyBudgets.take("tag-1", 1, 2, now())).toBeGreaterThan(0);
+    // Given back more often than taken: still only the burst.
+    for (let i = 0; i < 4; i++) await store.keyBudgets.giveBack("tag-1", 2, now());
+    const after = [];
+    for (let i = 0; i < 3; i++) after.push(await store.keyBudgets.take("tag-1", 1, 2, now()));
+    expect(after.slice(0, 2)).toEqual([0, 0]);
+    expect(after[2]).toBeGreaterThan(0);
+  });
+
   it("a pause on a key holds every taker until it ends, even with tokens left", ["keyBudgets"], async (store) => {
     expect(await store.keyBudgets.take("tag-1", 10, 5, now())).toBe(0);
     await store.keyBudgets.pause("tag-1", 300, now());

@@ -146,3 +146,21 @@ test("a send the key's shared budget refuses gives back this server's address to
   expect(await b.budget.take("another-key-0123456789", "loc-3")).toBe(0);
   expect(await b.budget.take("another-key-0123456789", "loc-3")).toBe(0);
 });
+
+test("a send that lost its job's claim to another server gives its tokens back, there and at every server", async () => {
+  const budgets = keyBudgets(true);
+  const [a, b] = [server("http://127.0.0.1:9", budgets), server("http://127.0.0.1:9", budgets)];
+  for (let i = 0; i < castKeyRate(10).burst; i++) expect(await a.budget.take(KEY, "loc-1")).toBe(0);
+  expect(await b.budget.take(KEY, "loc-2")).toBeGreaterThan(0);
+  // Server a lost the claim of its last send: the key's token is the other server's to take.
+  a.budget.giveBack(KEY, "loc-1");
+  await sleep(50); // given back in the background
+  expect(await b.budget.take(KEY, "loc-2")).toBe(0);
+  // And the address token: server c's address allows 2 requests at once, and the one whose claim was lost sent nothing.
+  const c = server("http://127.0.0.1:9", keyBudgets(true), 2);
+  const other = "another-key-0123456789";
+  expect([await c.budget.take(other, "loc-3"), await c.budget.take(other, "loc-3")]).toEqual([0, 0]);
+  expect(await c.budget.take(other, "loc-3")).toBeGreaterThan(0);
+  c.budget.giveBack(other, "loc-3");
+  expect(await c.budget.take(other, "loc-3")).toBe(0);
+});

@@ -132,3 +132,38 @@ test("at start, each gateway's interrupted sends go again within its own window:
   expect(await jobs.get("cast-old")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
   expect(await jobs.get("phone-recent")).toMatchObject({ state: "reporting", outcome: "failed", errorCode: "delivery_unknown" });
 });
+
+test("servers sharing a queue (spread) start different jobs of it, still in turns between locations", async () => {
+  const { jobs } = t;
+  const locations = ["loc-1", "loc-2", "loc-3", "loc-4"];
+  for (let i = 0; i < 80; i++) {
+    jobs.enqueue({ messageId: `m-${i}`, locationId: locations[i % 4]!, contactId: "", phone: "+639171234567", message: "hi", attachments: [] }, 0);
+  }
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const started = [new Map<string, string>(), new Map<string, string>()];
+  // Two servers' workers on one queue; each job stays in flight, so each first look shows what it starts.
+  const workers = started.map((mine) =>
+    createWorker({
+      jobs: t.store.jobs,
+      run: async (job) => (mine.set(job.message.messageId, job.message.locationId), await gate),
+      now: Date.now,
+      log: createLogger("error", captureStream([])),
+      concurrency: 8,
+      spread: 3,
+      recoverAtStart: false,
+    }),
+  );
+  for (const worker of workers) await worker.start();
+  await waitFor(() => started.every((mine) => mine.size === 8), 5000);
+  const first = started.map((mine) => new Map(mine));
+  release();
+  for (const worker of workers) await worker.stop(1000);
+
+  const both = [...first[0]!.keys()].filter((id) => first[1]!.has(id));
+  expect(both.length).toBeLessThan(8); // without spreading, both start the same eight
+  for (const mine of first) {
+    const perLocation = locations.map((l) => [...mine.values()].filter((x) => x === l).length);
+    expect(perLocation).toEqual([2, 2, 2, 2]);
+  }
+});

@@ -56,7 +56,10 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // A refusal makes no gateway call, so it is stored straight from the queue: a crash
     // before it is stored leaves the job queued, not "sending" and so "delivery unknown".
     const apiKey = "request" in plan ? plan.request.apiKey : "";
-    if (claim && !(await deps.jobs.claimForSending(job.id, claimedAt, claim, { masked: maskSecret(apiKey), apiKey }))) return await notClaimed(deps, job, apiKey);
+    if (claim && !(await deps.jobs.claimForSending(job.id, claimedAt, claim, { masked: maskSecret(apiKey), apiKey }))) {
+      deps.sendBudget.giveBack(apiKey, job.message.locationId);
+      return await notClaimed(deps, job, apiKey);
+    }
     const sending = { ...job, firstSentAt: claim?.fresh ? claimedAt : (job.firstSentAt ?? claimedAt) };
     const ending = "request" in plan ? await send(deps, sending, plan.request) : refused(deps, job.message, plan.result);
     const result = unlessMaybeSent(job, ending);

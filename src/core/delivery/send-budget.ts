@@ -62,6 +62,18 @@ export function createSendBudget(options: SendBudgetOptions) {
       if (wait > 0 || !shared || ownBudget(apiKey)) return wait;
       return takeShared(shared, apiKey, locationId);
     },
+    /**
+     * The tokens `take` gave a send that did not go, given back: another server claimed its
+     * job first (both read it due). Without this, servers racing for a key's jobs would
+     * spend its rate, and their addresses', on sends none of them made.
+     */
+    giveBack(apiKey: string, locationId: string): void {
+      scheduler.giveBack(apiKey, locationId, 0);
+      if (!shared || ownBudget(apiKey)) return;
+      shared.giveBack(keyTag(apiKey), rate.burst, now()).catch((error: unknown) => {
+        log.warn(`a key's token of a send that did not go was not given back (its rate waits meanwhile): ${String(error)}`);
+      });
+    },
     /** The gateway answered 429 on the key: nothing more on it for `ms`, here and, shared, on every server. */
     slowDown(apiKey: string, ms: number): void {
       scheduler.slowDown(apiKey, ms);

@@ -45,7 +45,9 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
       return ready > at;
     };
     lastFill = at;
-    for (const job of inTurn(await jobs.due(now(), free + active.size + extra, options.readyAt && waiting), options.lastServed)) {
+    const spread = options.spread ?? 1;
+    const due = await jobs.due(now(), (free + active.size + extra) * spread, options.readyAt && waiting);
+    for (const job of inTurn(spread > 1 ? fromRandomTurn(due) : due, options.lastServed)) {
       if (active.size >= concurrency) break;
       if (active.has(job.id)) continue;
       const notBefore = Math.max(pauses.notBefore(job.id), job.state === "queued" ? (options.readyAt?.(job.locationId) ?? 0) : 0);
@@ -89,6 +91,19 @@ async function noteFailure({ jobs, log, now }: WorkerOptions, job: Job, error: u
   try {
     await jobs.noteError(job.id, clip(errorMessage(error)), now());
   } catch {}
+}
+
+/**
+ * Each location's due jobs from a random one on, in order from there round to its first:
+ * their turns renumbered so. Servers sharing the queue then mostly start different jobs.
+ */
+function fromRandomTurn(due: DueJob[]): DueJob[] {
+  const byLocation = new Map<string, DueJob[]>();
+  for (const job of due) (byLocation.get(job.locationId) ?? byLocation.set(job.locationId, []).get(job.locationId)!).push(job);
+  return [...byLocation.values()].flatMap((mine) => {
+    const first = Math.floor(Math.random() * mine.length);
+    return mine.map((job, i) => ({ ...job, turn: ((i - first + mine.length) % mine.length) + 1 }));
+  }).sort((a, b) => a.turn - b.turn);
 }
 
 /**

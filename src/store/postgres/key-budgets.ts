@@ -45,6 +45,9 @@ export function pgKeyBudgets(db: Queryable): KeyBudgets {
       const row = (await db.query<{ wait: number }>(TAKE, [tag, ratePerSecond, burst])).rows[0];
       return row?.wait ?? Math.ceil(1000 / ratePerSecond);
     },
+    async giveBack(tag, burst) {
+      await db.query("UPDATE key_budgets SET tokens = least($2::float8, tokens + 1) WHERE tag = $1", [tag, burst]);
+    },
     async pause(tag, forMs) {
       await db.query(PAUSE, [tag, forMs]);
     },
