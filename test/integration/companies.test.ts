@@ -6,6 +6,7 @@ import { openDb, type Db } from "../../src/db/index.ts";
 import { APP_ID, CLIENT_ID, bridgePerTest, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 /**
  * Agencies' own tokens (docs/operations.md, "Agencies: what you do once, and what happens by itself after"):
@@ -38,7 +39,7 @@ function companyRefreshCalls(b: Bridge) {
 }
 
 describe("an agency install keeps the company's token", () => {
-  test("stored once per company, sealed on disk bound to the companies table", async () => {
+  sqliteOnly("reads the sealed columns with core.db")("stored once per company, sealed on disk bound to the companies table", async () => {
     const b = await start({ env: { BRIDGE_ENCRYPTION_KEY: randomBytes(32).toString("hex") } });
     const { granted, status } = await agencyInstall(b);
     expect(status).toBe(200);
@@ -98,7 +99,7 @@ describe("company token refresh", () => {
     expect(await b.core.companies.get(COMPANY_ID)).toMatchObject({ accessToken: record.accessToken, expiresAt: clock + 86_399_000 });
   });
 
-  test("the server and a CLI process refreshing at once: ONE token call, both get the same new pair", async () => {
+  sqliteOnly("the CLI process's store is openDb on the file")("the server and a CLI process refreshing at once: ONE token call, both get the same new pair", async () => {
     const b = await start();
     await agencyInstall(b);
     clock += 86_399_000 - MINUTE;
@@ -133,7 +134,7 @@ describe("company token refresh", () => {
 describe("an agency-level UNINSTALL (no locationId)", () => {
   const uninstall = { type: "UNINSTALL", appId: APP_ID, companyId: COMPANY_ID };
 
-  test("confirmed by HighLevel refusing the company token: token removed, its locations marked (kept), others untouched, logged", async () => {
+  sqliteOnly("moves a location to another company with core.db")("confirmed by HighLevel refusing the company token: token removed, its locations marked (kept), others untouched, logged", async () => {
     const b = await start();
     await agencyInstall(b);
     await b.core.tokens.setConfig("a", { senderId: "BRAND" }, clock);
