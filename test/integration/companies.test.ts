@@ -2,11 +2,10 @@ import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { openDb, type Db } from "../../src/db/index.ts";
 import { APP_ID, CLIENT_ID, bridgePerTest, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
-import { sqliteOnly } from "../helpers/test-store.ts";
+import { openTestDatabase, sqliteOnly } from "../helpers/test-store.ts";
 
 /**
  * Agencies' own tokens (docs/operations.md, "Agencies: what you do once, and what happens by itself after"):
@@ -15,13 +14,14 @@ import { sqliteOnly } from "../helpers/test-store.ts";
 
 const MINUTE = 60_000;
 let clock = Date.parse("2030-03-01T08:00:00Z");
-const extraDbs: Db[] = [];
+/** Databases a test opened beside its bridge's, as a CLI process does. */
+const extraDbs: { close(): Promise<void> }[] = [];
 
 const startWith = bridgePerTest();
 const start = (options: BridgeOptions = {}) => startWith({ now: () => clock, ...options });
 
-afterEach(() => {
-  for (const db of extraDbs.splice(0)) db.close();
+afterEach(async () => {
+  for (const db of extraDbs.splice(0)) await db.close();
   clock = Date.parse("2030-03-01T08:00:00Z");
 });
 
@@ -99,13 +99,14 @@ describe("company token refresh", () => {
     expect(await b.core.companies.get(COMPANY_ID)).toMatchObject({ accessToken: record.accessToken, expiresAt: clock + 86_399_000 });
   });
 
-  sqliteOnly("the CLI process's store is openDb on the file")("the server and a CLI process refreshing at once: ONE token call, both get the same new pair", async () => {
+  test("the server and a CLI process refreshing at once: ONE token call, both get the same new pair", async () => {
     const b = await start();
     await agencyInstall(b);
     clock += 86_399_000 - MINUTE;
-    const db = openDb(b.config.databasePath);
+    const log = createLogger("silent");
+    const db = await openTestDatabase(b.config, log);
     extraDbs.push(db);
-    const cli = createCore(b.config, db, createLogger("silent"), () => clock);
+    const cli = createCore(b.config, db.source, log, () => clock);
 
     const [mine, theirs] = await Promise.all([
       b.core.installs.companyTokens.validToken(COMPANY_ID),
