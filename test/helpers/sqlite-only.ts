@@ -8,4 +8,5 @@
  */
 export const SQLITE_ONLY_FILES: Readonly<Record<string, string>> = {
   "test/integration/encryption.test.ts": "reads and forges the sealed columns in the SQLite file (better-sqlite3, openDb with another Sealer)",
+  "test/integration/receipt-key.test.ts": "reads and clears gateway_keys.api_key, the key a receipt waits on, through core.db",
 };
