@@ -5,6 +5,7 @@ import { runCli } from "../helpers/cli.ts";
 import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
 import { startFakeWebhook } from "../helpers/fake-webhook.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 /** Alerts to a person through ALERT_WEBHOOK_URL (docs/alerts.md), to a fake Slack-style receiver. */
 
@@ -189,7 +190,7 @@ test("a 429 from the receiver is waited out for its Retry-After before the alert
   expect(Date.now() - refusedAt).toBeGreaterThanOrEqual(1_900);
 });
 
-test("a database that refuses writes is alerted from memory, and its end once it takes them again", async () => {
+sqliteOnly("SQLite's PRAGMA query_only makes the database refuse writes")("a database that refuses writes is alerted from memory, and its end once it takes them again", async () => {
   const { bridge, webhook } = await start({ balances: false });
   bridge.core.db.pragma("query_only = ON"); // SQLite refuses every write: SQLITE_READONLY
   expect((await bridge.webhook(outbound("m-1"))).status).not.toBe(200); // HighLevel is asked to try again

@@ -3,6 +3,7 @@ import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
 import { openDb } from "../../src/db/index.ts";
 import { bridgePerTest, type Bridge } from "../helpers/bridge.ts";
+import { commandEnv, sqliteOnly } from "../helpers/test-store.ts";
 
 // A location's gateway: `bridge config set --gateway android …` and PUT …/config, one code path.
 const start = bridgePerTest();
@@ -23,13 +24,13 @@ function put(bridge: Bridge, body: unknown) {
 function cli(bridge: Bridge, stdin: string | undefined, ...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: { DATABASE_PATH: bridge.config.databasePath } };
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: commandEnv({ DATABASE_PATH: bridge.config.databasePath }) };
   if (stdin !== undefined) io.readLine = async () => stdin;
   return run(argv, io).then((code) => ({ code, out: out.join(""), err: err.join("") }));
 }
 
 describe("the admin API", () => {
-  test("sets a phone: shown without its secrets, stored with them, listed", async () => {
+  sqliteOnly("reads the sealed columns from the SQLite file with openDb")("sets a phone: shown without its secrets, stored with them, listed", async () => {
     const bridge = await start({ worker: false, env: { BRIDGE_ENCRYPTION_KEY: "a".repeat(64) } });
     await bridge.install("loc-1");
     const res = await put(bridge, PHONE);

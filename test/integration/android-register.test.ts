@@ -3,6 +3,7 @@ import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
 import { bridgePerTest, type Bridge } from "../helpers/bridge.ts";
 import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
+import { commandEnv } from "../helpers/test-store.ts";
 
 // `bridge android register LOC` and doctor's check of each phone, against the fake phone.
 const startWith = bridgePerTest();
@@ -23,7 +24,7 @@ async function start(): Promise<{ bridge: Bridge; phone: FakePhone }> {
 function cli(bridge: Bridge, env: Record<string, string>, ...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: { ...bridge.env, ...env } };
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: commandEnv({ ...bridge.env, ...env }) };
   return run(argv, io).then((code) => ({ code, out: out.join(""), err: err.join("") }));
 }
 

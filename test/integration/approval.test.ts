@@ -13,6 +13,7 @@ import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from ".
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { commandEnv, sqliteOnly } from "../helpers/test-store.ts";
 
 /** Who may use the operator's gateway key (docs/configuration.md, "Who may use your gateway key"), through real HTTP. */
 
@@ -39,6 +40,9 @@ function upgradedFromSchema1(locationId: string, companyId: string): string {
   upgrading.close();
   return path;
 }
+
+/** Tests of a SQLite file made by an old schema, upgraded: PostgreSQL's schema starts at SQLite's version 18. */
+const onSqliteFile = sqliteOnly("a SQLite file of schema 1, upgraded by src/db/migrations.ts");
 
 async function sendAndWait(bridge: Bridge, messageId: string, fields: Record<string, unknown> = {}) {
   const res = await bridge.webhook(outbound(messageId, fields));
@@ -188,12 +192,12 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
     const listed = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: { location_id: string; approved: boolean; off_list: boolean }[] };
     expect(listed.locations.find((l) => l.location_id === "loc-b")).toMatchObject({ approved: true, off_list: true });
     const out: string[] = [];
-    expect(await run(["locations", "list"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
+    expect(await run(["locations", "list"], { out: (t) => out.push(t), err: (t) => out.push(t), env: commandEnv(bridge.env) })).toBe(0);
     const row = out.join("").split("\n").find((line) => line.startsWith("loc-b"));
     expect(row).toContain("off list");
   });
 
-  test("a stranger's location that the schema-2 upgrade approved does not send on the operator's key", async () => {
+  onSqliteFile("a stranger's location that the schema-2 upgrade approved does not send on the operator's key", async () => {
     const path = upgradedFromSchema1("loc-s", "stranger");
     try {
       const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
@@ -208,7 +212,7 @@ describe("ALLOWED_COMPANY_IDS is checked at every send, not only at install", ()
     }
   });
 
-  test("with a list, an upgrade's approval of a listed company's location still serves", async () => {
+  onSqliteFile("with a list, an upgrade's approval of a listed company's location still serves", async () => {
     const path = upgradedFromSchema1("loc-a", "agencyA");
     try {
       const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA", DATABASE_PATH: path } });
@@ -225,7 +229,7 @@ describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the opera
   const startWith = bridgePerTest();
   const unconfirmed = "location loc-s was approved by a database upgrade, not by the operator: it may not use the shared gateway key until confirmed with `bridge locations approve loc-s`";
 
-  test("its message is reported failed with the command that confirms it, and not sent; status, list and doctor name it; approve, then it sends", async () => {
+  onSqliteFile("its message is reported failed with the command that confirms it, and not sent; status, list and doctor name it; approve, then it sends", async () => {
     const path = upgradedFromSchema1("loc-s", "stranger");
     try {
       const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "", SMS_SENDER_ID: "OPERATOR", DATABASE_PATH: path } });
@@ -245,7 +249,7 @@ describe("without ALLOWED_COMPANY_IDS, an upgrade's approvals wait for the opera
       const listed = (await (await bridge.admin("/api/admin/locations")).json()) as { locations: unknown[] };
       expect(listed.locations).toMatchObject([{ location_id: "loc-s", approved: true, unconfirmed: true, off_list: false }]);
       const out: string[] = [];
-      const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: bridge.env };
+      const io = { out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: commandEnv(bridge.env) };
       expect(await run(["locations", "list"], io)).toBe(0);
       expect(out.join("").split("\n").find((line) => line.startsWith("loc-s"))).toContain("unconfirmed");
       expect(await checkApprovals(bridge.core.tokens, [])).toEqual([
@@ -306,7 +310,7 @@ describe("unapprove", () => {
 
   test("bridge locations unapprove, then approve, on the same store", async () => {
     const bridge = await startWith({}, "loc-1", "loc-2");
-    const io = (out: string[]) => ({ out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: bridge.env });
+    const io = (out: string[]) => ({ out: (t: string) => out.push(t), err: (t: string) => out.push(t), env: commandEnv(bridge.env) });
     const out: string[] = [];
     expect(await run(["locations", "unapprove", "loc-1", "loc-2"], io(out))).toBe(0);
     expect(out.join("")).toContain("unapproved loc-1: pending");
@@ -322,7 +326,7 @@ describe("unapprove", () => {
     const bridge = await startWith({ env: { ALLOWED_COMPANY_IDS: "agencyA" } }, "loc-1");
     await bridge.core.tokens.setApproved("loc-1", false, Date.now());
     const out: string[] = [];
-    expect(await run(["locations", "approve", "loc-1"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
+    expect(await run(["locations", "approve", "loc-1"], { out: (t) => out.push(t), err: (t) => out.push(t), env: commandEnv(bridge.env) })).toBe(0);
     expect(out.join("")).toBe(
       "approved loc-1: but it stays pending: it belongs to company company-1, which is not in ALLOWED_COMPANY_IDS: it may not use the shared gateway key\n",
     );
@@ -333,7 +337,7 @@ describe("unapprove", () => {
     const res = await bridge.admin("/api/admin/locations/loc-1/approve", { method: "POST" });
     expect(await res.json()).toEqual({ location_id: "loc-1", approved: true, off_list: true });
     const out: string[] = [];
-    expect(await run(["locations", "approve", "loc-2", "--json"], { out: (t) => out.push(t), err: (t) => out.push(t), env: bridge.env })).toBe(0);
+    expect(await run(["locations", "approve", "loc-2", "--json"], { out: (t) => out.push(t), err: (t) => out.push(t), env: commandEnv(bridge.env) })).toBe(0);
     expect(JSON.parse(out.join(""))).toEqual({ locations: [{ location_id: "loc-2", approved: true, off_list: true }] });
   });
 
@@ -401,7 +405,7 @@ describe("ids", () => {
   });
 });
 
-test("the migrations approve the locations that exist when approvals ship, as unconfirmed, and remember their messages", () => {
+onSqliteFile("the migrations approve the locations that exist when approvals ship, as unconfirmed, and remember their messages", () => {
   const dir = mkdtempSync(join(tmpdir(), "bridge-migrate-"));
   try {
     const path = join(dir, "bridge.db");

@@ -2,6 +2,7 @@ import { beforeEach, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import type { Io } from "../../src/cli/io.ts";
 import { bridgePerTest, type Bridge } from "../helpers/bridge.ts";
+import { commandEnv } from "../helpers/test-store.ts";
 
 // `bridge config set … --sms-api-key -` with the Io's standard input fed by the test;
 // e2e/binary.test.ts feeds the executable's real standard input.
@@ -16,7 +17,7 @@ function cli(stdin: string | undefined, ...argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const prompts: string[] = [];
-  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: { DATABASE_PATH: bridge.config.databasePath, SMS_API_URL: bridge.config.sms.apiUrl } };
+  const io: Io = { out: (t) => out.push(t), err: (t) => err.push(t), env: commandEnv({ DATABASE_PATH: bridge.config.databasePath, SMS_API_URL: bridge.config.sms.apiUrl }) };
   if (stdin !== undefined) io.readLine = async (prompt) => (prompts.push(prompt), stdin);
   return run(argv, io).then((code) => ({ code, out: out.join(""), err: err.join(""), prompts }));
 }

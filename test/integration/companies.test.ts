@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { openDb, type Db } from "../../src/db/index.ts";
 import { APP_ID, CLIENT_ID, bridgePerTest, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { openTestDatabase, sqliteOnly } from "../helpers/test-store.ts";
 
 /**
  * Agencies' own tokens (docs/operations.md, "Agencies: what you do once, and what happens by itself after"):
@@ -14,13 +14,14 @@ import { jsonResponse } from "../helpers/http.ts";
 
 const MINUTE = 60_000;
 let clock = Date.parse("2030-03-01T08:00:00Z");
-const extraDbs: Db[] = [];
+/** Databases a test opened beside its bridge's, as a CLI process does. */
+const extraDbs: { close(): Promise<void> }[] = [];
 
 const startWith = bridgePerTest();
 const start = (options: BridgeOptions = {}) => startWith({ now: () => clock, ...options });
 
-afterEach(() => {
-  for (const db of extraDbs.splice(0)) db.close();
+afterEach(async () => {
+  for (const db of extraDbs.splice(0)) await db.close();
   clock = Date.parse("2030-03-01T08:00:00Z");
 });
 
@@ -38,7 +39,7 @@ function companyRefreshCalls(b: Bridge) {
 }
 
 describe("an agency install keeps the company's token", () => {
-  test("stored once per company, sealed on disk bound to the companies table", async () => {
+  sqliteOnly("reads the sealed columns with core.db")("stored once per company, sealed on disk bound to the companies table", async () => {
     const b = await start({ env: { BRIDGE_ENCRYPTION_KEY: randomBytes(32).toString("hex") } });
     const { granted, status } = await agencyInstall(b);
     expect(status).toBe(200);
@@ -102,9 +103,10 @@ describe("company token refresh", () => {
     const b = await start();
     await agencyInstall(b);
     clock += 86_399_000 - MINUTE;
-    const db = openDb(b.config.databasePath);
+    const log = createLogger("silent");
+    const db = await openTestDatabase(b.config, log);
     extraDbs.push(db);
-    const cli = createCore(b.config, db, createLogger("silent"), () => clock);
+    const cli = createCore(b.config, db.source, log, () => clock);
 
     const [mine, theirs] = await Promise.all([
       b.core.installs.companyTokens.validToken(COMPANY_ID),
@@ -133,7 +135,7 @@ describe("company token refresh", () => {
 describe("an agency-level UNINSTALL (no locationId)", () => {
   const uninstall = { type: "UNINSTALL", appId: APP_ID, companyId: COMPANY_ID };
 
-  test("confirmed by HighLevel refusing the company token: token removed, its locations marked (kept), others untouched, logged", async () => {
+  sqliteOnly("moves a location to another company with core.db")("confirmed by HighLevel refusing the company token: token removed, its locations marked (kept), others untouched, logged", async () => {
     const b = await start();
     await agencyInstall(b);
     await b.core.tokens.setConfig("a", { senderId: "BRAND" }, clock);

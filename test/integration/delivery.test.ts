@@ -6,6 +6,7 @@ import { describe, expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { closedPort, jsonResponse } from "../helpers/http.ts";
 import { BALANCE, CAST, SEND } from "../helpers/fake-gateway.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 const startWith = bridgePerTest();
 /** A bridge with "loc-1" installed (token valid for a day). */
@@ -164,7 +165,9 @@ describe("what is sent", () => {
 });
 
 describe("when the database refuses writes for a while", () => {
-  test("after the send: the result is stored once the disk takes it, reported delivered, sent once", async () => {
+  const refusing = sqliteOnly("SQLite's PRAGMA query_only makes the database refuse writes");
+
+  refusing("after the send: the result is stored once the disk takes it, reported delivered, sent once", async () => {
     const b = await start();
     b.gateway.on(SEND, () => {
       b.core.db.pragma("query_only = ON"); // SQLite refuses every write: SQLITE_READONLY
@@ -180,7 +183,7 @@ describe("when the database refuses writes for a while", () => {
     expect(b.logs.join("\n")).toMatch(/m-1: its result \(delivered, gateway id \S+\) could not be stored/);
   });
 
-  test("after the send: the result is never given up while the process runs (writes refused longer than ~11 tries)", async () => {
+  refusing("after the send: the result is never given up while the process runs (writes refused longer than ~11 tries)", async () => {
     const b = await start({ tuning: { resultStoreRetryMs: 1 } }); // 1 ms doubling: 11 tries in ~2 s
     const failures = () => b.logs.filter((line) => /m-1: its result \(delivered, gateway id \S+\) could not be stored/.test(line));
     b.gateway.on(SEND, () => {
@@ -202,7 +205,7 @@ describe("when the database refuses writes for a while", () => {
     expect(b.logs.join("\n")).not.toContain("job for message m-1 failed");
   });
 
-  test("after the report: the job is tried again after a pause, not in a loop, and finishes once writes work", async () => {
+  refusing("after the report: the job is tried again after a pause, not in a loop, and finishes once writes work", async () => {
     const b = await start();
     let refusing = true;
     b.crm.on("PUT /conversations/messages/:messageId/status", () => {
@@ -549,6 +552,9 @@ describe("gateway answers", () => {
 });
 
 describe("status reports to the CRM", () => {
+  // The "crash" is this server's own claim: on SQLite a start recovers every send caught
+  // mid-way; on PostgreSQL only a dead server's are rescued (test/integration/servers.test.ts).
+  const atStart = sqliteOnly("recovery at start of the one server on the file (recoverAtStart, src/core/run.ts)");
   test.each([
     { name: "403 twice, then 200: retried until done", statuses: [403, 403], then: 200, attempts: 10, calls: 3, state: "done" },
     { name: "429 once, then 200: retried until done", statuses: [429], then: 200, attempts: 10, calls: 2, state: "done" },
@@ -606,7 +612,7 @@ describe("status reports to the CRM", () => {
     expect(b.crm.statusReports().map((r) => r.messageId)).toEqual(["m-ok"]);
   });
 
-  test("a job a crash left in 'sending' after its first attempt went: sent again with its key, answered from the cache, one SMS", async () => {
+  atStart("a job a crash left in 'sending' after its first attempt went: sent again with its key, answered from the cache, one SMS", async () => {
     const b = await start({ worker: false });
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
     const job = (await b.core.jobs.get("m-1"))!;
@@ -631,7 +637,7 @@ describe("status reports to the CRM", () => {
     expect(b.logs.join("")).toContain("1 message(s) were being sent when bridge stopped; sending them again with the same idempotency key");
   });
 
-  test("a message refused before any gateway call never passes through 'sending', where a crash would make it 'delivery unknown'", async () => {
+  sqliteOnly("notes every move to sending with a SQLite TEMP TRIGGER")("a message refused before any gateway call never passes through 'sending', where a crash would make it 'delivery unknown'", async () => {
     const b = await start();
     // Every move to "sending" on this connection (the worker's), noted by the database itself.
     b.core.db.exec(`
@@ -647,7 +653,7 @@ describe("status reports to the CRM", () => {
     expect(moved()).toEqual(["m-sent"]);
   });
 
-  test("a job an older bridge left in 'sending' (no idempotency key) is reported failed and never resent", async () => {
+  atStart("a job an older bridge left in 'sending' (no idempotency key) is reported failed and never resent", async () => {
     const b = await start({ worker: false });
     expect((await b.webhook(outbound("m-1"))).status).toBe(200);
     const job = (await b.core.jobs.get("m-1"))!;

@@ -2,6 +2,7 @@ import { expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 /**
  * Every message that ends failed, whatever the reason, leaves a warn line naming the
@@ -62,7 +63,7 @@ test.each(cases)("$name: a warn line names the message, its location and the rea
   expect(warn, bridge.logs.join("")).toContain(says);
 });
 
-test("a send a crash caught without an idempotency key: its warn line names it", async () => {
+sqliteOnly("recovery at start of the one server on the file (recoverAtStart, src/core/run.ts)")("a send a crash caught without an idempotency key: its warn line names it", async () => {
   const bridge = await start({ worker: false }, "loc-1");
   expect((await bridge.webhook(outbound("m-1"))).status).toBe(200);
   const job = (await bridge.core.jobs.get("m-1"))!;

@@ -3,6 +3,7 @@ import { afterAll, expect, test } from "vitest";
 import { run } from "../../src/cli/index.ts";
 import { toLocalPH } from "../../src/core/phone.ts";
 import { bridgePerTest, outbound, type Bridge } from "../helpers/bridge.ts";
+import { commandEnv } from "../helpers/test-store.ts";
 
 /** Figures of the last run, printed for docs/RELIABILITY.md. */
 const tried = { webhooks: 0, unsigned: 0, admin: 0, paths: 0, phones: 0, cli: 0 };
@@ -105,7 +106,7 @@ test("the CLI answers any arguments with exit code 0, 1 or 2 and never throws", 
     fc.constantFrom("locations", "list", "config", "get", "set", "token", "refresh", "install-url", "--json", "--all", "--force", "--sender-id", "--sms-api-key", "--db", "--env-file", "--help"),
     fc.string(),
   );
-  const env = { DATABASE_PATH: bridge.config.databasePath };
+  const env = commandEnv({ DATABASE_PATH: bridge.config.databasePath });
   await fc.assert(
     fc.asyncProperty(fc.array(word, { maxLength: 6 }), async (argv) => {
       fc.pre(!argv.includes("serve")); // a random `serve` would start a real server

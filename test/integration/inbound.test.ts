@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { routeInbound } from "../../src/core/inbound/operator.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
@@ -170,7 +171,7 @@ describe("delivery to HighLevel", () => {
     expect(bridge.crm.received("POST /conversations/messages/inbound")).toHaveLength(1);
   });
 
-  test("HighLevel took it but its answer cannot be stored: left posting, not posted again", async () => {
+  sqliteOnly("makes the write fail with a SQLite TRIGGER")("HighLevel took it but its answer cannot be stored: left posting, not posted again", async () => {
     const bridge = await bridgeWith({ tuning: { resultStoreRetryMs: 1 } }, "loc-1");
     // The disk refuses the one write that records the post, however often it is tried.
     bridge.core.db.exec("CREATE TRIGGER refuse_posted BEFORE UPDATE OF state ON inbound WHEN NEW.state = 'done' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END");

@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, test } from "vitest";
 import { APP_ID, CLIENT_ID, CLIENT_SECRET, bridgePerTest, type Bridge } from "../helpers/bridge.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SPEC_SCOPES } from "../helpers/spec.ts";
 import { jsonResponse, type Recorded } from "../helpers/http.ts";
@@ -128,7 +129,7 @@ describe("GET /oauth-callback: failures", () => {
     expect(bridge.crm.received("GET /oauth/installedLocations")).toEqual([]);
   });
 
-  test("a store that refuses the write → 500 failed to save token", async () => {
+  sqliteOnly("makes the write fail with a SQLite TRIGGER")("a store that refuses the write → 500 failed to save token", async () => {
     bridge.core.db.exec("CREATE TRIGGER fail BEFORE INSERT ON tokens BEGIN SELECT RAISE(ABORT, 'disk full'); END");
     bridge.crm.grantLocation("c1", "loc-1");
     const res = await callback("code=c1");
@@ -309,7 +310,7 @@ describe("GET /oauth-callback: bulk (company) install", () => {
     expect(bridge.logs.join("")).toContain("locationToken endpoint returned 500: ");
   });
 
-  test("a save failure skips that location only", async () => {
+  sqliteOnly("makes the write fail with a SQLite TRIGGER")("a save failure skips that location only", async () => {
     bridge.core.db.exec(
       "CREATE TRIGGER fail_b BEFORE INSERT ON tokens WHEN NEW.location_id = 'b' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
     );

@@ -1,6 +1,7 @@
 import { expect, test } from "vitest";
 import { runCli } from "../helpers/cli.ts";
 import { bridgePerTest, outbound, waitFor } from "../helpers/bridge.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 /** `bridge locations list` and `remove` on a running bridge's database, run in this process. */
 
@@ -8,7 +9,7 @@ const start = bridgePerTest();
 
 const cli = runCli;
 
-test("list shows each location's name when known, and whether its token works", async () => {
+sqliteOnly("sets refresh_error with core.db")("list shows each location's name when known, and whether its token works", async () => {
   const b = await start({}, "loc-ok", "loc-dead", "loc-gone");
   await b.core.tokens.setName("loc-ok", "Main Street Clinic");
   b.core.db.prepare("UPDATE tokens SET refresh_error = 'refused' WHERE location_id = 'loc-dead'").run();

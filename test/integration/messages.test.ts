@@ -2,6 +2,7 @@ import { expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 /** The message log through the admin API (docs/http.md, "Endpoints"): list, show, retry. */
 
@@ -202,7 +203,7 @@ test("a held key's messages are listed as held, with the gateway's reason", asyn
   expect(shown.body.timeline.filter((t: { event: string }) => t.event === "held")).toHaveLength(1);
 });
 
-test("pruning a finished message takes its events with it", async () => {
+sqliteOnly("counts job_events with core.db")("pruning a finished message takes its events with it", async () => {
   const bridge = await start();
   await settle(bridge, "m-bad", { phone: "+12025550123" });
   const { db } = bridge.core;

@@ -1,5 +1,6 @@
 import { expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 import { CAST, castError, LOGS, SEND, STATUS } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 
@@ -301,7 +302,7 @@ test("a campaign of 650 messages on one key: every receipt settled from paged lo
   expect(bridge.logs.join("")).not.toContain("[error]");
 }, 240_000);
 
-test("a look 20-60 s after the send is scheduled in whole milliseconds: no error, no back-off", async () => {
+sqliteOnly("reads next_attempt_at with core.db")("a look 20-60 s after the send is scheduled in whole milliseconds: no error, no back-off", async () => {
   let clock = Date.now();
   const bridge = await start({ now: () => clock });
   bridge.gateway.receipts(() => ({ status: "sent" }));

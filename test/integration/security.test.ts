@@ -4,6 +4,7 @@ import { createApp } from "../../src/server/app.ts";
 import { listen } from "../../src/server/listen.ts";
 import { expect, test } from "vitest";
 import { ADMIN_KEY, CLIENT_SECRET, GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 import { rawExchange } from "../helpers/http.ts";
 
 const start = bridgePerTest();
@@ -143,7 +144,7 @@ test("a flood of failures logs a bounded number of lines: ten per client a minut
   expect(bridge.logs.filter((line) => line.includes("more than 100 failed admin logins within 60 s"))).toHaveLength(1);
 });
 
-test("a full run never writes a token or key to the log, and the database files are 0600", async () => {
+sqliteOnly("stats the SQLite file and its -wal")("a full run never writes a token or key to the log, and the database files are 0600", async () => {
   const bridge = await start();
   await bridge.install("loc-1");
   const stored = (await bridge.core.tokens.get("loc-1"))!;

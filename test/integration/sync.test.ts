@@ -3,6 +3,7 @@ import { run } from "../../src/cli/index.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
 import { COMPANY_ID, fieldsOf } from "../helpers/fake-crm.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { commandEnv } from "../helpers/test-store.ts";
 
 /**
  * Reconciliation with HighLevel's installed locations, the core and the CLI, through real HTTP
@@ -25,7 +26,7 @@ function tokenFetches(b: Bridge): string[] {
 async function cli(b: Bridge, args: string[], terminal = false) {
   let stdout = "";
   let stderr = "";
-  const io = { out: (t: string) => (stdout += t), err: (t: string) => (stderr += t), env: b.env, errIsTerminal: () => terminal };
+  const io = { out: (t: string) => (stdout += t), err: (t: string) => (stderr += t), env: commandEnv(b.env), errIsTerminal: () => terminal };
   const code = await run(args, io);
   return { code, stdout, stderr };
 }

@@ -2,6 +2,7 @@ import { expect, test } from "vitest";
 import { runCli } from "../helpers/cli.ts";
 import { cleanStoredNames } from "../../src/core/installs/locations.ts";
 import { bridgePerTest, outbound, waitFor, type Bridge } from "../helpers/bridge.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 import { COMPANY_ID } from "../helpers/fake-crm.ts";
 import { SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
@@ -97,7 +98,7 @@ test.each([
   expectHonestLog(b);
 });
 
-test("messages list and show: a phone and reasons stored raw (by an older bridge) show escaped", async () => {
+sqliteOnly("stores a value raw, as an older bridge did, with core.db")("messages list and show: a phone and reasons stored raw (by an older bridge) show escaped", async () => {
   const b = await start({}, "loc-1");
   b.gateway.on(SEND, () => jsonResponse({ success: false, error: `sender refused${TITLE_AND_CLEAR}` }, 400));
   expect((await b.webhook(outbound("m-1"))).status).toBe(200);
@@ -117,7 +118,7 @@ test("messages list and show: a phone and reasons stored raw (by an older bridge
   expectHonestLog(b);
 });
 
-test("the admin API: a name and a phone stored raw with C1 and bidi characters are answered escaped, the same JSON", async () => {
+sqliteOnly("stores a value raw, as an older bridge did, with core.db")("the admin API: a name and a phone stored raw with C1 and bidi characters are answered escaped, the same JSON", async () => {
   const b = await start({}, "loc-1");
   const name = "Clinic\u009b2J\u202eKO SLLIB";
   await b.core.tokens.setName("loc-1", name);

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { createCore } from "../../src/core/index.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { openDb, type Db } from "../../src/db/index.ts";
+import { openDb } from "../../src/db/index.ts";
 import { createLocationRegistry } from "../../src/db/tokens.ts";
 import { CLIENT_ID, CLIENT_SECRET, bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { openTestDatabase, sqliteOnly } from "../helpers/test-store.ts";
 
 const MINUTE = 60_000;
 /** The fake CRM's expires_in for every token it issues. */
@@ -17,14 +18,15 @@ const clock = Date.parse("2024-06-01T08:00:00Z");
 /** What the bridge's `now()` answers; a test may move it forward. */
 let current = clock;
 
-const extraDbs: Db[] = [];
+/** Databases a test opened beside its bridge's: a second process's, or SQLite in memory. */
+const extraDbs: { close(): unknown }[] = [];
 
 const startWith = bridgePerTest();
 // The clock stands still here, so no receipt would ever come due: report on acceptance.
 const start = (options: BridgeOptions = {}) => startWith({ now: () => current, ...options, env: { DLR_WAIT: "0", ...options.env } });
 
-afterEach(() => {
-  for (const db of extraDbs.splice(0)) db.close();
+afterEach(async () => {
+  for (const db of extraDbs.splice(0)) await db.close();
   current = clock;
 });
 
@@ -33,10 +35,12 @@ function tokenCalls(b: Bridge) {
 }
 
 /** A second "process" on the same database file: its own connection, core and token service. */
-function secondProcess(b: Bridge) {
-  const db = openDb(b.config.databasePath);
+/** Another process on the bridge's database (SQLite's file or PostgreSQL's schema), as a CLI command is. */
+async function secondProcess(b: Bridge) {
+  const log = createLogger("silent");
+  const db = await openTestDatabase(b.config, log);
   extraDbs.push(db);
-  return createCore(b.config, db, createLogger("silent"), () => current);
+  return createCore(b.config, db.source, log, () => current);
 }
 
 describe("expiry threshold (refresh when less than 5 minutes remain)", () => {
@@ -110,7 +114,7 @@ describe("refresh errors carry the spec's texts", () => {
     expect((await b.core.tokens.get("loc-1"))?.accessToken).toBe("at-seed-loc-1");
   });
 
-  test("store failure: failed to update token in store: <cause>", async () => {
+  sqliteOnly("makes the write fail with a SQLite TRIGGER")("store failure: failed to update token in store: <cause>", async () => {
     const b = await start();
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
     // A real SQLite failure on exactly the write that stores the refreshed pair.
@@ -124,7 +128,7 @@ describe("refresh errors carry the spec's texts", () => {
     expect(await b.core.tokens.get("loc-1")).toMatchObject({ accessToken: "at-seed-loc-1", refreshToken: "rt-seed-loc-1" });
   });
 
-  test("a store failure that passes: the refreshed pair (the old one is spent) is stored on a later try", async () => {
+  sqliteOnly("makes the write fail with a SQLite TRIGGER")("a store failure that passes: the refreshed pair (the old one is spent) is stored on a later try", async () => {
     const b = await start({ tuning: { tokenStoreRetryMs: 200 } }); // tries for 3 s: time to drop the trigger
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
     b.core.db.exec(`CREATE TRIGGER fail_token_update BEFORE UPDATE ON tokens
@@ -178,7 +182,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
   test("two processes on one database refreshing at once: ONE token call, both get the same new pair", async () => {
     const b = await start();
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
-    const other = secondProcess(b);
+    const other = await secondProcess(b);
 
     const [mine, theirs] = await Promise.all([
       b.core.installs.tokenService.validToken("loc-1"),
@@ -194,7 +198,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
   test("a report's refresh does not wait for another process's lease: it looks again shortly, holding no worker", async () => {
     const b = await start();
     await b.seed("loc-1", { expiresAt: clock + MINUTE });
-    const other = secondProcess(b);
+    const other = await secondProcess(b);
     // Another process (`bridge token refresh`, waiting out HighLevel's 429) holds the lease.
     expect(await other.tokens.tryLease("loc-1", (await b.core.tokens.get("loc-1"))!.serial, Date.now(), Date.now() + MINUTE)).toBe(true);
 
@@ -210,7 +214,7 @@ describe("single-flight refresh (refresh tokens are single-use)", () => {
   test("invalid_grant because another process rotated the token first: the newer pair is used, not an error", async () => {
     const b = await start();
     await b.seed("loc-1", { expiresAt: clock + MINUTE, refreshToken: "rt-old" });
-    const otherStore = secondProcess(b).tokens;
+    const otherStore = (await secondProcess(b)).tokens;
     const newerExpiry = clock + 2 * 3_600_000;
     b.crm.on("POST /oauth/token", async (req) => {
       const used = new URLSearchParams(req.body).get("refresh_token");

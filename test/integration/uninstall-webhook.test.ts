@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { APP_ID, bridgePerTest, outbound, waitFor } from "../helpers/bridge.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 /**
  * UNINSTALL webhooks, signed, through real HTTP: applied only once HighLevel confirms them
@@ -171,7 +172,7 @@ describe("UNINSTALL webhooks, with the worker running", () => {
     expect((await bridge.core.tokens.get("loc-1"))!.uninstalledAt).toBeGreaterThan(0);
   });
 
-  test("when the mark cannot be stored: 429, never 500; the retry stores it", async () => {
+  sqliteOnly("makes the write fail with a SQLite TRIGGER")("when the mark cannot be stored: 429, never 500; the retry stores it", async () => {
     const bridge = await start();
     await bridge.install("loc-1");
     bridge.crm.uninstall("loc-1");

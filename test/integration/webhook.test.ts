@@ -12,6 +12,7 @@ import {
   type Bridge,
 } from "../helpers/bridge.ts";
 import { rawExchange } from "../helpers/http.ts";
+import { sqliteOnly } from "../helpers/test-store.ts";
 
 function pem(key: KeyObject): string {
   return key.export({ type: "spki", format: "pem" }).toString();
@@ -48,7 +49,7 @@ async function expectAccepted(res: Response) {
 describe("webhook signature: Ed25519 (the configured default key)", () => {
   const start = bridgePerTest();
 
-  test("a valid x-ghl-signature is accepted and the job is committed before the response arrives", async () => {
+  sqliteOnly("reads the job on a second SQLite connection (openDb)")("a valid x-ghl-signature is accepted and the job is committed before the response arrives", async () => {
     const bridge = await start({ worker: false });
     await expectAccepted(await bridge.webhook(outbound("m-1")));
 
@@ -354,7 +355,7 @@ describe("webhook payloads (signed)", () => {
     expect((await bridge.core.jobs.get("m-edge"))?.state).toBe("queued");
   });
 
-  test("when the database cannot store the job: 429 with Retry-After, never 500; a retry later is accepted", async () => {
+  sqliteOnly("makes the write fail with a SQLite TRIGGER")("when the database cannot store the job: 429 with Retry-After, never 500; a retry later is accepted", async () => {
     const bridge = await start({ worker: false });
     bridge.core.db.exec("CREATE TRIGGER nojobs BEFORE INSERT ON jobs BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END");
     const res = await bridge.webhook(outbound("m-io"));
@@ -387,7 +388,7 @@ describe("webhook group commit", () => {
     expect(await bridge.core.jobs.counts()).toEqual({ queued: 1 });
   });
 
-  test("a verified webhook waits while another is still arriving; the last to arrive commits both", async () => {
+  sqliteOnly("SQLite's group commit (src/db/commit.ts): on PostgreSQL each enqueue commits alone")("a verified webhook waits while another is still arriving; the last to arrive commits both", async () => {
     const bridge = await start({ worker: false, tuning: { commitWindowMs: 60_000 } });
     const raw = JSON.stringify(outbound("m-slow"));
     let release!: () => void;
