@@ -105,7 +105,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
       if (options.balances !== false) core.operator.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
       if (sync) reconciliation = scheduleSync(core.installs.sync, log, sync.everyMs, sync.firstMs, presence.leads);
       rescuer.start();
-      core.alerts.start(options.alertEveryMs);
+      core.alerts.start(options.alertEveryMs, presence.leads);
     },
     async stop(graceMs) {
       core.operator.balances.stop();
