@@ -66,8 +66,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
   const { config, log } = core;
   // Servers sharing a database: this one's id is the one its claims carry (run_by), from the store.
   const shared = core.database.kind === "postgres";
-  const serverId = core.database.kind === "postgres" ? core.database.serverId : undefined;
-  const presence = createPresence({ servers: core.servers, leases: core.leases, log, address: options.address, beatMs: options.beatMs, id: serverId });
+  const presence = createPresence({ servers: core.servers, leases: core.leases, log, address: options.address, beatMs: options.beatMs, id: core.serverId });
   const windows = resendWindows(core.clients.gateways);
   const rescuer = createRescuer({ servers: core.servers, log, leads: presence.leads, rescue: rescueSends(core, windows) });
   const worker = createWorker({
@@ -114,6 +113,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
       const [left] = await Promise.all([worker.stop(graceMs), core.inbound.queue.stop(graceMs)]);
       core.delivery.receipts.stop();
       await rescuer.stop();
+      await core.delivery.owners.releaseAll();
       // Sends still in flight stay this server's until its heartbeat is stale: then the leader rescues them.
       await presence.stop(left === 0);
       return left;
