@@ -99,7 +99,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
         await worker.start();
         await core.inbound.queue.start();
       }
-      if (alone) await core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
+      if (alone) await core.gatewayKeys.clearHolds(); // no server holds a key now: the next send finds out again
       await core.operator.outages.recordTo(core.outageRecords, alone);
       if (options.balances !== false) core.operator.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
       if (sync) reconciliation = scheduleSync(core.installs.sync, log, sync.everyMs, sync.firstMs, presence.leads);

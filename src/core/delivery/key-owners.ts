@@ -49,6 +49,8 @@ export function createKeyOwners(options: KeyOwnersOptions) {
         return false;
       }
     },
+    /** Whether this server held the key's lease at its last ask, within its time: no store asked. */
+    ownsNow: (tag: string): boolean => wallClock() - (renewedAt.get(tag) ?? -Infinity) < ttlMs,
     /** A clean stop: the keys' leases let go, so other servers take them at once. */
     async releaseAll(): Promise<void> {
       const tags = [...renewedAt.keys()];

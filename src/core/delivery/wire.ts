@@ -2,6 +2,7 @@ import { wallClock } from "../clock.ts";
 import type { Calls, Context, Delivery, Installs, Stores } from "../core-types.ts";
 import { maskSecret } from "../mask.ts";
 import { createKeyHolds } from "./holds.ts";
+import { createSharedHolds } from "./holds-shared.ts";
 import { keyTag } from "../key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
@@ -92,6 +93,9 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
       released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
     },
     wake: async () => void (await jobs.wakeHeld(now())),
+    shared: { holds: createSharedHolds(gatewayKeys, log), tagOf: keyTag },
+    owns: (apiKey) => owners.owns(keyTag(apiKey)),
+    ownsNow: (apiKey) => owners.ownsNow(keyTag(apiKey)),
   });
   const receipts = createReceiptBook({
     sms,
