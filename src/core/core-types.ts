@@ -1,3 +1,4 @@
+import type { KeyOwners } from "./delivery/key-owners.ts";
 import type { Store } from "../store/contract.ts";
 import type { Database } from "../store/database.ts";
 import type { SettleReceipt } from "./pushed-receipt.ts";
@@ -48,6 +49,8 @@ export interface Core extends Store {
   database: Database;
   log: Logger;
   now: () => number;
+  /** This server's id among the others on the database (servers.ts): its claims' and leases' holder. */
+  serverId: string;
 
   // The store (src/store/contract.ts): tokens, companies, jobs, messages, gatewayKeys,
   // optOuts, replies, phones, phoneJobs, outageRecords; and over it:
@@ -94,6 +97,8 @@ export interface Delivery {
   doorbell: Doorbell;
   /** Settles a receipt a gateway pushed (a phone's status event, handed over by inbound's phone webhook). */
   settleReceipt: SettleReceipt;
+  /** Which gateway keys' control work (receipt reads, hold probes, balance and unsubscribed reads) this server does now. */
+  owners: KeyOwners;
 }
 
 /** Installs (src/core/installs/wire.ts): locations' tokens, installs, uninstalls and reconciliation. */
@@ -177,6 +182,8 @@ export interface Context {
   log: Logger;
   now: () => number;
   tuning: Tuning;
+  /** This server's id among the others on the database (servers.ts): its claims' and leases' holder. */
+  serverId: string;
 }
 
 export type Stores = Store & Pick<Core, "optOutList" | "writes" | "monthOf">;

@@ -25,6 +25,7 @@ import { monthIn } from "../db/usage-month.ts";
 import { wireInbound } from "./inbound/wire.ts";
 import type { Calls, Context, Core, Stores, Tuning } from "./core-types.ts";
 import { castKeyRate } from "./delivery/send-budget.ts";
+import { newServerId } from "./servers.ts";
 
 export type { Calls, Clients, Context, Core, Delivery, Inbound, Installs, Operator, Stores, Tuning } from "./core-types.ts";
 
@@ -37,7 +38,9 @@ export type { Calls, Clients, Context, Core, Delivery, Inbound, Installs, Operat
 export function createCore(config: ResolvedConfig, source: Db | Database, log: Logger, now: () => number = systemNow, tuning: Tuning = {}): Core {
   const database: Database = "kind" in source ? source : { kind: "sqlite", db: source };
   const db = database.kind === "sqlite" ? database.db : noSqlite();
-  const context: Context = { config, db, database, log, now, tuning };
+  // On PostgreSQL the id serve opened the store with (its claims carry it); else one of its own.
+  const serverId = (database.kind === "postgres" && database.serverId) || newServerId();
+  const context: Context = { config, db, database, log, now, tuning, serverId };
   const stores = openStores(context);
   // Metrics count the keys on hold; the holds are wired with delivery, after the clients.
   const calls = createClients(context, stores, () => delivery.holds.list().length);
@@ -46,10 +49,10 @@ export function createCore(config: ResolvedConfig, source: Db | Database, log: L
   const delivery = wireDelivery(context, stores, calls, installs);
   const inbound = wireInbound(context, stores, calls, installs, delivery);
   const turn = calls.scheduler.tryLowest;
-  const balances = createBalances({ sms: cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn });
+  const balances = createBalances({ sms: cast, keys: stores.gatewayKeys, log, now, lowCredits: config.lowBalanceCredits, turn, owns: delivery.owners.owns });
   const alerts = wireAlerts({ ...stores, outages, config, log, now, alerts: stores.alertStore, backoffMs: tuning.alertBackoffMs, warmUpMs: tuning.alertWarmUpMs });
   const clients = { crm, cast, gateways, castUnsubscribed };
-  return { config, db, database, log, now, ...stores, clients, delivery, installs, inbound, operator: { balances, outages, metrics }, alerts };
+  return { config, db, database, log, now, serverId, ...stores, clients, delivery, installs, inbound, operator: { balances, outages, metrics }, alerts };
 }
 
 /** The store (src/store/open.ts), with the opt-out lists as the rooms use them. */

@@ -55,6 +55,9 @@ export type SendVerdict =
 /** The kinds that hold the key, not fail the message, and how each hold is probed. */
 const HOLDS: Partial<Record<GatewayFailure, Probe>> = { key_refused: "balance", out_of_credit: "send", account_held: "send" };
 
+/** How a key held for `failure` is probed; undefined: no hold. */
+export const probeOf = (failure: GatewayFailure): Probe | undefined => HOLDS[failure];
+
 /** The answer to a send that failed with `error`. */
 export function nextSend(error: unknown, job: SendAttempt, limits: SendLimits): SendVerdict {
   if (!(error instanceof GatewayError)) return { verdict: "fail", code: "send_failed", gaveUp: false };

@@ -68,8 +68,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
   const { config, log } = core;
   // Servers sharing a database: this one's id is the one its claims carry (run_by), from the store.
   const shared = core.database.kind === "postgres";
-  const serverId = core.database.kind === "postgres" ? core.database.serverId : undefined;
-  const presence = createPresence({ servers: core.servers, leases: core.leases, log, address: options.address, beatMs: options.beatMs, id: serverId });
+  const presence = createPresence({ servers: core.servers, leases: core.leases, log, address: options.address, beatMs: options.beatMs, id: core.serverId });
   const windows = resendWindows(core.clients.gateways);
   const rescuer = createRescuer({ servers: core.servers, log, leads: presence.leads, rescue: rescueSends(core, windows) });
   const worker = createWorker({
@@ -104,12 +103,12 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
         await worker.start();
         await core.inbound.queue.start();
       }
-      if (alone) await core.gatewayKeys.clearHolds(); // held in memory: a new process finds out again at the next send
+      if (alone) await core.gatewayKeys.clearHolds(); // no server holds a key now: the next send finds out again
       await core.operator.outages.recordTo(core.outageRecords, alone);
       if (options.balances !== false) core.operator.balances.start(() => apiKeysInUse(core.tokens, config.sms.apiKey));
       if (sync) reconciliation = scheduleSync(core.installs.sync, log, sync.everyMs, sync.firstMs, presence.leads);
       rescuer.start();
-      core.alerts.start(options.alertEveryMs);
+      core.alerts.start(options.alertEveryMs, presence.leads);
     },
     async stop(graceMs) {
       core.operator.balances.stop();
@@ -118,6 +117,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
       const [left] = await Promise.all([worker.stop(graceMs), core.inbound.queue.stop(graceMs)]);
       core.delivery.receipts.stop();
       await rescuer.stop();
+      await core.delivery.owners.releaseAll();
       // Sends still in flight stay this server's until its heartbeat is stale: then the leader rescues them.
       await presence.stop(left === 0);
       return left;

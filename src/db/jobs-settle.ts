@@ -33,6 +33,8 @@ export function createSettleSteps(db: Db, sql: JobStatements, timeline: Timeline
     recordReceipt(id: number, receipt: Receipt, now: number): boolean {
       return tx.recordReceipt({ id, now: ms(now), errorCode: "", errorMessage: "", ...receipt });
     },
+    /** Takes the job's report until `until`: false when it is not due at `now` (another server took it). */
+    takeReport: (id: number, now: number, until: number): boolean => sql.takeReport.run(ms(until), id, ms(now)).changes > 0,
     /** HighLevel took the status: the job is done. */
     reported(id: number, status: string, now: number): void {
       tx.reported(id, status, ms(now));

@@ -22,6 +22,16 @@ export function failureDetail(code: FailureCode | "", message: string): string {
 export const AWAITS_RECEIPT = "state = 'reporting' AND receipt_deadline IS NOT NULL";
 
 /** A job sent through a phone: its gateway is the phone's key, `android:<device id>` (Claim.gateway). */
+/** The messages of a key waiting for their receipt (store: awaitingReceipts); `?`/`$n` placeholders: the tag, the limit. */
+export const AWAITING_RECEIPTS = (tag: string, limit: string) => `
+  SELECT id AS "jobId", gateway_message_id AS "messageId", coalesce(sent_at, first_sent_at, updated_at) AS "sentAt",
+    message_id AS "crmMessageId", location_id AS "locationId"
+  FROM jobs WHERE ${AWAITS_RECEIPT} AND api_key_tag = ${tag} AND gateway_message_id IS NOT NULL ORDER BY id LIMIT ${limit}`;
+
+/** A report due (a settled job whose report is not taken): `?`/`$n` placeholders: until, the id, now. */
+export const TAKE_REPORT = (until: string, id: string, now: string) => `
+  UPDATE jobs SET next_attempt_at = ${until} WHERE id = ${id} AND state = 'reporting' AND receipt_deadline IS NULL AND next_attempt_at <= ${now}`;
+
 export const THROUGH_A_PHONE = "gateway LIKE 'android:%'";
 
 /** A phone's message the phone has said it sent (the carrier took it): a "sent" event on its timeline. */
@@ -197,6 +207,7 @@ function settleStatements(db: Db) {
     reported: db.prepare<[{ id: number; status: string; now: number }]>(`
     UPDATE jobs SET state = 'done', reported_status = @status, reported_at = @now, updated_at = @now WHERE id = @id`),
     giveUp: db.prepare<[number, number]>("UPDATE jobs SET state = 'dead', updated_at = ? WHERE id = ?"),
+    takeReport: db.prepare<[number, number, number]>(TAKE_REPORT("?", "?", "?")),
     retryLater: db.prepare<[number, string, number, number]>(`
     UPDATE jobs SET next_attempt_at = ?, attempts = attempts + 1, error_message = coalesce(error_message, ?), updated_at = ?
     WHERE id = ?`),

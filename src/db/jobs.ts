@@ -3,7 +3,8 @@ import { jobFromRow, type Job, type JobState } from "./job-rows.ts";
 import { createQueueSteps } from "./jobs-queue.ts";
 import { createSendSteps } from "./jobs-send.ts";
 import { createSettleSteps } from "./jobs-settle.ts";
-import { prepareJobStatements } from "./jobs-statements.ts";
+import { AWAITING_RECEIPTS, prepareJobStatements } from "./jobs-statements.ts";
+import type { AwaitedReceipt } from "../store/contract-jobs.ts";
 import { ms } from "./ms.ts";
 import { createTimeline } from "./timeline.ts";
 import { prepareUsageCount } from "./usage-count.ts";
@@ -26,6 +27,7 @@ export type JobStore = ReturnType<typeof createJobStore>;
  */
 export function createJobStore(db: Db, monthOf: MonthOf = monthIn(DEFAULT_USAGE_ZONE)) {
   const sql = prepareJobStatements(db);
+  const awaiting = db.prepare<[string, number], AwaitedReceipt>(AWAITING_RECEIPTS("?", "?"));
   const timeline = createTimeline(db);
   const noteError = db.transaction((id: number, reason: string, now: number) => {
     if (timeline.last(id, "error") !== reason) timeline.add(id, now, "error", reason);
@@ -38,6 +40,8 @@ export function createJobStore(db: Db, monthOf: MonthOf = monthIn(DEFAULT_USAGE_
     noteError(id: number, reason: string, now: number): void {
       noteError(id, reason, ms(now));
     },
+    /** Up to `limit` messages of the key waiting for their receipt, the oldest first. */
+    awaitingReceipts: (apiKeyTag: string, limit: number): AwaitedReceipt[] => awaiting.all(apiKeyTag, limit),
     /** The whole job, to run it. */
     byId(id: number): Job | undefined {
       const row = sql.byId.get(id);

@@ -9,6 +9,18 @@ export interface KeptKey {
   apiKey: string;
 }
 
+/** A sent message waiting for its receipt, as its key's log reader looks for it. */
+export interface AwaitedReceipt {
+  jobId: number;
+  /** The id the gateway answered its send with. */
+  messageId: string;
+  /** When the send that went went. */
+  sentAt: number;
+  /** HighLevel's message id and location, for the log. */
+  crmMessageId: string;
+  locationId: string;
+}
+
 /** At most `count` messages whose id starts with `prefix` within `windowMs`: the test SMS's limit. */
 export interface EnqueueLimit {
   count: number;
@@ -75,10 +87,21 @@ export interface JobStore {
   sentByPhone(id: number, now: number, how: string): Promise<void>;
   /** Whether the phone has said it sent the message: the carrier took it. */
   wasSentByPhone(id: number): Promise<boolean>;
+  /**
+   * Up to `limit` messages sent with key `apiKeyTag` and waiting for their receipt, the
+   * oldest first: what the key's log reader looks for, whichever server's job last looked.
+   */
+  awaitingReceipts(apiKeyTag: string, limit: number): Promise<AwaitedReceipt[]>;
   /** A read of the log found these jobs' receipts: they look again now. */
   receiptsDue(ids: number[], now: number): Promise<void>;
   /** The receipt settled the outcome: the report goes next. False when the job no longer awaits it. */
   recordReceipt(id: number, receipt: Receipt, now: number): Promise<boolean>;
+  /**
+   * Takes the job's report for this server until `until` (servers sharing a database: the
+   * one that takes it reports it): false when it is not due at `now` (another took it).
+   * Its report's outcome (reported, retryLater, giveUp) ends the take.
+   */
+  takeReport(id: number, now: number, until: number): Promise<boolean>;
   /** HighLevel took the status: the job is done. */
   reported(id: number, status: string, now: number): Promise<void>;
   /** The status report is given up (`reason`): the job is dead. */

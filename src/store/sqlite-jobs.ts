@@ -13,7 +13,7 @@ type Composed = "enqueue" | "enqueueLimited" | "claimForSending";
 const WRITES = {
   batched: [
     "noteError", "sendLater", "sendAgain", "recordResult", "markHeld", "receiptLater", "sentByPhone", "receiptsDue",
-    "recordReceipt", "reported", "giveUp", "retryLater",
+    "recordReceipt", "takeReport", "reported", "giveUp", "retryLater",
   ],
   alone: ["wakeHeld", "recoverInterrupted", "prune"],
 } as const;

@@ -130,6 +130,32 @@ export function jobCases(it: Case): void {
     expect((await store.jobs.due(T0 + 61, 10)).map((j) => j.id)).toEqual([id]);
   });
 
+  it("a key's messages waiting for their receipt are listed, the oldest first, whoever looked; a settled one no longer", ["jobs"], async (store) => {
+    const first = await awaiting(store, 1);
+    const second = await awaiting(store, 2);
+    await awaiting(store, 3, { apiKeyTag: "tag-2" });
+    const sentAt = (await store.jobs.byId(first))!.sentAt ?? (await store.jobs.byId(first))!.firstSentAt;
+    expect(await store.jobs.awaitingReceipts("tag-1", 10)).toEqual([
+      { jobId: first, messageId: "gw-1", sentAt, crmMessageId: "msg-1", locationId: "loc-1" },
+      { jobId: second, messageId: "gw-2", sentAt, crmMessageId: "msg-2", locationId: "loc-1" },
+    ]);
+    expect((await store.jobs.awaitingReceipts("tag-1", 1)).map((w) => w.jobId)).toEqual([first]);
+    await store.jobs.recordReceipt(first, { outcome: "delivered", receipt: "DELIVRD" }, T0 + 60);
+    expect((await store.jobs.awaitingReceipts("tag-1", 10)).map((w) => w.jobId)).toEqual([second]);
+    expect(await store.jobs.awaitingReceipts("tag-9", 10)).toEqual([]);
+  });
+
+  it("a due report is taken once: put off until the take ends, not taken while a receipt is awaited", ["jobs"], async (store) => {
+    const id = await awaiting(store, 1);
+    expect(await store.jobs.takeReport(id, T0 + 60, T0 + 1000)).toBe(false); // its receipt is awaited
+    await store.jobs.recordReceipt(id, { outcome: "delivered", receipt: "DELIVRD" }, T0 + 61);
+    expect(await store.jobs.takeReport(id, T0 + 62, T0 + 1000)).toBe(true);
+    expect(await store.jobs.takeReport(id, T0 + 63, T0 + 1000)).toBe(false);
+    expect(await store.jobs.due(T0 + 999, 10)).toEqual([]);
+    expect((await store.jobs.due(T0 + 1000, 10)).map((j) => j.id)).toEqual([id]);
+    expect(await store.jobs.takeReport(id, T0 + 1000, T0 + 2000)).toBe(true);
+  });
+
   it("a phone's send is marked sent by the phone once; a Cast send never", ["jobs", "phoneJobs"], async (store) => {
     const phone = await awaiting(store, 1, { gateway: "android:dev-1" });
     const cast = await awaiting(store, 2);

@@ -6,6 +6,7 @@ import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
 import { startFakeWebhook } from "../helpers/fake-webhook.ts";
 import { jsonResponse } from "../helpers/http.ts";
 import { sqliteOnly } from "../helpers/test-store.ts";
+import { keyTag } from "../../src/core/key-tag.ts";
 
 /** Alerts to a person through ALERT_WEBHOOK_URL (docs/alerts.md), to a fake Slack-style receiver. */
 
@@ -301,4 +302,28 @@ test("a location at 80 % and at 100 % of its monthly cap is alerted once each, a
   ].sort());
   await new Promise((r) => setTimeout(r, 100));
   expect(webhook.delivered).toHaveLength(4);
+});
+
+test("two servers on one database: only the leader looks for what needs a person and posts it, then the next leader", async () => {
+  const { bridge: first, webhook } = await start({ alertEveryMs: 30, beatMs: 50 });
+  const { bridge: second } = await start({ alertEveryMs: 30, beatMs: 50, env: { DATABASE_PATH: first.config.databasePath } }, webhook);
+  expect(second.presence.leads()).toBe(false);
+  const looks = { first: 0, second: 0 };
+  first.core.alerts.addSource(() => (looks.first++, []));
+  second.core.alerts.addSource(() => (looks.second++, []));
+  await first.core.gatewayKeys.held(keyTag(GLOBAL_SMS_KEY), "ab…", { since: Date.now(), status: 401, reason: "key refused" });
+  await waitFor(() => webhook.delivered.length === 1);
+  await new Promise((r) => setTimeout(r, 300));
+  expect(webhook.posted()).toHaveLength(1);
+  expect(webhook.delivered[0]).toMatch(/on hold/);
+  expect(looks.first).toBeGreaterThan(2);
+  expect(looks.second).toBe(0);
+
+  // The leader stops: the other leads and carries on from the alerts the database keeps (no second start).
+  await first.close();
+  await waitFor(() => second.presence.leads(), 3000);
+  await second.core.gatewayKeys.released(keyTag(GLOBAL_SMS_KEY));
+  await waitFor(() => webhook.delivered.length === 2, 5000);
+  expect(webhook.delivered[1]).toMatch(/resolved/);
+  expect(looks.second).toBeGreaterThan(0);
 });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { expect, test } from "vitest";
 import { GLOBAL_SMS_KEY, bridgePerTest, outbound, waitFor, type BridgeOptions } from "../helpers/bridge.ts";
-import { BALANCE, SEND } from "../helpers/fake-gateway.ts";
+import { BALANCE, castError, SEND } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
 import { GatewayError } from "../../src/errors.ts";
 
@@ -252,4 +252,31 @@ test("an old 200 Cast replays to a held key's probe does not lift the hold: only
   expect(bridge.crm.statusReports().map((r) => r.body)).toEqual([{ status: "delivered" }]);
   expect(bridge.core.delivery.holds.list()).toHaveLength(1);
   expect(bridge.logs.join("")).not.toContain("works again");
+});
+
+test("a key one server holds (401) is held on the other too: it sends nothing with it until a probe frees it", async () => {
+  const first = await startWith({ balances: false, sync: false, beatMs: 50, env: { CAST_LOCAL_ADDRESS: "127.0.0.2" } }, "loc-1");
+  const shared = { DATABASE_PATH: first.config.databasePath, SMS_API_URL: first.gateway.url, CRM_API_URL: first.crm.url };
+  const second = await startWith({ balances: false, sync: false, beatMs: 50, worker: false, env: { ...shared, CAST_LOCAL_ADDRESS: "127.0.0.3" } });
+  let refused = true;
+  const invalid = () => castError(401, "INVALID_API_KEY", "invalid API key");
+  first.gateway.on(SEND, () => (refused ? invalid() : first.gateway.accept()));
+  first.gateway.on(BALANCE, () => (refused ? invalid() : jsonResponse({ success: true, credits: 100, currency: "PHP" })));
+
+  expect((await first.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(async () => (await first.core.gatewayKeys.list()).some((k) => k.heldSince !== null));
+  // From now on the second server runs the queue; the first lets its keys go.
+  await first.worker.stop(1000);
+  await first.core.delivery.owners.releaseAll();
+  await second.worker.start();
+  for (const id of ["m-2", "m-3"]) expect((await second.webhook(outbound(id))).status).toBe(200);
+  await waitFor(async () => (await second.core.messages.get("m-3"))?.status === "held", 5_000);
+  await sleep(300);
+  const from = (address: string) => first.gateway.received(SEND).filter((r) => r.remoteAddress === address);
+  expect(from("127.0.0.3")).toEqual([]);
+  expect(from("127.0.0.2")).toHaveLength(1);
+
+  refused = false;
+  await waitFor(() => first.crm.statusReports().filter((r) => r.body.status === "delivered").length >= 3, 10_000);
+  expect(new Set(first.crm.statusReports().map((r) => r.messageId))).toEqual(new Set(["m-1", "m-2", "m-3"]));
 });

@@ -3,6 +3,7 @@ import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } fro
 import { sqliteOnly } from "../helpers/test-store.ts";
 import { CAST, castError, LOGS, SEND, STATUS } from "../helpers/fake-gateway.ts";
 import { jsonResponse } from "../helpers/http.ts";
+import { TEST_STORE } from "../helpers/test-store.ts";
 
 /** Delivery receipts (docs/architecture.md, "Receipts"): Cast's acceptance is not delivery. */
 
@@ -318,4 +319,26 @@ sqliteOnly("reads next_attempt_at with core.db")("a look 20-60 s after the send 
   expect(bridge.logs.join("")).not.toContain("[error]");
   expect(Number.isInteger(nextLook.get("m-1"))).toBe(true);
   expect(await bridge.core.jobs.get("m-1")).toMatchObject({ state: "reporting", receipt: null });
+});
+
+test("two servers on one database: a key's log is read by one of them, and every job settles from its reads", async () => {
+  // Each server sends from its own address (CAST_LOCAL_ADDRESS): the fake Cast tells who read.
+  const first = await startWith({ balances: false, sync: false, beatMs: 50, env: { CAST_LOCAL_ADDRESS: "127.0.0.2" } }, "loc-1");
+  const shared = { DATABASE_PATH: first.config.databasePath, SMS_API_URL: first.gateway.url, CRM_API_URL: first.crm.url };
+  const second = await startWith({ balances: false, sync: false, beatMs: 50, env: { ...shared, CAST_LOCAL_ADDRESS: "127.0.0.3" } });
+  first.gateway.receipts((_, since) => (since < 400 ? { status: "sent" } : { status: "delivered", dlr_status: "DELIVRD" }));
+
+  const ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6"];
+  for (const [i, id] of ids.entries()) expect((await (i % 2 ? second : first).webhook(outbound(id))).status).toBe(200);
+  await waitFor(async () => (await Promise.all(ids.map((id) => first.core.jobs.get(id)))).every((j) => j?.state === "done"), 10_000);
+
+  const sentBy = new Set(first.gateway.received(SEND).map((r) => r.remoteAddress));
+  expect(sentBy).toEqual(new Set(["127.0.0.2", "127.0.0.3"])); // both servers ran jobs
+  expect(new Set(first.gateway.logCalls().map((r) => r.remoteAddress)).size).toBe(1);
+  expect(first.gateway.statusCalls()).toEqual([]);
+  for (const id of ids) expect(await first.core.jobs.get(id)).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
+  // Two bridges on one SQLite file may both report a job (no claim names its server there): each is told delivered.
+  for (const id of ids) expect(first.crm.statusReports().filter((r) => r.messageId === id).map((r) => r.body)).toContainEqual({ status: "delivered" });
+  expect(first.crm.statusReports().filter((r) => r.body.status !== "delivered")).toEqual([]);
+  if (TEST_STORE === "postgres") expect(first.crm.statusReports()).toHaveLength(ids.length);
 });

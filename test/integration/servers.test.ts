@@ -7,7 +7,10 @@ import { createRescuer } from "../../src/core/operator/rescue.ts";
 import { createPresence } from "../../src/core/servers.ts";
 import { openDb } from "../../src/db/index.ts";
 import { openStore } from "../../src/store/open.ts";
-import { bridgePerTest, waitFor } from "../helpers/bridge.ts";
+import { GLOBAL_SMS_KEY, bridgePerTest, waitFor } from "../helpers/bridge.ts";
+import { BALANCE } from "../helpers/fake-gateway.ts";
+import { keyTag } from "../../src/core/key-tag.ts";
+import { keyLease } from "../../src/core/delivery/key-owners.ts";
 import { captureStream } from "../helpers/stream.ts";
 
 // Several servers on one database: two bridges on one SQLite file stand for them here.
@@ -97,4 +100,18 @@ test("a heartbeat the database refuses is logged, not thrown, and the lead is lo
     if (db.open) db.close();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("a key's balance is read by the server that owns the key, not by every server", async () => {
+  const first = await start(quiet);
+  const second = await start({ ...quiet, env: { DATABASE_PATH: first.config.databasePath, SMS_API_URL: first.gateway.url } });
+  expect(await first.core.delivery.owners.owns(keyTag(GLOBAL_SMS_KEY))).toBe(true);
+  await second.core.operator.balances.refresh([GLOBAL_SMS_KEY], true);
+  expect(first.gateway.received(BALANCE)).toEqual([]);
+  expect((await second.core.leases.list()).find((l) => l.name === keyLease(keyTag(GLOBAL_SMS_KEY)))?.holder).toBe(first.presence.id);
+  await first.core.operator.balances.refresh([GLOBAL_SMS_KEY], true);
+  expect(first.gateway.received(BALANCE)).toHaveLength(1);
+  // The owner stops: its leases go with it, and the other server reads the key from then on.
+  await first.close();
+  expect(await second.core.delivery.owners.owns(keyTag(GLOBAL_SMS_KEY))).toBe(true);
 });

@@ -17,7 +17,12 @@ export interface SenderOptions {
   now: () => number;
   /** First wait after a failed post (tests shorten it); doubles up to RETRY.alert's most. */
   firstBackoffMs?: number;
+  /** Whether this server posts now: on a shared database only the leader does; the others look again in LEADS_MS. */
+  leads?: () => boolean;
 }
+
+/** A server that does not lead looks this often whether it does now (the leader's lease is renewed every 5 s). */
+const LEADS_MS = 5_000;
 
 /**
  * The alert loop: posts the oldest waiting alert, one at a time and in order, and marks
@@ -37,7 +42,7 @@ export function createSender(options: SenderOptions) {
     while (running) {
       let wait: number;
       try {
-        wait = await post.once();
+        wait = options.leads?.() === false ? LEADS_MS : await post.once();
       } catch (error) {
         options.log.warn(`alerts: ${errorMessage(error)}`);
         wait = delayMs(RETRY.alert, 0, options.firstBackoffMs);

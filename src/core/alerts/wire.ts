@@ -50,9 +50,11 @@ export function wireAlerts(deps: AlertsDeps) {
   const { config, log, now } = deps;
   const url = config.alertWebhookUrl;
   const sources = defaultSources(deps);
-  const sender = createSender({ store: deps.alerts, post: (text) => postAlert(url, text, now), log, now, firstBackoffMs: deps.backoffMs });
+  const sender = createSender({ store: deps.alerts, post: (text) => postAlert(url, text, now), log, now, firstBackoffMs: deps.backoffMs, leads: () => leads() });
   const evaluator = createEvaluator({ store: deps.alerts, sources, log, now, name: bridgeName(config.baseUrl), recorded: sender.wake });
   let timer: ReturnType<typeof setInterval> | undefined;
+  // Servers sharing a database: only the leader looks and posts (run.ts), so each alert goes once.
+  let leads = () => true;
 
   async function look(): Promise<void> {
     try {
@@ -71,13 +73,19 @@ export function wireAlerts(deps: AlertsDeps) {
     },
     /** Looks now (serve looks every `everyMs`). */
     look,
-    /** Serve: looks now and every `everyMs`, and starts the alert loop; nothing without ALERT_WEBHOOK_URL. */
-    start(everyMs = LOOK_EVERY_MS): void {
+    /**
+     * Serve: looks now and every `everyMs`, and starts the alert loop; nothing without
+     * ALERT_WEBHOOK_URL. `leader`: whether this server leads the periodic work now; the
+     * others neither look nor post (the alerts wait in the database for whichever leads).
+     */
+    start(everyMs = LOOK_EVERY_MS, leader: () => boolean = () => true): void {
       if (!url || timer) return;
+      leads = leader;
       evaluator.endsFrom(now() + (deps.warmUpMs ?? WARM_UP_MS));
       sender.start();
-      void look();
-      timer = setInterval(() => void look(), everyMs);
+      const tick = () => void (leads() && look());
+      tick();
+      timer = setInterval(tick, everyMs);
       timer.unref();
     },
     async stop(): Promise<void> {

@@ -1,8 +1,10 @@
 import type { SmsGateway } from "../clients/gateway.ts";
 import { errorMessage, type GatewayError } from "../../errors.ts";
-import { stillRefused, type Probe } from "../retry-policy.ts";
+import { probeOf, stillRefused, type Probe } from "../retry-policy.ts";
+import { refusalKind } from "../clients/cast-answers.ts";
 import type { Logger } from "../log.ts";
 import { maskSecret } from "../mask.ts";
+import { SHARED_HOLDS_MS, type SharedHolds } from "./holds-shared.ts";
 
 export interface KeyHoldsOptions {
   sms: SmsGateway;
@@ -16,6 +18,11 @@ export interface KeyHoldsOptions {
   record?: { held(apiKey: string, hold: Hold): Promise<void>; released(apiKey: string): Promise<void> };
   /** A key works again: its waiting messages should look now, not at their next look. */
   wake?: () => Promise<void>;
+  /** Every server's holds (servers sharing a database): a key held by any is held here too; released by any, here too. */
+  shared?: { holds: SharedHolds; tagOf(apiKey: string): string };
+  /** Whether this server probes the key (it owns it: key-owners.ts); `ownsNow` without asking the store. Default: always. */
+  owns?: (apiKey: string) => Promise<boolean>;
+  ownsNow?: (apiKey: string) => boolean;
 }
 
 export interface Hold {
@@ -40,8 +47,8 @@ interface Held extends Hold {
  * operator is told at once and every few minutes, and the key is probed at most once a
  * minute (a balance call, or one waiting message let through: Probe, in
  * core/retry-policy.ts), driven by the messages that wait
- * for it; sending resumes by itself when a probe succeeds. Held in memory: after a
- * restart, the next send finds out again.
+ * for it; sending resumes by itself when a probe succeeds. Recorded in the database,
+ * where every server reads the others' holds (`look`); one server probes a key (its owner).
  */
 export function createKeyHolds(options: KeyHoldsOptions) {
   const keys: Keys = {
@@ -72,6 +79,22 @@ export function createKeyHolds(options: KeyHoldsOptions) {
     async sent(apiKey: string): Promise<void> {
       const held = keys.held.get(apiKey);
       if (held) await release(keys, apiKey, held);
+    },
+    /**
+     * Takes in what the other servers know of the key (every SHARED_HOLDS_MS at most): a hold
+     * another server made is held here; one released by another server (after this one's
+     * hold was recorded) is released here.
+     */
+    async look(apiKey: string): Promise<void> {
+      if (!options.shared) return;
+      const { held, readAt } = await options.shared.holds.fresh();
+      const there = held.get(options.shared.tagOf(apiKey));
+      const here = keys.held.get(apiKey);
+      if (there && !here) adopt(keys, apiKey, there);
+      else if (!there && here && readAt - here.since > SHARED_HOLDS_MS) {
+        keys.held.delete(apiKey);
+        options.log.info(`SMS gateway key ${maskSecret(apiKey)} works again (another server's probe): its messages go out now`);
+      }
     },
     /** Keys held now (for status and doctor). */
     list(): (Hold & { apiKey: string })[] {
@@ -105,6 +128,14 @@ function hold(keys: Keys, apiKey: string, probe: Probe, error: GatewayError): vo
   options.log.error(`SMS gateway refused key ${maskSecret(apiKey)} (${reason}): its messages wait, not failed; an operator must act (top up, or set a working key). Probing it every ${probeEveryMs / 1000} s`);
 }
 
+/** A hold another server made: held here too, probed as the refusal its status tells calls for, not told again. */
+function adopt(keys: Keys, apiKey: string, hold: Hold): void {
+  const t = keys.options.now();
+  const probe = probeOf(refusalKind(hold.status, undefined)) ?? "balance";
+  keys.held.set(apiKey, { ...hold, probe, probedAt: t, remindedAt: t, probing: false });
+  keys.options.log.info(`SMS gateway key ${maskSecret(apiKey)} is held by another server (${hold.reason}): its messages wait here too`);
+}
+
 function check(keys: Keys, apiKey: string): Hold | undefined {
   const held = keys.held.get(apiKey);
   if (!held) return undefined;
@@ -116,7 +147,10 @@ function check(keys: Keys, apiKey: string): Hold | undefined {
   const due = !held.probing && t - held.probedAt >= keys.probeEveryMs;
   if (due && held.probe === "send") {
     held.probedAt = t;
-    return undefined;
+    // One server probes a key: another's message waits, and asks for the key for the next probe.
+    if (keys.options.ownsNow?.(apiKey) ?? true) return undefined;
+    void keys.options.owns?.(apiKey);
+    return held;
   }
   if (due) void probeBalance(keys, apiKey, held);
   return held;
@@ -126,6 +160,8 @@ async function probeBalance(keys: Keys, apiKey: string, held: Held): Promise<voi
   held.probing = true;
   held.probedAt = keys.options.now();
   try {
+    // One server probes a key: the others learn of the release from the database.
+    if (keys.options.owns && !(await keys.options.owns(apiKey))) return;
     await keys.options.sms.balance(apiKey);
     await release(keys, apiKey, held);
   } catch (error) {

@@ -41,6 +41,8 @@ export interface OutboundDeps {
   reportBackoffMs?: number;
   /** Status reports tried at most this often before the job is given up (RETRY.report). */
   reportAttempts?: number;
+  /** Servers sharing the database (PostgreSQL): a report is taken (jobs.takeReport) before it goes, so one of them makes it. */
+  takeReports?: boolean;
   /** First wait before storing a send's result again. */
   storeRetryMs?: number;
   /** A message of more parts is refused (SMS_MAX_PARTS). */
@@ -82,4 +84,4 @@ export type FailureDeps = Pick<OutboundDeps, "sms" | "holds" | "sendBudget" | "l
 /** Storing a send's result until the store takes it (store-result.ts). */
 export type StoreDeps = Pick<OutboundDeps, "jobs" | "log" | "now" | "storeRetryMs">;
 /** Reporting a message's outcome to HighLevel (report.ts). */
-export type ReportDeps = Pick<OutboundDeps, "jobs" | "crm" | "tokenService" | "log" | "now" | "metrics" | "outages" | "reportAttempts" | "reportBackoffMs">;
+export type ReportDeps = Pick<OutboundDeps, "jobs" | "crm" | "tokenService" | "log" | "now" | "metrics" | "outages" | "reportAttempts" | "reportBackoffMs" | "takeReports">;

@@ -32,6 +32,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
   if (job.state === "queued") {
     let plan = await prepare(deps, job);
     if ("request" in plan) {
+      await deps.holds.look(plan.request.apiKey);
       const held = heldTooLong(deps, job, plan.request.apiKey);
       if (held && "waitMs" in held) {
         // Shown as held in the message log, with the gateway's reason; not due again until a

@@ -31,7 +31,7 @@ export function createReceiptBook(options: ReceiptBookOptions) {
 
   function keyLog(apiKey: string): KeyLog {
     let k = keys.get(apiKey);
-    if (!k) keys.set(apiKey, (k = { waiting: new Map(), statuses: new Map(), reading: false, readAt: -Infinity, pages: 0 }));
+    if (!k) keys.set(apiKey, (k = { waiting: new Map(), statuses: new Map(), reading: false, readAt: -Infinity, pages: 0, awaited: 0 }));
     return k;
   }
 

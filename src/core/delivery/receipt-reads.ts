@@ -15,6 +15,10 @@ const PAGE = 500;
 const MAX_ENTRIES = 10_000;
 /** How far before the oldest waiting send a read still looks: the clocks, as measured, and Cast's whole seconds. */
 const SKEW_MS = 30_000;
+/** How many found receipts are recorded at once. */
+const RECORD_AT_ONCE = 8;
+/** A read looks for at most this many of a key's messages the database says wait (awaited). */
+export const MAX_AWAITED = 10_000;
 /** A waiting message not looked for in this long is forgotten (its job ended or left this process). */
 const STALE_MS = 5 * 60_000;
 
@@ -38,7 +42,7 @@ export interface Reads {
 
 /** Starts the key's next read when it is due, unless one is on its way. */
 export function plan(r: Reads, apiKey: string, k: KeyLog): void {
-  if (r.stopped || k.reading || k.timer || k.waiting.size === 0) return;
+  if (r.stopped || k.reading || k.timer || (k.waiting.size === 0 && k.awaited === 0)) return;
   const gap = r.freshMs * Math.max(1, k.pages * PAGE_SHARE);
   k.timer = setTimeout(() => void read(r, apiKey, k), Math.max(0, k.readAt + gap - wallClock()));
   k.timer.unref();
@@ -49,13 +53,17 @@ async function read(r: Reads, apiKey: string, k: KeyLog): Promise<void> {
   k.reading = true;
   k.readAt = wallClock();
   forgetStale(k, r.options.now());
+  let wanted = new Map<string, WaitingHere>();
   try {
-    const wanted = new Map(k.waiting);
+    if (!(await owns(r, apiKey))) return void (k.awaited = 0);
+    wanted = await wantedOf(r, apiKey, k);
     if (wanted.size === 0) return;
     const { statuses, pages } = await readBack(r, apiKey, wanted);
     k.statuses = statuses;
     k.pages = pages;
     for (const [id, w] of wanted) Object.assign(w, { asking: false, missed: w.missed || !statuses.has(id) });
+    // Recorded before the next read is planned: no two passes record the same receipts.
+    if (r.options.record) await recordFound(r, k, wanted);
   } catch (error) {
     const rateLimited = error instanceof GatewayError && error.failure === "rate_limited";
     r.options.log.debug(`receipts: the log of key ${maskSecret(apiKey)} not read (${errorMessage(error)}); ${rateLimited ? "read again later" : "each message is asked for alone meanwhile"}`);
@@ -70,7 +78,51 @@ async function read(r: Reads, apiKey: string, k: KeyLog): Promise<void> {
     k.reading = false;
     plan(r, apiKey, k);
   }
-  await wakeJobs(r, [...k.waiting.values()].filter((w) => !w.woken && isFinal(k.statuses.get(w.messageId))), true);
+  if (!r.options.record) await wakeJobs(r, [...k.waiting.values()].filter((w) => !w.woken && isFinal(k.statuses.get(w.messageId))), true);
+}
+
+/** Whether this server reads the key's log now (servers sharing a database: its owner only). */
+async function owns(r: Reads, apiKey: string): Promise<boolean> {
+  return r.stopped ? false : ((await r.options.owns?.(apiKey)) ?? true);
+}
+
+/** What a read looks for: the messages that looked here, and those the database says wait, whoever's job looked. */
+async function wantedOf(r: Reads, apiKey: string, k: KeyLog): Promise<Map<string, WaitingHere>> {
+  const awaited = await r.options.awaited?.(apiKey, MAX_AWAITED);
+  if (awaited && awaited.length < MAX_AWAITED) {
+    // The whole list: a message that looked here and is not on it waits no more (settled elsewhere).
+    const ids = new Set(awaited.map((w) => w.messageId));
+    for (const id of k.waiting.keys()) if (!ids.has(id)) k.waiting.delete(id);
+  }
+  const wanted = new Map(k.waiting);
+  const t = r.options.now();
+  for (const w of awaited ?? []) {
+    const here = wanted.get(w.messageId);
+    if (here) Object.assign(here, { crmMessageId: w.crmMessageId, locationId: w.locationId });
+    else wanted.set(w.messageId, { ...w, lookedAt: t, woken: false, missed: false, asking: false });
+  }
+  k.awaited = awaited?.length ?? 0;
+  return wanted;
+}
+
+/**
+ * The final statuses the read found go into their jobs (whichever server runs a job next
+ * reports it) and leave the book. One that cannot be recorded now stays for the next read.
+ */
+async function recordFound(r: Reads, k: KeyLog, wanted: Map<string, WaitingHere>): Promise<void> {
+  const found = [...k.statuses].filter(([id, status]) => wanted.has(id) && isFinal(status));
+  const one = async ([id, status]: [string, DeliveryStatus]): Promise<void> => {
+    const w = wanted.get(id)!;
+    try {
+      await r.options.record?.(w, status);
+      k.waiting.delete(id);
+      k.statuses.delete(id);
+    } catch (error) {
+      r.options.log.warn(`receipts: the receipt of a message (job ${w.jobId}) not recorded: ${errorMessage(error)}; the next read tries again`);
+    }
+  };
+  // A few at a time: a campaign's hundreds settle in the time of a few dozen writes.
+  for (let i = 0; i < found.length && !r.stopped; i += RECORD_AT_ONCE) await Promise.all(found.slice(i, i + RECORD_AT_ONCE).map(one));
 }
 
 /**
@@ -161,5 +213,7 @@ export interface KeyLog {
   /** When the last read started (the wall clock), and how many pages it took. */
   readAt: number;
   pages: number;
+  /** How many of the key's messages the database said wait at this server's last read as its owner: it reads on while any do. */
+  awaited: number;
   timer?: ReturnType<typeof setTimeout>;
 }

@@ -1,4 +1,7 @@
 import type { JobStore } from "../../store/contract.ts";
+import type { DeliveryStatus } from "../clients/gateway.ts";
+import type { MessageMetrics } from "../operator/metrics.ts";
+import type { Waiting } from "./receipt-types.ts";
 import type { Logger } from "../log.ts";
 import type { SettleReceipt } from "../pushed-receipt.ts";
 import { readReceipt } from "./receipt-words.ts";
@@ -29,6 +32,24 @@ export function createReceiptSettler(deps: ReceiptSettlerDeps): SettleReceipt {
     const settled = await deps.jobs.recordReceipt(job.id, receipt, deps.now());
     if (!settled) return false;
     deps.log.debug(`message ${job.messageId}: the gateway says ${status.status}`);
+    deps.notify();
+    return true;
+  };
+}
+
+/**
+ * Records a final status the key's log reader found into its job (receipt-reads.ts), as the
+ * job's own look would settle it: whichever server runs the job next reports it. True
+ * when the job still waited for it.
+ */
+export function createReadReceiptRecorder(deps: ReceiptSettlerDeps & { metrics?: Pick<MessageMetrics, "receipt"> }) {
+  return async (waiting: Waiting, status: DeliveryStatus): Promise<boolean> => {
+    const receipt = readReceipt(status);
+    if (!receipt || !(await deps.jobs.recordReceipt(waiting.jobId, receipt, deps.now()))) return false;
+    deps.metrics?.receipt(deps.now() - waiting.sentAt, receipt.outcome);
+    const message = waiting.crmMessageId ? `message ${waiting.crmMessageId}` : `the message of job ${waiting.jobId}`;
+    if (receipt.outcome === "failed") deps.log.warn(`${message}${waiting.locationId ? ` of location ${waiting.locationId}` : ""} failed: ${receipt.errorMessage}`);
+    else deps.log.debug(`${message}: delivered (${receipt.receipt})`);
     deps.notify();
     return true;
   };

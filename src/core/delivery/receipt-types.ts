@@ -1,5 +1,5 @@
 /** What the receipt book (receipt-book.ts) and its reads (receipt-reads.ts) share. */
-import type { SmsGateway } from "../clients/gateway.ts";
+import type { DeliveryStatus, SmsGateway } from "../clients/gateway.ts";
 import type { Logger } from "../log.ts";
 import type { Scheduler } from "./scheduler.ts";
 
@@ -18,6 +18,18 @@ export interface ReceiptBookOptions {
    * the gateway keeps no log to read, and its messages are asked for alone. Default "log".
    */
   sourceOf?: (apiKey: string) => "log" | "pushed";
+  /**
+   * Servers sharing a database: whether this server reads the key's log now (it holds the
+   * key's lease: key-owners.ts); the others leave the key to its owner. Default: always.
+   */
+  owns?: (apiKey: string) => Promise<boolean>;
+  /** Every message of the key waiting in the database, whichever server's job looked: a read looks for them all. */
+  awaited?: (apiKey: string, limit: number) => Promise<Waiting[]>;
+  /**
+   * Records a final status a read found into its job, so whichever server runs it next
+   * reports it; true when it did (false: the job no longer waits). Instead of `wake`.
+   */
+  record?: (waiting: Waiting, status: DeliveryStatus) => Promise<boolean>;
 }
 
 /** A sent message that waits for its receipt. */
@@ -26,4 +38,7 @@ export interface Waiting {
   /** The id Cast answered its send with. */
   messageId: string;
   sentAt: number;
+  /** HighLevel's message id and location, for the log, when known. */
+  crmMessageId?: string;
+  locationId?: string;
 }

@@ -17,6 +17,7 @@ export async function report(deps: ReportDeps, job: Job): Promise<number | void>
       ? { status: "delivered" }
       : { status: "failed", error: { code: job.errorCode ?? "send_failed", type: "saas", message: job.errorMessage ?? "not sent" } };
   if (messageId.startsWith(TEST_MESSAGE_PREFIX)) {
+    if (!(await taken(deps, job))) return;
     // The settings page's test SMS: HighLevel knows no such message, so there is nothing to tell it.
     await deps.jobs.reported(job.id, "not reported: a test message", deps.now());
     deps.metrics?.finished(job);
@@ -29,6 +30,7 @@ export async function report(deps: ReportDeps, job: Job): Promise<number | void>
     // Renewed by another job right now, or HighLevel asked to wait: waited in the queue.
     if ("waitMs" in valid) return valid.waitMs;
     ({ accessToken } = valid);
+    if (!(await taken(deps, job))) return;
     await deps.crm.updateMessageStatus(accessToken, messageId, status);
     await deps.jobs.reported(job.id, status.status, deps.now());
     deps.metrics?.finished(job);
@@ -41,6 +43,20 @@ export async function report(deps: ReportDeps, job: Job): Promise<number | void>
     }
     await retryReport(deps, job, error);
   }
+}
+
+/** A report that went this long without its outcome stored is due again (its server stopped mid-way). */
+const REPORT_TAKE_MS = 60_000;
+
+/**
+ * Servers sharing the database: whether this one takes the job's report (its row due, and
+ * put off while it goes); false: another server took it. One server alone: always.
+ */
+async function taken(deps: ReportDeps, job: Job): Promise<boolean> {
+  if (!deps.takeReports) return true;
+  if (await deps.jobs.takeReport(job.id, deps.now(), deps.now() + REPORT_TAKE_MS)) return true;
+  deps.log.debug(`message ${job.message.messageId}: its report is another server's`);
+  return false;
 }
 
 /** Schedules the next report in the database, or gives the report up. */

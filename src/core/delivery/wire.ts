@@ -2,13 +2,15 @@ import { wallClock } from "../clock.ts";
 import type { Calls, Context, Delivery, Installs, Stores } from "../core-types.ts";
 import { maskSecret } from "../mask.ts";
 import { createKeyHolds } from "./holds.ts";
+import { createSharedHolds } from "./holds-shared.ts";
 import { keyTag } from "../key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
 import { createUnsubscribedLists } from "./opt-out.ts";
 import { createPhoneFor } from "./phones.ts";
 import { createDoorbell } from "./doorbell.ts";
-import { createReceiptSettler } from "./receipt-settle.ts";
+import { createReadReceiptRecorder, createReceiptSettler } from "./receipt-settle.ts";
+import { createKeyOwners, type KeyOwners } from "./key-owners.ts";
 import { createIntake } from "./intake.ts";
 import { castKeyRate, createSendBudget } from "./send-budget.ts";
 
@@ -22,7 +24,9 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
   const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
   // Cast, and each location's phone by its key: everything below sends and asks through it.
   const sms = clients.gateways;
-  const { holds, receipts } = watchers(context, stores, scheduler, sms);
+  const doorbell = createDoorbell();
+  const owners = createKeyOwners({ leases: stores.leases, holder: context.serverId, log });
+  const { holds, receipts } = watchers(context, stores, clients, owners, doorbell.ring);
   // Servers sharing the store (PostgreSQL) share each key's budget too; one server keeps it in memory.
   const ownBudget = (key: string) => sms.driverOf(key).budget !== undefined;
   const sendBudget = createSendBudget({ scheduler, keyBudgets: stores.keyBudgets, rate: castKeyRate(config.sms.messagesPerSecond), ownBudget, log, now: wallClock });
@@ -42,6 +46,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
     log,
     reportBackoffMs: tuning.reportBackoffMs,
     reportAttempts: tuning.reportAttempts,
+    takeReports: context.database.kind === "postgres",
     storeRetryMs: tuning.resultStoreRetryMs,
     maxParts: config.sms.maxParts,
     holdMaxMs: config.sms.holdMaxMs,
@@ -59,7 +64,6 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
     receiptWaitMs: (apiKey) => sms.driverOf(apiKey).receipts.waitMs,
     unknownWithoutReceipt: (apiKey) => sms.driverOf(apiKey).receipts.unknownWithoutReceipt,
   };
-  const doorbell = createDoorbell();
   const intake = createIntake({
     ...installs,
     jobs,
@@ -70,11 +74,15 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
     notify: doorbell.ring,
   });
   const settleReceipt = createReceiptSettler({ jobs, log, now, notify: doorbell.ring });
-  return { processOutbound: (job) => processOutbound(deps, job), scheduler, receipts, holds, intake, doorbell, settleReceipt };
+  return { processOutbound: (job) => processOutbound(deps, job), scheduler, receipts, holds, intake, doorbell, settleReceipt, owners };
 }
 
-/** The key holds and the receipt book, both over the gateways. */
-function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, scheduler: Calls["scheduler"], sms: OutboundDeps["sms"]) {
+/**
+ * The key holds and the receipt book, both over the gateways. A key's log is read by its
+ * owner only (key-owners.ts), for every message of the key the database says waits; what
+ * it finds goes into the jobs, so whichever server runs a job next reports it.
+ */
+function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, { scheduler, gateways: sms, metrics }: Calls, owners: KeyOwners, ring: () => void) {
   const holds = createKeyHolds({
     sms,
     log,
@@ -85,6 +93,9 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
       released: (apiKey) => gatewayKeys.released(keyTag(apiKey)),
     },
     wake: async () => void (await jobs.wakeHeld(now())),
+    shared: { holds: createSharedHolds(gatewayKeys, log), tagOf: keyTag },
+    owns: (apiKey) => owners.owns(keyTag(apiKey)),
+    ownsNow: (apiKey) => owners.ownsNow(keyTag(apiKey)),
   });
   const receipts = createReceiptBook({
     sms,
@@ -94,6 +105,9 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
     freshMs: tuning.receiptBookMs,
     sourceOf: (apiKey) => sms.driverOf(apiKey).receipts.source,
     wake: (jobIds) => jobs.receiptsDue(jobIds, now()),
+    owns: (apiKey) => owners.owns(keyTag(apiKey)),
+    awaited: (apiKey, limit) => jobs.awaitingReceipts(keyTag(apiKey), limit),
+    record: createReadReceiptRecorder({ jobs, log, now, notify: ring, metrics }),
   });
   return { holds, receipts };
 }

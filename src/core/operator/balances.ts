@@ -23,6 +23,8 @@ export interface BalancesOptions {
    * ms to wait (Scheduler.tryLowest): no message waits on a balance, so it goes last.
    */
   turn?: (apiKey: string) => number;
+  /** Servers sharing a database: whether this one does the key's control work now (key-owners.ts); default: always. */
+  owns?: (tag: string) => Promise<boolean>;
 }
 
 export type Balances = ReturnType<typeof createBalances>;
@@ -60,23 +62,25 @@ export function createBalances(options: BalancesOptions) {
   /**
    * Reads the balance of each key whose recorded one is older than `freshMs` (or missing),
    * or was read before its key was held: a key held for a 402 must not show the credits it
-   * had before Cast refused it.
+   * had before Cast refused it. `ownedOnly` (serve's reads): only the keys this server owns.
    */
-  async function refresh(apiKeys: string[]): Promise<void> {
+  async function refresh(apiKeys: string[], ownedOnly = false): Promise<void> {
     const recorded = new Map((await keys.list()).map((k) => [k.keyTag, k]));
     const stale = [...new Set(apiKeys)].filter((key) => {
       const known = recorded.get(keyTag(key));
       const readAt = known?.balanceAt ?? 0;
       return now() - readAt >= freshMs || (known?.heldSince != null && known.heldSince >= readAt);
     });
-    await Promise.all(stale.map(read));
+    // Serve's reads: a key another server owns is read by it, recorded for every server to see.
+    const mine = await Promise.all(stale.map(async (key) => !ownedOnly || ((await options.owns?.(keyTag(key))) ?? true)));
+    await Promise.all(stale.filter((_, i) => mine[i]).map(read));
   }
 
   return {
     refresh,
     /** Serve: read the keys in use now and every `freshMs`. */
     start(apiKeys: () => Promise<string[]>): void {
-      const tick = () => void apiKeys().then(refresh).catch((error: unknown) => log.warn(`balances: ${errorMessage(error)}`));
+      const tick = () => void apiKeys().then((keys) => refresh(keys, true)).catch((error: unknown) => log.warn(`balances: ${errorMessage(error)}`));
       tick();
       timer = setInterval(tick, freshMs);
       timer.unref();

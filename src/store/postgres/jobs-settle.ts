@@ -1,4 +1,4 @@
-import { AWAITS_RECEIPT, failureDetail, JOB_TEXTS, SENT_BY_PHONE, THROUGH_A_PHONE } from "../../db/jobs-statements.ts";
+import { AWAITS_RECEIPT, failureDetail, JOB_TEXTS, SENT_BY_PHONE, TAKE_REPORT, THROUGH_A_PHONE } from "../../db/jobs-statements.ts";
 import { ms } from "../../db/ms.ts";
 import type { MonthOf } from "../../db/usage-month.ts";
 import type { JobStore } from "../contract-jobs.ts";
@@ -15,7 +15,7 @@ const RECORD_RECEIPT = `
 
 type Settle = Pick<
   JobStore,
-  "receiptLater" | "sentByPhone" | "wasSentByPhone" | "receiptsDue" | "recordReceipt" | "reported" | "giveUp" | "retryLater"
+  "receiptLater" | "sentByPhone" | "wasSentByPhone" | "receiptsDue" | "recordReceipt" | "takeReport" | "reported" | "giveUp" | "retryLater"
 >;
 
 /** The job store's steps after the send on PostgreSQL (src/db/jobs-settle.ts on SQLite): the carrier's receipt, then the report. */
@@ -48,6 +48,9 @@ export function pgSettle(pool: Pool, monthOf: MonthOf): Settle {
         if (outcome === "failed") await pgTimeline.add(client, id, ms(now), "failed", failureDetail(errorCode, errorMessage));
         return true;
       }),
+    async takeReport(id, now, until) {
+      return ((await pool.query(TAKE_REPORT("$1", "$2", "$3"), [ms(until), id, ms(now)])).rowCount ?? 0) > 0;
+    },
     // The job's final state change and its count in usage: one commit, so they never disagree.
     reported: (id, status, now) =>
       transaction(pool, async (client) => {

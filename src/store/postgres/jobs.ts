@@ -1,9 +1,9 @@
 import { JOB_COLUMNS, jobFromRow, type JobRow } from "../../db/job-rows.ts";
-import { AWAITS_RECEIPT } from "../../db/jobs-statements.ts";
+import { AWAITING_RECEIPTS, AWAITS_RECEIPT } from "../../db/jobs-statements.ts";
 import { ms } from "../../db/ms.ts";
 import type { Sealer } from "../../db/sealer.ts";
 import type { MonthOf } from "../../db/usage-month.ts";
-import type { JobStore, PhoneJobs } from "../contract-jobs.ts";
+import type { AwaitedReceipt, JobStore, PhoneJobs } from "../contract-jobs.ts";
 import type { JobState, PhoneJob } from "../types.ts";
 import { pgQueue } from "./jobs-queue.ts";
 import { pgSend } from "./jobs-send.ts";
@@ -29,6 +29,9 @@ export function pgJobs(pool: Pool, sealer: Sealer, monthOf: MonthOf, serverId: s
     ...pgSettle(pool, monthOf),
     // One statement: on the timeline once, until the reason changes.
     noteError: (id, reason, now) => pgTimeline.addOnce(pool, id, ms(now), "error", reason),
+    async awaitingReceipts(apiKeyTag, limit) {
+      return (await pool.query<AwaitedReceipt>(AWAITING_RECEIPTS("$1", "$2"), [apiKeyTag, limit])).rows;
+    },
     byId: (id) => job("id", id),
     get: (messageId) => job("message_id", messageId),
     async counts() {
