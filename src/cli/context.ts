@@ -7,7 +7,6 @@ import { upgradeDb } from "../db/upgrade.ts";
 import type { Store } from "../store/contract.ts";
 import { readEnvFile } from "./env-file.ts";
 import { UsageError, type Io } from "./io.ts";
-import { newServerId } from "../core/servers.ts";
 
 export interface GlobalOptions {
   db?: string;
@@ -49,7 +48,7 @@ export async function openCore(io: Io, options: GlobalOptions, need: ConfigNeed,
   if (config.databaseUrl) {
     // serve makes or upgrades the schema under its lock, as it does a SQLite file; the key is checked first.
     // serve's claims name it (run_by), so that the others rescue its sends only once it stops beating.
-    const serverId = need === "serve" ? newServerId() : undefined;
+    const serverId = need === "serve" ? (await import("../core/servers.ts")).newServerId() : undefined;
     const database = await openPostgresStore(config, { create: need === "serve", keyCheck: true, log, serverId });
     const close = () => database.pool.end();
     return { ...(await closingOnError(() => createCore(config, database, log, Date.now, tuning), close)), close };
