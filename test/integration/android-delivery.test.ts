@@ -207,8 +207,11 @@ test("a phone that stops answering is an outage: logged once, in bridge status w
     expect.stringMatching(new RegExp(`\\[warn\\] phone ${DEVICE} unreachable \\(refused\\): .*; its messages wait until it answers\\n$`)),
   ]);
   // The message's own reason, which the settings page shows its tenant, names the phone by its device, not its address.
-  const shown = await (await bridge.admin("/api/admin/messages/m-1")).text();
-  expect(shown).toContain(`phone ${DEVICE}`);
+  // The outage is known as the call fails; the message's reason is stored just after.
+  const shown = await waitFor(async () => {
+    const text = await (await bridge.admin("/api/admin/messages/m-1")).text();
+    return text.includes(`phone ${DEVICE}`) && text;
+  });
   expect(shown).not.toContain(new URL(phone.url).host);
   const view = (await (await bridge.admin("/api/admin/status")).json()) as { outages: unknown[] };
   expect(view.outages).toEqual([
