@@ -25,7 +25,8 @@ export async function serveCommand(io: Io, globals: GlobalOptions): Promise<numb
   const core = await openCore(io, globals, "serve");
   const { createApp, createRun, listen, PROVIDER_ID_MISSING } = await import("../sea/heavy.ts");
   const { config, log } = core;
-  const run = createRun(core);
+  // A SQLite file has one serve (its lock): what a serve killed before left in it is over.
+  const run = createRun(core, { alone: core.database.kind === "sqlite" });
   const app = createApp({ core, worker: run.worker });
   const server = await listen(app, config.host, config.port).catch(async (error: unknown) => {
     await core.close();

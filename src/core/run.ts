@@ -29,6 +29,11 @@ export interface RunOptions {
   address?: string;
   /** The heartbeat's and the leader's renewal's period (default 5 s). */
   beatMs?: number;
+  /**
+   * This server is the database's only one (SQLite's serve lock): the heartbeats and leases
+   * left by a serve that stopped (kill -9) are over at start, not after their time limits.
+   */
+  alone?: boolean;
 }
 
 export interface Run {
@@ -40,6 +45,18 @@ export interface Run {
   start(): Promise<void>;
   /** Stops it all, giving the sends in flight up to `graceMs`. Returns how many were left. */
   stop(graceMs: number): Promise<number>;
+}
+
+/**
+ * Starts this server's presence; `alone` (SQLite's serve lock: no other server can run), the
+ * heartbeats and leases a serve killed before left are over first, not after their time limits.
+ */
+async function startPresence(core: Core, presence: Presence, alone = false): Promise<void> {
+  if (alone) {
+    for (const lease of await core.leases.list()) if (lease.holder !== presence.id) await core.leases.release(lease.name, lease.holder);
+    for (const server of await core.servers.list()) if (server.id !== presence.id) await core.servers.gone(server.id);
+  }
+  await presence.start();
 }
 
 /**
@@ -96,7 +113,7 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     worker,
     presence,
     async start() {
-      await presence.start();
+      await startPresence(core, presence, options.alone);
       // What a stopped server left is cleared only when no other runs: the others' holds and outages are live.
       const alone = !(await presence.othersAlive());
       if (options.worker !== false) {
