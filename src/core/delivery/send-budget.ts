@@ -7,6 +7,14 @@ import type { Scheduler } from "./scheduler.ts";
 export interface KeyRate {
   perSecond: number;
   burst: number;
+  /**
+   * How many the key's shared row (several servers) lets go at once. Its token is taken
+   * before the claim's transaction, whose round trips to the database delay each send by a
+   * varying 20-500 ms on a busy machine (docs/PERFORMANCE.md, "Several servers"): sends
+   * that left the row evenly paced reach Cast bunched. Half the burst leaves Cast's bucket
+   * room for half a second of such delay; the rate is the same.
+   */
+  sharedBurst: number;
 }
 
 /**
@@ -14,7 +22,8 @@ export interface KeyRate {
  * bucket counts arrivals, which network jitter bunches together, and a 429 costs a second.
  */
 export function castKeyRate(messagesPerSecond: number): KeyRate {
-  return { perSecond: messagesPerSecond * 0.97, burst: Math.max(1, Math.ceil(messagesPerSecond) - 1) };
+  const burst = Math.max(1, Math.ceil(messagesPerSecond) - 1);
+  return { perSecond: messagesPerSecond * 0.97, burst, sharedBurst: Math.max(1, Math.floor(burst / 2)) };
 }
 
 export interface SendBudgetOptions {
@@ -43,7 +52,7 @@ export function createSendBudget(options: SendBudgetOptions) {
   const takeShared = async (budgets: KeyBudgets, apiKey: string, locationId: string): Promise<number> => {
     let keyWait: number;
     try {
-      keyWait = await budgets.take(keyTag(apiKey), rate.perSecond, rate.burst, now());
+      keyWait = await budgets.take(keyTag(apiKey), rate.perSecond, rate.sharedBurst, now());
     } catch (error) {
       scheduler.giveBack(apiKey, locationId, 0);
       throw error;
@@ -70,7 +79,7 @@ export function createSendBudget(options: SendBudgetOptions) {
     giveBack(apiKey: string, locationId: string): void {
       scheduler.giveBack(apiKey, locationId, 0);
       if (!shared || ownBudget(apiKey)) return;
-      shared.giveBack(keyTag(apiKey), rate.burst, now()).catch((error: unknown) => {
+      shared.giveBack(keyTag(apiKey), rate.sharedBurst, now()).catch((error: unknown) => {
         log.warn(`a key's token of a send that did not go was not given back (its rate waits meanwhile): ${String(error)}`);
       });
     },
