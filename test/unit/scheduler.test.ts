@@ -38,6 +38,36 @@ test("lastServed and readyAt tell the queue whose turn it is", () => {
   expect(s.readyAt("b")).toBe(0);
 });
 
+test("a key's last token goes to the location told to wait for it that was served longest ago, not to the first send that asks", () => {
+  const { s, clock } = make(10);
+  for (let i = 0; i < 10; i++) expect(s.trySend("k", "campaign")).toBe(0);
+  expect(s.trySend("k", "other")).toBe(100);
+  clock.t += 100;
+  // The campaign's next send asks first, but the other location's turn comes first.
+  expect(s.trySend("k", "campaign")).toBe(100);
+  expect(s.trySend("k", "other")).toBe(0);
+  clock.t += 100;
+  expect(s.trySend("k", "campaign")).toBe(0);
+});
+
+test("a location told to wait keeps its turn for a second only, and a token given back gives back its turn", () => {
+  const { s, clock } = make(1);
+  expect(s.trySend("k", "campaign")).toBe(0);
+  expect(s.trySend("k", "other")).toBe(1000);
+  clock.t += 1000;
+  expect(s.trySend("k", "campaign")).toBe(1000);
+  clock.t += 1001;
+  // The other location did not come back for it: the campaign goes on.
+  expect(s.trySend("k", "campaign")).toBe(0);
+
+  clock.t += 1000;
+  expect(s.trySend("k", "other")).toBe(0);
+  s.giveBack("k", "other", 500); // another budget (the key's shared row) had none
+  expect(s.lastServed("other")).toBe(0);
+  expect(s.trySend("k", "campaign")).toBe(1000);
+  expect(s.trySend("k", "other")).toBe(0);
+});
+
 test("a 429 pauses the key it hit for Retry-After", () => {
   const { s, clock } = make(10);
   s.slowDown("k", 2000);

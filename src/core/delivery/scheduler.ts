@@ -1,4 +1,5 @@
 import { wallClock } from "../clock.ts";
+import { createKeyTurns } from "./key-turns.ts";
 /**
  * Cast.ph's two limits (docs/architecture.md, "Pacing and fair turns") as token buckets: one for every request the
  * process makes, all keys together (30/s, burst 50), and one per API key for sends
@@ -42,6 +43,9 @@ export function createScheduler(options: SchedulerOptions) {
   const all = bucket(options.requestsPerSecond, options.requestBurst, now());
   const perKey = new Map<string, Bucket>();
   const served = new Map<string, number>();
+  // When each location was served before its last send's tokens: restored if they are given back.
+  const servedBefore = new Map<string, number | undefined>();
+  const turns = createKeyTurns((locationId) => served.get(locationId) ?? 0);
   const ready = new Map<string, number>();
   /** Each key's last wait after its send limit was hit, and when. */
   const backoffs = new Map<string, { ms: number; at: number }>();
@@ -54,20 +58,31 @@ export function createScheduler(options: SchedulerOptions) {
       const t = now();
       const key = keyBucket(apiKey, t);
       const leave = polls.owed && t - polls.last >= READ_FLOOR_MS ? 1 : 0;
-      const wait = Math.max(key.own ? hourWait(key.own, t) : waitFor(all, t, 1 + leave), waitFor(key, t));
+      let wait = Math.max(key.own ? hourWait(key.own, t) : waitFor(all, t, 1 + leave), waitFor(key, t));
+      if (wait === 0 && key.tokens < 2 && turns.yields(apiKey, locationId, t)) wait = Math.ceil(1000 / key.perSecond);
       if (wait > 0) {
+        turns.waited(apiKey, locationId, t);
         ready.set(locationId, t + wait);
         return wait;
       }
       if (!key.own) all.tokens -= 1;
       key.own?.sent.push(t);
       key.tokens -= 1;
+      servedBefore.set(locationId, served.get(locationId));
       served.set(locationId, t);
+      turns.took(apiKey, locationId);
       ready.delete(locationId);
       return 0;
     },
-    /** Gives back what trySend took for a send that did not go (giveBack, below): the location is ready again in `waitMs`. */
+    /**
+     * Gives back what trySend took for a send that did not go (giveBack, below): the
+     * location is ready again in `waitMs`, and keeps its turn as if it had not been served.
+     */
     giveBack(apiKey: string, locationId: string, waitMs: number): void {
+      const before = servedBefore.get(locationId);
+      if (before !== undefined) served.set(locationId, before);
+      else if (servedBefore.has(locationId)) served.delete(locationId);
+      if (waitMs > 0) turns.waited(apiKey, locationId, now());
       giveBack(all, keyBucket(apiKey, now()), ready, locationId, waitMs > 0 ? now() + waitMs : 0);
     },
     /**
@@ -107,6 +122,7 @@ export type Scheduler = ReturnType<typeof createScheduler>;
  */
 function giveBack(all: Bucket, key: Bucket, ready: Map<string, number>, locationId: string, readyAt: number): void {
   if (!key.own) all.tokens = Math.min(all.burst, all.tokens + 1);
+  key.own?.sent.pop();
   key.tokens = Math.min(key.burst, key.tokens + 1);
   if (readyAt > 0) ready.set(locationId, readyAt);
 }
