@@ -101,8 +101,8 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     replies: core.replies,
     resendWindows: windows,
     recoverAtStart: !shared,
-    // Servers reading one queue start different jobs (worker-fill.ts).
-    spread: shared ? SPREAD : 1,
+    // Servers reading one queue start different jobs (worker-fill.ts); one alone keeps the order they came in.
+    spread: () => (shared && presence.othersSeen() ? SPREAD : 1),
     leads: presence.leads,
     appSessions: core.appSessions,
   });

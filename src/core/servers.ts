@@ -47,6 +47,8 @@ export function createPresence(options: PresenceOptions) {
   const ttlMs = options.leaderTtlMs ?? LEADER_TTL_MS;
   let leading = false;
   let leadUntil = 0;
+  // Whether the last beat found another server's heartbeat fresh.
+  let others = false;
   // The first beat's outcome is told by serve's start-up lines, not logged on its own.
   let started = false;
   let timer: ReturnType<typeof setInterval> | undefined;
@@ -54,6 +56,7 @@ export function createPresence(options: PresenceOptions) {
   async function beat(): Promise<void> {
     try {
       await servers.beat(id, address);
+      others = (await servers.others(id, ALIVE_MS)).length > 0;
     } catch (error) {
       log.error(`servers: cannot record this server's heartbeat: ${errorMessage(error)}`);
     }
@@ -82,6 +85,8 @@ export function createPresence(options: PresenceOptions) {
     leads(): boolean {
       return leading && wallClock() < leadUntil;
     },
+    /** Whether the last heartbeat found another server's fresh (no database asked now). */
+    othersSeen: (): boolean => others,
     /** Whether another server's heartbeat is fresh: then start-up work that assumes one server is left alone. */
     async othersAlive(): Promise<boolean> {
       return (await servers.others(id, ALIVE_MS)).length > 0;

@@ -150,7 +150,7 @@ test("servers sharing a queue (spread) start different jobs of it, still in turn
       now: Date.now,
       log: createLogger("error", captureStream([])),
       concurrency: 8,
-      spread: 3,
+      spread: () => 3,
       recoverAtStart: false,
     }),
   );

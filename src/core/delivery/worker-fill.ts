@@ -45,7 +45,7 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
       return ready > at;
     };
     lastFill = at;
-    const spread = options.spread ?? 1;
+    const spread = options.spread?.() ?? 1;
     const due = await jobs.due(now(), (free + active.size + extra) * spread, options.readyAt && waiting);
     for (const job of inTurn(spread > 1 ? fromRandomTurn(due) : due, options.lastServed)) {
       if (active.size >= concurrency) break;

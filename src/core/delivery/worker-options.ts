@@ -18,9 +18,10 @@ export interface WorkerOptions {
    * Servers sharing the store (run.ts): each look reads this many times the due jobs it could
    * start, and starts each location's from a random one of them on, so that servers reading
    * the same queue start different jobs instead of racing for the same claims (only one claim
-   * wins; the others' work is lost). 1, the default: each location's earliest first.
+   * wins; the others' work is lost). 1, the default: each location's earliest first, in the
+   * order they came. Asked at each look: a server alone on the store keeps the order.
    */
-  spread?: number;
+  spread?: () => number;
   /** Jobs handled at once. */
   concurrency?: number;
   /** Longest sleep between looks at the queue (scheduled retries come due meanwhile). */
