@@ -43,29 +43,24 @@ export function createPresence(options: PresenceOptions) {
   const { servers, leases, log } = options;
   const id = options.id ?? newServerId();
   const address = options.address ?? hostname();
-  const beatMs = options.beatMs ?? BEAT_MS;
   const ttlMs = options.leaderTtlMs ?? LEADER_TTL_MS;
-  let leading = false;
-  let leadUntil = 0;
-  // Whether the last beat found another server's heartbeat fresh.
-  let others = false;
-  // The first beat's outcome is told by serve's start-up lines, not logged on its own.
-  let started = false;
+  // others: the last beat saw another server's heartbeat; started: the first beat is told by serve's lines.
+  const state = { leading: false, leadUntil: 0, others: false, started: false };
   let timer: ReturnType<typeof setInterval> | undefined;
 
   async function beat(): Promise<void> {
     try {
       await servers.beat(id, address);
-      others = (await servers.others(id, ALIVE_MS)).length > 0;
+      state.others = (await servers.others(id, ALIVE_MS)).length > 0;
     } catch (error) {
       log.error(`servers: cannot record this server's heartbeat: ${errorMessage(error)}`);
     }
     const asked = wallClock();
     try {
-      const epoch = await leases.take(LEADER, id, ttlMs);
-      if (started && (epoch !== undefined) !== leading) log.info(epoch !== undefined ? `servers: this server (${id}) leads the periodic work now` : `servers: this server (${id}) no longer leads the periodic work`);
-      leading = epoch !== undefined;
-      if (leading) leadUntil = asked + ttlMs;
+      const leads = (await leases.take(LEADER, id, ttlMs)) !== undefined;
+      if (state.started && leads !== state.leading) log.info(`servers: this server (${id}) ${leads ? "leads the periodic work now" : "no longer leads the periodic work"}`);
+      state.leading = leads;
+      if (leads) state.leadUntil = asked + ttlMs;
     } catch (error) {
       log.error(`servers: cannot renew the leader's lease: ${errorMessage(error)}`);
     }
@@ -77,16 +72,16 @@ export function createPresence(options: PresenceOptions) {
     /** Records the first heartbeat and tries for the lead, then keeps beating. */
     async start(): Promise<void> {
       await beat();
-      started = true;
-      timer = setInterval(() => void beat(), beatMs);
+      state.started = true;
+      timer = setInterval(() => void beat(), options.beatMs ?? BEAT_MS);
       timer.unref();
     },
     /** Whether this server does the periodic work now: it holds the leader's lease, renewed within its time limit. */
     leads(): boolean {
-      return leading && wallClock() < leadUntil;
+      return state.leading && wallClock() < state.leadUntil;
     },
     /** Whether the last heartbeat found another server's fresh (no database asked now). */
-    othersSeen: (): boolean => others,
+    othersSeen: (): boolean => state.others,
     /** Whether another server's heartbeat is fresh: then start-up work that assumes one server is left alone. */
     async othersAlive(): Promise<boolean> {
       return (await servers.others(id, ALIVE_MS)).length > 0;
@@ -95,8 +90,8 @@ export function createPresence(options: PresenceOptions) {
     async stop(forget = true): Promise<void> {
       clearInterval(timer);
       try {
-        if (leading) await leases.release(LEADER, id);
-        leading = false;
+        if (state.leading) await leases.release(LEADER, id);
+        state.leading = false;
         if (forget) await servers.gone(id);
       } catch (error) {
         log.error(`servers: cannot record this server's stop: ${errorMessage(error)}`);

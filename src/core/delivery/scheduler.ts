@@ -1,5 +1,5 @@
 import { wallClock } from "../clock.ts";
-import { createKeyTurns } from "./key-turns.ts";
+import { createTurns } from "./key-turns.ts";
 /**
  * Cast.ph's two limits (docs/architecture.md, "Pacing and fair turns") as token buckets: one for every request the
  * process makes, all keys together (30/s, burst 50), and one per API key for sends
@@ -42,13 +42,9 @@ export function createScheduler(options: SchedulerOptions) {
   const now = options.now ?? wallClock;
   const all = bucket(options.requestsPerSecond, options.requestBurst, now());
   const perKey = new Map<string, Bucket>();
-  const served = new Map<string, number>();
-  // When each location was served before its last send's tokens: restored if they are given back.
-  const servedBefore = new Map<string, number | undefined>();
-  const turns = createKeyTurns((locationId) => served.get(locationId) ?? 0);
+  const turns = createTurns();
   const ready = new Map<string, number>();
-  /** Each key's last wait after its send limit was hit, and when. */
-  const backoffs = new Map<string, { ms: number; at: number }>();
+  const backoffs: Backoffs = new Map();
   const polls: Polls = { last: now(), owed: false };
   const keyBucket = (apiKey: string, t: number): Bucket => perKey.get(apiKey) ?? perKey.set(apiKey, keyBudget(options, apiKey, t)).get(apiKey)!;
 
@@ -57,20 +53,14 @@ export function createScheduler(options: SchedulerOptions) {
     trySend(apiKey: string, locationId: string): number {
       const t = now();
       const key = keyBucket(apiKey, t);
-      const leave = polls.owed && t - polls.last >= READ_FLOOR_MS ? 1 : 0;
-      let wait = Math.max(key.own ? hourWait(key.own, t) : waitFor(all, t, 1 + leave), waitFor(key, t));
-      if (wait === 0 && key.tokens < 2 && turns.yields(apiKey, locationId, t)) wait = Math.ceil(1000 / key.perSecond);
+      const wait = sendWait(all, key, polls, t) || (key.tokens < 2 && turns.yields(apiKey, locationId, t) ? Math.ceil(1000 / key.perSecond) : 0);
       if (wait > 0) {
         turns.waited(apiKey, locationId, t);
         ready.set(locationId, t + wait);
         return wait;
       }
-      if (!key.own) all.tokens -= 1;
-      key.own?.sent.push(t);
-      key.tokens -= 1;
-      servedBefore.set(locationId, served.get(locationId));
-      served.set(locationId, t);
-      turns.took(apiKey, locationId);
+      takeSend(all, key, t);
+      turns.took(apiKey, locationId, t);
       ready.delete(locationId);
       return 0;
     },
@@ -79,10 +69,7 @@ export function createScheduler(options: SchedulerOptions) {
      * location is ready again in `waitMs`, and keeps its turn as if it had not been served.
      */
     giveBack(apiKey: string, locationId: string, waitMs: number): void {
-      const before = servedBefore.get(locationId);
-      if (before !== undefined) served.set(locationId, before);
-      else if (servedBefore.has(locationId)) served.delete(locationId);
-      if (waitMs > 0) turns.waited(apiKey, locationId, now());
+      turns.givenBack(apiKey, locationId, now(), waitMs > 0);
       giveBack(all, keyBucket(apiKey, now()), ready, locationId, waitMs > 0 ? now() + waitMs : 0);
     },
     /**
@@ -102,18 +89,28 @@ export function createScheduler(options: SchedulerOptions) {
       b.pausedUntil = Math.max(b.pausedUntil, now() + ms);
     },
     /** The key's sender hit its send limit (a phone's RESULT_ERROR_LIMIT_EXCEEDED): the ms it now waits (backOff). */
-    limited(apiKey: string): number {
-      const t = now();
-      return backOff(keyBucket(apiKey, t), backoffs, apiKey, t, options.limitedMs ?? LIMITED_FIRST_MS);
-    },
+    limited: (apiKey: string): number => backOff(keyBucket(apiKey, now()), backoffs, apiKey, now(), options.limitedMs ?? LIMITED_FIRST_MS),
     /** When the location last got a send slot (0: never). */
-    lastServed: (locationId: string): number => served.get(locationId) ?? 0,
+    lastServed: turns.lastServed,
     /** Before this, the location's next send would only be told to wait (0: no such hint). */
     readyAt: (locationId: string): number => ready.get(locationId) ?? 0,
   };
 }
 
 export type Scheduler = ReturnType<typeof createScheduler>;
+
+/** The ms until a send may go on `key` (0: now): the process's budget (a poll owed its token left) or a phone's hour, and the key's. */
+function sendWait(all: Bucket, key: Bucket, polls: Polls, t: number): number {
+  const leave = polls.owed && t - polls.last >= READ_FLOOR_MS ? 1 : 0;
+  return Math.max(key.own ? hourWait(key.own, t) : waitFor(all, t, 1 + leave), waitFor(key, t));
+}
+
+/** A send's tokens taken: the key's, and the process's (a Cast key's) or a phone's hourly count. */
+function takeSend(all: Bucket, key: Bucket, t: number): void {
+  if (!key.own) all.tokens -= 1;
+  key.own?.sent.push(t);
+  key.tokens -= 1;
+}
 
 /**
  * The tokens trySend took for a send that did not go, given back: the key's shared budget
@@ -183,12 +180,15 @@ interface OwnBudget {
   sent: number[];
 }
 
+/** Each key's last wait after its send limit was hit, and when. */
+type Backoffs = Map<string, { ms: number; at: number }>;
+
 /**
  * Nothing more on the key for a while, doubling while the limit keeps being hit (a hit
  * while it still waits is the same hit), back to the first wait once it went twice as
  * long without one. The ms it waits.
  */
-function backOff(b: Bucket, backoffs: Map<string, { ms: number; at: number }>, apiKey: string, t: number, firstMs: number): number {
+function backOff(b: Bucket, backoffs: Backoffs, apiKey: string, t: number, firstMs: number): number {
   if (t < b.pausedUntil) return b.pausedUntil - t;
   const last = backoffs.get(apiKey) ?? { ms: 0, at: 0 };
   const ms = t - last.at > 2 * last.ms ? firstMs : Math.min(2 * last.ms, LIMITED_MAX_MS);
