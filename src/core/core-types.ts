@@ -15,6 +15,7 @@ import type { Logger } from "./log.ts";
 import type { Metrics } from "./operator/metrics.ts";
 import type { Outages } from "./operator/outages.ts";
 import type { Scheduler } from "./delivery/scheduler.ts";
+import type { Turn } from "./delivery/send-order.ts";
 import type { Exchanges } from "./installs/exchanges.ts";
 import type { InstallResult } from "./installs/install.ts";
 import type { LaterInstaller } from "./installs/install-later.ts";
@@ -86,7 +87,7 @@ export interface Delivery {
   /** HighLevel's webhook (POST /webhooks/crm): verified, committed as a job, or handed to installs. */
   intake: Intake;
   /** processOutbound with its dependencies bound: ms to wait for the gateway's budget, or nothing. */
-  processOutbound: (job: Job) => Promise<number | void>;
+  processOutbound: (job: Job, turn?: Turn) => Promise<number | void>;
   /** The gateways' rate limits and the locations' turns. */
   scheduler: Scheduler;
   /** Reads each key's log for the receipts its messages wait for; `stop` it with the worker. */

@@ -16,6 +16,7 @@ import { sendingWith, sharedRefusal } from "../installs/locations.ts";
 import { OPTED_OUT, unlessUnsubscribed } from "./opt-out.ts";
 
 import type { OutboundDeps, PrepareDeps, SendDeps } from "./outbound-deps.ts";
+import type { Turn } from "./send-order.ts";
 
 export type { OutboundDeps };
 
@@ -28,7 +29,7 @@ type Plan = { request: SendRequest; tag: string; fresh?: boolean } | { result: R
  * before the gateway call; every later attempt carries the same key, so a timeout, a
  * 5xx or a crash mid-send is retried without a second SMS. Reports are idempotent too.
  */
-export async function processOutbound(deps: OutboundDeps, job: Job): Promise<number | void> {
+export async function processOutbound(deps: OutboundDeps, job: Job, turn?: Turn): Promise<number | void> {
   if (job.state === "queued") {
     let plan = await prepare(deps, job);
     if ("request" in plan) {
@@ -48,9 +49,11 @@ export async function processOutbound(deps: OutboundDeps, job: Job): Promise<num
     // caller says when to look again, holding no worker meanwhile.
     if ("waitMs" in checked) return notSent(deps, plan, checked.waitMs);
     plan = checked;
+    await turn?.turn; // budgets are taken in the order the location's jobs started (send-order.ts)
     const taken = "request" in plan ? deps.sendBudget.take(plan.request.apiKey, job.message.locationId) : 0;
     // One server's budgets answer at once, in memory; only a store shared by servers is awaited.
     const wait = typeof taken === "number" ? taken : await taken;
+    turn?.pass();
     if (wait > 0) return notSent(deps, plan, wait);
     const claim = "request" in plan ? claimOf(deps, plan) : undefined;
     const claimedAt = deps.now();

@@ -74,7 +74,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
     notify: doorbell.ring,
   });
   const settleReceipt = createReceiptSettler({ jobs, log, now, notify: doorbell.ring });
-  return { processOutbound: (job) => processOutbound(deps, job), scheduler, receipts, holds, intake, doorbell, settleReceipt, owners };
+  return { processOutbound: (job, turn) => processOutbound(deps, job, turn), scheduler, receipts, holds, intake, doorbell, settleReceipt, owners };
 }
 
 /**

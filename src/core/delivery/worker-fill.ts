@@ -4,6 +4,7 @@ import { clip, errorMessage } from "../../errors.ts";
 import { RETRY } from "../retry.ts";
 import type { WorkerOptions } from "./worker-options.ts";
 import { createPauses, type Pauses } from "./worker-pauses.ts";
+import { createSendOrder, type Turn } from "./send-order.ts";
 
 /**
  * The worker's look at the queue (worker.ts): starts due jobs, up to `concurrency` at
@@ -13,6 +14,7 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
   const { jobs, now } = options;
   const concurrency = options.concurrency ?? 16;
   const pauses = createPauses(options.backoffMs ?? RETRY.job.firstMs);
+  const order = createSendOrder();
   const active = new Map<number, Promise<void>>();
   // The earliest time a job skipped in the last look may run: the next look then.
   let nextLook = Infinity;
@@ -21,14 +23,14 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
 
   // Active from the look that took it: a look meanwhile does not take it again.
   function startJob(due: DueJob): void {
-    const done = runJob(due).finally(() => {
+    const turn = due.state === "queued" ? order.enter(due.locationId) : undefined;
+    const done = run(options, pauses, due, turn).finally(() => {
+      turn?.pass();
       active.delete(due.id);
       settled();
     });
     active.set(due.id, done);
   }
-
-  const runJob = (due: DueJob) => run(options, pauses, due);
 
   async function fill(): Promise<void> {
     const free = concurrency - active.size;
@@ -69,7 +71,7 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
 }
 
 /** Runs the due job, read whole first; its pause set by how it ended. */
-async function run(options: WorkerOptions, pauses: Pauses, due: DueJob): Promise<void> {
+async function run(options: WorkerOptions, pauses: Pauses, due: DueJob, turn?: Turn): Promise<void> {
   let job: Job | undefined;
   try {
     job = await options.jobs.byId(due.id);
@@ -78,7 +80,7 @@ async function run(options: WorkerOptions, pauses: Pauses, due: DueJob): Promise
   }
   if (!job) return; // finished and pruned meanwhile
   const { id } = job;
-  await options.run(job).then(
+  await options.run(job, turn).then(
     (waitMs) => pauses.ran(id, waitMs),
     (error) => noteFailure(options, job, error, pauses.failed(id)),
   );

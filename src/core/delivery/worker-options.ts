@@ -1,13 +1,17 @@
 import type { JobStore } from "../../store/contract.ts";
 import type { Job } from "../../store/types.ts";
 import type { Logger } from "../log.ts";
+import type { Turn } from "./send-order.ts";
 import type { PrunerOptions } from "./prune.ts";
 
 /** What the worker (worker.ts) and its filler (worker-fill.ts) run with. */
 export interface WorkerOptions {
   jobs: JobStore;
-  /** Handles a job; a number: the ms until it may run again (it waits for a budget, not a failure). */
-  run: (job: Job) => Promise<number | void>;
+  /**
+   * Handles a job; a number: the ms until it may run again (it waits for a budget, not a
+   * failure). A queued job comes with its turn in its location's line (send-order.ts).
+   */
+  run: (job: Job, turn?: Turn) => Promise<number | void>;
   /** When a location last got a send slot: the one served longest ago goes first (fair turns). */
   lastServed?: (locationId: string) => number;
   /** Before this time a location's queued job would only be told to wait: not started. */
