@@ -60,15 +60,6 @@ export function sqliteOnly(why: string): typeof test.skip {
   return TEST_STORE === "postgres" ? test.skip : test;
 }
 
-/**
- * `postgresBug(bug)` in place of `test`: a promise the PostgreSQL store does not keep
- * yet, `bug` says how. It runs on SQLite and is skipped on PostgreSQL; each use is an open
- * bug, to be removed with its fix.
- */
-export function postgresBug(bug: string): typeof test.skip {
-  return TEST_STORE === "postgres" ? test.skip : test;
-}
-
 /** The database a test's core is wired on, as serve opens it (schema made, key checked); `close` ends it. */
 export async function openTestDatabase(config: ResolvedConfig, log: Logger): Promise<{ source: Db | Database; close(): Promise<void> }> {
   if (!config.databaseUrl) {
