@@ -68,7 +68,9 @@ export type UsageCount = ReturnType<typeof prepareUsageCount>;
 /**
  * A job's settling counted into usage, and taken back (an operator's retry of a settled
  * message): each runs inside the caller's transaction, beside the job's own change. A job
- * is counted once (`counted`), and its claim's reservation is released when it is.
+ * is counted once (`counted`), and its claim's reservation is released when it is. The
+ * job keeps `reserved_parts`: what it billed from it (no count from the gateway) is what
+ * a retry takes back.
  */
 export function prepareUsageCount(db: Db) {
   const add = db.prepare<[{ id: number; month: string; sign: number; counted: number }]>(`
@@ -81,7 +83,7 @@ export function prepareUsageCount(db: Db) {
     UPDATE usage_reserved SET parts = parts - (SELECT reserved_parts FROM jobs WHERE id = @id)
     WHERE (location_id, month) = (SELECT location_id, usage_month FROM jobs WHERE id = @id AND counted = 0 AND reserved_parts > 0)`);
   const mark = db.prepare<[{ id: number; month: string }]>(`
-    UPDATE jobs SET counted = 1, reserved_parts = 0, usage_month = coalesce(usage_month, @month) WHERE id = @id AND counted = 0`);
+    UPDATE jobs SET counted = 1, usage_month = coalesce(usage_month, @month) WHERE id = @id AND counted = 0`);
   const reply = db.prepare<[{ location: string; month: string; gateway: string }]>(`
     INSERT INTO usage (location_id, month, gateway, replies) VALUES (@location, @month, @gateway, 1)
     ON CONFLICT (location_id, month, gateway) DO UPDATE SET ${ADD}`);

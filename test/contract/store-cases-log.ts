@@ -83,6 +83,18 @@ export function logCases(it: Case): void {
     expect((await store.messages.events(id)).filter((e) => e.kind === "requeued")).toHaveLength(1);
   });
 
+  it("a sent message the gateway gave no part count for, requeued: the parts it billed from its reservation are taken back", ["jobs", "messages", "usage"], async (store) => {
+    await store.jobs.enqueue(message("msg-1"), T0);
+    const { id } = (await store.jobs.get("msg-1"))!;
+    expect(await store.jobs.claimForSending(id, T0, { idempotencyKey: "idem-1", apiKeyTag: "tag-1", gateway: "cast", parts: 2 })).toBe(true);
+    await store.jobs.recordResult(id, { outcome: "delivered", gatewayMessageId: "g-1" }, T0 + 1);
+    await store.jobs.reported(id, "delivered", T0 + 2);
+    const counted = async () => (await store.usage.list({ locationId: "loc-1" })).map((r) => [r.messages, r.parts, r.delivered]);
+    expect(await counted()).toEqual([[1, 2, 1]]);
+    expect(await store.messages.requeue((await store.messages.get("msg-1"))!, T0 + 10, "by the operator")).toBe(true);
+    expect(await counted()).toEqual([[0, 0, 0]]);
+  });
+
   it("the backlog, a location's usage and its messages received since", ["jobs", "messages"], async (store) => {
     await everyStatus(store);
     await store.jobs.enqueue(message("test-1", "loc-2"), T0);

@@ -15,7 +15,7 @@ const RELEASE = `
   UPDATE usage_reserved SET parts = parts - (SELECT reserved_parts FROM jobs WHERE id = $1)
   WHERE (location_id, month) = (SELECT location_id, usage_month FROM jobs WHERE id = $1 AND counted = 0 AND reserved_parts > 0)`;
 
-const MARK = "UPDATE jobs SET counted = 1, reserved_parts = 0, usage_month = coalesce(usage_month, $2) WHERE id = $1 AND counted = 0";
+const MARK = "UPDATE jobs SET counted = 1, usage_month = coalesce(usage_month, $2) WHERE id = $1 AND counted = 0";
 
 const REPLY = `
   INSERT INTO usage (location_id, month, gateway, replies) VALUES ($1, $2, $3, 1)
