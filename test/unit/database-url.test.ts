@@ -77,6 +77,8 @@ describe("maskDatabaseUrl", () => {
     [`postgres://bridge@db/bridge?password=${PASSWORD}&sslmode=require`, "postgres://bridge@db/bridge?password=***&sslmode=require"],
     ["postgres://bridge@db/bridge", "postgres://bridge@db/bridge"],
     ["postgres://db/bridge", "postgres://db/bridge"],
+    // An @ left unencoded in the password: the host is after the last one, as URL parsers read it.
+    ["postgres://bridge:Tr0ub4dor@horse99@db/bridge", "postgres://bridge:***@db/bridge"],
   ])("%s -> %s", (url, masked) => {
     expect(maskDatabaseUrl(url)).toBe(masked);
   });

@@ -4,7 +4,7 @@
  * userinfo or a `password=` parameter, replaced by `***`; the rest as given.
  */
 export function maskDatabaseUrl(url: string): string {
-  const masked = url.replace(/^([a-z][\w+.-]*:\/\/[^:@/?#]*:)[^@/?#]*@/i, "$1***@");
+  const masked = url.replace(/^([a-z][\w+.-]*:\/\/[^:@/?#]*:)[^/?#]*@/i, "$1***@");
   return masked.replace(/([?&]password=)[^&#]*/gi, "$1***");
 }
 
