@@ -3,6 +3,13 @@ import { ms } from "./ms.ts";
 import { prepareUsageCount, type UsageCount } from "./usage-count.ts";
 import { DEFAULT_USAGE_ZONE, monthIn, type MonthOf } from "./usage-month.ts";
 
+/**
+ * How long a reply being posted is left to the server posting it: longer than a post to
+ * HighLevel can take (30 s a try, src/core/clients/crm.ts). A server stopped mid-post is
+ * looked up once it has passed, or at once by a server that starts alone.
+ */
+export const POSTING_HOLD_MS = 120_000;
+
 export type InboundState = "unrouted" | "queued" | "posting" | "done" | "dead";
 /** How a reply found its location: named by its source, by the phone that took it, by the last send to its sender, or by an operator. */
 export type RoutedBy = "" | "given" | "device" | "last_sent" | "operator";
@@ -94,7 +101,10 @@ function inboundWrites(db: Db, s: Statements, usage: UsageCount, monthOf: MonthO
     },
     /** Committed before the inbound message is posted: after a crash it is looked up before it is posted again. */
     markPosting(id: number, now: number): boolean {
-      return s.posting.run(ms(now), id).changes > 0;
+      return s.posting.run({ now: ms(now), id }).changes > 0;
+    },
+    resumePosting(now: number): number {
+      return s.resume.run(ms(now)).changes;
     },
     posted(id: number, crmMessageId: string, now: number): void {
       s.posted.run(crmMessageId, ms(now), id);
@@ -201,7 +211,9 @@ function prepareStatements(db: Db) {
     route: db.prepare(`UPDATE inbound SET location_id = @locationId, routed_by = 'operator', state = 'queued',
       next_attempt_at = @now, updated_at = @now WHERE inbound_id = @inboundId AND state = 'unrouted'`),
     contact: db.prepare("UPDATE inbound SET contact_id = ?, updated_at = ? WHERE id = ? AND state = 'queued'"),
-    posting: db.prepare("UPDATE inbound SET state = 'posting', looks = 0, updated_at = ? WHERE id = ? AND state = 'queued'"),
+    posting: db.prepare(`UPDATE inbound SET state = 'posting', looks = 0, updated_at = @now, next_attempt_at = @now + ${POSTING_HOLD_MS}
+      WHERE id = @id AND state = 'queued'`),
+    resume: db.prepare("UPDATE inbound SET next_attempt_at = min(next_attempt_at, ?) WHERE state = 'posting'"),
     posted: db.prepare("UPDATE inbound SET state = 'done', crm_message_id = ?, error = NULL, updated_at = ? WHERE id = ? AND state = 'posting'"),
     retry: db.prepare(`UPDATE inbound SET state = 'queued', attempts = attempts + @counted, next_attempt_at = @at, error = @error,
       updated_at = @now WHERE id = @id AND state IN ('queued', 'posting')`),

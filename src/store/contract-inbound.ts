@@ -37,8 +37,14 @@ export interface InboundStore {
   /** Routes an unrouted reply; false when it is not unrouted. */
   route(inboundId: string, locationId: string, now: number): Promise<boolean>;
   setContact(id: number, contactId: string, now: number): Promise<void>;
-  /** Committed before the reply is posted: after a crash it is looked up before it is posted again. */
+  /**
+   * Committed before the reply is posted: after a crash it is looked up before it is posted
+   * again. Not due again for POSTING_HOLD_MS (src/db/inbound.ts): another server's queue leaves it to the one
+   * posting it, which settles it or says when to look it up first.
+   */
   markPosting(id: number, now: number): Promise<boolean>;
+  /** The replies a stopped server left posting, due now at the latest (a server alone at its start); how many. */
+  resumePosting(now: number): Promise<number>;
   posted(id: number, crmMessageId: string, now: number): Promise<void>;
   /** Queued again for `at`; `counted` (the default): the try counts towards the limit. */
   retryLater(id: number, at: number, error: string, now: number, counted?: boolean): Promise<void>;

@@ -9,7 +9,7 @@ import { facade } from "./facade.ts";
 // A reply's moves share commits; a stored row as it is, an operator's routing and pruning commit at once.
 const WRITES = {
   batched: ["setContact", "markPosting", "posted", "retryLater", "lookLater", "giveUp"],
-  alone: ["insert", "route", "prune"],
+  alone: ["insert", "route", "prune", "resumePosting"],
 } as const;
 
 /** The replies over SQLite (src/db/inbound.ts), with a reply's opt-out word applied in its own transaction. */

@@ -1,6 +1,7 @@
 import { expect } from "vitest";
 import type { Store } from "../../src/store/contract.ts";
 import type { NewInbound } from "../../src/store/types.ts";
+import { POSTING_HOLD_MS } from "../../src/db/inbound.ts";
 import type { Case } from "./store-cases-registry.ts";
 import { message, reply } from "./store-cases.ts";
 
@@ -63,7 +64,12 @@ export function inboundCases(it: Case): void {
     expect(await store.replies.nextDue()).toBe(T0);
     expect(await store.replies.markPosting(first, T0 + 3)).toBe(true);
     expect(await store.replies.markPosting(first, T0 + 3)).toBe(false);
-    expect(await store.replies.due(T0 + 10, 10)).toEqual([first, other]); // posting, to be looked up: still first
+    // Posting: left to the server posting it (its contact's next reply waits behind it) until its hold ends.
+    expect(await store.replies.due(T0 + 10, 10)).toEqual([other]);
+    expect(await store.replies.due(T0 + 3 + POSTING_HOLD_MS, 10)).toEqual([other, first]);
+    // A server that starts alone looks up now what a stopped one was posting.
+    expect(await store.replies.resumePosting(T0 + 11)).toBe(1);
+    expect(await store.replies.due(T0 + 11, 10)).toEqual([other, first]);
     await store.replies.posted(first, "crm-1", T0 + 4);
     expect(await store.replies.due(T0 + 10, 10)).toEqual([second, other]);
     await store.replies.retryLater(second, T0 + 100, "busy", T0 + 5);

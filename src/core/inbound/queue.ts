@@ -54,9 +54,13 @@ export function createInboundQueue(options: InboundQueueOptions) {
   }
 
   return {
-    async start(): Promise<void> {
+    /**
+     * Starts the queue. `alone` (no other server on the store, as on SQLite): the replies a
+     * stopped server was posting are looked up now; else once their hold has passed.
+     */
+    async start(alone = true): Promise<void> {
       if (running) return;
-      const interrupted = (await store.counts()).posting;
+      const interrupted = alone ? await store.resumePosting(now()) : 0;
       if (interrupted > 0) log.warn(`${interrupted} reply(ies) were being posted to HighLevel when bridge stopped: each is looked up there before it is posted again`);
       running = true;
       loop = run();

@@ -1,3 +1,4 @@
+import { POSTING_HOLD_MS } from "../../db/inbound.ts";
 import { ms } from "../../db/ms.ts";
 import { DEFAULT_USAGE_ZONE, monthIn, type MonthOf } from "../../db/usage-month.ts";
 import type { InboundStore } from "../contract-inbound.ts";
@@ -79,13 +80,18 @@ async function applyOptOut(client: Queryable, row: Pick<NewInbound, "optOut" | "
 }
 
 /** The queue's moves of a reply, each one statement conditional on its state: a move a reply is past changes nothing. */
-function queueMoves(db: Queryable): Pick<InboundStore, "setContact" | "markPosting" | "posted" | "retryLater" | "lookLater" | "giveUp" | "prune"> {
+function queueMoves(db: Queryable): Pick<InboundStore, "setContact" | "markPosting" | "resumePosting" | "posted" | "retryLater" | "lookLater" | "giveUp" | "prune"> {
   return {
     async setContact(id, contactId, now) {
       await db.query("UPDATE inbound SET contact_id = $1, updated_at = $2 WHERE id = $3 AND state = 'queued'", [contactId, ms(now), id]);
     },
     // Of two servers taking the reply at once, the second waits for the first's row lock, then finds it posting.
-    markPosting: (id, now) => changed(db, "UPDATE inbound SET state = 'posting', looks = 0, updated_at = $1 WHERE id = $2 AND state = 'queued'", [ms(now), id]),
+    markPosting: (id, now) => changed(db, `UPDATE inbound SET state = 'posting', looks = 0, updated_at = $1::bigint, next_attempt_at = $1::bigint + ${POSTING_HOLD_MS}
+      WHERE id = $2 AND state = 'queued'`, [ms(now), id]),
+    async resumePosting(now) {
+      const resumed = await db.query("UPDATE inbound SET next_attempt_at = LEAST(next_attempt_at, $1) WHERE state = 'posting'", [ms(now)]);
+      return resumed.rowCount ?? 0;
+    },
     async posted(id, crmMessageId, now) {
       await db.query("UPDATE inbound SET state = 'done', crm_message_id = $1, error = NULL, updated_at = $2 WHERE id = $3 AND state = 'posting'", [
         crmMessageId, ms(now), id,
