@@ -75,8 +75,12 @@ export interface JobStore {
   sendLater(id: number, at: number, reason: string, now: number, how?: SendLater): Promise<void>;
   /** A sent message the gateway proves never went: queued again for `at` under a fresh key, as if new. */
   sendAgain(id: number, at: number, reason: string, now: number): Promise<void>;
-  /** The send's result; with `receipt`, the report waits for the carrier's receipt (first look at `receipt.at`). */
-  recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }): Promise<void>;
+  /**
+   * The send's result; with `receipt`, the report waits for the carrier's receipt (first
+   * look at `receipt.at`). `unclaimed`: a refusal stored straight from the queue, no claim
+   * made; else stored only while the job is this server's claim (several servers).
+   */
+  recordResult(id: number, result: Result, now: number, receipt?: { at: number; deadline: number }, unclaimed?: boolean): Promise<void>;
   /** Waits on a key the gateway refused until `at`: shown as held, with `reason`. */
   markHeld(id: number, reason: string, at: number, now: number): Promise<void>;
   /** A held key works again: every held message is due now; how many. */

@@ -76,7 +76,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job, turn?: Turn)
     const now = deps.now();
     const waitMs = ("request" in plan && deps.receiptWaitMs?.(plan.request.apiKey)) || deps.dlrWaitMs;
     const receipt = result.gatewayMessageId && waitMs > 0 ? { at: firstLook(deps, now), deadline: now + waitMs } : undefined;
-    await storeResult(deps, job, result, receipt);
+    await storeResult(deps, job, result, receipt, !claim);
     // With a receipt to wait for, the worker comes back for it when it is due.
     if (receipt) return;
     job = { ...job, state: "reporting", attempts: 0, outcome: result.outcome, ...nullable(result) };

@@ -10,9 +10,9 @@ import type { StoreDeps } from "./outbound-deps.ts";
  * full disk) is tried again until it is stored: 100 ms, doubling up to 30 s. If the
  * process stops first, the next start sends it again with its key (Cast replays the answer).
  */
-export async function storeResult(deps: StoreDeps, job: Job, result: Result, receipt?: { at: number; deadline: number }): Promise<void> {
+export async function storeResult(deps: StoreDeps, job: Job, result: Result, receipt?: { at: number; deadline: number }, unclaimed = false): Promise<void> {
   const what = `message ${job.message.messageId}: its result (${result.outcome}${result.gatewayMessageId ? `, gateway id ${result.gatewayMessageId}` : ""})`;
-  await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now(), receipt));
+  await storeUntilDone(deps, what, () => deps.jobs.recordResult(job.id, result, deps.now(), receipt, unclaimed));
 }
 
 /** Runs `write`, trying again while the store refuses it. */

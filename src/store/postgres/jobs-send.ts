@@ -27,8 +27,9 @@ const CLAIM = `
 /**
  * A send's outcome is stored only by the server that claimed it (`me`: run_by): once a
  * server presumed dead has had its sends rescued (queued again, run_by still naming it),
- * its late write changes nothing, whoever claims the job next. A refusal stored straight
- * from the queue (no claim) is stored unless the job was rescued from this very server.
+ * its late write changes nothing, whoever claims the job next, and whatever became of that
+ * claim. A refusal stored straight from the queue (no claim, `unclaimed`) is stored while
+ * the job is queued, unless it was rescued from this very server.
  */
 const FENCED = (me: string) => `state = 'sending' AND run_by IS NOT DISTINCT FROM ${me}`;
 
@@ -52,7 +53,7 @@ const RECORD_RESULT = `
     gateway_message_id = nullif($6, ''), attempts = 0, next_attempt_at = $7, updated_at = $2, receipt_deadline = $8, held = 0,
     sent_at = CASE WHEN $6 <> '' THEN $2::bigint END, parts = coalesce($9, parts), usage_month = coalesce(usage_month, $10),
     unclear = GREATEST(unclear, ($4 IN ('gateway_unknown', 'delivery_unknown'))::int), run_by = NULL
-  WHERE id = $1 AND (${FENCED("$11")} OR (state = 'queued' AND (run_by IS NULL OR run_by IS DISTINCT FROM $11)))`;
+  WHERE id = $1 AND CASE WHEN $12::boolean THEN state = 'queued' AND (run_by IS NULL OR run_by IS DISTINCT FROM $11) ELSE ${FENCED("$11")} END`;
 
 type Send = Pick<JobStore, "claimForSending" | "sendLater" | "sendAgain" | "recordResult" | "markHeld" | "wakeHeld">;
 
@@ -80,7 +81,8 @@ export function pgSend(pool: Pool, sealer: Sealer, monthOf: MonthOf, me: string 
         const moved = await client.query(SEND_AGAIN, [id, ms(at), reason, ms(now)]);
         if (moved.rowCount) await pgTimeline.add(client, id, ms(now), "retry", reason);
       }),
-    recordResult: (id, result, now, receipt) => transaction(pool, (client) => recordResult(client, resultRow(id, result, now, monthOf, receipt), me)),
+    recordResult: (id, result, now, receipt, unclaimed = false) =>
+      transaction(pool, (client) => recordResult(client, resultRow(id, result, now, monthOf, receipt), me, unclaimed)),
     markHeld: (id, reason, at, now) =>
       transaction(pool, async (client) => {
         const held = (await client.query<{ held: number }>("SELECT held FROM jobs WHERE id = $1 AND state = 'queued' FOR UPDATE", [id])).rows[0]?.held;
@@ -96,9 +98,9 @@ export function pgSend(pool: Pool, sealer: Sealer, monthOf: MonthOf, me: string 
   };
 }
 
-async function recordResult(db: Queryable, row: ReturnType<typeof resultRow>, me: string | null): Promise<void> {
+async function recordResult(db: Queryable, row: ReturnType<typeof resultRow>, me: string | null, unclaimed: boolean): Promise<void> {
   const moved = await db.query(RECORD_RESULT, [
-    row.id, row.now, row.outcome, row.errorCode, row.errorMessage, row.gatewayMessageId, row.at, row.deadline, row.parts, row.month, me,
+    row.id, row.now, row.outcome, row.errorCode, row.errorMessage, row.gatewayMessageId, row.at, row.deadline, row.parts, row.month, me, unclaimed,
   ]);
   if (moved.rowCount && row.outcome === "failed") await pgTimeline.add(db, row.id, row.now, "failed", failureDetail(row.errorCode, row.errorMessage));
 }
@@ -116,7 +118,7 @@ async function claimIn(client: Queryable, id: number, now: number, monthOf: Mont
     const capped = await reserve(client, id, parts, monthOf(now));
     if (capped) {
       const refused = { outcome: "failed", errorCode: "monthly_cap", errorMessage: capReached(capped.cap) } as const;
-      await recordResult(client, resultRow(id, refused, now, monthOf), me);
+      await recordResult(client, resultRow(id, refused, now, monthOf), me, true);
       return false;
     }
   }
