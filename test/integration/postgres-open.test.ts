@@ -83,6 +83,19 @@ if (missing && process.env.CI !== "true") {
       await pool.end();
     });
 
+    test("serve does not upgrade an older schema while another server's heartbeat is fresh", async () => {
+      const url = await freshUrl();
+      await open(url, { create: true });
+      const pool = createPool(url);
+      await pool.query("UPDATE schema_version SET version = $1", [SCHEMA_VERSION - 1]);
+      await pool.query("INSERT INTO servers (id, address, started_at, heartbeat_at) VALUES ('old', '10.0.0.2', 0, extract(epoch from clock_timestamp()) * 1000)");
+      await expect(open(url, { create: true })).rejects.toThrow(
+        `the database's schema is version ${SCHEMA_VERSION - 1}, older than this bridge's ${SCHEMA_VERSION}, and 1 bridge serve(s) sent a heartbeat in the last 60 s: stop them`,
+      );
+      expect((await pool.query("SELECT version FROM schema_version")).rows).toEqual([{ version: SCHEMA_VERSION - 1 }]);
+      await pool.end();
+    });
+
     test("a key that opens none of the sealed values is refused; one that opens some warns of the others by place", async () => {
       const url = await freshUrl();
       await open(url, { create: true });

@@ -3,6 +3,7 @@ import { judgeSealed, sealedQuery, sealedValues } from "../../db/key-check.ts";
 import { SEALED_COLUMNS } from "../../db/rekey.ts";
 import type { Sealer } from "../../db/sealer.ts";
 import { maskDatabaseUrl, withoutPassword } from "./url.ts";
+import { SERVER_ALIVE_MS } from "../contract-servers.ts";
 import { errorMessage } from "../../errors.ts";
 import { createPool, migratePostgres, type Pool, type Queryable } from "./pool.ts";
 
@@ -11,8 +12,8 @@ export interface OpenLog {
   warn(message: string): void;
 }
 
-/** A server whose heartbeat is this recent is alive (src/db/migrations.ts, `servers`). */
-export const ALIVE_MS = 30_000;
+/** A server whose heartbeat is this recent is alive (src/store/contract-servers.ts). */
+const ALIVE_MS = SERVER_ALIVE_MS;
 
 /**
  * A pool on DATABASE_URL, connected and at this bridge's schema. `create`: an empty or
@@ -26,7 +27,7 @@ export async function openPostgres(url: string, create: boolean, log?: OpenLog):
   pool.on("error", (error) => log?.warn(`PostgreSQL connection lost: ${withoutPassword(errorMessage(error), url)}`));
   try {
     await connect(pool, url);
-    if (create) await migratePostgres(pool);
+    if (create) await migratePostgres(pool, (client) => refuseUpgradeUnderOthers(client));
     else refuseSchema(await postgresSchemaVersion(pool));
     return pool;
   } catch (error) {
@@ -98,6 +99,21 @@ export async function aliveServers(db: Queryable): Promise<number> {
     [ALIVE_MS],
   );
   return alive.rows[0]?.n ?? 0;
+}
+
+/**
+ * serve's check before it makes or upgrades the schema: an older schema is not upgraded
+ * under servers still running on it (they would run statements it no longer fits).
+ */
+async function refuseUpgradeUnderOthers(client: Queryable): Promise<void> {
+  const from = await postgresSchemaVersion(client);
+  if (from === 0 || from >= SCHEMA_VERSION) return;
+  const alive = await aliveServers(client);
+  if (alive > 0) {
+    throw new Error(
+      `the database's schema is version ${from}, older than this bridge's ${SCHEMA_VERSION}, and ${alive} bridge serve(s) sent a heartbeat in the last ${ALIVE_MS / 1000} s: stop them, then start this one (it upgrades the schema) or run bridge migrate`,
+    );
+  }
 }
 
 /** Refuses while another server is alive: `what` would change the database under it. */
