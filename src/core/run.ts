@@ -73,6 +73,34 @@ function rescueSends(core: Core, windows: Readonly<Record<string, number>>) {
 }
 
 /**
+ * The queue's worker of `createRun`. Servers sharing a database (PostgreSQL): no recovery
+ * at start (the leader rescues a stopped server's sends), and while others are alive each
+ * look starts different jobs (worker-fill.ts); a server alone keeps the order they came in.
+ * A server whose heartbeat is not stored could be presumed dead while it sends: it starts none.
+ */
+function queueWorker(core: Core, options: RunOptions, presence: Presence, windows: Readonly<Record<string, number>>) {
+  const shared = core.database.kind === "postgres";
+  return createWorker({
+    jobs: core.jobs,
+    run: core.delivery.processOutbound,
+    lastServed: core.delivery.scheduler.lastServed,
+    readyAt: core.delivery.scheduler.readyAt,
+    now: core.now,
+    log: core.log,
+    pollMs: options.pollMs,
+    retentionMs: core.config.retentionMs,
+    keys: core.gatewayKeys,
+    replies: core.replies,
+    resendWindows: windows,
+    recoverAtStart: !shared,
+    spread: () => (shared && presence.othersSeen() ? SPREAD : 1),
+    claims: shared ? presence.claims : undefined,
+    leads: presence.leads,
+    appSessions: core.appSessions,
+  });
+}
+
+/**
  * bridge's running parts around a core: the queue worker (with crash recovery and
  * pruning), the gateway keys' holds and balances, the receipt book, reconciliation and
  * the alerts to a person (their own loop: a slow webhook never holds a send), and this
@@ -84,28 +112,10 @@ function rescueSends(core: Core, windows: Readonly<Record<string, number>>) {
 export function createRun(core: Core, options: RunOptions = {}): Run {
   const { config, log } = core;
   // Servers sharing a database: this one's id is the one its claims carry (run_by), from the store.
-  const shared = core.database.kind === "postgres";
   const presence = createPresence({ servers: core.servers, leases: core.leases, log, address: options.address, beatMs: options.beatMs, id: core.serverId });
   const windows = resendWindows(core.clients.gateways);
   const rescuer = createRescuer({ servers: core.servers, log, leads: presence.leads, rescue: rescueSends(core, windows) });
-  const worker = createWorker({
-    jobs: core.jobs,
-    run: core.delivery.processOutbound,
-    lastServed: core.delivery.scheduler.lastServed,
-    readyAt: core.delivery.scheduler.readyAt,
-    now: core.now,
-    log,
-    pollMs: options.pollMs,
-    retentionMs: config.retentionMs,
-    keys: core.gatewayKeys,
-    replies: core.replies,
-    resendWindows: windows,
-    recoverAtStart: !shared,
-    // Servers reading one queue start different jobs (worker-fill.ts); one alone keeps the order they came in.
-    spread: () => (shared && presence.othersSeen() ? SPREAD : 1),
-    leads: presence.leads,
-    appSessions: core.appSessions,
-  });
+  const worker = queueWorker(core, options, presence, windows);
   core.delivery.doorbell.listen(() => worker.notify());
   const sync = options.sync ?? { everyMs: SYNC_EVERY_MS, firstMs: FIRST_SYNC_MS };
   let reconciliation: ReturnType<typeof scheduleSync> | undefined;
@@ -114,11 +124,11 @@ export function createRun(core: Core, options: RunOptions = {}): Run {
     presence,
     async start() {
       await startPresence(core, presence, options.alone);
-      // What a stopped server left is cleared only when no other runs: the others' holds and outages are live.
+      // What a stopped server left is cleared only when no other runs: the others' holds, outages and posts are live.
       const alone = !(await presence.othersAlive());
       if (options.worker !== false) {
         await worker.start();
-        await core.inbound.queue.start();
+        await core.inbound.queue.start(alone);
       }
       if (alone) await core.gatewayKeys.clearHolds(); // no server holds a key now: the next send finds out again
       await core.operator.outages.recordTo(core.outageRecords, alone);

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { errorMessage } from "../errors.ts";
 import { wallClock } from "./clock.ts";
 import type { LeaseStore, ServerStore } from "../store/contract.ts";
+import { SERVER_ALIVE_MS } from "../store/contract-servers.ts";
 import type { Logger } from "./log.ts";
 
 /** A server's heartbeat, and the leader's lease renewed, this often. */
@@ -10,7 +11,9 @@ export const BEAT_MS = 5_000;
 /** The leader's lease lasts this long unrenewed: a stopped leader is replaced within it. */
 export const LEADER_TTL_MS = 15_000;
 /** A server whose heartbeat is older than this is presumed dead (its start-up work and its jobs are another's). */
-export const ALIVE_MS = 60_000;
+export const ALIVE_MS = SERVER_ALIVE_MS;
+/** A server whose heartbeat has not been stored for this long starts no new sends: half the time after which it is presumed dead. */
+export const CLAIMS_MS = ALIVE_MS / 2;
 /** The lease of the periodic work: pruning, reconciliation, forgetting unused keys, rescue. */
 export const LEADER = "leader";
 
@@ -24,6 +27,8 @@ export interface PresenceOptions {
   address?: string;
   beatMs?: number;
   leaderTtlMs?: number;
+  /** CLAIMS_MS unless given (tests). */
+  claimsMs?: number;
 }
 
 export type Presence = ReturnType<typeof createPresence>;
@@ -43,28 +48,9 @@ export function createPresence(options: PresenceOptions) {
   const { servers, leases, log } = options;
   const id = options.id ?? newServerId();
   const address = options.address ?? hostname();
-  const ttlMs = options.leaderTtlMs ?? LEADER_TTL_MS;
-  // others: the last beat saw another server's heartbeat; started: the first beat is told by serve's lines.
-  const state = { leading: false, leadUntil: 0, others: false, started: false };
+  const state: PresenceState = { leading: false, leadUntil: 0, others: false, started: false, beatAt: -Infinity };
+  const beat = () => beatOnce(options, id, address, state);
   let timer: ReturnType<typeof setInterval> | undefined;
-
-  async function beat(): Promise<void> {
-    try {
-      await servers.beat(id, address);
-      state.others = (await servers.others(id, ALIVE_MS)).length > 0;
-    } catch (error) {
-      log.error(`servers: cannot record this server's heartbeat: ${errorMessage(error)}`);
-    }
-    const asked = wallClock();
-    try {
-      const leads = (await leases.take(LEADER, id, ttlMs)) !== undefined;
-      if (state.started && leads !== state.leading) log.info(`servers: this server (${id}) ${leads ? "leads the periodic work now" : "no longer leads the periodic work"}`);
-      state.leading = leads;
-      if (leads) state.leadUntil = asked + ttlMs;
-    } catch (error) {
-      log.error(`servers: cannot renew the leader's lease: ${errorMessage(error)}`);
-    }
-  }
 
   return {
     id,
@@ -82,6 +68,11 @@ export function createPresence(options: PresenceOptions) {
     },
     /** Whether the last heartbeat found another server's fresh (no database asked now). */
     othersSeen: (): boolean => state.others,
+    /**
+     * Whether this server may start sends: its heartbeat was stored within CLAIMS_MS. Past
+     * that the leader may soon presume it dead and send its sends again: it starts none.
+     */
+    claims: (): boolean => wallClock() - state.beatAt < (options.claimsMs ?? CLAIMS_MS),
     /** Whether another server's heartbeat is fresh: then start-up work that assumes one server is left alone. */
     async othersAlive(): Promise<boolean> {
       return (await servers.others(id, ALIVE_MS)).length > 0;
@@ -98,4 +89,38 @@ export function createPresence(options: PresenceOptions) {
       }
     },
   };
+}
+
+/** What a presence knows between beats. `others`: the last beat saw another server's heartbeat; `started`: the first beat is told by serve's lines. */
+interface PresenceState {
+  leading: boolean;
+  leadUntil: number;
+  others: boolean;
+  started: boolean;
+  /** When this server's heartbeat was last stored. */
+  beatAt: number;
+}
+
+/** One heartbeat: the row renewed (and whether another server's is fresh), then the leader's lease tried for. Failures are logged, never thrown. */
+async function beatOnce(options: PresenceOptions, id: string, address: string, state: PresenceState): Promise<void> {
+  const { servers, leases, log } = options;
+  const ttlMs = options.leaderTtlMs ?? LEADER_TTL_MS;
+  try {
+    await servers.beat(id, address);
+    state.beatAt = wallClock();
+    state.others = (await servers.others(id, ALIVE_MS)).length > 0;
+  } catch (error) {
+    const claimsMs = options.claimsMs ?? CLAIMS_MS;
+    const stopped = wallClock() - state.beatAt >= claimsMs ? `; none stored for over ${claimsMs / 1000} s: this server starts no new sends until one is` : "";
+    log.error(`servers: cannot record this server's heartbeat: ${errorMessage(error)}${stopped}`);
+  }
+  const asked = wallClock();
+  try {
+    const leads = (await leases.take(LEADER, id, ttlMs)) !== undefined;
+    if (state.started && leads !== state.leading) log.info(`servers: this server (${id}) ${leads ? "leads the periodic work now" : "no longer leads the periodic work"}`);
+    state.leading = leads;
+    if (leads) state.leadUntil = asked + ttlMs;
+  } catch (error) {
+    log.error(`servers: cannot renew the leader's lease: ${errorMessage(error)}`);
+  }
 }

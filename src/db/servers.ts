@@ -34,6 +34,7 @@ export function createServerStore(db: Db, clock: Clock) {
   const all = db.prepare<[], ServerRow>("SELECT * FROM servers ORDER BY started_at, id");
   const remove = db.prepare<[string]>("DELETE FROM servers WHERE id = ?");
   const others = db.prepare<[string, number], ServerRow>("SELECT * FROM servers WHERE id <> ? AND heartbeat_at >= ? ORDER BY started_at, id");
+  const orphans = db.prepare<[], string>("SELECT id FROM (SELECT DISTINCT run_by AS id FROM jobs WHERE state = 'sending' AND run_by IS NOT NULL AND run_by NOT IN (SELECT id FROM servers)) AS o ORDER BY id").pluck();
   const record = (r: ServerRow, now: number): ServerRecord => ({
     id: r.id, address: r.address, startedAt: r.started_at, heartbeatAt: r.heartbeat_at, ageMs: now - r.heartbeat_at,
   });
@@ -52,6 +53,9 @@ export function createServerStore(db: Db, clock: Clock) {
     others(id: string, freshMs: number): ServerRecord[] {
       const now = clock();
       return others.all(id, now - freshMs).map((r) => record(r, now));
+    },
+    orphans(): string[] {
+      return orphans.all();
     },
   };
 }

@@ -5,6 +5,13 @@
  * (one file, one machine) the machine's.
  */
 
+/**
+ * A server whose heartbeat is older than this is presumed dead: its sends are rescued, and
+ * `migrate` and `rekey` no longer wait for it. One figure for both, so that no server is
+ * rescued and running at once, nor left running while a key or schema changes under it.
+ */
+export const SERVER_ALIVE_MS = 60_000;
+
 /** A running server as its heartbeat row says. */
 export interface ServerRecord {
   id: string;
@@ -25,6 +32,8 @@ export interface ServerStore {
   gone(id: string): Promise<void>;
   /** The other servers whose heartbeat is at most `freshMs` old. */
   others(id: string, freshMs: number): Promise<ServerRecord[]>;
+  /** The servers that claimed a job still sending but have no row (gone, or removed by hand): their sends are anybody's to rescue. */
+  orphans(): Promise<string[]>;
 }
 
 /** A named lease as its row says. */

@@ -82,18 +82,22 @@ test("the leader hands the servers whose heartbeat is stale to the rescue, and f
   }
 });
 
-test("a heartbeat the database refuses is logged, not thrown, and the lead is lost once its lease lapses", async () => {
+test("a heartbeat the database refuses is logged, not thrown; the lead is lost once its lease lapses, and new sends stop", async () => {
   const dir = mkdtempSync(join(tmpdir(), "bridge-beat-"));
   const db = openDb(join(dir, "bridge.db"));
   const logs: string[] = [];
   try {
     const store = openStore({ encryptionKey: undefined }, db);
-    const presence = createPresence({ servers: store.servers, leases: store.leases, log: createLogger("info", captureStream(logs)), beatMs: 20, leaderTtlMs: 150 });
+    const presence = createPresence({ servers: store.servers, leases: store.leases, log: createLogger("info", captureStream(logs)), beatMs: 20, leaderTtlMs: 150, claimsMs: 200 });
     await presence.start();
     expect(presence.leads()).toBe(true);
+    expect(presence.claims()).toBe(true);
     db.close(); // every write and read from now on throws
     await waitFor(() => logs.some((line) => line.includes("cannot record this server's heartbeat")), 1000);
     await waitFor(() => !presence.leads(), 1000);
+    // Past half the time after which the leader would presume it dead, it starts no send it could be rescued from.
+    await waitFor(() => !presence.claims(), 1000);
+    await waitFor(() => logs.some((line) => line.includes("none stored for over 0.2 s: this server starts no new sends until one is")), 1000);
     await presence.stop();
     expect(logs.join("\n")).toMatch(/cannot renew the leader's lease: .*\n[\s\S]*cannot record this server's stop/);
   } finally {

@@ -167,3 +167,35 @@ test("servers sharing a queue (spread) start different jobs of it, still in turn
     expect(perLocation).toEqual([2, 2, 2, 2]);
   }
 });
+
+test("a server whose heartbeat is not stored starts no send; reports still run, and sends start once it is", async () => {
+  const { jobs } = t;
+  const message = (id: string) => ({ messageId: id, locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] });
+  jobs.enqueue(message("to-send"), 0);
+  jobs.enqueue(message("to-report"), 0);
+  const reporting = jobs.get("to-report")!.id;
+  jobs.claimForSending(reporting, 0, { idempotencyKey: "k-1", apiKeyTag: "tag", gateway: "cast" });
+  jobs.recordResult(reporting, { outcome: "delivered", gatewayMessageId: "g-1" }, 1);
+  let beating = false;
+  const ran: string[] = [];
+  const worker = createWorker({
+    jobs: t.store.jobs,
+    // Each job then waits a minute (as for a budget): the look does not start it again meanwhile.
+    run: async (job) => (ran.push(job.message.messageId), 60_000),
+    now: Date.now,
+    log: createLogger("error", captureStream([])),
+    pollMs: 10,
+    claims: () => beating,
+    recoverAtStart: false,
+  });
+  await worker.start();
+  try {
+    await waitFor(() => ran.includes("to-report"), 2000);
+    await sleep(100);
+    expect(ran).not.toContain("to-send");
+    beating = true;
+    await waitFor(() => ran.includes("to-send"), 2000);
+  } finally {
+    await worker.stop(1000);
+  }
+});

@@ -51,7 +51,7 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
     const due = await jobs.due(now(), (free + active.size + extra) * spread, options.readyAt && waiting);
     for (const job of inTurn(spread > 1 ? fromRandomTurn(due) : due, options.lastServed)) {
       if (active.size >= concurrency) break;
-      if (active.has(job.id)) continue;
+      if (active.has(job.id) || (job.state === "queued" && options.claims?.() === false)) continue;
       const notBefore = Math.max(pauses.notBefore(job.id), job.state === "queued" ? (options.readyAt?.(job.locationId) ?? 0) : 0);
       if (notBefore > at) {
         nextLook = Math.min(nextLook, notBefore);

@@ -26,6 +26,11 @@ export interface WorkerOptions {
    * order they came. Asked at each look: a server alone on the store keeps the order.
    */
   spread?: () => number;
+  /**
+   * Whether this server may start sends now (servers.ts, `claims`: its heartbeat is
+   * stored); while not, only reports and receipts run. Default: always.
+   */
+  claims?: () => boolean;
   /** Jobs handled at once. */
   concurrency?: number;
   /** Longest sleep between looks at the queue (scheduled retries come due meanwhile). */

@@ -20,19 +20,20 @@ export interface RescuerOptions {
   staleMs?: number;
 }
 
-/** What rescue does for now: logs each server presumed dead and removes its row. */
+/** After their sends are rescued: the rows of the servers presumed dead removed, each logged. */
 export function forgetServers(servers: Pick<ServerStore, "gone">, log: Logger) {
   return async (deadIds: string[]): Promise<void> => {
     for (const id of deadIds) {
-      log.warn(`servers: server ${id} sent no heartbeat for over ${ALIVE_MS / 1000} s: presumed dead, its row removed`);
+      log.warn(`servers: server ${id} sent no heartbeat for over ${ALIVE_MS / 1000} s, or has none and left sends mid-way: presumed dead, its row removed`);
       await servers.gone(id);
     }
   };
 }
 
 /**
- * On the leader, every few seconds: the servers whose heartbeat is older than ALIVE_MS
- * are handed to `rescue`. Errors are logged; the next look tries again.
+ * On the leader, every few seconds: the servers whose heartbeat is older than ALIVE_MS,
+ * and those with no row that left a job sending (a stop that could not count it), are
+ * handed to `rescue`. Errors are logged; the next look tries again.
  */
 export function createRescuer(options: RescuerOptions) {
   const { servers, log, leads } = options;
@@ -44,7 +45,8 @@ export function createRescuer(options: RescuerOptions) {
   async function look(): Promise<void> {
     if (!leads()) return;
     try {
-      const dead = (await servers.list()).filter((s) => s.ageMs > staleMs).map((s) => s.id);
+      const stale = (await servers.list()).filter((s) => s.ageMs > staleMs).map((s) => s.id);
+      const dead = [...new Set([...stale, ...(await servers.orphans())])];
       if (dead.length > 0) await rescue(dead);
     } catch (error) {
       log.error(`servers: cannot rescue the work of servers presumed dead: ${errorMessage(error)}`);

@@ -35,6 +35,9 @@ export function pgServers(db: Queryable): ServerStore {
         WHERE age_ms <= $2 ORDER BY started_at, id COLLATE "C"`, [id, ms(freshMs)]);
       return found.rows.map(server);
     },
+    async orphans() {
+      return (await db.query<{ id: string }>(`SELECT id FROM (SELECT DISTINCT run_by AS id FROM jobs WHERE state = 'sending' AND run_by IS NOT NULL AND run_by NOT IN (SELECT id FROM servers)) AS o ORDER BY id COLLATE "C"`)).rows.map((r) => r.id);
+    },
   };
 }
 
