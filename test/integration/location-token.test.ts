@@ -256,7 +256,8 @@ describe("such a location's token is renewed through its company's token", () =>
     // Once the Retry-After is over, the renewal is asked again and the reports go.
     limited = false;
     clock += MINUTE + 1000;
-    await waitFor(() => b.crm.statusReports().some((r) => r.messageId.startsWith("m-")));
+    // The reports go at the queue's next look, after the renewal: on a loaded machine over 5 s.
+    await waitFor(() => b.crm.statusReports().some((r) => r.messageId.startsWith("m-")), 15_000);
     expect(await b.core.tokens.get("loc-1")).toMatchObject({ accessToken: documented.access_token, expiresAt: clock + Number(documented.expires_in) * 1000 });
   });
 
