@@ -323,17 +323,25 @@ sqliteOnly("reads next_attempt_at with core.db")("a look 20-60 s after the send 
 
 test("two servers on one database: a key's log is read by one of them, and every job settles from its reads", async () => {
   // Each server sends from its own address (CAST_LOCAL_ADDRESS): the fake Cast tells who read.
-  const first = await startWith({ balances: false, sync: false, beatMs: 50, env: { CAST_LOCAL_ADDRESS: "127.0.0.2" } }, "loc-1");
-  const shared = { DATABASE_PATH: first.config.databasePath, SMS_API_URL: first.gateway.url, CRM_API_URL: first.crm.url };
+  // The key's rate is ample, so that one server's tokens do not take the whole burst of six:
+  // the key's shared row lets half its burst go at once (castKeyRate), and both servers must send.
+  const rate = { CAST_MESSAGES_PER_SECOND: "30" };
+  const first = await startWith({ balances: false, sync: false, beatMs: 50, env: { ...rate, CAST_LOCAL_ADDRESS: "127.0.0.2" } }, "loc-1");
+  const shared = { ...rate, DATABASE_PATH: first.config.databasePath, SMS_API_URL: first.gateway.url, CRM_API_URL: first.crm.url };
   const second = await startWith({ balances: false, sync: false, beatMs: 50, env: { ...shared, CAST_LOCAL_ADDRESS: "127.0.0.3" } });
   first.gateway.receipts((_, since) => (since < 400 ? { status: "sent" } : { status: "delivered", dlr_status: "DELIVRD" }));
 
-  const ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6"];
-  for (const [i, id] of ids.entries()) expect((await (i % 2 ? second : first).webhook(outbound(id))).status).toBe(200);
-  await waitFor(async () => (await Promise.all(ids.map((id) => first.core.jobs.get(id)))).every((j) => j?.state === "done"), 10_000);
+  // Which server wins a job's claim is a race: six more messages at a time until both have sent some.
+  const ids: string[] = [];
+  const sentBy = () => new Set(first.gateway.received(SEND).map((r) => r.remoteAddress));
+  while (ids.length < 6 || (sentBy().size < 2 && ids.length < 30)) {
+    const batch = [1, 2, 3, 4, 5, 6].map((n) => `m-${ids.length + n}`);
+    for (const [i, id] of batch.entries()) expect((await (i % 2 ? second : first).webhook(outbound(id))).status).toBe(200);
+    ids.push(...batch);
+    await waitFor(async () => (await Promise.all(ids.map((id) => first.core.jobs.get(id)))).every((j) => j?.state === "done"), 10_000);
+  }
 
-  const sentBy = new Set(first.gateway.received(SEND).map((r) => r.remoteAddress));
-  expect(sentBy).toEqual(new Set(["127.0.0.2", "127.0.0.3"])); // both servers ran jobs
+  expect(sentBy()).toEqual(new Set(["127.0.0.2", "127.0.0.3"])); // both servers ran jobs
   expect(new Set(first.gateway.logCalls().map((r) => r.remoteAddress)).size).toBe(1);
   expect(first.gateway.statusCalls()).toEqual([]);
   for (const id of ids) expect(await first.core.jobs.get(id)).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
