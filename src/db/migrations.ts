@@ -412,4 +412,14 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN run_by TEXT;
   CREATE INDEX jobs_running ON jobs (run_by) WHERE run_by IS NOT NULL;
   `,
+  `
+  -- Cast's unsubscribed list of each gateway key (by its tag, as key_budgets), read by the
+  -- key's owner for every server (docs/operations.md): \`entries\` is the list as JSON
+  -- ([{"phone", "senderId"}]), NULL when that read failed; \`read_at\` on the store's clock.
+  CREATE TABLE unsubscribed_lists (
+    tag TEXT PRIMARY KEY,
+    entries TEXT,
+    read_at INTEGER NOT NULL
+  ) STRICT;
+  `,
 ];

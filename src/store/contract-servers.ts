@@ -1,6 +1,7 @@
 /**
  * What several servers on one database share (docs/cli.md, `bridge status`):
- * who is running, who holds which periodic work, and the settings page's sessions.
+ * who is running, who holds which periodic work, the settings page's sessions, and what
+ * a key's owner read for all (its Cast unsubscribed list).
  * Times are on one clock for every server: on PostgreSQL the database's, on SQLite
  * (one file, one machine) the machine's.
  */
@@ -81,4 +82,29 @@ export interface AppSessionStore {
   drop(tokenHash: string): Promise<void>;
   /** Removes the sessions expired at `now`; how many. */
   prune(now: number): Promise<number>;
+}
+
+/** A number that unsubscribed through one of Cast's links, and the sender ID it left. */
+export interface UnsubscribedNumber {
+  phone: string;
+  senderId: string;
+}
+
+/** A key's Cast unsubscribed list as its owner last read it. */
+export interface StoredUnsubscribed {
+  /** The list; null when that read failed (sends then go without it). */
+  entries: UnsubscribedNumber[] | null;
+  /** How long ago it was read, on the store's clock. */
+  ageMs: number;
+}
+
+/**
+ * Cast's unsubscribed lists, by the key's tag: read by the key's owner (key-owners.ts),
+ * which every server's sends check, so that one request a key serves every server.
+ */
+export interface UnsubscribedStore {
+  /** The key's last read list; undefined when none was ever stored. */
+  get(tag: string): Promise<StoredUnsubscribed | undefined>;
+  /** Stores what a read found now (null: it failed), replacing the last. */
+  put(tag: string, entries: UnsubscribedNumber[] | null): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import type { KeyBudgets } from "./contract-budgets.ts";
 import type { InboundStore } from "./contract-inbound.ts";
-import type { AppSessionStore, LeaseStore, ServerStore } from "./contract-servers.ts";
+import type { AppSessionStore, LeaseStore, ServerStore, UnsubscribedStore } from "./contract-servers.ts";
 import type { JobStore, MessageLog, PhoneJobs } from "./contract-jobs.ts";
 import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type {
@@ -12,7 +12,9 @@ export type { KeyBudgets } from "./contract-budgets.ts";
 export type { AssignRefusal, InboundStore } from "./contract-inbound.ts";
 export type { EnqueueLimit, JobStore, KeptKey, MessageLog, PhoneJobs } from "./contract-jobs.ts";
 export type { AlertStore, UsageStore } from "./contract-usage.ts";
-export type { AppSession, AppSessionStore, LeaseRecord, LeaseStore, ServerRecord, ServerStore } from "./contract-servers.ts";
+export type {
+  AppSession, AppSessionStore, LeaseRecord, LeaseStore, ServerRecord, ServerStore, StoredUnsubscribed, UnsubscribedNumber, UnsubscribedStore,
+} from "./contract-servers.ts";
 
 /**
  * The store contract: what core may ask of the database, whichever holds it (SQLite now,
@@ -51,6 +53,8 @@ export interface Store {
   leases: LeaseStore;
   /** The settings page's sessions, so that one opened through a server works on every other. */
   appSessions: AppSessionStore;
+  /** Cast's unsubscribed list of each key, as its owner last read it for every server. */
+  unsubscribed: UnsubscribedStore;
 }
 
 /** A token pair with a refresh lease, kept per row (a location's, a company's). */

@@ -15,7 +15,8 @@ import { monthIn, type MonthOf } from "../db/usage-month.ts";
 import { createUsageStore } from "../db/usage-store.ts";
 import type { KeyBudgets } from "./contract-budgets.ts";
 import { createAppSessionStore, createLeaseStore, createServerStore } from "../db/servers.ts";
-import type { AppSessionStore, LeaseStore, ServerStore } from "./contract-servers.ts";
+import { createUnsubscribedStore } from "../db/unsubscribed.ts";
+import type { AppSessionStore, LeaseStore, ServerStore, UnsubscribedStore } from "./contract-servers.ts";
 import type { AlertStore, UsageStore } from "./contract-usage.ts";
 import type { CompanyStore, GatewayKeys, LocationRegistry, MessageLog, OptOutStore, OutageRecords, PhoneJobs, PhoneStore, Store } from "./contract.ts";
 import { facade } from "./facade.ts";
@@ -65,6 +66,7 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
     servers: () => facade<ServerStore>(createServerStore(db, clock), commit, { alone: ["beat", "gone"] }),
     leases: () => facade<LeaseStore>(createLeaseStore(db, clock), commit, { alone: ["take", "release", "drop"] }),
     appSessions: () => facade<AppSessionStore>(createAppSessionStore(db), commit, { alone: ["open", "drop", "prune"] }),
+    unsubscribed: () => facade<UnsubscribedStore>(createUnsubscribedStore(db, clock), commit, { alone: ["put"] }),
   });
 }
 

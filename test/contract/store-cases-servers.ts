@@ -82,4 +82,24 @@ export function serverCases(it: Case): void {
     expect(await store.appSessions.prune(T0 + MINUTE)).toBe(2);
     expect(await store.appSessions.get("h-c", T0 + MINUTE)).toMatchObject({ userId: "c" });
   });
+
+  it("a key's unsubscribed list is stored for every server, replaced by the next read, a failed read as null", ["unsubscribed"], async (store) => {
+    expect(await store.unsubscribed.get("tag-1")).toBeUndefined();
+    const entries = [{ phone: "+639171234567", senderId: "MYAPP" }, { phone: "+639181234567", senderId: "OTHER" }];
+    await store.unsubscribed.put("tag-1", entries);
+    await pause(30);
+    const read = await store.unsubscribed.get("tag-1");
+    expect(read?.entries).toEqual(entries);
+    expect(read?.ageMs).toBeGreaterThanOrEqual(25);
+    expect(read?.ageMs).toBeLessThan(MINUTE);
+    expect(await store.unsubscribed.get("tag-2")).toBeUndefined();
+
+    const before = Date.now();
+    await store.unsubscribed.put("tag-1", null);
+    const failed = await store.unsubscribed.get("tag-1");
+    expect(failed?.entries).toBeNull();
+    expect(failed?.ageMs).toBeLessThanOrEqual(Date.now() - before + 2); // read again now
+    await store.unsubscribed.put("tag-1", []);
+    expect((await store.unsubscribed.get("tag-1"))?.entries).toEqual([]);
+  });
 }

@@ -142,4 +142,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE jobs ADD COLUMN run_by TEXT;
   CREATE INDEX jobs_running ON jobs (run_by) WHERE run_by IS NOT NULL;
   `,
+  `
+  CREATE TABLE unsubscribed_lists (tag TEXT PRIMARY KEY, entries TEXT, read_at BIGINT NOT NULL);
+  `,
 ];

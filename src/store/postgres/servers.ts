@@ -3,7 +3,7 @@ import type { AppSessionStore, LeaseStore, ServerRecord, ServerStore } from "../
 import type { Queryable } from "./pool.ts";
 
 /** The database's clock in ms: every server reads the same one, so no two machines' clocks are compared. */
-const NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+export const NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 interface ServerRow {
   id: string;

@@ -13,6 +13,7 @@ import { pgPhones } from "./phones.ts";
 import { pgAppSessions, pgLeases, pgServers } from "./servers.ts";
 import type { Pool } from "./pool.ts";
 import { pgLocations } from "./tokens.ts";
+import { pgUnsubscribed } from "./unsubscribed.ts";
 import { pgUsage } from "./usage.ts";
 
 export interface PostgresStoreOptions {
@@ -47,5 +48,6 @@ export function openPostgresStore(pool: Pool, sealer: Sealer, options: PostgresS
     servers: pgServers(pool),
     leases: pgLeases(pool),
     appSessions: pgAppSessions(pool),
+    unsubscribed: pgUnsubscribed(pool),
   };
 }
