@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
-import { castError, UNSUBSCRIBED } from "../helpers/fake-gateway.ts";
+import { castError, SEND, UNSUBSCRIBED } from "../helpers/fake-gateway.ts";
 
 const startWith = bridgePerTest();
 /** A bridge with "loc-1" installed, sending as sender ID BRIDGE. */
@@ -74,6 +74,33 @@ describe("Cast's unsubscribed list", () => {
     expect(warned).toHaveLength(1);
     expect(warned[0]).toMatch(/answered 500/);
   });
+});
+
+test("two servers on one database: a key's unsubscribed list is read by one of them, and every server's sends check its copy", async () => {
+  // Each server calls Cast from its own address (CAST_LOCAL_ADDRESS): the fake tells who read.
+  const first = await start({ balances: false, sync: false, beatMs: 50, env: { CAST_LOCAL_ADDRESS: "127.0.0.2" } });
+  first.gateway.unsubscribe([{ phone: "+639171234567", sender_id: "BRIDGE" }]);
+  expect(await deliver(first, "m-1")).toEqual([OPTED_OUT]);
+  expect(first.gateway.unsubscribedCalls().map((r) => r.remoteAddress)).toEqual(["127.0.0.2"]);
+
+  const shared = { DATABASE_PATH: first.config.databasePath, SMS_API_URL: first.gateway.url, CRM_API_URL: first.crm.url, SMS_SENDER_ID: "BRIDGE" };
+  const second = await startWith({ balances: false, sync: false, beatMs: 50, env: { ...shared, CAST_LOCAL_ADDRESS: "127.0.0.3" } });
+  // Which server claims a job is a race: pairs of messages (one to the listed number) until the second has sent.
+  const sentBy = () => new Set(first.gateway.received(SEND).map((r) => r.remoteAddress));
+  // Both report to the first's HighLevel: what it was told of each.
+  const told = (id: string) => first.crm.statusReports().filter((r) => r.messageId === id).map((r) => r.body);
+  for (let n = 2; n < 40 && !sentBy().has("127.0.0.3"); n += 2) {
+    expect((await second.webhook(outbound(`m-${n}`))).status).toBe(200);
+    expect((await second.webhook(outbound(`m-${n + 1}`, { phone: "+639181234567" }))).status).toBe(200);
+    await waitFor(() => told(`m-${n}`).length > 0 && told(`m-${n + 1}`).length > 0, 10_000);
+    // Two bridges on one SQLite file may both report a job (no claim names its server there): each tells the same.
+    for (const body of told(`m-${n}`)) expect(body).toEqual(OPTED_OUT);
+    for (const body of told(`m-${n + 1}`)) expect(body).toEqual({ status: "delivered" });
+  }
+  expect(sentBy()).toContain("127.0.0.3");
+  // One read served both servers: the second checked the first's stored copy.
+  expect(first.gateway.unsubscribedCalls().map((r) => r.remoteAddress)).toEqual(["127.0.0.2"]);
+  expect(first.gateway.sent().map((s) => s.to)).not.toContain("09171234567");
 });
 
 describe("the admin API: /api/admin/locations/{id}/optouts", () => {

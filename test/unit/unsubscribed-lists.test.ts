@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
 import type { Unsubscribed } from "../../src/core/clients/cast-unsubscribed.ts";
-import { createUnsubscribedLists, UNSUBSCRIBED_FRESH_MS, UNSUBSCRIBED_LOOK_MS, UNSUBSCRIBED_RETRY_MS } from "../../src/core/delivery/opt-out.ts";
+import { createUnsubscribedLists, UNSUBSCRIBED_FRESH_MS, UNSUBSCRIBED_LOOK_MS, UNSUBSCRIBED_RETRY_MS } from "../../src/core/delivery/unsubscribed.ts";
 import { createLogger } from "../../src/core/log.ts";
+import type { UnsubscribedStore } from "../../src/store/contract.ts";
 import { captureStream } from "../helpers/stream.ts";
 
 /** Cast's unsubscribed lists as delivery reads them, over a `read` that answers what the test says. */
@@ -122,5 +123,109 @@ describe("without waiting (check)", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(lists.check("key-1", "MYAPP", "09171234567")).toBe(true);
     expect(lists.check("key-1", "MYAPP", "09191234567")).toBe(false);
+  });
+});
+
+describe("servers sharing a store", () => {
+  /** Two servers' lists over one store on the test's clock: the first owns every key, the second none. */
+  function servers() {
+    let t = 1_000_000;
+    const rows = new Map<string, { entries: Unsubscribed[] | null; at: number }>();
+    const store: UnsubscribedStore = {
+      get: async (tag) => {
+        const row = rows.get(tag);
+        return row && { entries: row.entries, ageMs: t - row.at };
+      },
+      put: async (tag, entries) => void rows.set(tag, { entries, at: t }),
+    };
+    const reads: string[] = [];
+    const lines: string[] = [];
+    let answer: Unsubscribed[] | Error = LISTED;
+    const server = (name: string, owns: () => boolean) =>
+      createUnsubscribedLists({
+        read: async (apiKey) => {
+          reads.push(name);
+          if (answer instanceof Error) throw answer;
+          return answer;
+        },
+        log: createLogger("debug", captureStream(lines)),
+        now: () => t,
+        shared: { store, tagOf: (apiKey) => `tag-${apiKey}`, owns: async () => owns() },
+      });
+    const first = server("first", () => true);
+    const second = server("second", () => false);
+    return { first, second, server, reads, lines, advance: (ms: number) => (t += ms), fail: (error: Error) => (answer = error) };
+  }
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+  test("only the key's owner reads Cast's list; another server's sends wait for its stored copy, then check it", async () => {
+    const { first, second, reads, advance } = servers();
+    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
+    await settle();
+    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
+    expect(reads).toEqual([]);
+
+    first.keepFresh("key-1"); // the owner, at the key's receipt reads
+    await settle();
+    expect(reads).toEqual(["first"]);
+    advance(1_000);
+    second.check("key-1", "MYAPP", "09171234567");
+    await settle();
+    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(second.check("key-1", "MYAPP", "09191234567")).toBe(false);
+    expect(reads).toEqual(["first"]);
+  });
+
+  test("a stored copy still fresh serves a server started anew without a read", async () => {
+    const { first, server, reads, advance } = servers();
+    expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    advance(UNSUBSCRIBED_FRESH_MS - 1_000);
+    // The first server again, started anew over the same store: the key's owner, with nothing in memory.
+    const restarted = server("restarted", () => true);
+    expect(await restarted.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(reads).toEqual(["first"]);
+    advance(1_000);
+    expect(await restarted.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(reads).toEqual(["first", "restarted"]);
+  });
+
+  test("a copy past its 5 minutes is read again by the owner only; another server keeps the last copy meanwhile", async () => {
+    const { first, second, reads, advance } = servers();
+    expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(await second.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    advance(UNSUBSCRIBED_FRESH_MS);
+    expect(await second.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(reads).toEqual(["first"]);
+    expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(reads).toEqual(["first", "first"]);
+  });
+
+  test("the owner's failed read is stored: another server's sends go without the list, and only the owner warns", async () => {
+    const { first, second, reads, lines, fail } = servers();
+    fail(new Error("gateway unsubscribed call answered 500"));
+    expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(false);
+    expect(await second.listed("key-1", "MYAPP", "09171234567")).toBe(false);
+    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(false);
+    expect(reads).toEqual(["first"]);
+    expect(lines.filter((l) => l.includes("could not be read"))).toHaveLength(1);
+  });
+
+  test("a key another server owns and has stored nothing for: its sends wait a minute at most, then go without it, warned once", async () => {
+    const { second, reads, lines, advance } = servers();
+    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
+    await settle();
+    advance(UNSUBSCRIBED_RETRY_MS - 1);
+    second.check("key-1", "MYAPP", "09171234567");
+    await settle();
+    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
+    advance(1_000);
+    second.check("key-1", "MYAPP", "09171234567");
+    await settle();
+    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(false);
+    advance(1_000);
+    second.check("key-1", "MYAPP", "09171234567");
+    await settle();
+    expect(reads).toEqual([]);
+    expect(lines.filter((l) => l.includes("has not been read by the server that owns the key"))).toHaveLength(1);
   });
 });

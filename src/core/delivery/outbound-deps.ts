@@ -11,7 +11,7 @@ import type { ReceiptBook } from "./receipts.ts";
 import type { Scheduler } from "./scheduler.ts";
 import type { SendBudget } from "./send-budget.ts";
 import type { OptOutList } from "../opt-out-list.ts";
-import type { UnsubscribedLists } from "./opt-out.ts";
+import type { UnsubscribedLists } from "./unsubscribed.ts";
 import type { TokenService } from "../installs/tokens.ts";
 import type { SharedSending } from "../installs/locations.ts";
 

@@ -6,7 +6,7 @@ import { createSharedHolds } from "./holds-shared.ts";
 import { keyTag } from "../key-tag.ts";
 import { processOutbound, type OutboundDeps } from "./outbound.ts";
 import { createReceiptBook } from "./receipts.ts";
-import { createUnsubscribedLists } from "./opt-out.ts";
+import { createUnsubscribedLists, type UnsubscribedLists } from "./unsubscribed.ts";
 import { createPhoneFor } from "./phones.ts";
 import { createDoorbell } from "./doorbell.ts";
 import { createReadReceiptRecorder, createReceiptSettler } from "./receipt-settle.ts";
@@ -21,12 +21,13 @@ import { castKeyRate, createSendBudget } from "./send-budget.ts";
 export function wireDelivery(context: Context, stores: Stores, clients: Calls, installs: Installs): Delivery {
   const { config, log, now, tuning } = context;
   const { tokens, jobs, gatewayKeys, phones, optOutList } = stores;
-  const { crm, scheduler, metrics, outages, castUnsubscribed } = clients;
+  const { crm, scheduler, metrics, outages } = clients;
   // Cast, and each location's phone by its key: everything below sends and asks through it.
   const sms = clients.gateways;
   const doorbell = createDoorbell();
   const owners = createKeyOwners({ leases: stores.leases, holder: context.serverId, log });
-  const { holds, receipts } = watchers(context, stores, clients, owners, doorbell.ring);
+  const unsubscribed = unsubscribedLists(context, stores, clients, owners);
+  const { holds, receipts } = watchers(context, stores, clients, { owners, readsFor: readsFor(owners, sms, unsubscribed) }, doorbell.ring);
   // Servers sharing the store (PostgreSQL) share each key's budget too; one server keeps it in memory.
   const ownBudget = (key: string) => sms.driverOf(key).budget !== undefined;
   const sendBudget = createSendBudget({ scheduler, keyBudgets: stores.keyBudgets, rate: castKeyRate(config.sms.messagesPerSecond), ownBudget, log, now: wallClock });
@@ -55,9 +56,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
     receiptPollMs: tuning.receiptPollMs,
     receiptGraceMs: tuning.receiptGraceMs,
     optOuts: optOutList,
-    // A key's sends wait for its list's first read: it goes as a receipt poll does (never
-    // starved by other keys' sends), not at the lowest priority as a balance read.
-    unsubscribed: createUnsubscribedLists({ read: castUnsubscribed, tryRead: () => scheduler.tryPoll(), log, now: wallClock }),
+    unsubscribed,
     metrics,
     outages,
     phoneFor: createPhoneFor(phones),
@@ -82,7 +81,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
  * owner only (key-owners.ts), for every message of the key the database says waits; what
  * it finds goes into the jobs, so whichever server runs a job next reports it.
  */
-function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, { scheduler, gateways: sms, metrics }: Calls, owners: KeyOwners, ring: () => void) {
+function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, { scheduler, gateways: sms, metrics }: Calls, { owners, readsFor }: { owners: KeyOwners; readsFor: (apiKey: string) => Promise<boolean> }, ring: () => void) {
   const holds = createKeyHolds({
     sms,
     log,
@@ -105,9 +104,37 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
     freshMs: tuning.receiptBookMs,
     sourceOf: (apiKey) => sms.driverOf(apiKey).receipts.source,
     wake: (jobIds) => jobs.receiptsDue(jobIds, now()),
-    owns: (apiKey) => owners.owns(keyTag(apiKey)),
+    owns: readsFor,
     awaited: (apiKey, limit) => jobs.awaitingReceipts(keyTag(apiKey), limit),
     record: createReadReceiptRecorder({ jobs, log, now, notify: ring, metrics }),
   });
   return { holds, receipts };
+}
+
+/**
+ * Cast's unsubscribed lists, read by each key's owner and stored for every server. A key's
+ * sends wait for its list's first read: it goes as a receipt poll does (never starved by
+ * other keys' sends), not at the lowest priority as a balance read.
+ */
+function unsubscribedLists({ log }: Context, stores: Stores, { scheduler, castUnsubscribed }: Calls, owners: KeyOwners): UnsubscribedLists {
+  return createUnsubscribedLists({
+    read: castUnsubscribed,
+    tryRead: () => scheduler.tryPoll(),
+    log,
+    now: wallClock,
+    shared: { store: stores.unsubscribed, tagOf: keyTag, owns: (apiKey) => owners.owns(keyTag(apiKey)) },
+  });
+}
+
+/**
+ * Whether this server reads a key's log (it owns the key). The owner, at those reads, also
+ * keeps the key's Cast unsubscribed list read for every server's sends (unsubscribed.ts),
+ * though no send of its own may check it: a key's receipts wait while anyone sends with it.
+ */
+function readsFor(owners: KeyOwners, sms: Calls["gateways"], unsubscribed: UnsubscribedLists) {
+  return async (apiKey: string): Promise<boolean> => {
+    const mine = await owners.owns(keyTag(apiKey));
+    if (mine && sms.driverOf(apiKey).account.unsubscribedList) unsubscribed.keepFresh(apiKey);
+    return mine;
+  };
 }
