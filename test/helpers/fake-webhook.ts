@@ -1,23 +1,28 @@
-import { documented } from "./fixtures.ts";
+import { textFixture, type TextAnswer } from "./fixtures.ts";
 import { startFake } from "./http.ts";
 
-/** A receiver's documented answer to an incoming webhook's POST. */
-export interface DocumentedAnswer {
-  status: number;
-  contentType: string;
-  body: string;
-}
-
 /**
- * The receivers' documented answers (Slack's, Mattermost's), as test/documented/alert-webhook
- * quotes them from their documentation; fake-webhook-contract.test.ts holds the fake to them.
+ * Each answer the fake gives, by the file of test/fixtures/alert-webhook that holds it
+ * (Slack's and Mattermost's documented answers, that folder's README quoting its sources);
+ * fake-webhook-contract.test.ts holds the fake to them.
  */
-export const ANSWERS = documented<Record<"ok" | "invalidPayload" | "actionProhibited" | "noService" | "channelNotFound" | "channelIsArchived" | "rollupError" | "rateLimited", DocumentedAnswer>>(
-  "alert-webhook",
-  "answers.json",
-);
+export const ANSWER_FILES = {
+  ok: "post-200.txt",
+  invalidPayload: "invalid-payload-400.txt",
+  actionProhibited: "action-prohibited-403.txt",
+  noService: "no-service-404.txt",
+  channelNotFound: "channel-not-found-404.txt",
+  channelIsArchived: "channel-is-archived-410.txt",
+  rollupError: "rollup-error-500.txt",
+  rateLimited: "error-429.txt",
+} as const;
 
-export type Answer = keyof typeof ANSWERS;
+export type Answer = keyof typeof ANSWER_FILES;
+
+/** The answers, read: `ANSWERS.noService` is 404 `no_service`. */
+export const ANSWERS = Object.fromEntries(
+  Object.entries(ANSWER_FILES).map(([answer, file]) => [answer, textFixture("alert-webhook", file)]),
+) as Record<Answer, TextAnswer>;
 
 /** How the fake answers now: one of the documented answers, or never (a webhook that hangs). */
 export type Mode = Answer | "hang";
@@ -65,8 +70,12 @@ export async function startFakeWebhook() {
   };
 }
 
-function plain(answer: DocumentedAnswer, headers: Record<string, string> = {}): Response {
-  return new Response(answer.body, { status: answer.status, headers: { "content-type": answer.contentType, ...headers } });
+/**
+ * An answer as the receivers send it: a plain-text body, `Content-Type: text/plain` (Mattermost's
+ * documented header; Slack's pages say only "plain text").
+ */
+function plain(answer: TextAnswer, headers: Record<string, string> = {}): Response {
+  return new Response(answer.body, { status: answer.status, headers: { "content-type": "text/plain", ...headers } });
 }
 
 function textOf(body: string): string | undefined {

@@ -4,9 +4,9 @@ import { join } from "node:path";
 /**
  * The documented example answers of the services bridge talks to: `test/fixtures/`, a
  * copy of the team's `../shared/fixtures` (docs/services/cast-api.md's and HighLevel's examples, field
- * for field, each folder's README naming its sources), kept in the repository so that a
- * clone runs its tests alone. `fixtures.test.ts` holds the copy to `../shared/fixtures`
- * wherever that folder is beside the repository.
+ * for field, the alert webhooks' answers in Slack's and Mattermost's words, each folder's README
+ * naming its sources), kept in the repository so that a clone runs its tests alone.
+ * `fixtures.test.ts` holds the copy to `../shared/fixtures` wherever that folder is beside the repository.
  */
 export const FIXTURES = join(import.meta.dirname, "..", "fixtures");
 
@@ -15,12 +15,18 @@ export function fixture<T = Record<string, unknown>>(service: "cast" | "highleve
   return JSON.parse(readFileSync(join(FIXTURES, service, name), "utf8")) as T;
 }
 
-/**
- * Documented answers of services `../shared/fixtures` has no folder for (test/documented/, each
- * folder's README quoting its sources): e.g. `documented("alert-webhook", "answers.json")`.
- */
-export const DOCUMENTED = join(import.meta.dirname, "..", "documented");
+/** A documented answer whose body is plain text: its status, the number its file's name ends in. */
+export interface TextAnswer {
+  status: number;
+  body: string;
+}
 
-export function documented<T = Record<string, unknown>>(service: "alert-webhook", name: string): T {
-  return JSON.parse(readFileSync(join(DOCUMENTED, service, name), "utf8")) as T;
+/**
+ * One plain-text answer, its body as the file holds it, byte for byte: e.g.
+ * `textFixture("alert-webhook", "no-service-404.txt")` is `{ status: 404, body: "no_service" }`.
+ */
+export function textFixture(service: "alert-webhook", name: string): TextAnswer {
+  const status = /-(\d{3})\.txt$/.exec(name)?.[1];
+  if (status === undefined) throw new Error(`${service}/${name}: a text answer's name ends in its status, e.g. post-200.txt`);
+  return { status: Number(status), body: readFileSync(join(FIXTURES, service, name), "utf8") };
 }

@@ -1,10 +1,12 @@
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
-import { ANSWERS, startFakeWebhook, type Answer } from "../helpers/fake-webhook.ts";
-import { documented } from "../helpers/fixtures.ts";
+import { ANSWER_FILES, ANSWERS, startFakeWebhook, type Answer } from "../helpers/fake-webhook.ts";
+import { FIXTURES, textFixture } from "../helpers/fixtures.ts";
 
 // The fake incoming webhook answers in the receivers' documented answers
-// (test/documented/alert-webhook, quoted from Slack's and Mattermost's documentation), so the
-// alert client's tests run against what the real receivers say.
+// (test/fixtures/alert-webhook, a copy of ../shared/fixtures/alert-webhook, quoted from Slack's and
+// Mattermost's documentation), so the alert client's tests run against what the real receivers say.
 
 const fakes: Awaited<ReturnType<typeof startFakeWebhook>>[] = [];
 afterEach(async () => {
@@ -16,32 +18,37 @@ async function post(url: string, body: string): Promise<{ status: number; conten
   return { status: res.status, contentType: res.headers.get("content-type"), body: await res.text() };
 }
 
-const DOCUMENTED = documented<Record<Answer, { status: number; contentType: string; body: string }>>("alert-webhook", "answers.json");
+const ANSWERED = Object.keys(ANSWER_FILES) as Answer[];
 
-test("every documented answer is one the fake gives, as documented", () => {
-  expect(ANSWERS).toEqual(DOCUMENTED);
-  expect(Object.keys(DOCUMENTED).sort()).toEqual(["actionProhibited", "channelIsArchived", "channelNotFound", "invalidPayload", "noService", "ok", "rateLimited", "rollupError"]);
+test("every documented answer in test/fixtures/alert-webhook is one the fake gives, and no other", () => {
+  const files = readdirSync(join(FIXTURES, "alert-webhook")).filter((name) => name !== "README.md");
+  expect(Object.values(ANSWER_FILES).sort()).toEqual(files.sort());
+  for (const answer of ANSWERED) expect(ANSWERS[answer], answer).toEqual(textFixture("alert-webhook", ANSWER_FILES[answer]));
+  expect(ANSWERS.ok).toEqual({ status: 200, body: "ok" });
+  expect(ANSWERS.noService).toEqual({ status: 404, body: "no_service" });
 });
 
 test("a JSON body with a string text is taken: 200 text/plain ok", async () => {
   const fake = await startFakeWebhook();
   fakes.push(fake);
-  expect(await post(fake.url, JSON.stringify({ text: "hello" }))).toEqual({ status: 200, contentType: DOCUMENTED.ok.contentType, body: "ok" });
+  expect(await post(fake.url, JSON.stringify({ text: "hello" }))).toEqual({ status: 200, contentType: "text/plain", body: "ok" });
   expect(fake.delivered).toEqual(["hello"]);
 });
 
 test.each([["not json"], [JSON.stringify({ text: 5 })], [JSON.stringify({ blocks: [] })]])("%s is refused as Slack does: 400 invalid_payload", async (body) => {
   const fake = await startFakeWebhook();
   fakes.push(fake);
-  expect(await post(fake.url, body)).toEqual({ status: 400, contentType: DOCUMENTED.invalidPayload.contentType, body: "invalid_payload" });
+  expect(await post(fake.url, body)).toEqual({ status: 400, contentType: "text/plain", body: "invalid_payload" });
   expect(fake.delivered).toEqual([]);
 });
 
-test.each(Object.keys(DOCUMENTED).filter((k) => k !== "ok") as Answer[])("told to answer %s, the fake answers its documented status and body", async (answer) => {
+test.each(ANSWERED.filter((k) => k !== "ok"))("told to answer %s, the fake answers its documented status and body", async (answer) => {
   const fake = await startFakeWebhook();
   fakes.push(fake);
   fake.answer(answer, "2");
-  const got = await post(fake.url, JSON.stringify({ text: "hello" }));
-  expect(got).toEqual({ status: DOCUMENTED[answer].status, contentType: DOCUMENTED[answer].contentType, body: DOCUMENTED[answer].body });
+  const res = await fetch(fake.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text: "hello" }) });
+  const documented = textFixture("alert-webhook", ANSWER_FILES[answer]);
+  expect({ status: res.status, contentType: res.headers.get("content-type"), body: await res.text() }).toEqual({ ...documented, contentType: "text/plain" });
+  expect(res.headers.get("retry-after")).toBe(answer === "rateLimited" ? "2" : null);
   expect(fake.delivered).toEqual([]);
 });
