@@ -127,7 +127,7 @@ describe("without waiting (check)", () => {
 });
 
 describe("servers sharing a store", () => {
-  /** Two servers' lists over one store on the test's clock: the first owns every key, the second none. */
+  /** Servers' lists over one store and one claim per key (a lease), on the test's clock. */
   function servers() {
     let t = 1_000_000;
     const rows = new Map<string, { entries: Unsubscribed[] | null; at: number }>();
@@ -138,36 +138,40 @@ describe("servers sharing a store", () => {
       },
       put: async (tag, entries) => void rows.set(tag, { entries, at: t }),
     };
+    const claims = new Map<string, string>();
     const reads: string[] = [];
     const lines: string[] = [];
-    let answer: Unsubscribed[] | Error = LISTED;
-    const server = (name: string, owns: () => boolean) =>
+    let answer: () => Promise<Unsubscribed[]> = async () => LISTED;
+    const server = (name: string) =>
       createUnsubscribedLists({
-        read: async (apiKey) => {
-          reads.push(name);
-          if (answer instanceof Error) throw answer;
-          return answer;
-        },
+        read: async () => (reads.push(name), answer()),
         log: createLogger("debug", captureStream(lines)),
         now: () => t,
-        shared: { store, tagOf: (apiKey) => `tag-${apiKey}`, owns: async () => owns() },
+        shared: {
+          store,
+          tagOf: (apiKey) => `tag-${apiKey}`,
+          claim: async (apiKey) => (claims.get(apiKey) ?? name) === name && Boolean(claims.set(apiKey, name)),
+          release: async (apiKey) => void (claims.get(apiKey) === name && claims.delete(apiKey)),
+        },
       });
-    const first = server("first", () => true);
-    const second = server("second", () => false);
-    return { first, second, server, reads, lines, advance: (ms: number) => (t += ms), fail: (error: Error) => (answer = error) };
+    return { server, reads, lines, claims, advance: (ms: number) => (t += ms), answer: (next: () => Promise<Unsubscribed[]>) => (answer = next) };
   }
   const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
 
-  test("only the key's owner reads Cast's list; another server's sends wait for its stored copy, then check it", async () => {
-    const { first, second, reads, advance } = servers();
-    expect(second.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
+  test("a key's list is read by one server, which stores it; another server's sends wait for that copy, then check it", async () => {
+    const { server, reads, advance, answer } = servers();
+    let finish = () => {};
+    answer(() => new Promise((resolve) => (finish = () => resolve(LISTED))));
+    const [first, second] = [server("first"), server("second")];
+    expect(first.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
     await settle();
     expect(second.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
-    expect(reads).toEqual([]);
-
-    first.keepFresh("key-1"); // the owner, at the key's receipt reads
     await settle();
     expect(reads).toEqual(["first"]);
+
+    finish();
+    await settle();
+    expect(first.check("key-1", "MYAPP", "09171234567")).toBe(true);
     advance(1_000);
     second.check("key-1", "MYAPP", "09171234567");
     await settle();
@@ -177,11 +181,10 @@ describe("servers sharing a store", () => {
   });
 
   test("a stored copy still fresh serves a server started anew without a read", async () => {
-    const { first, server, reads, advance } = servers();
-    expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    const { server, reads, advance } = servers();
+    expect(await server("first").listed("key-1", "MYAPP", "09171234567")).toBe(true);
     advance(UNSUBSCRIBED_FRESH_MS - 1_000);
-    // The first server again, started anew over the same store: the key's owner, with nothing in memory.
-    const restarted = server("restarted", () => true);
+    const restarted = server("restarted");
     expect(await restarted.listed("key-1", "MYAPP", "09171234567")).toBe(true);
     expect(reads).toEqual(["first"]);
     advance(1_000);
@@ -189,20 +192,33 @@ describe("servers sharing a store", () => {
     expect(reads).toEqual(["first", "restarted"]);
   });
 
-  test("a copy past its 5 minutes is read again by the owner only; another server keeps the last copy meanwhile", async () => {
-    const { first, second, reads, advance } = servers();
+  test("a copy past its 5 minutes is read again once, by the first server to need it; the others take the new copy", async () => {
+    const { server, reads, advance, claims } = servers();
+    const [first, second] = [server("first"), server("second")];
     expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(true);
     expect(await second.listed("key-1", "MYAPP", "09171234567")).toBe(true);
     advance(UNSUBSCRIBED_FRESH_MS);
     expect(await second.listed("key-1", "MYAPP", "09171234567")).toBe(true);
-    expect(reads).toEqual(["first"]);
     expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(true);
-    expect(reads).toEqual(["first", "first"]);
+    expect(reads).toEqual(["first", "second"]);
+    expect(claims.size).toBe(0); // each read's claim let go once it was stored
   });
 
-  test("the owner's failed read is stored: another server's sends go without the list, and only the owner warns", async () => {
-    const { first, second, reads, lines, fail } = servers();
-    fail(new Error("gateway unsubscribed call answered 500"));
+  test("while another server reads a due list, a server's sends keep the last copy", async () => {
+    const { server, reads, advance, answer, claims } = servers();
+    const [first, second] = [server("first"), server("second")];
+    expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    advance(UNSUBSCRIBED_FRESH_MS);
+    claims.set("key-1", "first"); // the first server is reading it again
+    answer(async () => []);
+    expect(await second.listed("key-1", "MYAPP", "09171234567")).toBe(true);
+    expect(reads).toEqual(["first"]);
+  });
+
+  test("a failed read is stored: another server's sends go without the list, and only the reader warns", async () => {
+    const { server, reads, lines, answer } = servers();
+    answer(async () => Promise.reject(new Error("gateway unsubscribed call answered 500")));
+    const [first, second] = [server("first"), server("second")];
     expect(await first.listed("key-1", "MYAPP", "09171234567")).toBe(false);
     expect(await second.listed("key-1", "MYAPP", "09171234567")).toBe(false);
     expect(second.check("key-1", "MYAPP", "09171234567")).toBe(false);
@@ -210,8 +226,10 @@ describe("servers sharing a store", () => {
     expect(lines.filter((l) => l.includes("could not be read"))).toHaveLength(1);
   });
 
-  test("a key another server owns and has stored nothing for: its sends wait a minute at most, then go without it, warned once", async () => {
-    const { second, reads, lines, advance } = servers();
+  test("a key whose read another server holds and has stored nothing for: its sends wait a minute at most, then go without it, warned once", async () => {
+    const { server, reads, lines, advance, claims } = servers();
+    claims.set("key-1", "a server that stopped mid-read");
+    const second = server("second");
     expect(second.check("key-1", "MYAPP", "09171234567")).toBe(UNSUBSCRIBED_LOOK_MS);
     await settle();
     advance(UNSUBSCRIBED_RETRY_MS - 1);
@@ -226,6 +244,6 @@ describe("servers sharing a store", () => {
     second.check("key-1", "MYAPP", "09171234567");
     await settle();
     expect(reads).toEqual([]);
-    expect(lines.filter((l) => l.includes("has not been read by the server that owns the key"))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes("has not been stored by the server reading it"))).toHaveLength(1);
   });
 });

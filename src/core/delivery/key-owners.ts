@@ -23,12 +23,13 @@ export const keyLease = (tag: string): string => `key:${tag}`;
 
 /**
  * One server at a time per gateway key (CONTRACT 13; docs/operations.md): the key's
- * control work (its log's receipt reads, its hold probe, its balance and unsubscribed
- * list reads) is done by the holder of lease `key:<tag>`, taken when it is free and
- * renewed while its holder has work for the key; another server takes it once it lapses. On
+ * control work (its log's receipt reads, its hold probe, its balance read) is done by
+ * the holder of lease `key:<tag>`, taken when it is free and renewed
+ * while its holder has work for the key; another server takes it once it lapses. On
  * SQLite the one server always holds it. A store that cannot answer: not the owner now
- * (the work waits; the next ask tries again). The unsubscribed list its owner reads is
- * stored for every server's sends to check (delivery/unsubscribed.ts).
+ * (the work waits; the next ask tries again). Cast's unsubscribed list of a key is read
+ * under a lease of its own, `unsubscribed:<tag>`, held for the read only, and stored for
+ * every server's sends to check (delivery/unsubscribed.ts).
  */
 export function createKeyOwners(options: KeyOwnersOptions) {
   const { leases, holder, log } = options;

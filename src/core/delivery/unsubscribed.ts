@@ -1,5 +1,5 @@
 import { errorMessage } from "../../errors.ts";
-import type { UnsubscribedStore } from "../../store/contract.ts";
+import type { StoredUnsubscribed, UnsubscribedStore } from "../../store/contract.ts";
 import type { ReadUnsubscribed, Unsubscribed } from "../clients/cast-unsubscribed.ts";
 import { optOutKey } from "../opt-out-list.ts";
 import type { Logger } from "../log.ts";
@@ -21,7 +21,7 @@ export const UNSUBSCRIBED_RETRY_MS = 60_000;
 export const UNSUBSCRIBED_LOOK_MS = 100;
 /** A server that does not own the key looks at the stored list again this often once it is due. */
 export const UNSUBSCRIBED_STORED_LOOK_MS = 10_000;
-/** ... and this often while none is stored yet (the owner's first read under way). */
+/** ... and this often while none is stored yet (another server's first read under way). */
 const FIRST_STORED_LOOK_MS = 1_000;
 
 /** Cast's unsubscribed lists, one per API key (its account), kept a while. */
@@ -37,19 +37,20 @@ export interface UnsubscribedLists {
    * the caller's path) and this is the ms to look again; a send holds no worker meanwhile.
    */
   check(apiKey: string, senderId: string, phone: string): boolean | number;
-  /** The key's owner, at its control work: reads the key's list again when it is due, off the caller's path. */
-  keepFresh(apiKey: string): void;
 }
 
 /**
- * Servers sharing a store: the key's owner (key-owners.ts) reads Cast's list and stores it,
- * and every server's sends check the stored copy, so one request a key serves them all.
+ * Servers sharing a store: a key's list due again is read by one server at a time, which
+ * claims the read (a lease with a time limit) and stores what it found; every server's
+ * sends check the stored copy, so one request a key every 5 minutes serves them all.
  */
 export interface SharedLists {
   store: UnsubscribedStore;
   tagOf: (apiKey: string) => string;
-  /** Whether this server does the key's control work now: it reads the key's list. */
-  owns: (apiKey: string) => Promise<boolean>;
+  /** Whether this server reads the key's list now: false while another server reads it. */
+  claim: (apiKey: string) => Promise<boolean>;
+  /** The claimed read is over (stored): another server may claim the next at once. */
+  release: (apiKey: string) => Promise<void>;
 }
 
 export interface UnsubscribedDeps {
@@ -78,13 +79,10 @@ export function createUnsubscribedLists(deps: UnsubscribedDeps): UnsubscribedLis
       void lists.current(apiKey);
       return lists.found.has(apiKey) ? on(lists.found.get(apiKey), senderId, phone) : UNSUBSCRIBED_LOOK_MS;
     },
-    keepFresh(apiKey) {
-      void lists.current(apiKey);
-    },
   };
 }
 
-/** Each key's copy: read from Cast by this server (the key's owner), or from the store (another's read). */
+/** Each key's copy: read from Cast by this server, or from the store (another server's read). */
 function createCopies(deps: UnsubscribedDeps) {
   // One look per key at a time: the sends that wait for it share it.
   const kept = new Map<string, { until: number; numbers: Promise<Numbers | undefined> }>();
@@ -154,31 +152,44 @@ function castReads(deps: UnsubscribedDeps, copies: Copies) {
   };
 }
 
-/** The stored copy while it is fresh; else Cast's list read here if this server owns the key, the last stored copy if not. */
+/** The stored copy while it is fresh; else Cast's list read here when this server claims the read, the last stored copy if another does. */
 function storedLooks(deps: UnsubscribedDeps, shared: SharedLists, copies: Copies, read: (apiKey: string) => Promise<Numbers | undefined>) {
   const freshMs = deps.freshMs ?? UNSUBSCRIBED_FRESH_MS;
   const retryMs = deps.retryMs ?? UNSUBSCRIBED_RETRY_MS;
-  // Keys another server owns, none stored yet: since when their sends wait for its first read.
+  // Keys another server reads, none stored yet: since when their sends wait for its first read.
   const awaiting = new Map<string, number>();
 
-  /** Another server owns the key and has stored no list yet: its sends wait for it a minute at most. */
-  function awaitOwner(apiKey: string): Numbers | undefined {
+  /** Another server reads the key's list and has stored none yet: its sends wait for it a minute at most. */
+  function awaitReader(apiKey: string): Numbers | undefined {
     const since = awaiting.get(apiKey) ?? deps.now();
     awaiting.set(apiKey, since);
     if (deps.now() - since < retryMs) return void copies.lookAgain(apiKey, FIRST_STORED_LOOK_MS);
-    if (!copies.found.has(apiKey)) deps.log.warn(`Cast's unsubscribed list of key ${maskSecret(apiKey)} has not been read by the server that owns the key: its messages go without it (Cast blocks the numbers on it itself)`);
+    if (!copies.found.has(apiKey)) deps.log.warn(`Cast's unsubscribed list of key ${maskSecret(apiKey)} has not been stored by the server reading it: its messages go without it (Cast blocks the numbers on it itself)`);
     return copies.keep(apiKey, undefined, FIRST_STORED_LOOK_MS);
   }
 
-  return async (apiKey: string): Promise<Numbers | undefined> => {
+  async function storedCopy(apiKey: string): Promise<StoredUnsubscribed | undefined> {
     const stored = await shared.store.get(shared.tagOf(apiKey)).catch(() => undefined);
-    const numbers = stored?.entries ? byNumber(stored.entries) : undefined;
-    const lastsMs = stored ? (stored.entries ? freshMs : retryMs) - stored.ageMs : 0;
     if (stored) awaiting.delete(apiKey);
-    if (lastsMs > 0) return copies.keep(apiKey, numbers, lastsMs);
-    if (await shared.owns(apiKey)) return read(apiKey);
-    if (stored) return copies.keep(apiKey, numbers, UNSUBSCRIBED_STORED_LOOK_MS);
-    return awaitOwner(apiKey);
+    return stored;
+  }
+  const lastsMs = (stored: StoredUnsubscribed | undefined) => (stored ? (stored.entries ? freshMs : retryMs) - stored.ageMs : 0);
+  const keep = (apiKey: string, stored: StoredUnsubscribed, forMs: number) => copies.keep(apiKey, stored.entries ? byNumber(stored.entries) : undefined, forMs);
+
+  return async (apiKey: string): Promise<Numbers | undefined> => {
+    let stored = await storedCopy(apiKey);
+    if (stored && lastsMs(stored) > 0) return keep(apiKey, stored, lastsMs(stored));
+    if (await shared.claim(apiKey)) {
+      try {
+        // Another server's read may have been stored since the look above.
+        stored = await storedCopy(apiKey);
+        return stored && lastsMs(stored) > 0 ? keep(apiKey, stored, lastsMs(stored)) : await read(apiKey);
+      } finally {
+        await shared.release(apiKey).catch(() => undefined);
+      }
+    }
+    if (stored) return keep(apiKey, stored, UNSUBSCRIBED_STORED_LOOK_MS);
+    return awaitReader(apiKey);
   };
 }
 

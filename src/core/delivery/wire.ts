@@ -26,8 +26,8 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
   const sms = clients.gateways;
   const doorbell = createDoorbell();
   const owners = createKeyOwners({ leases: stores.leases, holder: context.serverId, log });
-  const unsubscribed = unsubscribedLists(context, stores, clients, owners);
-  const { holds, receipts } = watchers(context, stores, clients, { owners, readsFor: readsFor(owners, sms, unsubscribed) }, doorbell.ring);
+  const unsubscribed = unsubscribedLists(context, stores, clients);
+  const { holds, receipts } = watchers(context, stores, clients, owners, doorbell.ring);
   // Servers sharing the store (PostgreSQL) share each key's budget too; one server keeps it in memory.
   const ownBudget = (key: string) => sms.driverOf(key).budget !== undefined;
   const sendBudget = createSendBudget({ scheduler, keyBudgets: stores.keyBudgets, rate: castKeyRate(config.sms.messagesPerSecond), ownBudget, log, now: wallClock });
@@ -81,7 +81,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
  * owner only (key-owners.ts), for every message of the key the database says waits; what
  * it finds goes into the jobs, so whichever server runs a job next reports it.
  */
-function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, { scheduler, gateways: sms, metrics }: Calls, { owners, readsFor }: { owners: KeyOwners; readsFor: (apiKey: string) => Promise<boolean> }, ring: () => void) {
+function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, { scheduler, gateways: sms, metrics }: Calls, owners: KeyOwners, ring: () => void) {
   const holds = createKeyHolds({
     sms,
     log,
@@ -104,37 +104,33 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
     freshMs: tuning.receiptBookMs,
     sourceOf: (apiKey) => sms.driverOf(apiKey).receipts.source,
     wake: (jobIds) => jobs.receiptsDue(jobIds, now()),
-    owns: readsFor,
+    owns: (apiKey) => owners.owns(keyTag(apiKey)),
     awaited: (apiKey, limit) => jobs.awaitingReceipts(keyTag(apiKey), limit),
     record: createReadReceiptRecorder({ jobs, log, now, notify: ring, metrics }),
   });
   return { holds, receipts };
 }
 
+/** A read of a key's unsubscribed list is claimed for this long at most: a server that stops mid-read is replaced. */
+const UNSUBSCRIBED_READ_MS = 30_000;
+const unsubscribedLease = (apiKey: string): string => `unsubscribed:${keyTag(apiKey)}`;
+
 /**
- * Cast's unsubscribed lists, read by each key's owner and stored for every server. A key's
+ * Cast's unsubscribed lists, read by one server at a time and stored for every server. A key's
  * sends wait for its list's first read: it goes as a receipt poll does (never starved by
  * other keys' sends), not at the lowest priority as a balance read.
  */
-function unsubscribedLists({ log }: Context, stores: Stores, { scheduler, castUnsubscribed }: Calls, owners: KeyOwners): UnsubscribedLists {
+function unsubscribedLists({ log, serverId }: Context, stores: Stores, { scheduler, castUnsubscribed }: Calls): UnsubscribedLists {
   return createUnsubscribedLists({
     read: castUnsubscribed,
     tryRead: () => scheduler.tryPoll(),
     log,
     now: wallClock,
-    shared: { store: stores.unsubscribed, tagOf: keyTag, owns: (apiKey) => owners.owns(keyTag(apiKey)) },
+    shared: {
+      store: stores.unsubscribed,
+      tagOf: keyTag,
+      claim: async (apiKey) => (await stores.leases.take(unsubscribedLease(apiKey), serverId, UNSUBSCRIBED_READ_MS).catch(() => undefined)) !== undefined,
+      release: (apiKey) => stores.leases.drop(unsubscribedLease(apiKey), serverId),
+    },
   });
-}
-
-/**
- * Whether this server reads a key's log (it owns the key). The owner, at those reads, also
- * keeps the key's Cast unsubscribed list read for every server's sends (unsubscribed.ts),
- * though no send of its own may check it: a key's receipts wait while anyone sends with it.
- */
-function readsFor(owners: KeyOwners, sms: Calls["gateways"], unsubscribed: UnsubscribedLists) {
-  return async (apiKey: string): Promise<boolean> => {
-    const mine = await owners.owns(keyTag(apiKey));
-    if (mine && sms.driverOf(apiKey).account.unsubscribedList) unsubscribed.keepFresh(apiKey);
-    return mine;
-  };
 }
