@@ -334,19 +334,42 @@ test("two servers on one database: a key's log is read by one of them, and every
   // Which server wins a job's claim is a race: six more messages at a time until both have sent some.
   const ids: string[] = [];
   const sentBy = () => new Set(first.gateway.received(SEND).map((r) => r.remoteAddress));
+  // Who read the log during each batch: once none of the key's messages waits, its lease
+  // goes, and the next batch's reader may be the other server.
+  const readers: Set<string>[] = [];
   while (ids.length < 6 || (sentBy().size < 2 && ids.length < 30)) {
+    const before = first.gateway.logCalls().length;
     const batch = [1, 2, 3, 4, 5, 6].map((n) => `m-${ids.length + n}`);
     for (const [i, id] of batch.entries()) expect((await (i % 2 ? second : first).webhook(outbound(id))).status).toBe(200);
     ids.push(...batch);
     await waitFor(async () => (await Promise.all(ids.map((id) => first.core.jobs.get(id)))).every((j) => j?.state === "done"), 10_000);
+    readers.push(new Set(first.gateway.logCalls().slice(before).map((r) => r.remoteAddress)));
   }
 
   expect(sentBy()).toEqual(new Set(["127.0.0.2", "127.0.0.3"])); // both servers ran jobs
-  expect(new Set(first.gateway.logCalls().map((r) => r.remoteAddress)).size).toBe(1);
+  for (const batch of readers) expect(batch.size).toBe(1);
   expect(first.gateway.statusCalls()).toEqual([]);
   for (const id of ids) expect(await first.core.jobs.get(id)).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
   // Two bridges on one SQLite file may both report a job (no claim names its server there): each is told delivered.
   for (const id of ids) expect(first.crm.statusReports().filter((r) => r.messageId === id).map((r) => r.body)).toContainEqual({ status: "delivered" });
   expect(first.crm.statusReports().filter((r) => r.body.status !== "delivered")).toEqual([]);
   if (TEST_STORE === "postgres") expect(first.crm.statusReports()).toHaveLength(ids.length);
+});
+
+test("two servers on one database: a key's lease goes once none of its messages waits, so that the other server takes it at once", async () => {
+  const first = await startWith({ balances: false, sync: false, beatMs: 50, env: { CAST_LOCAL_ADDRESS: "127.0.0.2" } }, "loc-1");
+  const shared = { DATABASE_PATH: first.config.databasePath, SMS_API_URL: first.gateway.url, CRM_API_URL: first.crm.url };
+  const second = await startWith({ balances: false, sync: false, beatMs: 50, env: { ...shared, CAST_LOCAL_ADDRESS: "127.0.0.3" } });
+  first.gateway.receipts((_, since) => (since < 300 ? { status: "sent" } : { status: "delivered", dlr_status: "DELIVRD" }));
+  const keyLease = async () => (await first.core.leases.list()).find((l) => l.name.startsWith("key:"));
+
+  expect((await first.webhook(outbound("m-1"))).status).toBe(200);
+  await waitFor(async () => (await first.core.jobs.get("m-1"))?.state === "done", 10_000);
+  // The key's log was read by one of them; with nothing more waiting, its lease is let go (well within its 15 s).
+  expect(first.gateway.logCalls().length).toBeGreaterThan(0);
+  await waitFor(async () => ((await keyLease())?.leftMs ?? 0) <= 0, 5_000);
+  expect(await first.core.jobs.get("m-1")).toMatchObject({ outcome: "delivered", receipt: "DELIVRD" });
+  const { name, holder } = (await keyLease())!;
+  const other = holder === first.presence.id ? second : first;
+  expect(await other.core.leases.take(name, other.presence.id, 15_000)).toBeGreaterThan(0);
 });

@@ -53,6 +53,11 @@ export function createKeyOwners(options: KeyOwnersOptions) {
     },
     /** Whether this server held the key's lease at its last ask, within its time: no store asked. */
     ownsNow: (tag: string): boolean => wallClock() - (renewedAt.get(tag) ?? -Infinity) < ttlMs,
+    /** This server has no work for the key now: its lease goes, so that another server needing it takes it at once. */
+    async letGo(tag: string): Promise<void> {
+      if (!renewedAt.delete(tag)) return;
+      await leases.release(keyLease(tag), holder).catch(() => undefined);
+    },
     /** A clean stop: the keys' leases let go, so other servers take them at once. */
     async releaseAll(): Promise<void> {
       const tags = [...renewedAt.keys()];

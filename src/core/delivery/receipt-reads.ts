@@ -57,7 +57,8 @@ async function read(r: Reads, apiKey: string, k: KeyLog): Promise<void> {
   try {
     if (!(await owns(r, apiKey))) return void (k.awaited = 0);
     wanted = await wantedOf(r, apiKey, k);
-    if (wanted.size === 0) return;
+    // Nothing of the key waits anywhere: its lease goes, so a message another server sends next is read by it at once.
+    if (wanted.size === 0) return void (await r.options.letGo?.(apiKey));
     const { statuses, pages } = await readBack(r, apiKey, wanted);
     k.statuses = statuses;
     k.pages = pages;

@@ -23,6 +23,8 @@ export interface ReceiptBookOptions {
    * key's lease: key-owners.ts); the others leave the key to its owner. Default: always.
    */
   owns?: (apiKey: string) => Promise<boolean>;
+  /** A read found nothing of the key waiting anywhere: its lease goes, so a message another server sends next is read at once. */
+  letGo?: (apiKey: string) => Promise<void>;
   /** Every message of the key waiting in the database, whichever server's job looked: a read looks for them all. */
   awaited?: (apiKey: string, limit: number) => Promise<Waiting[]>;
   /**

@@ -105,6 +105,7 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
     sourceOf: (apiKey) => sms.driverOf(apiKey).receipts.source,
     wake: (jobIds) => jobs.receiptsDue(jobIds, now()),
     owns: (apiKey) => owners.owns(keyTag(apiKey)),
+    letGo: (apiKey) => owners.letGo(keyTag(apiKey)),
     awaited: (apiKey, limit) => jobs.awaitingReceipts(keyTag(apiKey), limit),
     record: createReadReceiptRecorder({ jobs, log, now, notify: ring, metrics }),
   });
