@@ -413,8 +413,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX jobs_running ON jobs (run_by) WHERE run_by IS NOT NULL;
   `,
   `
-  -- Cast's unsubscribed list of each gateway key (by its tag, as key_budgets), read by the
-  -- key's owner for every server (docs/operations.md): \`entries\` is the list as JSON
+  -- Cast's unsubscribed list of each gateway key (by its tag, as key_budgets), read by one
+  -- server at a time for every server (docs/operations.md): \`entries\` is the list as JSON
   -- ([{"phone", "senderId"}]), NULL when that read failed; \`read_at\` on the store's clock.
   CREATE TABLE unsubscribed_lists (
     tag TEXT PRIMARY KEY,

@@ -1,7 +1,7 @@
 /**
  * What several servers on one database share (docs/cli.md, `bridge status`):
  * who is running, who holds which periodic work, the settings page's sessions, and what
- * a key's owner read for all (its Cast unsubscribed list).
+ * one server read for all (a key's Cast unsubscribed list).
  * Times are on one clock for every server: on PostgreSQL the database's, on SQLite
  * (one file, one machine) the machine's.
  */
@@ -90,7 +90,7 @@ export interface UnsubscribedNumber {
   senderId: string;
 }
 
-/** A key's Cast unsubscribed list as its owner last read it. */
+/** A key's Cast unsubscribed list as a server last read it. */
 export interface StoredUnsubscribed {
   /** The list; null when that read failed (sends then go without it). */
   entries: UnsubscribedNumber[] | null;
@@ -99,8 +99,9 @@ export interface StoredUnsubscribed {
 }
 
 /**
- * Cast's unsubscribed lists, by the key's tag: read by the key's owner (key-owners.ts),
- * which every server's sends check, so that one request a key serves every server.
+ * Cast's unsubscribed lists, by the key's tag: read by one server at a time (under the
+ * lease `unsubscribed:<tag>`) and checked by every server's sends, so that one request a
+ * key serves them all.
  */
 export interface UnsubscribedStore {
   /** The key's last read list; undefined when none was ever stored. */

@@ -169,7 +169,10 @@ function storedLooks(deps: UnsubscribedDeps, shared: SharedLists, copies: Copies
   }
 
   async function storedCopy(apiKey: string): Promise<StoredUnsubscribed | undefined> {
-    const stored = await shared.store.get(shared.tagOf(apiKey)).catch(() => undefined);
+    const stored = await shared.store.get(shared.tagOf(apiKey)).catch((error: unknown) => {
+      deps.log.debug(`Cast's unsubscribed list of key ${maskSecret(apiKey)}: the stored copy cannot be read (${errorMessage(error)})`);
+      return undefined;
+    });
     if (stored) awaiting.delete(apiKey);
     return stored;
   }
