@@ -23,7 +23,7 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
 
   // Active from the look that took it: a look meanwhile does not take it again.
   function startJob(due: DueJob): void {
-    const turn = due.state === "queued" ? order.enter(due.locationId) : undefined;
+    const turn = due.state === "queued" ? order.enter(due.locationId, due.id) : undefined;
     const done = run(options, pauses, due, turn).finally(() => {
       turn?.pass();
       active.delete(due.id);
