@@ -49,11 +49,7 @@ export async function processOutbound(deps: OutboundDeps, job: Job, turn?: Turn)
     // caller says when to look again, holding no worker meanwhile.
     if ("waitMs" in checked) return notSent(deps, plan, checked.waitMs);
     plan = checked;
-    await turn?.turn; // budgets are taken in the order the location's jobs started (send-order.ts)
-    const taken = "request" in plan ? deps.sendBudget.take(plan.request.apiKey, job.message.locationId) : 0;
-    // One server's budgets answer at once, in memory; only a store shared by servers is awaited.
-    const wait = typeof taken === "number" ? taken : await taken;
-    turn?.pass();
+    const wait = await takeBudgets(deps, plan, job.message.locationId, turn);
     if (wait > 0) return notSent(deps, plan, wait);
     const claim = "request" in plan ? claimOf(deps, plan) : undefined;
     const claimedAt = deps.now();
@@ -88,6 +84,21 @@ export async function processOutbound(deps: OutboundDeps, job: Job, turn?: Turn)
     job = { ...job, outcome: settled.outcome, errorCode: settled.errorCode ?? job.errorCode, errorMessage: settled.errorMessage ?? job.errorMessage };
   }
   if (job.state === "reporting") return report(deps, job);
+}
+
+/**
+ * The send's budgets, taken in its turn in its location's line (send-order.ts): 0 when it
+ * may go now, else the ms it waits. While a job of the location told to wait keeps its
+ * place, this one takes none; told to wait itself, it keeps its place.
+ */
+async function takeBudgets(deps: SendDeps, plan: Plan, locationId: string, turn?: Turn): Promise<number> {
+  await turn?.turn;
+  const behind = "request" in plan ? (turn?.ahead() ?? 0) : 0;
+  const taken = "request" in plan && behind === 0 ? deps.sendBudget.take(plan.request.apiKey, locationId) : behind;
+  // One server's budgets answer at once, in memory; only a store shared by servers is awaited.
+  const wait = typeof taken === "number" ? taken : await taken;
+  turn?.pass(behind > 0 ? 0 : wait);
+  return wait;
 }
 
 /** What the send is claimed with; its parts are reserved against the location's monthly cap (over it, the claim fails the message). */

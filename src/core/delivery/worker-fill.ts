@@ -9,24 +9,30 @@ import { createSendOrder, type Turn } from "./send-order.ts";
 /**
  * The worker's look at the queue (worker.ts): starts due jobs, up to `concurrency` at
  * once, in turns between locations, past the jobs pausing. `settled`: a job finished.
+ *
+ * `ended`: the jobs that ended while the look was out, having stored when they are due
+ * next. The list it read before may still say they are due (on PostgreSQL a look is round
+ * trips): started again from it, a report put off for a minute would run at once, and be
+ * told to wait out that minute in the worker. The next look reads them as they are. One
+ * that ended told to wait stored nothing: its pause holds it.
  */
 export function createFiller(options: WorkerOptions, settled: () => void) {
   const { jobs, now } = options;
   const concurrency = options.concurrency ?? 16;
   const pauses = createPauses(options.backoffMs ?? RETRY.job.firstMs);
   const order = createSendOrder();
-  const active = new Map<number, Promise<void>>();
-  // The earliest time a job skipped in the last look may run: the next look then.
+  const [active, ended] = [new Map<number, Promise<void>>(), new Set<number>()];
+  // The earliest time a job skipped in the last look may run (the next look then); when the queue was last looked at.
   let nextLook = Infinity;
-  // When the queue was last looked at.
   let lastFill = 0;
 
   // Active from the look that took it: a look meanwhile does not take it again.
   function startJob(due: DueJob): void {
-    const turn = due.state === "queued" ? order.enter(due.locationId) : undefined;
+    const turn = due.state === "queued" ? order.enter(due.locationId, due.id) : undefined;
     const done = run(options, pauses, due, turn).finally(() => {
       turn?.pass();
       active.delete(due.id);
+      if (pauses.notBefore(due.id) === 0) ended.add(due.id);
       settled();
     });
     active.set(due.id, done);
@@ -48,10 +54,11 @@ export function createFiller(options: WorkerOptions, settled: () => void) {
     };
     lastFill = at;
     const spread = options.spread?.() ?? 1;
+    ended.clear();
     const due = await jobs.due(now(), (free + active.size + extra) * spread, options.readyAt && waiting);
     for (const job of inTurn(spread > 1 ? fromRandomTurn(due) : due, options.lastServed)) {
       if (active.size >= concurrency) break;
-      if (active.has(job.id) || (job.state === "queued" && options.claims?.() === false)) continue;
+      if (active.has(job.id) || ended.has(job.id) || (job.state === "queued" && options.claims?.() === false)) continue;
       const notBefore = Math.max(pauses.notBefore(job.id), job.state === "queued" ? (options.readyAt?.(job.locationId) ?? 0) : 0);
       if (notBefore > at) {
         nextLook = Math.min(nextLook, notBefore);
