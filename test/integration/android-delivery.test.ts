@@ -1,5 +1,6 @@
 import { afterEach, expect, test } from "vitest";
 import { bridgePerTest, outbound, waitFor, type Bridge, type BridgeOptions } from "../helpers/bridge.ts";
+import { TEST_STORE } from "../helpers/test-store.ts";
 import { DEVICE, PHONE_PASSWORD, PHONE_USER, SIGNING_KEY, startFakePhone, type FakePhone } from "../helpers/fake-phone.ts";
 
 // A location whose gateway is "android" sends through its phone (docs/android.md), with the queue's promises.
@@ -145,6 +146,21 @@ test("a phone's hourly budget: ANDROID_MESSAGES_PER_HOUR sends in an hour, then 
   await waitFor(() => bridge.core.delivery.scheduler.readyAt("loc-1") > Date.now() + 59 * 60_000);
   expect(phone.received("POST /messages")).toHaveLength(2);
   expect((await bridge.core.jobs.get("m-3"))?.state).toBe("queued");
+});
+
+// Two bridges on one SQLite file are a test's: serve's lock lets one server run on a file, and it keeps every budget.
+(TEST_STORE === "postgres" ? test : test.skip)("two servers on one database: a phone's hourly budget holds for both, one server sending through the phone at a time", async () => {
+  const env = { ANDROID_MESSAGES_PER_MINUTE: "10000", ANDROID_MESSAGES_PER_HOUR: "2" };
+  const { bridge: first, phone } = await start({ beatMs: 50, balances: false, sync: false, env });
+  const second = await startWith({ beatMs: 50, balances: false, sync: false, env: { ...env, DATABASE_PATH: first.config.databasePath, CRM_API_URL: first.crm.url } });
+  const ids = ["m-1", "m-2", "m-3", "m-4", "m-5", "m-6"];
+  for (const [i, id] of ids.entries()) await queue(i % 2 ? second : first, id);
+  await waitFor(() => phone.messages.size === 2, 10_000);
+  // Both servers' queues (a look every 20 ms) have had time to start every message: none goes past the budget.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  expect(phone.received("POST /messages")).toHaveLength(2);
+  const jobs = await Promise.all(ids.map((id) => first.core.jobs.get(id)));
+  expect(jobs.filter((job) => job?.state === "queued")).toHaveLength(4);
 });
 
 test("a message the phone's pace told to wait keeps its place: a later one whose reads end after the wait does not go first", async () => {

@@ -36,7 +36,15 @@ export interface SendBudgetOptions {
   log: Logger;
   /** The caller's clock (the store's own where it has one: PostgreSQL's). */
   now: () => number;
+  /**
+   * Where servers share the store: whether this server sends through the key now (it
+   * holds the key's lease: key-owners.ts). Asked only for keys with a budget of their own.
+   */
+  owns?: (apiKey: string) => Promise<boolean>;
 }
+
+/** A phone's message that another server sends through it now is looked at again after this. */
+export const OTHER_SENDER_MS = 1_000;
 
 /**
  * A send's budgets, taken together: the scheduler's (this server's address, and the key's
@@ -44,6 +52,10 @@ export interface SendBudgetOptions {
  * key exceeds Cast's rate whatever the number of servers (docs/operations.md). The local
  * token is taken first and given back when the key's row has none: a send takes every
  * budget or none. One server alone (SQLite) writes nothing per send.
+ *
+ * A phone's budget (its pace and its hourly count, a SIM's carrier limits) is kept in the
+ * memory of the one server that sends through it: where servers share the store, the
+ * holder of the phone key's lease; another server's sends through it wait for that one.
  */
 export function createSendBudget(options: SendBudgetOptions) {
   const { scheduler, rate, ownBudget, log, now } = options;
@@ -60,6 +72,9 @@ export function createSendBudget(options: SendBudgetOptions) {
     if (keyWait > 0) scheduler.giveBack(apiKey, locationId, keyWait);
     return keyWait;
   };
+  /** A phone's tokens, in this server's memory, when it is the one sending through the phone. */
+  const takeAsSender = async (owns: (apiKey: string) => Promise<boolean>, apiKey: string, locationId: string): Promise<number> =>
+    (await owns(apiKey)) ? scheduler.trySend(apiKey, locationId) : OTHER_SENDER_MS;
   return {
     /**
      * 0 when a send with `apiKey` may go now (its tokens taken); else the ms until one may
@@ -67,6 +82,7 @@ export function createSendBudget(options: SendBudgetOptions) {
      * waits for no promise.
      */
     take(apiKey: string, locationId: string): number | Promise<number> {
+      if (shared && options.owns && ownBudget(apiKey)) return takeAsSender(options.owns, apiKey, locationId);
       const wait = scheduler.trySend(apiKey, locationId);
       if (wait > 0 || !shared || ownBudget(apiKey)) return wait;
       return takeShared(shared, apiKey, locationId);

@@ -28,9 +28,7 @@ export function wireDelivery(context: Context, stores: Stores, clients: Calls, i
   const owners = createKeyOwners({ leases: stores.leases, holder: context.serverId, log });
   const unsubscribed = unsubscribedLists(context, stores, clients);
   const { holds, receipts } = watchers(context, stores, clients, owners, doorbell.ring);
-  // Servers sharing the store (PostgreSQL) share each key's budget too; one server keeps it in memory.
-  const ownBudget = (key: string) => sms.driverOf(key).budget !== undefined;
-  const sendBudget = createSendBudget({ scheduler, keyBudgets: stores.keyBudgets, rate: castKeyRate(config.sms.messagesPerSecond), ownBudget, log, now: wallClock });
+  const sendBudget = sendBudgetOf(context, stores, clients, owners);
   const deps: OutboundDeps = {
     tokens,
     jobs,
@@ -110,6 +108,23 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
     record: createReadReceiptRecorder({ jobs, log, now, notify: ring, metrics }),
   });
   return { holds, receipts };
+}
+
+/**
+ * A send's budgets. Servers sharing the store (PostgreSQL) share each Cast key's budget
+ * too; a phone's is kept by the one server sending through it (its key's owner); one
+ * server keeps all in memory.
+ */
+function sendBudgetOf({ config, log }: Context, stores: Stores, { scheduler, gateways }: Calls, owners: KeyOwners) {
+  return createSendBudget({
+    scheduler,
+    keyBudgets: stores.keyBudgets,
+    rate: castKeyRate(config.sms.messagesPerSecond),
+    ownBudget: (key) => gateways.driverOf(key).budget !== undefined,
+    log,
+    now: wallClock,
+    owns: (apiKey) => owners.owns(keyTag(apiKey)),
+  });
 }
 
 /** A read of a key's unsubscribed list is claimed for this long at most: a server that stops mid-read is replaced. */
