@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Claim, Job, OutboundMessage, Result, SendLater } from "../../store/types.ts";
-import type { FailureCode } from "../../store/types.ts";
+import type { Claim, FailureCode, Job, OutboundMessage, Result, SendLater } from "../../store/types.ts";
 import type { SendRequest } from "../clients/gateway.ts";
 import { API_KEY } from "../config-values.ts";
 import { maskPhone, maskSecret } from "../mask.ts";
@@ -14,7 +13,6 @@ import { report } from "./report.ts";
 import { storeResult, storeUntilDone } from "./store-result.ts";
 import { sendingWith, sharedRefusal } from "../installs/locations.ts";
 import { OPTED_OUT, unlessUnsubscribed } from "./opt-out.ts";
-
 import type { OutboundDeps, PrepareDeps, SendDeps } from "./outbound-deps.ts";
 import type { Turn } from "./send-order.ts";
 
@@ -88,8 +86,9 @@ export async function processOutbound(deps: OutboundDeps, job: Job, turn?: Turn)
 
 /**
  * The send's budgets, taken in its turn in its location's line (send-order.ts): 0 when it
- * may go now, else the ms it waits. While a job of the location told to wait keeps its
- * place, this one takes none; told to wait itself, it keeps its place.
+ * may go now, else the ms it waits. A phone's message told to wait keeps its place (its
+ * hourly count: one passed over may wait the hour); a Cast key's does not, so the key's
+ * rate is not left unspent while it comes back. Behind a kept place, a job takes none.
  */
 async function takeBudgets(deps: SendDeps, plan: Plan, locationId: string, turn?: Turn): Promise<number> {
   await turn?.turn;
@@ -97,7 +96,8 @@ async function takeBudgets(deps: SendDeps, plan: Plan, locationId: string, turn?
   const taken = "request" in plan && behind === 0 ? deps.sendBudget.take(plan.request.apiKey, locationId) : behind;
   // One server's budgets answer at once, in memory; only a store shared by servers is awaited.
   const wait = typeof taken === "number" ? taken : await taken;
-  turn?.pass(behind > 0 ? 0 : wait);
+  const keepsPlace = "request" in plan && behind === 0 && deps.sms.driverOf(plan.request.apiKey).budget !== undefined;
+  turn?.pass(keepsPlace ? wait : 0);
   return wait;
 }
 
