@@ -22,6 +22,7 @@ export default defineConfig({
           include: missing ? ["test/helpers/postgres-missing.check.ts"] : ["test/integration/**/*.test.ts"],
           exclude: [...configDefaults.exclude, ...Object.keys(SQLITE_ONLY_FILES)],
           env: { BRIDGE_TEST_STORE: "postgres", BRIDGE_POSTGRES_MISSING: missing ?? "" },
+          setupFiles: ["test/helpers/postgres-setup.ts"],
         },
       },
     ],

@@ -38,6 +38,18 @@ export async function databaseEnv(env: Record<string, string>): Promise<Record<s
 }
 
 /**
+ * Stops this file's throwaway PostgreSQL, if it started one: vitest ends its workers
+ * without their `exit` event, so stop() at exit alone left every file's server running
+ * after the run. Run after each file by test/helpers/postgres-setup.ts.
+ */
+export async function stopTestPostgres(): Promise<void> {
+  const started = server;
+  server = undefined;
+  urls.clear();
+  (await started?.catch(() => undefined))?.stop();
+}
+
+/**
  * A command's environment on a test bridge's database, as an operator sets it: on
  * PostgreSQL, the bridge's DATABASE_URL in place of its DATABASE_PATH (with both set,
  * every command warns that DATABASE_PATH is ignored). A path no bridge opened stays.
