@@ -2,7 +2,7 @@ import { textFixture, type TextAnswer } from "./fixtures.ts";
 import { startFake } from "./http.ts";
 
 /**
- * Each answer the fake gives, by the file of test/fixtures/alert-webhook that holds it
+ * Each answer the fake gives, by the file of test/documented/alert-webhook that holds it
  * (Slack's and Mattermost's documented answers, that folder's README quoting its sources);
  * fake-webhook-contract.test.ts holds the fake to them.
  */

@@ -2,11 +2,11 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
 import { ANSWER_FILES, ANSWERS, startFakeWebhook, type Answer } from "../helpers/fake-webhook.ts";
-import { FIXTURES, textFixture } from "../helpers/fixtures.ts";
+import { DOCUMENTED, textFixture } from "../helpers/fixtures.ts";
 
 // The fake incoming webhook answers in the receivers' documented answers
-// (test/fixtures/alert-webhook, a copy of ../shared/fixtures/alert-webhook, quoted from Slack's and
-// Mattermost's documentation), so the alert client's tests run against what the real receivers say.
+// (test/documented/alert-webhook, quoted from Slack's and Mattermost's documentation: ../shared/fixtures
+// has no folder for incoming webhooks), so the alert client's tests run against what the real receivers say.
 
 const fakes: Awaited<ReturnType<typeof startFakeWebhook>>[] = [];
 afterEach(async () => {
@@ -20,8 +20,8 @@ async function post(url: string, body: string): Promise<{ status: number; conten
 
 const ANSWERED = Object.keys(ANSWER_FILES) as Answer[];
 
-test("every documented answer in test/fixtures/alert-webhook is one the fake gives, and no other", () => {
-  const files = readdirSync(join(FIXTURES, "alert-webhook")).filter((name) => name !== "README.md");
+test("every documented answer in test/documented/alert-webhook is one the fake gives, and no other", () => {
+  const files = readdirSync(join(DOCUMENTED, "alert-webhook")).filter((name) => name !== "README.md");
   expect(Object.values(ANSWER_FILES).sort()).toEqual(files.sort());
   for (const answer of ANSWERED) expect(ANSWERS[answer], answer).toEqual(textFixture("alert-webhook", ANSWER_FILES[answer]));
   expect(ANSWERS.ok).toEqual({ status: 200, body: "ok" });
