@@ -422,4 +422,10 @@ export const MIGRATIONS: readonly string[] = [
     read_at INTEGER NOT NULL
   ) STRICT;
   `,
+  `
+  -- A phone's sends of the last hour, by its key's tag: the server that starts sending
+  -- through the phone (after a restart, or another server's turn) counts its hourly budget
+  -- from them. Only the jobs of gateways other than Cast: a Cast send writes no entry.
+  CREATE INDEX jobs_sent_through_phones ON jobs (api_key_tag, first_sent_at) WHERE gateway <> 'cast';
+  `,
 ];

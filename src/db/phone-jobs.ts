@@ -24,11 +24,20 @@ export function createPhoneJobs(db: Db) {
     SELECT id, message_id AS messageId, location_id AS locationId, first_sent_at AS firstSentAt, api_key_tag AS apiKeyTag,
       parts, ${AWAITS_RECEIPT} AS waiting
     FROM jobs WHERE idempotency_key = ?`);
+  // The same condition as the index jobs_sent_through_phones, which SQLite uses only so.
+  const sentSince = db.prepare<[string, number], { at: number }>(`
+    SELECT first_sent_at AS at FROM jobs
+    WHERE api_key_tag = ? AND first_sent_at >= ? AND gateway <> 'cast'
+    ORDER BY first_sent_at`);
   return {
     /** The job sent under `id`; undefined when none was. */
     sentAs(id: string): PhoneJob | undefined {
       const job = byKey.get(id);
       return job && { ...job, waiting: Boolean(job.waiting) };
+    },
+    /** When each message claimed with the phone's key tag was first sent, at or after `since`, the oldest first. */
+    sentSince(apiKeyTag: string, since: number): number[] {
+      return sentSince.all(apiKeyTag, since).map((row) => row.at);
     },
   };
 }

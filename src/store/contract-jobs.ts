@@ -136,4 +136,10 @@ export interface MessageLog {
 export interface PhoneJobs {
   /** The job sent under `id` (its idempotency key); undefined when none was. */
   sentAs(id: string): Promise<PhoneJob | undefined>;
+  /**
+   * When each message claimed with key `apiKeyTag` through a gateway other than Cast (a
+   * phone) was first sent, at or after `since`, the oldest first: the phone's hour, as the
+   * server that starts sending through it counts it.
+   */
+  sentSince(apiKeyTag: string, since: number): Promise<number[]>;
 }

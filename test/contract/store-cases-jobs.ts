@@ -171,6 +171,17 @@ export function jobCases(it: Case): void {
     expect(await store.phoneJobs.sentAs("idem-9")).toBeUndefined();
   });
 
+  it("a phone's sends since a time: its key's, through a phone, the oldest first", ["jobs", "phoneJobs"], async (store) => {
+    await claimed(store, 1, { gateway: "android:dev-1", apiKeyTag: "phone" }, T0 + 30);
+    await claimed(store, 2, { gateway: "android:dev-1", apiKeyTag: "phone" }, T0 + 10);
+    await claimed(store, 3, { gateway: "android:dev-1", apiKeyTag: "phone" }, T0 - 1);
+    await claimed(store, 4, { gateway: "android:dev-2", apiKeyTag: "other" }, T0 + 20);
+    await claimed(store, 5, { gateway: "cast", apiKeyTag: "phone" }, T0 + 20);
+    await store.jobs.enqueue(message(6), T0);
+    expect(await store.phoneJobs.sentSince("phone", T0)).toEqual([T0 + 10, T0 + 30]);
+    expect(await store.phoneJobs.sentSince("phone", T0 + 31)).toEqual([]);
+  });
+
   it("a report retried keeps the first error; given up, the job is dead", ["jobs"], async (store) => {
     const id = await awaiting(store, 1);
     await store.jobs.recordReceipt(id, { outcome: "delivered", receipt: "DELIVERED" }, T0 + 2);

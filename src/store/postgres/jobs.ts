@@ -54,5 +54,12 @@ export function pgPhoneJobs(pool: Pool): PhoneJobs {
         FROM jobs WHERE idempotency_key = $1 LIMIT 1`, [id]);
       return found.rows[0];
     },
+    async sentSince(apiKeyTag, since) {
+      const found = await pool.query<{ at: number }>(`
+        SELECT first_sent_at AS at FROM jobs
+        WHERE api_key_tag = $1 AND first_sent_at >= $2 AND gateway <> 'cast'
+        ORDER BY first_sent_at`, [apiKeyTag, since]);
+      return found.rows.map((row) => row.at);
+    },
   };
 }

@@ -145,4 +145,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE unsubscribed_lists (tag TEXT PRIMARY KEY, entries TEXT, read_at BIGINT NOT NULL);
   `,
+  `
+  CREATE INDEX jobs_sent_through_phones ON jobs (api_key_tag, first_sent_at) WHERE gateway <> 'cast';
+  `,
 ];
