@@ -148,6 +148,19 @@ test("a phone's hourly budget: ANDROID_MESSAGES_PER_HOUR sends in an hour, then 
   expect((await bridge.core.jobs.get("m-3"))?.state).toBe("queued");
 });
 
+test("a restart does not start the phone's hour afresh: the bridge started again counts the sends before it", async () => {
+  const env = { ANDROID_MESSAGES_PER_MINUTE: "10000", ANDROID_MESSAGES_PER_HOUR: "2" };
+  const { bridge: before, phone } = await start({ env });
+  for (const id of ["m-1", "m-2"]) await queue(before, id);
+  await waitFor(() => phone.messages.size === 2);
+  await before.close();
+  const after = await startWith({ env: { ...env, DATABASE_PATH: before.config.databasePath } });
+  await queue(after, "m-3");
+  await waitFor(() => after.core.delivery.scheduler.readyAt("loc-1") > Date.now() + 59 * 60_000);
+  expect(phone.received("POST /messages")).toHaveLength(2);
+  expect((await after.core.jobs.get("m-3"))?.state).toBe("queued");
+});
+
 // Two bridges on one SQLite file are a test's: serve's lock lets one server run on a file, and it keeps every budget.
 (TEST_STORE === "postgres" ? test : test.skip)("two servers on one database: a phone's hourly budget holds for both, one server sending through the phone at a time", async () => {
   const env = { ANDROID_MESSAGES_PER_MINUTE: "10000", ANDROID_MESSAGES_PER_HOUR: "2" };

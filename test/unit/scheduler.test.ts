@@ -152,6 +152,22 @@ test("a phone's hourly budget (ANDROID_MESSAGES_PER_HOUR): at most so many sends
   expect(s.trySend("android:dev-1", "a")).toBe(3000); // its per-minute pace still holds
 });
 
+test("a phone's hour seeded from the store's record counts those sends; a shorter record leaves this server's own count", () => {
+  const { s, clock } = phones(3);
+  const t0 = clock.t;
+  s.seedHour("android:dev-1", [t0 - 3_000_000, t0 - 2_000_000]);
+  expect(s.trySend("android:dev-1", "a")).toBe(0);
+  clock.t += 3000;
+  // Three in the hour: the oldest, 3,000 s ago, leaves it in 600 s.
+  expect(s.trySend("android:dev-1", "a")).toBe(600_000 - 3000);
+  s.seedHour("android:dev-1", [t0 - 2_000_000]);
+  expect(s.trySend("android:dev-1", "a")).toBe(600_000 - 3000);
+  s.seedHour("android:dev-2", [t0 - 1, t0 - 2, t0 - 3].reverse());
+  expect(s.trySend("android:dev-2", "b")).toBe(3_600_000 - 3000 - 3);
+  s.seedHour("cast-key", [t0, t0, t0, t0]); // a Cast key has no hour
+  expect(s.trySend("cast-key", "c")).toBe(0);
+});
+
 test("a phone that hit its send limit waits, doubling while it keeps hitting it; a hit while it waits is the same hit", () => {
   const { s, clock } = phones();
   expect(s.limited("android:dev-1")).toBe(60_000);

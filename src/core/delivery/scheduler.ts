@@ -36,7 +36,8 @@ const READ_FLOOR_MS = 1000;
 /** A phone that hit its send limit waits this long before its next send, doubling while it keeps hitting it, up to an hour. */
 const LIMITED_FIRST_MS = 60_000;
 const LIMITED_MAX_MS = 3_600_000;
-const HOUR_MS = 3_600_000;
+/** A phone's hourly budget counts its sends in any such window. */
+export const HOUR_MS = 3_600_000;
 
 export function createScheduler(options: SchedulerOptions) {
   const now = options.now ?? wallClock;
@@ -88,6 +89,8 @@ export function createScheduler(options: SchedulerOptions) {
       const b = apiKey === undefined ? all : keyBucket(apiKey, now());
       b.pausedUntil = Math.max(b.pausedUntil, now() + ms);
     },
+    /** A phone's sends of the last hour as the store holds them, the oldest first, counted in its hour (seedHour, below). */
+    seedHour: (apiKey: string, sent: readonly number[]): void => seedHour(keyBucket(apiKey, now()).own, sent),
     /** The key's sender hit its send limit (a phone's RESULT_ERROR_LIMIT_EXCEEDED): the ms it now waits (backOff). */
     limited: (apiKey: string): number => backOff(keyBucket(apiKey, now()), backoffs, apiKey, now(), options.limitedMs ?? LIMITED_FIRST_MS),
     /** When the location last got a send slot (0: never). */
@@ -195,6 +198,15 @@ function backOff(b: Bucket, backoffs: Backoffs, apiKey: string, t: number, first
   backoffs.set(apiKey, { ms, at: t });
   b.pausedUntil = t + ms;
   return ms;
+}
+
+/**
+ * A phone's sends of the last hour as the store holds them (`sent`, the oldest first), when
+ * this server starts sending through it: they count in its hourly budget, kept instead of
+ * this server's own count only when they are more. A key without an hour (Cast's): nothing.
+ */
+function seedHour(own: OwnBudget | undefined, sent: readonly number[]): void {
+  if (own && sent.length > own.sent.length) own.sent = [...sent];
 }
 
 /** The ms until the key has sent fewer than its hourly budget in the last hour (0: it has). */

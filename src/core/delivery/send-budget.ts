@@ -1,7 +1,7 @@
 import type { KeyBudgets } from "../../store/contract.ts";
 import { keyTag } from "../key-tag.ts";
 import type { Logger } from "../log.ts";
-import type { Scheduler } from "./scheduler.ts";
+import { HOUR_MS, type Scheduler } from "./scheduler.ts";
 
 /** A key's pace: tokens a second, and how many it may send at once. */
 export interface KeyRate {
@@ -41,6 +41,14 @@ export interface SendBudgetOptions {
    * holds the key's lease: key-owners.ts). Asked only for keys with a budget of their own.
    */
   owns?: (apiKey: string) => Promise<boolean>;
+  /** Whether this server held the key's lease at its last ask, within its time (no store asked). */
+  ownsNow?: (apiKey: string) => boolean;
+  /**
+   * When each message sent through the phone of `apiKey` since `since` was first sent, the
+   * oldest first (the store's PhoneJobs.sentSince): the phone's hour so far, which a
+   * server starting to send through the phone counts from.
+   */
+  sentSince?: (apiKey: string, since: number) => Promise<number[]>;
 }
 
 /** A phone's message that another server sends through it now is looked at again after this. */
@@ -56,10 +64,14 @@ export const OTHER_SENDER_MS = 1_000;
  * A phone's budget (its pace and its hourly count, a SIM's carrier limits) is kept in the
  * memory of the one server that sends through it: where servers share the store, the
  * holder of the phone key's lease; another server's sends through it wait for that one.
+ * Its hourly count starts from the phone's sends of the last hour the store holds, each
+ * time a server starts sending through it (its first send after a start, or after
+ * another server's turn): neither a restart nor a hand-over starts the phone's hour afresh.
  */
 export function createSendBudget(options: SendBudgetOptions) {
   const { scheduler, rate, ownBudget, log, now } = options;
   const shared = options.keyBudgets.shared ? options.keyBudgets : undefined;
+  const hours = phoneHours(options);
   /** The key's token from the shared store, after the local ones trySend took: given back when it has none. */
   const takeShared = async (budgets: KeyBudgets, apiKey: string, locationId: string): Promise<number> => {
     let keyWait: number;
@@ -73,8 +85,13 @@ export function createSendBudget(options: SendBudgetOptions) {
     return keyWait;
   };
   /** A phone's tokens, in this server's memory, when it is the one sending through the phone. */
-  const takeAsSender = async (owns: (apiKey: string) => Promise<boolean>, apiKey: string, locationId: string): Promise<number> =>
-    (await owns(apiKey)) ? scheduler.trySend(apiKey, locationId) : OTHER_SENDER_MS;
+  const takeAsSender = async (owns: (apiKey: string) => Promise<boolean>, apiKey: string, locationId: string): Promise<number> => {
+    const wasSender = options.ownsNow?.(apiKey) ?? false;
+    if (!(await owns(apiKey))) return OTHER_SENDER_MS;
+    if (!wasSender) hours.forget(apiKey);
+    await hours.counted(apiKey);
+    return scheduler.trySend(apiKey, locationId);
+  };
   return {
     /**
      * 0 when a send with `apiKey` may go now (its tokens taken); else the ms until one may
@@ -83,6 +100,7 @@ export function createSendBudget(options: SendBudgetOptions) {
      */
     take(apiKey: string, locationId: string): number | Promise<number> {
       if (shared && options.owns && ownBudget(apiKey)) return takeAsSender(options.owns, apiKey, locationId);
+      if (ownBudget(apiKey) && !hours.known(apiKey)) return hours.counted(apiKey).then(() => scheduler.trySend(apiKey, locationId));
       const wait = scheduler.trySend(apiKey, locationId);
       if (wait > 0 || !shared || ownBudget(apiKey)) return wait;
       return takeShared(shared, apiKey, locationId);
@@ -111,3 +129,34 @@ export function createSendBudget(options: SendBudgetOptions) {
 }
 
 export type SendBudget = ReturnType<typeof createSendBudget>;
+
+/**
+ * The phones whose hour this server counts from the store's record: read once a server
+ * starts sending through a phone, all its sends meanwhile waiting for the one read. A
+ * read that fails is logged and the phone's sends go on with this server's own count;
+ * the next send reads again.
+ */
+function phoneHours({ scheduler, log, now, sentSince }: SendBudgetOptions) {
+  const known = new Set<string>();
+  const reading = new Map<string, Promise<void>>();
+  const read = async (apiKey: string): Promise<void> => {
+    try {
+      scheduler.seedHour(apiKey, await sentSince!(apiKey, now() - HOUR_MS));
+      known.add(apiKey);
+    } catch (error) {
+      log.warn(`a phone's sends of the last hour could not be read (its hourly budget counts this server's only): ${String(error)}`);
+    }
+  };
+  return {
+    known: (apiKey: string): boolean => sentSince === undefined || known.has(apiKey),
+    /** Another server may have sent through the phone since: its hour is read again before the next send. */
+    forget: (apiKey: string): boolean => known.delete(apiKey),
+    /** Resolves once the phone's hour counts the store's record (read now, unless read already). */
+    counted(apiKey: string): Promise<void> {
+      if (sentSince === undefined || known.has(apiKey)) return Promise.resolve();
+      const pending = reading.get(apiKey) ?? read(apiKey).finally(() => reading.delete(apiKey));
+      reading.set(apiKey, pending);
+      return pending;
+    },
+  };
+}

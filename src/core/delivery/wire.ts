@@ -113,7 +113,7 @@ function watchers({ log, now, tuning }: Context, { jobs, gatewayKeys }: Stores, 
 /**
  * A send's budgets. Servers sharing the store (PostgreSQL) share each Cast key's budget
  * too; a phone's is kept by the one server sending through it (its key's owner); one
- * server keeps all in memory.
+ * server keeps all in memory. A phone's hour counts its sends the store holds.
  */
 function sendBudgetOf({ config, log }: Context, stores: Stores, { scheduler, gateways }: Calls, owners: KeyOwners) {
   return createSendBudget({
@@ -124,6 +124,8 @@ function sendBudgetOf({ config, log }: Context, stores: Stores, { scheduler, gat
     log,
     now: wallClock,
     owns: (apiKey) => owners.owns(keyTag(apiKey)),
+    ownsNow: (apiKey) => owners.ownsNow(keyTag(apiKey)),
+    sentSince: (apiKey, since) => stores.phoneJobs.sentSince(keyTag(apiKey), since),
   });
 }
 
