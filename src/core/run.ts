@@ -97,6 +97,7 @@ function queueWorker(core: Core, options: RunOptions, presence: Presence, window
     claims: shared ? presence.claims : undefined,
     leads: presence.leads,
     appSessions: core.appSessions,
+    unsubscribed: core.unsubscribed,
   });
 }
 

@@ -14,6 +14,7 @@ export function createUnsubscribedStore(db: Db, clock: Clock) {
   const put = db.prepare<[string, string | null, number]>(`
     INSERT INTO unsubscribed_lists (tag, entries, read_at) VALUES (?, ?, ?)
     ON CONFLICT (tag) DO UPDATE SET entries = excluded.entries, read_at = excluded.read_at`);
+  const prune = db.prepare<[number]>("DELETE FROM unsubscribed_lists WHERE read_at < ?");
   return {
     get(tag: string): StoredUnsubscribed | undefined {
       const row = get.get(tag);
@@ -21,6 +22,9 @@ export function createUnsubscribedStore(db: Db, clock: Clock) {
     },
     put(tag: string, entries: UnsubscribedNumber[] | null): void {
       put.run(tag, entries && JSON.stringify(entries), ms(clock()));
+    },
+    prune(olderThanMs: number): number {
+      return prune.run(ms(clock() - olderThanMs)).changes;
     },
   };
 }

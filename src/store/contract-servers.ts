@@ -108,4 +108,6 @@ export interface UnsubscribedStore {
   get(tag: string): Promise<StoredUnsubscribed | undefined>;
   /** Stores what a read found now (null: it failed), replacing the last. */
   put(tag: string, entries: UnsubscribedNumber[] | null): Promise<void>;
+  /** Deletes the lists last read more than `olderThanMs` ago (keys no send has used since); how many. */
+  prune(olderThanMs: number): Promise<number>;
 }

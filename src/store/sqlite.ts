@@ -66,7 +66,7 @@ export function openSqliteStore(db: Db, sealer: Sealer, options: SqliteOptions =
     servers: () => facade<ServerStore>(createServerStore(db, clock), commit, { alone: ["beat", "gone"] }),
     leases: () => facade<LeaseStore>(createLeaseStore(db, clock), commit, { alone: ["take", "release", "drop"] }),
     appSessions: () => facade<AppSessionStore>(createAppSessionStore(db), commit, { alone: ["open", "drop", "prune"] }),
-    unsubscribed: () => facade<UnsubscribedStore>(createUnsubscribedStore(db, clock), commit, { alone: ["put"] }),
+    unsubscribed: () => facade<UnsubscribedStore>(createUnsubscribedStore(db, clock), commit, { alone: ["put", "prune"] }),
   });
 }
 

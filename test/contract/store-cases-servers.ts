@@ -102,4 +102,14 @@ export function serverCases(it: Case): void {
     await store.unsubscribed.put("tag-1", []);
     expect((await store.unsubscribed.get("tag-1"))?.entries).toEqual([]);
   });
+
+  it("a key's unsubscribed list no read has renewed for a while is pruned; a recent one stays", ["unsubscribed"], async (store) => {
+    await store.unsubscribed.put("tag-old", []);
+    await pause(1000);
+    await store.unsubscribed.put("tag-new", []);
+    expect(await store.unsubscribed.prune(500)).toBe(1);
+    expect(await store.unsubscribed.get("tag-old")).toBeUndefined();
+    expect((await store.unsubscribed.get("tag-new"))?.entries).toEqual([]);
+    expect(await store.unsubscribed.prune(500)).toBe(0);
+  });
 }

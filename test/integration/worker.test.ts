@@ -69,27 +69,37 @@ test("finished jobs older than the retention are removed at start, a batch at a 
   expect(db.prepare("SELECT count(*) AS n FROM jobs").get()).toEqual({ n: 3 });
 });
 
-test("a server that does not lead the periodic work prunes nothing; the leader also removes expired settings-page sessions", async () => {
+test("a server that does not lead the periodic work prunes nothing; the leader also removes expired settings-page sessions and unread unsubscribed lists", async () => {
   const { jobs } = t;
   const DAY = 86_400_000;
   const today = 100 * DAY;
   jobs.enqueue({ messageId: "old", locationId: "loc-1", contactId: "", phone: "+639171234567", message: "hi", attachments: [] }, 0);
   jobs.reported(jobs.get("old")!.id, "delivered", today - 31 * DAY);
   await t.store.appSessions.open("hash-1", { locationId: "loc-1", userId: "u", role: "admin", expiresAt: today - 1 }, today - DAY, 10);
+  // Cast's unsubscribed lists, on the store's own clock: one no send has read for a day and an hour, one just read.
+  t.db.prepare("INSERT INTO unsubscribed_lists (tag, entries, read_at) VALUES ('unread', '[]', ?)").run(Date.now() - 25 * 3_600_000);
+  await t.store.unsubscribed.put("in-use", []);
+  const lists = () => (t.db.prepare("SELECT tag FROM unsubscribed_lists ORDER BY tag").all() as { tag: string }[]).map((row) => row.tag);
   const logs: string[] = [];
-  const options = { jobs: t.store.jobs, appSessions: t.store.appSessions, run: async () => {}, now: () => today, log: createLogger("info", captureStream(logs)) };
+  const options = {
+    jobs: t.store.jobs, appSessions: t.store.appSessions, unsubscribed: t.store.unsubscribed, run: async () => {}, now: () => today, log: createLogger("info", captureStream(logs)),
+  };
   const follower = createWorker({ ...options, leads: () => false });
   await follower.start();
   await sleep(100);
   await follower.stop(1000);
   expect(jobs.get("old")?.state).toBe("done");
   expect(t.db.prepare("SELECT count(*) AS n FROM app_sessions").get()).toEqual({ n: 1 });
+  expect(lists()).toEqual(["in-use", "unread"]);
   const leader = createWorker({ ...options, leads: () => true });
   await leader.start();
   await waitFor(() => logs.some((line) => line.includes("removed")));
   await waitFor(() => (t.db.prepare("SELECT count(*) AS n FROM app_sessions").get() as { n: number }).n === 0);
+  await waitFor(() => lists().length === 1);
   await leader.stop(1000);
   expect(jobs.get("old")).toBeUndefined();
+  expect(lists()).toEqual(["in-use"]);
+  expect(logs.join("")).toContain("queue: removed 1 stored Cast unsubscribed list(s) no send has read for a day");
 });
 
 test("at start, a send a crash left 'sending' goes again only within the window it is given (its gateway's)", async () => {

@@ -138,6 +138,7 @@ describe("servers sharing a store", () => {
         return row && { entries: row.entries, ageMs: t - row.at };
       },
       put: async (tag, entries) => void rows.set(tag, { entries, at: t }),
+      prune: async (olderThanMs) => [...rows].filter(([tag, row]) => row.at < t - olderThanMs && rows.delete(tag)).length,
     };
     const claims = new Map<string, string>();
     const reads: string[] = [];

@@ -1,5 +1,5 @@
 import { setImmediate } from "node:timers/promises";
-import type { AppSessionStore, GatewayKeys } from "../../store/contract.ts";
+import type { AppSessionStore, GatewayKeys, UnsubscribedStore } from "../../store/contract.ts";
 import type { InboundStore } from "../../store/contract.ts";
 import type { JobStore } from "../../store/contract.ts";
 import { errorMessage } from "../../errors.ts";
@@ -11,6 +11,11 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 /** A server that does not lead looks this often whether it leads now (and so prunes when due). */
 const LEAD_LOOK_MS = 60_000;
 const PRUNE_BATCH = 1000;
+/**
+ * A key's stored unsubscribed list goes once no read renewed it for this long: its key
+ * sent nothing meanwhile (a key in use is read again every few minutes). Its next send reads it anew.
+ */
+export const UNSUBSCRIBED_KEEP_MS = 24 * 60 * 60_000;
 
 export interface PrunerOptions {
   jobs: Pick<JobStore, "prune">;
@@ -26,12 +31,15 @@ export interface PrunerOptions {
   leads?: () => boolean;
   /** The settings page's sessions: the expired ones go with each prune. */
   appSessions?: Pick<AppSessionStore, "prune">;
+  /** Cast's unsubscribed lists of the keys: the ones no send has read for UNSUBSCRIBED_KEEP_MS go with each prune. */
+  unsubscribed?: Pick<UnsubscribedStore, "prune">;
 }
 
 /**
  * Removes finished jobs (and their timeline) past retention: at start, then hourly, a
  * batch at a time with requests let in between, so a month's backlog never stalls the server.
- * The API keys kept for receipts go too, once no unsettled job needs them. With several
+ * The API keys kept for receipts go too, once no unsettled job needs them, and the stored
+ * unsubscribed lists of keys no send has used for a day. With several
  * servers, only the leader prunes: a server that takes the lead prunes within a minute.
  */
 export function createPruner(options: PrunerOptions) {
@@ -67,16 +75,7 @@ export function createPruner(options: PrunerOptions) {
     }
     if (deleted > 0) log.info(`queue: removed ${deleted} finished job(s) older than ${retentionMs / 86_400_000} days`);
     if (replies > 0) log.info(`queue: removed ${replies} finished reply(ies) older than ${retentionMs / 86_400_000} days`);
-    await forgetKeys();
-    await options.appSessions?.prune(now()).catch((error: unknown) => log.error(`queue: cannot remove expired settings-page sessions: ${errorMessage(error)}`));
-  }
-
-  async function forgetKeys(): Promise<void> {
-    try {
-      await options.keys?.forgetUnused();
-    } catch (error) {
-      log.error(`queue: cannot forget the API keys no message waits for: ${errorMessage(error)}`);
-    }
+    await forgetUnused(options);
   }
 
   return {
@@ -93,4 +92,20 @@ export function createPruner(options: PrunerOptions) {
       clearInterval(timer);
     },
   };
+}
+
+/** What no message needs any more, forgotten after each prune: kept API keys, expired sessions, unread unsubscribed lists. */
+async function forgetUnused({ keys, appSessions, unsubscribed, log, now }: PrunerOptions): Promise<void> {
+  try {
+    await keys?.forgetUnused();
+  } catch (error) {
+    log.error(`queue: cannot forget the API keys no message waits for: ${errorMessage(error)}`);
+  }
+  await appSessions?.prune(now()).catch((error: unknown) => log.error(`queue: cannot remove expired settings-page sessions: ${errorMessage(error)}`));
+  try {
+    const lists = (await unsubscribed?.prune(UNSUBSCRIBED_KEEP_MS)) ?? 0;
+    if (lists > 0) log.info(`queue: removed ${lists} stored Cast unsubscribed list(s) no send has read for a day`);
+  } catch (error) {
+    log.error(`queue: cannot remove the stored Cast unsubscribed lists no send reads: ${errorMessage(error)}`);
+  }
 }

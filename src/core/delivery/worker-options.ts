@@ -58,4 +58,6 @@ export interface WorkerOptions {
   leads?: PrunerOptions["leads"];
   /** The settings page's sessions (the expired ones pruned with the finished jobs). */
   appSessions?: PrunerOptions["appSessions"];
+  /** Cast's stored unsubscribed lists (the ones no send reads any more pruned with the finished jobs). */
+  unsubscribed?: PrunerOptions["unsubscribed"];
 }

@@ -28,6 +28,7 @@ export function createWorker(options: WorkerOptions) {
   const pollMs = options.pollMs ?? 500;
   const pruner = createPruner({
     jobs, log, now, retentionMs: options.retentionMs ?? 30 * 24 * 60 * 60_000, keys: options.keys, replies: options.replies, leads: options.leads, appSessions: options.appSessions,
+    unsubscribed: options.unsubscribed,
   });
   const alarm = createBell();
   const wake = alarm.ring;

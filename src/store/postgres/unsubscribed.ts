@@ -17,5 +17,8 @@ export function pgUnsubscribed(db: Queryable): UnsubscribedStore {
         INSERT INTO unsubscribed_lists (tag, entries, read_at) VALUES ($1, $2, ${NOW_MS})
         ON CONFLICT (tag) DO UPDATE SET entries = excluded.entries, read_at = excluded.read_at`, [tag, entries && JSON.stringify(entries)]);
     },
+    async prune(olderThanMs) {
+      return (await db.query(`DELETE FROM unsubscribed_lists WHERE read_at < ${NOW_MS} - $1::bigint`, [olderThanMs])).rowCount ?? 0;
+    },
   };
 }
