@@ -30,7 +30,11 @@ export interface BridgeOptions {
   worker?: RunOptions["worker"];
   /** Read the gateway keys' balances at start, as serve does (default true). */
   balances?: RunOptions["balances"];
-  /** Reconciliation's schedule (default serve's: the first a minute after start, then hourly). */
+  /**
+   * Reconciliation's schedule; none by default: serve's first sync, a minute after start,
+   * would mark uninstalled every location a slow test seeded but the fake CRM does not list
+   * (sync.test.ts calls `core.installs.sync()` itself; e2e tests run serve's schedule).
+   */
   sync?: RunOptions["sync"];
   /** How often alerts look (default serve's 30 s); tests call `core.alerts.look()` themselves. */
   alertEveryMs?: RunOptions["alertEveryMs"];
@@ -113,7 +117,7 @@ async function startTestBridge(options: BridgeOptions = {}) {
     ...options.tuning,
   });
   // serve's running parts, through serve's own function; only the worker looks more often.
-  const run = createRun(core, { pollMs: 20, worker: options.worker, balances: options.balances, sync: options.sync, alertEveryMs: options.alertEveryMs, beatMs: options.beatMs });
+  const run = createRun(core, { pollMs: 20, worker: options.worker, balances: options.balances, sync: options.sync ?? false, alertEveryMs: options.alertEveryMs, beatMs: options.beatMs });
   const { worker } = run;
   const unhandled: unknown[] = [];
   const bodyBudget = createBodyBudget();
