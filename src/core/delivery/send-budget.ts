@@ -84,26 +84,18 @@ export function createSendBudget(options: SendBudgetOptions) {
     if (keyWait > 0) scheduler.giveBack(apiKey, locationId, keyWait);
     return keyWait;
   };
-  /** A phone's tokens, in this server's memory, when it is the one sending through the phone. */
-  const takeAsSender = async (owns: (apiKey: string) => Promise<boolean>, apiKey: string, locationId: string): Promise<number> => {
-    const wasSender = options.ownsNow?.(apiKey) ?? false;
-    if (!(await owns(apiKey))) return OTHER_SENDER_MS;
-    if (!wasSender) hours.forget(apiKey);
-    await hours.counted(apiKey);
-    return scheduler.trySend(apiKey, locationId);
-  };
   return {
     /**
      * 0 when a send with `apiKey` may go now (its tokens taken); else the ms until one may
-     * (nothing taken). A number at once where nothing is shared: a send on one server
-     * waits for no promise.
+     * (nothing taken). A number at once where nothing is shared: a Cast key's send on one
+     * server waits for no promise, nor does a phone's once its hour is read.
      */
     take(apiKey: string, locationId: string): number | Promise<number> {
-      if (shared && options.owns && ownBudget(apiKey)) return takeAsSender(options.owns, apiKey, locationId);
-      if (ownBudget(apiKey) && !hours.known(apiKey)) return hours.counted(apiKey).then(() => scheduler.trySend(apiKey, locationId));
-      const wait = scheduler.trySend(apiKey, locationId);
-      if (wait > 0 || !shared || ownBudget(apiKey)) return wait;
-      return takeShared(shared, apiKey, locationId);
+      if (!ownBudget(apiKey)) {
+        const wait = scheduler.trySend(apiKey, locationId);
+        return wait > 0 || !shared ? wait : takeShared(shared, apiKey, locationId);
+      }
+      return !shared && hours.known(apiKey) ? scheduler.trySend(apiKey, locationId) : takePhone(options, hours, apiKey, locationId);
     },
     /**
      * The tokens `take` gave a send that did not go, given back: another server claimed its
@@ -131,6 +123,24 @@ export function createSendBudget(options: SendBudgetOptions) {
 export type SendBudget = ReturnType<typeof createSendBudget>;
 
 /**
+ * A phone's tokens, in the memory of the server sending through it (where servers share
+ * the store, the holder of the phone key's lease; the others wait for it), once the
+ * phone's hour counts the store's record: read again when this server takes the lease anew.
+ */
+async function takePhone(options: SendBudgetOptions, hours: PhoneHours, apiKey: string, locationId: string): Promise<number> {
+  const { owns, scheduler } = options;
+  if (options.keyBudgets.shared && owns) {
+    const wasSender = options.ownsNow?.(apiKey) ?? false;
+    if (!(await owns(apiKey))) return OTHER_SENDER_MS;
+    if (!wasSender) hours.forget(apiKey);
+  }
+  await hours.counted(apiKey);
+  return scheduler.trySend(apiKey, locationId);
+}
+
+type PhoneHours = ReturnType<typeof phoneHours>;
+
+/**
  * The phones whose hour this server counts from the store's record: read once a server
  * starts sending through a phone, all its sends meanwhile waiting for the one read. A
  * read that fails is logged and the phone's sends go on with this server's own count;
@@ -147,15 +157,16 @@ function phoneHours({ scheduler, log, now, sentSince }: SendBudgetOptions) {
       log.warn(`a phone's sends of the last hour could not be read (its hourly budget counts this server's only): ${String(error)}`);
     }
   };
+  const isKnown = (apiKey: string): boolean => sentSince === undefined || known.has(apiKey);
   return {
-    known: (apiKey: string): boolean => sentSince === undefined || known.has(apiKey),
+    known: isKnown,
     /** Another server may have sent through the phone since: its hour is read again before the next send. */
     forget: (apiKey: string): boolean => known.delete(apiKey),
-    /** Resolves once the phone's hour counts the store's record (read now, unless read already). */
+    /** Resolves once the phone's hour counts the store's record (read now, unless read already): one read a phone at a time. */
     counted(apiKey: string): Promise<void> {
-      if (sentSince === undefined || known.has(apiKey)) return Promise.resolve();
-      const pending = reading.get(apiKey) ?? read(apiKey).finally(() => reading.delete(apiKey));
-      reading.set(apiKey, pending);
+      if (isKnown(apiKey)) return Promise.resolve();
+      let pending = reading.get(apiKey);
+      if (!pending) reading.set(apiKey, (pending = read(apiKey).finally(() => reading.delete(apiKey))));
       return pending;
     },
   };
